@@ -1,0 +1,85 @@
+import { Schema } from "effect"
+import { Int } from "./primitives.js"
+
+const StringList = Schema.Array(Schema.String)
+
+export const RecipeParam = Schema.Struct({
+  name: Schema.String,
+  type: Schema.Literal("string", "int", "bool", "enum", "secret"),
+  required: Schema.Boolean,
+  default: Schema.String,
+  default_from: Schema.optional(Schema.String),
+  values: StringList,
+  help: Schema.String
+})
+export const RecipeOutput = Schema.Struct({ name: Schema.String, help: Schema.String })
+export const RecipeHealth = Schema.Struct({ check: Schema.String, timeout: Schema.String })
+
+/** Full recipe contract (`recipe show`, MCP `recipe_schema`): params and outputs sorted by name. */
+export const RecipeSchema = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  schema: Int,
+  runtime: Schema.String,
+  reboot: Schema.Boolean,
+  depends: StringList,
+  params: Schema.Array(RecipeParam),
+  outputs: Schema.Array(RecipeOutput),
+  health: Schema.NullOr(RecipeHealth)
+})
+export type RecipeSchema = typeof RecipeSchema.Type
+/** Recipe as MCP lists show it: `has_health` instead of the check script. */
+export const RecipeSummary = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  schema: Int,
+  runtime: Schema.String,
+  reboot: Schema.Boolean,
+  depends: StringList,
+  params: Schema.Array(RecipeParam),
+  outputs: Schema.Array(RecipeOutput),
+  has_health: Schema.Boolean
+})
+export const RecipeCatalog = Schema.Struct({ recipes: Schema.Array(RecipeSummary) })
+
+export const RecipeScope = Schema.Literal("bundled", "local", "global", "project")
+export const RecipeEntry = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  scope: RecipeScope,
+  source: Schema.String,
+  ref: Schema.String,
+  /** Short (7 hex) commit; empty for bundled and local recipes. */
+  commit: Schema.String
+})
+export const RecipeRoot = Schema.Struct({ path: Schema.String, scope: RecipeScope })
+export const RecipeList = Schema.Struct({ roots: Schema.Array(RecipeRoot), recipes: Schema.Array(RecipeEntry) })
+export const RecipeAdded = Schema.Struct({
+  name: Schema.String,
+  source: Schema.String,
+  ref: Schema.String,
+  commit: Schema.String,
+  scope: RecipeScope
+})
+export const RecipeRemoved = Schema.Struct({ name: Schema.String, scope: RecipeScope })
+export const IndexEntry = Schema.Struct({
+  name: Schema.String,
+  source: Schema.String,
+  description: Schema.String,
+  os: StringList
+})
+export const RecipeIssue = Schema.Struct({ name: Schema.String, reason: Schema.String })
+export const CheckRecipesResult = Schema.Struct({ applicable: Schema.Boolean, issues: Schema.Array(RecipeIssue) })
+export const ApplyPlan = Schema.Struct({
+  name: Schema.String,
+  action: Schema.Literal("run", "skip"),
+  reason: Schema.String,
+  version: Schema.optional(Schema.String)
+})
+export const RecipeRefreshed = Schema.Struct({ path: Schema.String, status: Schema.String })
+export const ApplyResult = Schema.Struct({
+  vm: Schema.String,
+  applied: StringList,
+  skipped_reason: Schema.String
+})
+export const ApplyDryRun = Schema.Struct({ vm: Schema.String, dry_run: Schema.Literal(true), plan: Schema.Array(ApplyPlan) })
