@@ -1,1 +1,4 @@
-export {}
+export * from "./hypervisor.js"
+export * from "./probe.js"
+export * from "./process.js"
+export * from "./live.js"

@@ -1,0 +1,52 @@
+import { Command, Flags } from "@oclif/core"
+import type { Operation } from "@stoat/core"
+import { encodeLine, event, resultError, resultOk, type ErrorInfo } from "@stoat/wire"
+import { disposeRuntime, execute } from "./runtime.js"
+import { cliState } from "./state.js"
+
+/**
+ * Every stoat command: parse flags, run one catalog operation, then render a table or the
+ * `--json` envelope. No domain logic lives here.
+ */
+export abstract class StoatCommand extends Command {
+  static override baseFlags = {
+    quiet: Flags.boolean({ char: "q", aliases: ["no-interactive"], description: "Suppress progress lines; results and errors still print." })
+  }
+
+  protected get json(): boolean {
+    return cliState.json
+  }
+
+  protected get commandName(): string {
+    return cliState.cmd || this.id?.split(":")[0] || "stoat"
+  }
+
+  /** Runs the operation; on failure reports the error and exits 1 (never returns). */
+  protected async call<I, O>(operation: Operation<I, O, any>, input: unknown, options: { interactive?: boolean } = {}): Promise<O> {
+    const outcome = await execute(operation, input, {
+      ...(options.interactive !== undefined ? { interactive: options.interactive } : {}),
+      progress: (progressEvent) => {
+        if (this.json) process.stdout.write(encodeLine(event(progressEvent.type, this.commandName, progressEvent.data)))
+      }
+    })
+    await disposeRuntime()
+    if (!outcome.ok) return this.failWith(outcome.error)
+    return outcome.value
+  }
+
+  /** Prints the result: the envelope with `--json`, else whatever `render` writes. */
+  protected emit(data: unknown, render: () => void): void {
+    if (this.json) process.stdout.write(encodeLine(resultOk(this.commandName, data)))
+    else render()
+  }
+
+  protected failWith(error: ErrorInfo, exitCode = error.code === "usage" ? 2 : 1): never {
+    if (this.json) process.stdout.write(encodeLine(resultError(this.commandName, error)))
+    else process.stderr.write(`stoat: ${this.commandName}: ${error.message}\n`)
+    return this.exit(exitCode)
+  }
+
+  protected line(text = ""): void {
+    process.stdout.write(`${text}\n`)
+  }
+}

@@ -1,0 +1,36 @@
+import { Errors, flush, run } from "@oclif/core"
+import { encodeLine, resultError } from "@stoat/wire"
+import { STOAT_VERSION } from "@stoat/core"
+import { commandName, extractJsonFlag } from "./argv.js"
+import { cliState } from "./state.js"
+
+const usageExit = (message: string): never => {
+  if (cliState.json) process.stdout.write(encodeLine(resultError(cliState.cmd, { code: "usage", message })))
+  else process.stderr.write(`stoat: ${cliState.cmd ? `${cliState.cmd}: ` : ""}${message}\nSee 'stoat ${cliState.cmd ? `${cliState.cmd} ` : ""}--help'.\n`)
+  process.exit(2)
+}
+
+export const main = async (argv: string[]): Promise<void> => {
+  // `-v/--version` only as the first word, plain text, whatever else is on the line.
+  if (argv[0] === "-v" || argv[0] === "--version") {
+    process.stdout.write(`stoat ${STOAT_VERSION}\n`)
+    return
+  }
+  const { json, rest } = extractJsonFlag(argv)
+  cliState.json = json
+  cliState.cmd = commandName(rest)
+  try {
+    await run(rest.length === 0 ? ["--help"] : rest, import.meta.url)
+    await flush()
+  } catch (error) {
+    if (error instanceof Errors.ExitError) process.exit(error.oclif.exit)
+    const oclif = (error as { oclif?: { exit?: number } }).oclif
+    const message = (error as Error).message ?? String(error)
+    if (oclif?.exit === 2 || /^(Nonexistent flag|Unexpected argument|Missing (\d+ )?required|Expected|Command .* not found|Parsing --)/m.test(message)) {
+      usageExit(message.replace(/\n\s*See more help with --help$/m, "").trim())
+    }
+    if (cliState.json) process.stdout.write(encodeLine(resultError(cliState.cmd, { code: "internal", message })))
+    else process.stderr.write(`stoat: ${cliState.cmd}: ${message}\n`)
+    process.exit(oclif?.exit ?? 1)
+  }
+}

@@ -1,0 +1,21 @@
+/** Left-aligned columns separated by two spaces, like the original's tables. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)))
+  const format = (row: ReadonlyArray<string>) =>
+    row
+      .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .join("  ")
+      .trimEnd()
+  return [format(header), ...rows.map(format)].join("\n")
+}
+
+const useColour = (): boolean => process.stdout.isTTY === true && !process.env["NO_COLOR"]
+
+/** Colours only the STATE column, and only on a terminal without NO_COLOR. */
+export const stateCell = (state: string): string => {
+  if (!useColour()) return state
+  const code = state === "running" ? 32 : state === "broken" ? 31 : 2
+  return `\u001b[${code}m${state}\u001b[0m`
+}
+
+export const mib = (megabytes: number): string => (megabytes >= 1024 && megabytes % 1024 === 0 ? `${megabytes / 1024}G` : `${megabytes}M`)

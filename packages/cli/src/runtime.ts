@@ -1,0 +1,24 @@
+import { randomUUID } from "node:crypto"
+import { Effect, Exit, ManagedRuntime } from "effect"
+import { runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
+import { StoatLive } from "@stoat/qemu"
+import type { ErrorInfo } from "@stoat/wire"
+
+let runtime: ManagedRuntime.ManagedRuntime<any, any> | undefined
+
+/** Runs one catalog operation through the live stack, tagged as a CLI call. */
+export const execute = async <I, O>(
+  operation: Operation<I, O, any>,
+  input: unknown,
+  extra: Partial<ExecutionContext> = {}
+): Promise<{ ok: true; value: O } | { ok: false; error: ErrorInfo }> => {
+  runtime ??= ManagedRuntime.make(StoatLive)
+  const context: ExecutionContext = { entrypoint: "cli", requestId: randomUUID().slice(0, 8), ...extra }
+  const exit = await runtime.runPromiseExit(runOperation(operation, input, context) as Effect.Effect<O, unknown, any>)
+  return Exit.isSuccess(exit) ? { ok: true, value: exit.value } : { ok: false, error: toErrorInfo(exit.cause) }
+}
+
+export const disposeRuntime = async (): Promise<void> => {
+  await runtime?.dispose()
+  runtime = undefined
+}

@@ -1,0 +1,86 @@
+import { Context, type Effect } from "effect"
+import type { Snapshot } from "@stoat/wire"
+import type {
+  AlreadyRunning,
+  InvalidSpec,
+  Internal,
+  MonitorRejected,
+  MonitorUnreachable,
+  NoDisk,
+  NotFound,
+  NotRunning,
+  QemuMissing,
+  QemuStartFailed,
+  ScreenshotFailed,
+  Timeout,
+  DiskShrink
+} from "./errors.js"
+
+/** Which VM a hypervisor call is about: its name and its folder. */
+export interface VmRef {
+  readonly name: string
+  readonly dir: string
+}
+
+export interface RunState {
+  readonly running: boolean
+  readonly pid?: number
+  /** RFC3339; the pidfile's mtime. */
+  readonly startedAt?: string
+}
+
+export interface AccelProbe {
+  readonly accel: "kvm" | "tcg"
+  readonly detail: string
+}
+
+/** Everything a provider needs to boot a VM; built by core from vm.toml, the image and the data root. */
+export interface BootPlan {
+  readonly vm: VmRef
+  readonly ramMb: number
+  readonly cpus: number
+  readonly sshPort: number
+  readonly forwards: ReadonlyArray<{ readonly host: number; readonly guest: number }>
+  readonly disk?: string
+  /** Direct kernel boot (the tiny guest). */
+  readonly kernel?: { readonly path: string; readonly initrd: string; readonly append: string }
+  readonly cdrom?: string
+  readonly seedIso?: string
+  readonly bootFromCdrom?: boolean
+  readonly workShare: string
+  readonly hostShare?: string
+  readonly extraShares?: ReadonlyArray<{ readonly tag: string; readonly host: string }>
+  readonly cpuModel?: string
+  readonly display: "window" | "vnc"
+}
+
+export interface DiskInfo {
+  readonly virtualSize: number
+  readonly actualSize: number
+  readonly format: string
+  readonly backingFile?: string
+}
+
+/**
+ * The port a VM provider implements (QEMU today; a remote libvirt or a cloud could be another).
+ * Core decides what to run; the provider only knows how.
+ */
+export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
+  Hypervisor,
+  {
+    readonly status: (vm: VmRef) => Effect.Effect<RunState>
+    readonly start: (plan: BootPlan) => Effect.Effect<RunState, QemuMissing | QemuStartFailed | AlreadyRunning>
+    /** Graceful power-down, then SIGTERM, then SIGKILL; returns once the process is gone. */
+    readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning>
+    readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing>
+    readonly createDisk: (path: string, size: string, backing?: string) => Effect.Effect<void, Internal | QemuMissing>
+    readonly resizeDisk: (path: string, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing>
+    readonly diskInfo: (path: string) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>
+    readonly listSnapshots: (vm: VmRef, disk: string) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | MonitorUnreachable>
+    readonly saveSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
+    readonly restoreSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | AlreadyRunning>
+    readonly deleteSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | MonitorUnreachable | MonitorRejected>
+    readonly screenshot: (vm: VmRef, out: string) => Effect.Effect<{ readonly width: number; readonly height: number; readonly bytes: number }, ScreenshotFailed | NotRunning>
+    readonly validate: (plan: BootPlan) => Effect.Effect<void, InvalidSpec | Timeout>
+  }
+>() {}

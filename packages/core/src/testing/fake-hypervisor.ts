@@ -1,0 +1,94 @@
+import { Effect, type Context } from "effect"
+import type { Snapshot } from "@stoat/wire"
+import { AlreadyRunning, DiskShrink, NotFound, NotRunning } from "../errors.js"
+import { Hypervisor, type BootPlan } from "../ports.js"
+
+const parseSize = (size: string): number => {
+  const match = /^(\d+)([KMGT]?)$/.exec(size)
+  if (!match) return 0
+  return Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ")
+}
+
+/** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
+export class FakeHypervisorState {
+  readonly running = new Map<string, { plan: BootPlan; startedAt: string }>()
+  readonly disks = new Map<string, { size: number; backing?: string; snapshots: Snapshot[] }>()
+  accel: "kvm" | "tcg" = "tcg"
+  starts = 0
+}
+
+export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Service<Hypervisor> => {
+  const disk = (path: string) => {
+    const found = state.disks.get(path)
+    return found ? Effect.succeed(found) : Effect.fail(new NotFound({ message: `no disk ${path}`, subject: path }))
+  }
+  return {
+    status: (vm) =>
+      Effect.sync(() => {
+        const entry = state.running.get(vm.dir)
+        return entry ? { running: true, pid: 4242, startedAt: entry.startedAt } : { running: false }
+      }),
+    start: (plan) =>
+      Effect.suspend(() => {
+        if (state.running.has(plan.vm.dir)) return Effect.fail(new AlreadyRunning({ message: `VM ${plan.vm.name} is already running`, subject: plan.vm.name }))
+        state.starts++
+        const startedAt = new Date().toISOString()
+        state.running.set(plan.vm.dir, { plan, startedAt })
+        return Effect.succeed({ running: true, pid: 4242, startedAt })
+      }),
+    stop: (vm) =>
+      Effect.suspend(() =>
+        state.running.delete(vm.dir) ? Effect.void : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name }))
+      ),
+    probeAccelerator: Effect.sync(() => ({ accel: state.accel, detail: state.accel === "kvm" ? "KVM works" : "KVM unusable; using TCG" })),
+    createDisk: (path, size, backing) =>
+      Effect.sync(() => {
+        state.disks.set(path, { size: parseSize(size), snapshots: [], ...(backing ? { backing } : {}) })
+      }),
+    resizeDisk: (path, size) =>
+      Effect.flatMap(disk(path), (found) =>
+        parseSize(size) < found.size
+          ? Effect.fail(new DiskShrink({ message: `disk can only grow`, subject: path }))
+          : Effect.sync(() => {
+              found.size = parseSize(size)
+            })
+      ).pipe(Effect.catchTag("NotFound", (error) => Effect.die(error))),
+    diskInfo: (path) =>
+      Effect.map(disk(path), (found) => ({ virtualSize: found.size, actualSize: 0, format: "qcow2", ...(found.backing ? { backingFile: found.backing } : {}) })),
+    listSnapshots: (_vm, path) => Effect.map(Effect.orDie(disk(path)), (found) => found.snapshots),
+    saveSnapshot: (vm, path, tag) =>
+      Effect.map(Effect.orDie(disk(path)), (found) => {
+        const now = new Date()
+        found.snapshots = [
+          ...found.snapshots.filter((snapshot) => snapshot.tag !== tag),
+          {
+            tag,
+            vm_state: state.running.has(vm.dir) ? "running" : "stopped",
+            size_display: "0 B",
+            created_display: now.toISOString(),
+            created: now.toISOString(),
+            size_bytes: 0
+          }
+        ]
+      }),
+    restoreSnapshot: (vm, path, tag) =>
+      Effect.flatMap(Effect.orDie(disk(path)), (found): Effect.Effect<void, NotFound | AlreadyRunning> =>
+        state.running.has(vm.dir)
+          ? Effect.fail(new AlreadyRunning({ message: `stop VM ${vm.name} before restoring`, subject: vm.name }))
+          : found.snapshots.some((snapshot) => snapshot.tag === tag)
+            ? Effect.void
+            : Effect.fail(new NotFound({ message: `no snapshot "${tag}"`, subject: tag }))
+      ),
+    deleteSnapshot: (_vm, path, tag) =>
+      Effect.flatMap(Effect.orDie(disk(path)), (found) => {
+        const before = found.snapshots.length
+        found.snapshots = found.snapshots.filter((snapshot) => snapshot.tag !== tag)
+        return before === found.snapshots.length ? Effect.fail(new NotFound({ message: `no snapshot "${tag}"`, subject: tag })) : Effect.void
+      }),
+    screenshot: (vm) =>
+      state.running.has(vm.dir)
+        ? Effect.succeed({ width: 640, height: 480, bytes: 0 })
+        : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name })),
+    validate: () => Effect.void
+  }
+}

@@ -1,0 +1,104 @@
+import { readdir, readFile, rm, stat } from "node:fs/promises"
+import { join } from "node:path"
+import { Context, Effect, Either, Layer } from "effect"
+import { DataRoot, isReservedDir } from "./data-root.js"
+import { NotFound, Internal } from "./errors.js"
+import { isNotFound, writeFileAtomic } from "./files.js"
+import { closest } from "./names.js"
+import { parseVmToml, renderVmToml, salvageSshPort, type VmConfig } from "./vm-config.js"
+import { warn } from "./warnings.js"
+
+export type VmRecord =
+  | { readonly kind: "ok"; readonly name: string; readonly dir: string; readonly config: VmConfig }
+  | { readonly kind: "broken"; readonly name: string; readonly dir: string; readonly reason: string; readonly sshport?: number }
+
+/** The VMs of a data root, read fresh from disk on every call: vm.toml is authoritative. */
+export class VmStore extends Context.Tag("stoat/VmStore")<
+  VmStore,
+  {
+    /** Every VM, broken ones included, sorted by name. */
+    readonly list: Effect.Effect<ReadonlyArray<VmRecord>, Internal>
+    /** One VM; not_found names the closest existing VM. */
+    readonly get: (name: string) => Effect.Effect<VmRecord, NotFound | Internal>
+    readonly exists: (name: string) => Effect.Effect<boolean>
+    /** Replaces vm.toml atomically. */
+    readonly write: (name: string, config: VmConfig) => Effect.Effect<void, Internal>
+    readonly remove: (name: string) => Effect.Effect<void, Internal>
+  }
+>() {}
+
+const internal = (what: string) => (cause: unknown) =>
+  new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+
+export const readVmRecord = async (name: string, dir: string): Promise<VmRecord | undefined> => {
+  let text: string
+  try {
+    text = await readFile(join(dir, "vm.toml"), "utf8")
+  } catch (error) {
+    if (isNotFound(error) || (error as { code?: string }).code === "ENOTDIR") return undefined
+    throw error
+  }
+  const parsed = parseVmToml(text)
+  if (Either.isLeft(parsed)) {
+    const sshport = salvageSshPort(text)
+    return { kind: "broken", name, dir, reason: parsed.left, ...(sshport !== undefined ? { sshport } : {}) }
+  }
+  for (const key of parsed.right.unknownKeys) warn(`${name}/vm.toml: unknown key "${key}" ignored`)
+  return { kind: "ok", name, dir, config: parsed.right.config }
+}
+
+export const notFoundVm = (name: string, known: ReadonlyArray<string>): NotFound => {
+  const hint = closest(name, known)
+  return new NotFound({ message: `no VM "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat ls`, subject: name })
+}
+
+export const VmStoreLive = Layer.effect(
+  VmStore,
+  Effect.map(DataRoot, (root) => {
+    const list = Effect.tryPromise({
+      try: async () => {
+        const entries = await readdir(root.root, { withFileTypes: true }).catch((error: unknown) => {
+          if (isNotFound(error)) return []
+          throw error
+        })
+        const names = entries.filter((entry) => entry.isDirectory() && !isReservedDir(entry.name)).map((entry) => entry.name)
+        const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name))))
+        return records.filter((record): record is VmRecord => record !== undefined).sort((a, b) => a.name.localeCompare(b.name))
+      },
+      catch: internal(`cannot read ${root.root}`)
+    })
+    const get = (name: string) =>
+      Effect.gen(function* () {
+        const record = isReservedDir(name)
+          ? undefined
+          : yield* Effect.tryPromise({ try: () => readVmRecord(name, root.vmDir(name)), catch: internal(`cannot read VM ${name}`) })
+        if (record) return record
+        const all = yield* list
+        return yield* notFoundVm(name, all.map((vm) => vm.name))
+      })
+    return {
+      list,
+      get,
+      exists: (name: string) =>
+        Effect.promise(() =>
+          stat(join(root.vmDir(name), "vm.toml")).then(
+            () => true,
+            () => false
+          )
+        ),
+      write: (name: string, config: VmConfig) =>
+        Effect.tryPromise({
+          try: () => writeFileAtomic(join(root.vmDir(name), "vm.toml"), renderVmToml(config)),
+          catch: internal(`cannot write ${name}/vm.toml`)
+        }),
+      remove: (name: string) =>
+        Effect.tryPromise({
+          try: async () => {
+            await rm(root.vmDir(name), { recursive: true, force: true })
+            await rm(root.sharedDir(name), { recursive: true, force: true })
+          },
+          catch: internal(`cannot delete VM ${name}`)
+        })
+    }
+  })
+)
