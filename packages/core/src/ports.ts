@@ -12,6 +12,7 @@ import type {
   QemuMissing,
   QemuStartFailed,
   ScreenshotFailed,
+  ShareInvalid,
   Timeout,
   DiskShrink
 } from "./errors.js"
@@ -52,6 +53,15 @@ export interface BootPlan {
   readonly extraShares?: ReadonlyArray<{ readonly tag: string; readonly host: string }>
   readonly cpuModel?: string
   readonly display: "window" | "vnc"
+  /** Identity baked into a direct-boot guest at start: who may log in, its host key, its name. */
+  readonly guestIdentity?: { readonly authorizedKeys: string; readonly hostKeyPath: string; readonly hostname: string }
+}
+
+/** A guest the provider assembles locally instead of downloading (the tiny guest). */
+export interface LocalImage {
+  readonly kernel: string
+  readonly initrd: string
+  readonly append: string
 }
 
 export interface DiskInfo {
@@ -69,7 +79,7 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
   Hypervisor,
   {
     readonly status: (vm: VmRef) => Effect.Effect<RunState>
-    readonly start: (plan: BootPlan) => Effect.Effect<RunState, QemuMissing | QemuStartFailed | AlreadyRunning>
+    readonly start: (plan: BootPlan) => Effect.Effect<RunState, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
     /** Graceful power-down, then SIGTERM, then SIGKILL; returns once the process is gone. */
     readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning>
     readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing>
@@ -82,5 +92,7 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly deleteSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | MonitorUnreachable | MonitorRejected>
     readonly screenshot: (vm: VmRef, out: string) => Effect.Effect<{ readonly width: number; readonly height: number; readonly bytes: number }, ScreenshotFailed | NotRunning>
     readonly validate: (plan: BootPlan) => Effect.Effect<void, InvalidSpec | Timeout>
+    /** Builds (or reuses) a locally assembled image such as `tiny`; stages are reported as they happen. */
+    readonly localImage: (id: string, onStage?: (line: string) => void) => Effect.Effect<LocalImage, Internal>
   }
 >() {}

@@ -41,6 +41,11 @@ export interface Operation<I = any, O = any, R = any> {
   readonly input: Schema.Schema<I, any>
   readonly output: Schema.Schema<O, any>
   readonly annotations: Annotations
+  /**
+   * Input fields only a person at the CLI may set (host paths, passwords, overrides). The MCP
+   * server leaves them out of the tool schema and refuses them.
+   */
+  readonly hostOnly?: ReadonlyArray<string>
   readonly access: AccessLevel | null
   readonly run: (input: I, context: ExecutionContext) => Effect.Effect<O, StoatError, R>
 }

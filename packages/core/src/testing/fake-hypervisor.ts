@@ -89,6 +89,7 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
       state.running.has(vm.dir)
         ? Effect.succeed({ width: 640, height: 480, bytes: 0 })
         : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name })),
-    validate: () => Effect.void
+    validate: () => Effect.void,
+    localImage: (id) => Effect.succeed({ kernel: `/fake/${id}/vmlinux`, initrd: `/fake/${id}/initrd.img`, append: "console=ttyS0" })
   }
 }

@@ -1,0 +1,29 @@
+import { Args, Flags } from "@oclif/core"
+import { startVm } from "@stoat/core"
+import { StoatCommand } from "../base.js"
+
+export default class Up extends StoatCommand {
+  static override summary = "Start a VM"
+  static override description =
+    "Start a VM. When stdout is not a terminal, or with --json or --wait, waits until SSH answers. A running VM is fine (exit 0). -y ignores the host-memory floor (never the configured RAM limit)."
+  static override aliases = ["start"]
+  static override args = { vm: Args.string({ description: "VM name", required: true }) }
+  static override flags = {
+    yes: Flags.boolean({ char: "y", description: "start even if the host has less free memory than the VM's RAM" }),
+    wait: Flags.boolean({ allowNo: true, description: "wait until SSH answers (default when not a terminal)" }),
+    timeout: Flags.integer({ description: "seconds to wait for SSH (default 300)", min: 1, max: 600 }),
+    "no-apply": Flags.boolean({ aliases: ["no-provision"], description: "do not apply recipes after boot" })
+  }
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(Up)
+    const wait = flags.wait ?? (this.json || process.stdout.isTTY !== true)
+    const vm = await this.call(startVm, {
+      vm: args.vm,
+      wait,
+      ...(flags.timeout ? { timeout_seconds: flags.timeout } : {}),
+      ...(flags.yes ? { force: true } : {})
+    })
+    this.emit({ vm }, () => this.line(`${vm.name} is running (ssh port ${vm.ssh_port})${wait ? "; ssh is up" : ""}`))
+  }
+}

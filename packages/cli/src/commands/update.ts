@@ -1,0 +1,43 @@
+import { Args, Flags } from "@oclif/core"
+import { updateVm } from "@stoat/core"
+import { StoatCommand } from "../base.js"
+
+export default class Update extends StoatCommand {
+  static override summary = "Change a VM's settings"
+  static override description =
+    "Change only the settings given. On a running VM, boot-time settings (ram, cpus, ssh port, display, share) take effect at the next start. Disks only grow, and only while stopped."
+  static override args = { vm: Args.string({ description: "VM name", required: true }) }
+  static override flags = {
+    ram: Flags.integer({ description: "RAM in MiB", min: 256 }),
+    cpus: Flags.integer({ description: "vCPUs", min: 1 }),
+    "ssh-port": Flags.integer({ description: "host port forwarded to the guest's sshd", min: 1024, max: 65535 }),
+    disk: Flags.string({ description: "new absolute disk size (grow only)" }),
+    share: Flags.string({ description: "host folder shared read-only (\"\" clears)" }),
+    recipes: Flags.string({ description: "replace the recipe list (\"\" clears)", multiple: true }),
+    "agent-access": Flags.string({ options: ["none", "observe", "manage", "exec"], description: "what MCP agents may do in the guest" }),
+    display: Flags.string({ options: ["auto", "window", "vnc"], description: "display preference" }),
+    installed: Flags.boolean({ allowNo: true, description: "mark the disk as installed" })
+  }
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(Update)
+    const input = {
+      vm: args.vm,
+      ...(flags.ram !== undefined ? { ram_mb: flags.ram } : {}),
+      ...(flags.cpus !== undefined ? { cpus: flags.cpus } : {}),
+      ...(flags["ssh-port"] !== undefined ? { ssh_port: flags["ssh-port"] } : {}),
+      ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
+      ...(flags.share !== undefined ? { share: flags.share } : {}),
+      ...(flags.recipes !== undefined ? { recipes: flags.recipes.flatMap((value) => value.split(",")).filter(Boolean) } : {}),
+      ...(flags["agent-access"] !== undefined ? { agent_access: flags["agent-access"] } : {}),
+      ...(flags.display !== undefined ? { display: flags.display } : {}),
+      ...(flags.installed !== undefined ? { installed: flags.installed } : {})
+    }
+    if (Object.keys(input).length === 1) return this.failWith({ code: "usage", message: "nothing to change: give at least one flag (see stoat update --help)" })
+    const result = await this.call(updateVm, input)
+    this.emit(result, () => {
+      this.line(`updated ${result.vm.name}: ${result.changed.join(", ")}`)
+      if (result.pending_restart.length > 0) this.line(`takes effect at next start: ${result.pending_restart.join(", ")}`)
+    })
+  }
+}

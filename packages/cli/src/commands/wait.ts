@@ -1,0 +1,39 @@
+import { Args, Flags } from "@oclif/core"
+import { waitVm } from "@stoat/core"
+import { StoatCommand } from "../base.js"
+
+/** Go-style durations as the original took them: 90s, 2m, 1m30s, 500ms. */
+const parseDuration = (text: string): number | undefined => {
+  const match = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/.exec(text)
+  if (!match || text === "") return /^\d+$/.test(text) ? Number(text) : undefined
+  const [, h, m, s, ms] = match
+  return Number(h ?? 0) * 3600 + Number(m ?? 0) * 60 + Number(s ?? 0) + Number(ms ?? 0) / 1000
+}
+
+export default class Wait extends StoatCommand {
+  static override summary = "Wait for a VM state"
+  static override description = "Wait until a VM is reachable over SSH (default), stopped, or has applied its recipes. Impossible states fail at once."
+  static override args = { vm: Args.string({ description: "VM name", required: true }) }
+  static override flags = {
+    until: Flags.string({ options: ["reachable", "applied", "stopped"], description: "state to wait for (default reachable)" }),
+    healthy: Flags.boolean({ description: "wait until recipe health checks pass", exclusive: ["until"] }),
+    timeout: Flags.string({ description: "how long to wait, e.g. 2m or 90s (default 5m)" })
+  }
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(Wait)
+    let timeout: number | undefined
+    if (flags.timeout !== undefined) {
+      const seconds = parseDuration(flags.timeout)
+      if (seconds === undefined || seconds <= 0) return this.failWith({ code: "usage", message: `--timeout "${flags.timeout}": expected a positive duration like 2m` })
+      timeout = Math.min(600, Math.max(1, Math.ceil(seconds)))
+    }
+    const result = await this.call(waitVm, {
+      vm: args.vm,
+      ...(flags.until ? { until: flags.until } : {}),
+      ...(flags.healthy ? { healthy: true } : {}),
+      ...(timeout ? { timeout_seconds: timeout } : {})
+    })
+    this.emit(result, () => this.line(`${result.vm} is ${result.until} (after ${(result.waited_ms / 1000).toFixed(1)} s)`))
+  }
+}

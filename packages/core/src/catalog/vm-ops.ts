@@ -1,0 +1,611 @@
+import { mkdir, readFile, rm, stat } from "node:fs/promises"
+import { join } from "node:path"
+import { Duration, Effect, Schema } from "effect"
+import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
+import { DataRoot } from "../data-root.js"
+import {
+  AccessDenied,
+  AlreadyRunning,
+  CannotReach,
+  DiskShrink,
+  Internal,
+  InvalidSpec,
+  LimitReached,
+  NameTaken,
+  Timeout,
+  UnknownLog
+} from "../errors.js"
+import { Guests } from "../guests.js"
+import { HostProbe } from "../host.js"
+import { readLimits } from "../limits.js"
+import { Locks } from "../locks.js"
+import { validateVmName } from "../names.js"
+import { allocateSshPort, validateForwards } from "../net.js"
+import { Hypervisor } from "../ports.js"
+import { GuestTransport } from "../transport.js"
+import { ACCESS_ORDER, AccessLevel, defaultVmConfig, DiskSize, effectiveAccess, type VmConfig } from "../vm-config.js"
+import { bootPlan, diskPath, isRunning, loadVm, vmRef, type OkRecord } from "../vm-runtime.js"
+import { VmStore } from "../vm-store.js"
+import { VmName } from "./inputs.js"
+import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
+import { viewVms } from "./read-ops.js"
+
+const internal = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+
+const viewOne = (record: OkRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
+
+const reload = (name: string) => Effect.flatMap(loadVm(name), viewOne)
+
+const sizeBytes = (size: string): number => {
+  const match = /^(\d+)([KMGT]?)$/.exec(size)
+  return match ? Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ") : 0
+}
+
+// ---------------------------------------------------------------------------------------------
+// create
+
+const CreateInput = Schema.Struct({
+  name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
+  image: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/)).annotations({ description: "Catalog image id (see list_images), e.g. tiny" }),
+  os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))),
+  backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")),
+  mode: Schema.optional(Schema.Literal("live", "disk")),
+  ram_mb: Schema.optional(Schema.Int.pipe(Schema.between(256, 1_048_576))).annotations({ description: "RAM in MiB (default 4096; tiny: 256)" }),
+  cpus: Schema.optional(Schema.Int.pipe(Schema.between(1, 256))).annotations({ description: "vCPUs (default 4; tiny: 1)" }),
+  disk: Schema.optional(DiskSize).annotations({ description: "Absolute disk size, e.g. 8G (default 8G)" }),
+  recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
+  agent_access: Schema.optional(AccessLevel).annotations({ description: "Guest access for MCP agents (default manage)" }),
+  share: Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" }),
+  console_password: Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })
+})
+
+/** The tiny guest is small: its defaults fit a laptop and a CI runner. */
+const TINY_DEFAULTS = { ram: 256, cpus: 1, disk: "1G" }
+
+export const createVm = defineOperation({
+  key: "vm.create",
+  tool: "create",
+  cli: "create",
+  title: "Create a VM",
+  description:
+    "Create a VM definition from a catalog image (the `tiny` image boots to SSH in seconds). Defaults: ram_mb 4096, cpus 4, disk 8G (tiny: 256 MiB, 1 vCPU, 1G). Does not start it; call start, then wait.",
+  kind: "command",
+  input: CreateInput,
+  output: Vm,
+  hostOnly: ["share", "console_password"],
+  annotations: MUTATE,
+  access: null,
+  run: (input, context) =>
+    Effect.gen(function* () {
+      const invalid = validateVmName(input.name)
+      if (invalid) return yield* invalid
+      const root = yield* DataRoot
+      yield* root.ensure
+      const hypervisor = yield* Hypervisor
+      const store = yield* VmStore
+      const locks = yield* Locks
+      const guests = yield* Guests
+      if (input.image !== "tiny") {
+        return yield* new InvalidSpec({ message: `image "${input.image}": only the tiny image can be created by this build; see stoat images`, subject: input.image })
+      }
+      const os = input.os ?? "tiny"
+      yield* guests.get(os)
+      // Build the tiny guest before taking the lock: it can take a while the first time.
+      yield* hypervisor.localImage("tiny", (line) => context.progress?.({ type: "log", data: { line } }))
+      const record = yield* locks.withRootLock(
+        Effect.gen(function* () {
+          const all = yield* store.list
+          if (all.some((vm) => vm.name === input.name)) return yield* new NameTaken({ message: `VM "${input.name}" already exists`, subject: input.name })
+          const limits = yield* readLimits(root.configToml)
+          if (limits.max_vms !== undefined && all.length >= limits.max_vms) {
+            return yield* new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: input.name, needed_mb: 0, available_mb: 0 })
+          }
+          const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internal("cannot allocate an ssh port") })
+          const config: VmConfig = defaultVmConfig({
+            name: input.name,
+            mode: "disk",
+            os,
+            image: "tiny",
+            backend: input.backend ?? "direct",
+            ram: input.ram_mb ?? TINY_DEFAULTS.ram,
+            cpus: input.cpus ?? TINY_DEFAULTS.cpus,
+            disk: input.disk ?? TINY_DEFAULTS.disk,
+            installed: true,
+            sshport,
+            recipes: input.recipes ?? [],
+            // No TTY or --json: a window can't be assumed, so record VNC.
+            display: context.interactive ? "" : "vnc",
+            sshuser: "root",
+            agent_access: input.agent_access ?? "manage",
+            ...(input.share !== undefined ? { share: input.share } : {})
+          })
+          const dir = root.vmDir(input.name)
+          yield* Effect.tryPromise({ try: () => mkdir(dir, { recursive: true }), catch: internal("cannot create the VM folder") })
+          // A failed create leaves nothing behind.
+          const made = Effect.gen(function* () {
+            yield* hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk)
+            yield* store.write(input.name, config)
+            yield* Effect.tryPromise({ try: () => mkdir(root.sharedDir(input.name), { recursive: true }), catch: internal("cannot create the shared folder") })
+          })
+          yield* Effect.onError(made, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
+          return yield* loadVm(input.name)
+        })
+      )
+      return yield* viewOne(record)
+    })
+})
+
+// ---------------------------------------------------------------------------------------------
+// start / stop / wait
+
+const WaitFields = {
+  wait: Schema.optional(Schema.Boolean).annotations({ description: "Also wait until SSH answers (bounded by timeout_seconds)" }),
+  timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({ description: "Seconds to wait (default 300, max 600)" })
+}
+
+/** Waits until the guest's sshd answers, failing at once if the VM stops. */
+const waitReachable = (record: OkRecord, timeoutMs: number) =>
+  Effect.gen(function* () {
+    const transport = yield* GuestTransport
+    const started = Date.now()
+    while (true) {
+      if (!(yield* isRunning(record))) {
+        return yield* new CannotReach({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name })
+      }
+      if (yield* transport.probe(record.config.sshport, 1000)) return Date.now() - started
+      if (Date.now() - started > timeoutMs) {
+        return yield* new Timeout({ message: `VM "${record.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+      }
+      yield* Effect.sleep(Duration.millis(150))
+    }
+  })
+
+const waitStopped = (record: OkRecord, timeoutMs: number) =>
+  Effect.gen(function* () {
+    const started = Date.now()
+    while (yield* isRunning(record)) {
+      if (Date.now() - started > timeoutMs) return yield* new Timeout({ message: `VM "${record.name}" still running after ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+      yield* Effect.sleep(Duration.millis(200))
+    }
+    return Date.now() - started
+  })
+
+/** Checks the RAM limit and the host-memory floor; a person may override the floor (`up -y`), an agent never. */
+const checkMemory = (record: OkRecord, context: ExecutionContext, force: boolean) =>
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const limits = yield* readLimits(root.configToml)
+    const needed = record.config.ram
+    if (limits.max_ram_mb !== undefined) {
+      const all = yield* (yield* VmStore).list
+      let used = 0
+      for (const other of all) if (other.kind === "ok" && other.name !== record.name && (yield* isRunning(other))) used += other.config.ram
+      if (used + needed > limits.max_ram_mb) {
+        return yield* new LimitReached({
+          message: `starting "${record.name}" needs ${needed} MiB but max_ram_mb = ${limits.max_ram_mb} leaves ${Math.max(0, limits.max_ram_mb - used)} MiB; lower ram_mb with update`,
+          subject: record.name,
+          needed_mb: needed,
+          available_mb: Math.max(0, limits.max_ram_mb - used)
+        })
+      }
+    }
+    const available = yield* (yield* HostProbe).memAvailableMb
+    if (needed > available && !(force && context.entrypoint === "cli")) {
+      return yield* new LimitReached({
+        message: `starting "${record.name}" needs ${needed} MiB but the host has ${available} MiB available; lower ram_mb with update${context.entrypoint === "cli" ? " or pass -y" : ", or ask a person to run stoat up -y"}`,
+        subject: record.name,
+        needed_mb: needed,
+        available_mb: available
+      })
+    }
+  })
+
+export const startVm = defineOperation({
+  key: "vm.start",
+  tool: "start",
+  cli: "up",
+  title: "Start a VM",
+  description:
+    "Start a stopped VM (already running is fine). Refuses with limit_reached (needed_mb, available_mb) when RAM limits or free host memory do not allow it. With wait=true also waits for SSH; otherwise call wait before any guest tool.",
+  kind: "command",
+  input: Schema.Struct({ vm: VmName, ...WaitFields, force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }) }),
+  output: Vm,
+  hostOnly: ["force"],
+  annotations: MUTATE,
+  access: null,
+  run: (input, context) =>
+    Effect.gen(function* () {
+      const hypervisor = yield* Hypervisor
+      const locks = yield* Locks
+      const record = yield* loadVm(input.vm)
+      const started = yield* locks.withVmLock(
+        input.vm,
+        Effect.gen(function* () {
+          if (yield* isRunning(record)) return false
+          yield* locks.withRootLock(
+            Effect.gen(function* () {
+              yield* checkMemory(record, context, input.force === true)
+              const graphical = yield* (yield* HostProbe).graphical
+              const display = graphical && record.config.display !== "vnc" ? "window" : "vnc"
+              const plan = yield* bootPlan(record, display)
+              yield* hypervisor.start(plan)
+            })
+          )
+          return true
+        })
+      )
+      if (!started) context.progress?.({ type: "log", data: { line: `VM "${input.vm}" is already running` } })
+      if (input.wait) yield* waitReachable(record, (input.timeout_seconds ?? 300) * 1000)
+      return yield* viewOne(record)
+    })
+})
+
+export const stopVm = defineOperation({
+  key: "vm.stop",
+  tool: "stop",
+  cli: "down",
+  title: "Stop a VM",
+  description: "Power a VM down gracefully (ACPI power button, then SIGTERM, then SIGKILL); returns once QEMU has exited. Already stopped is fine.",
+  kind: "command",
+  input: Schema.Struct({ vm: VmName }),
+  output: Vm,
+  annotations: MUTATE,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const record = yield* loadVm(input.vm)
+      const hypervisor = yield* Hypervisor
+      yield* (yield* GuestTransport).release(input.vm)
+      yield* (yield* Locks).withVmLock(
+        input.vm,
+        Effect.catchTag(hypervisor.stop(vmRef(record)), "NotRunning", () => Effect.void)
+      )
+      return yield* viewOne(record)
+    })
+})
+
+export const waitVm = defineOperation({
+  key: "vm.wait",
+  tool: "wait",
+  cli: "wait",
+  title: "Wait for a VM state",
+  description:
+    "Wait until a VM is reachable over SSH (default), stopped, or has applied its recipes. timeout_seconds is a number of seconds (default 300, max 600). Call it after start or create and before any guest tool.",
+  kind: "command",
+  input: Schema.Struct({
+    vm: VmName,
+    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")),
+    healthy: Schema.optional(Schema.Boolean),
+    timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 600)))
+  }),
+  output: WaitResult,
+  annotations: MUTATE,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      if (input.healthy && input.until) return yield* new InvalidSpec({ message: "healthy and until are exclusive" })
+      const record = yield* loadVm(input.vm)
+      const until = input.until ?? "reachable"
+      const timeoutMs = (input.timeout_seconds ?? 300) * 1000
+      const waited =
+        until === "stopped"
+          ? yield* waitStopped(record, timeoutMs)
+          : until === "applied"
+            ? yield* waitApplied(record, timeoutMs)
+            : yield* waitReachable(record, timeoutMs)
+      return { vm: input.vm, until, reached: true, waited_ms: waited, ...(input.healthy ? { healthy: true } : {}) }
+    })
+})
+
+/** `applied` keys off the apply log's final `done` line; a VM with no recipes has nothing to apply. */
+const waitApplied = (record: OkRecord, timeoutMs: number) =>
+  Effect.gen(function* () {
+    const started = Date.now()
+    const waited = yield* waitReachable(record, timeoutMs)
+    if (record.config.recipes.length === 0) return waited
+    const log = join(record.dir, "last-provision.log")
+    while (true) {
+      const text = yield* Effect.promise(() => readFile(log, "utf8").catch(() => ""))
+      const last = text.trimEnd().split("\n").pop() ?? ""
+      if (last === "done") return Date.now() - started
+      if (last.startsWith("FAILED:") || last.startsWith("CANCELLED:")) return yield* new CannotReach({ message: `recipes did not apply: ${last}`, subject: record.name })
+      if (Date.now() - started > timeoutMs) return yield* new Timeout({ message: `recipes not applied within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+      yield* Effect.sleep(Duration.millis(300))
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// destroy / update / clone / forward
+
+export const destroyVm = defineOperation({
+  key: "vm.destroy",
+  tool: "destroy",
+  cli: "rm",
+  title: "Delete a VM",
+  description: "Delete a stopped VM: its folder, disk, snapshots and shared directory. Refuses a running VM. Broken VMs can be deleted.",
+  kind: "command",
+  input: Schema.Struct({ vm: VmName }),
+  output: DestroyResult,
+  annotations: DESTRUCTIVE,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const store = yield* VmStore
+      const record = yield* store.get(input.vm)
+      yield* (yield* Locks).withRootLock(
+        Effect.gen(function* () {
+          if (record.kind === "ok" && (yield* isRunning(record))) {
+            return yield* new AlreadyRunning({ message: `VM "${input.vm}" is running; stop it first (stoat down ${input.vm})`, subject: input.vm })
+          }
+          yield* store.remove(input.vm)
+        })
+      )
+      return { name: input.vm, destroyed: true }
+    })
+})
+
+const ParamTable = Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Schema.String }) })
+
+export const updateVm = defineOperation({
+  key: "vm.update",
+  tool: "update",
+  cli: "update",
+  title: "Change a VM's settings",
+  description:
+    "Change ram_mb, cpus, ssh_port, disk (grow only, stopped VM), recipes, params or agent_access. Works on a running VM: boot-time fields take effect at the next start and are listed in pending_restart. agent_access may only be lowered here.",
+  kind: "command",
+  input: Schema.Struct({
+    vm: VmName,
+    ram_mb: Schema.optional(Schema.Int.pipe(Schema.between(256, 1_048_576))),
+    cpus: Schema.optional(Schema.Int.pipe(Schema.between(1, 256))),
+    ssh_port: Schema.optional(Schema.Int.pipe(Schema.between(1024, 65535))),
+    disk: Schema.optional(DiskSize),
+    recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
+    params: Schema.optional(ParamTable),
+    secrets: Schema.optional(ParamTable),
+    agent_access: Schema.optional(AccessLevel),
+    share: Schema.optional(Schema.String),
+    display: Schema.optional(Schema.Literal("auto", "window", "vnc")),
+    installed: Schema.optional(Schema.Boolean),
+    name: Schema.optional(Schema.String),
+    os: Schema.optional(Schema.String),
+    backend: Schema.optional(Schema.String),
+    mode: Schema.optional(Schema.String)
+  }),
+  output: UpdateResult,
+  hostOnly: ["share", "display", "installed", "name", "os", "backend", "mode"],
+  annotations: MUTATE,
+  access: null,
+  run: (input, context) =>
+    Effect.gen(function* () {
+      for (const field of ["name", "os", "backend", "mode"] as const) {
+        if (input[field] !== undefined) {
+          const { ImmutableField } = yield* Effect.promise(() => import("../errors.js"))
+          return yield* new ImmutableField({ message: `${field} cannot be changed; create a new VM instead`, subject: field })
+        }
+      }
+      const changes = Object.keys(input).filter((key) => key !== "vm")
+      if (changes.length === 0) return yield* new InvalidSpec({ message: "nothing to change: give at least one setting" })
+      const store = yield* VmStore
+      const hypervisor = yield* Hypervisor
+      return yield* (yield* Locks).withRootLock(
+        Effect.gen(function* () {
+          const record = yield* loadVm(input.vm)
+          const running = yield* isRunning(record)
+          let config: VmConfig = record.config
+          const changed: string[] = []
+          const pending: string[] = []
+          const touch = (wire: string, bootTime: boolean) => {
+            changed.push(wire)
+            if (bootTime && running) pending.push(wire)
+          }
+          if (input.agent_access !== undefined) {
+            const current = effectiveAccess(config)
+            if (context.entrypoint === "mcp" && ACCESS_ORDER.indexOf(input.agent_access) > ACCESS_ORDER.indexOf(current)) {
+              return yield* new AccessDenied({ message: `update may only lower agent_access (now ${current}); ask a person to raise it with stoat update`, subject: input.vm })
+            }
+            config = { ...config, agent_access: input.agent_access, allow_exec: input.agent_access === "exec" }
+            touch("agent_access", false)
+          }
+          if (input.ram_mb !== undefined) {
+            config = { ...config, ram: input.ram_mb }
+            touch("ram", true)
+          }
+          if (input.cpus !== undefined) {
+            config = { ...config, cpus: input.cpus }
+            touch("cpus", true)
+          }
+          if (input.ssh_port !== undefined) {
+            const others = (yield* store.list).filter((vm) => vm.name !== input.vm)
+            const clash = validateForwards(input.vm, -1, [`${input.ssh_port}:22`], others)
+            if (clash instanceof InvalidSpec) return yield* new InvalidSpec({ message: clash.message.replace(/^forward "[^"]*": /, "ssh_port: "), subject: "ssh_port" })
+            config = { ...config, sshport: input.ssh_port }
+            touch("ssh_port", true)
+          }
+          if (input.display !== undefined) {
+            config = { ...config, display: input.display }
+            touch("display", true)
+          }
+          if (input.share !== undefined) {
+            config = { ...config, share: input.share }
+            touch("share", true)
+          }
+          if (input.installed !== undefined) {
+            config = { ...config, installed: input.installed }
+            touch("installed", false)
+          }
+          if (input.recipes !== undefined) {
+            config = { ...config, recipes: input.recipes }
+            touch("recipes", false)
+          }
+          if (input.params !== undefined) {
+            config = { ...config, params: { ...config.params, ...input.params } }
+            touch("params", false)
+          }
+          if (input.disk !== undefined && input.disk !== config.disk) {
+            if (running) return yield* new AlreadyRunning({ message: `stop VM "${input.vm}" before growing its disk`, subject: input.vm })
+            if (sizeBytes(input.disk) < sizeBytes(config.disk)) {
+              return yield* new DiskShrink({ message: `disk can only grow (now ${config.disk}, asked ${input.disk})`, subject: "disk" })
+            }
+            yield* hypervisor.resizeDisk(diskPath(record), input.disk)
+            config = { ...config, disk: input.disk }
+            touch("disk", false)
+          }
+          yield* store.write(input.vm, config)
+          const vm = yield* reload(input.vm)
+          return { vm, changed, applies_at: pending.length > 0 ? ("next_start" as const) : ("now" as const), pending_restart: pending }
+        })
+      )
+    })
+})
+
+export const cloneVm = defineOperation({
+  key: "vm.clone",
+  tool: "clone",
+  cli: "clone",
+  title: "Clone a VM",
+  description: "Make a new VM from a stopped one: a copy-on-write disk overlay (instant, independent of disk size), a fresh SSH port and no port forwards.",
+  kind: "command",
+  input: Schema.Struct({ source: VmName, name: Schema.String }),
+  output: CloneResult,
+  annotations: MUTATE,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const invalid = validateVmName(input.name)
+      if (invalid) return yield* invalid
+      const root = yield* DataRoot
+      const store = yield* VmStore
+      const hypervisor = yield* Hypervisor
+      const record = yield* (yield* Locks).withRootLock(
+        Effect.gen(function* () {
+          const source = yield* loadVm(input.source)
+          if (yield* isRunning(source)) return yield* new AlreadyRunning({ message: `VM "${input.source}" is running; stop it before cloning`, subject: input.source })
+          const all = yield* store.list
+          if (all.some((vm) => vm.name === input.name)) return yield* new NameTaken({ message: `VM "${input.name}" already exists`, subject: input.name })
+          const limits = yield* readLimits(root.configToml)
+          if (limits.max_vms !== undefined && all.length >= limits.max_vms) {
+            return yield* new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: input.name, needed_mb: 0, available_mb: 0 })
+          }
+          const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internal("cannot allocate an ssh port") })
+          const dir = root.vmDir(input.name)
+          const { applied: _applied, forwards: _forwards, ...copied } = source.config
+          const config: VmConfig = { ...copied, name: input.name, sshport, forwards: [], applied: {}, project: "", key: "" }
+          yield* Effect.tryPromise({ try: () => mkdir(dir, { recursive: true }), catch: internal("cannot create the VM folder") })
+          const made = Effect.gen(function* () {
+            const sourceDisk = diskPath(source)
+            const hasDisk = yield* Effect.promise(() => stat(sourceDisk).then(() => true, () => false))
+            if (hasDisk) yield* hypervisor.createDisk(join(dir, "disk.qcow2"), source.config.disk, sourceDisk)
+            yield* store.write(input.name, config)
+            yield* Effect.tryPromise({ try: () => mkdir(root.sharedDir(input.name), { recursive: true }), catch: internal("cannot create the shared folder") })
+          })
+          yield* Effect.onError(made, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
+          return yield* loadVm(input.name)
+        })
+      )
+      return { forwards_copied: false, source: input.source, vm: yield* viewOne(record) }
+    })
+})
+
+export const forwardPorts = defineOperation({
+  key: "vm.forward",
+  tool: "forward",
+  cli: "forward",
+  title: "Show or set port forwards",
+  description:
+    "Show a VM's host→guest TCP forwards on 127.0.0.1, or replace them with pairs like \"8080:80\" (host port ≥ 1024), or clear them. On a running VM changes apply at the next start.",
+  kind: "command",
+  input: Schema.Struct({
+    vm: VmName,
+    pairs: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^\d{1,5}:\d{1,5}$/)))),
+    clear: Schema.optional(Schema.Boolean)
+  }),
+  output: ForwardResult,
+  annotations: MUTATE,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      if (input.clear && input.pairs && input.pairs.length > 0) return yield* new InvalidSpec({ message: "clear takes no pairs" })
+      const store = yield* VmStore
+      const show = (record: OkRecord, running: boolean) => ({
+        vm: record.name,
+        forwards: record.config.forwards.map((forward) => ({ host_port: forward.hostport, guest_port: forward.guestport })),
+        active: running
+      })
+      const record = yield* loadVm(input.vm)
+      const running = yield* isRunning(record)
+      if (!input.clear && (input.pairs === undefined || input.pairs.length === 0)) return show(record, running)
+      return yield* (yield* Locks).withRootLock(
+        Effect.gen(function* () {
+          const fresh = yield* loadVm(input.vm)
+          const forwards = input.clear ? [] : validateForwards(input.vm, fresh.config.sshport, input.pairs ?? [], yield* store.list)
+          if (forwards instanceof InvalidSpec) return yield* forwards
+          yield* store.write(input.vm, { ...fresh.config, forwards })
+          const saved = yield* loadVm(input.vm)
+          return { ...show(saved, false), applies_at: running ? ("next_start" as const) : ("now" as const) }
+        })
+      )
+    })
+})
+
+// ---------------------------------------------------------------------------------------------
+// logs / screenshot
+
+const ANSI = /\u001b\[[0-9;?]*[A-Za-z]|\u001b[()][A-Za-z0-9]|\r/g
+
+export const vmLogs = defineOperation({
+  key: "vm.logs",
+  tool: "logs",
+  cli: "logs",
+  title: "Read a VM's log",
+  description: "Last lines of a VM's serial console log (which=console, default) or its last recipe apply log (which=apply). Escape sequences and carriage returns are removed. n ≤ 2000 (default 50).",
+  kind: "query",
+  input: Schema.Struct({
+    vm: VmName,
+    which: Schema.optional(Schema.Literal("console", "apply")),
+    n: Schema.optional(Schema.Int.pipe(Schema.between(0, 2000)))
+  }),
+  output: LogLines,
+  annotations: READ,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const record = yield* (yield* VmStore).get(input.vm)
+      const which = input.which ?? "console"
+      const file = join(record.dir, which === "console" ? "console.log" : "last-provision.log")
+      const text = yield* Effect.promise(() => readFile(file, "utf8").catch(() => ""))
+      const lines = text.replace(ANSI, "").split("\n")
+      if (lines.at(-1) === "") lines.pop()
+      const n = input.n ?? 50
+      return { vm: input.vm, which, lines: n === 0 ? lines : lines.slice(-n) }
+    })
+})
+
+export const screenshotVm = defineOperation({
+  key: "vm.screenshot",
+  tool: "screenshot",
+  cli: "screenshot",
+  title: "Screenshot a VM's display",
+  description: "Save a PNG of a running VM's display under the VM's screenshots folder and report its size.",
+  kind: "command",
+  input: Schema.Struct({ vm: VmName, path: Schema.optional(Schema.String).annotations({ description: "Output file (CLI only)" }) }),
+  output: ScreenshotResult,
+  hostOnly: ["path"],
+  annotations: MUTATE,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const record = yield* loadVm(input.vm)
+      const folder = join(record.dir, "screenshots")
+      yield* Effect.tryPromise({ try: () => mkdir(folder, { recursive: true }), catch: internal("cannot create the screenshots folder") })
+      const stamp = new Date().toISOString().replace(/[:]/g, "").replace(/\.\d+Z$/, "Z")
+      let path = input.path ?? join(folder, `${stamp}.png`)
+      for (let n = 2; input.path === undefined && (yield* Effect.promise(() => stat(path).then(() => true, () => false))); n++) {
+        path = join(folder, `${stamp}-${n}.png`)
+      }
+      const shot = yield* (yield* Hypervisor).screenshot(vmRef(record), path)
+      return { vm: input.vm, path, ...shot }
+    })
+})
+
+export { UnknownLog }

@@ -1,0 +1,130 @@
+import { readdir, stat } from "node:fs/promises"
+import { basename, dirname, isAbsolute, join, resolve } from "node:path"
+import { Effect } from "effect"
+import type { Image } from "@stoat/wire"
+import { BUNDLED_GUESTS, type GuestDef } from "../guests.js"
+import { IMAGE_CATALOG, inferByo, type CatalogEntry } from "./catalog.js"
+
+/** The image references a VM's config carries; `VmConfig` fits, so do salvaged partial records. */
+export interface VmImageRefs {
+  readonly os?: string
+  /** Catalog id or image path (ours). */
+  readonly image?: string
+  /** Boot ISO, relative to the data root (`isos/x.iso`) or absolute. */
+  readonly iso?: string
+  /** Cloud base image, absolute. */
+  readonly base?: string
+}
+
+const sizeOf = async (path: string): Promise<number | undefined> => {
+  const info = await stat(path).catch(() => undefined)
+  return info?.isFile() ? info.size : undefined
+}
+
+const compareVersions = (a: string, b: string): number => {
+  const left = a.split(".").map(Number)
+  const right = b.split(".").map(Number)
+  for (let i = 0; i < Math.max(left.length, right.length); i++) {
+    const diff = (left[i] ?? 0) - (right[i] ?? 0)
+    if (diff !== 0) return diff
+  }
+  return 0
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/** The newest `<flavor>-<version>-x86_64.iso` on disk: an Alpine ISO's name is only known after a pull. */
+export const localAlpineFile = (flavor: string, files: ReadonlyArray<string>): string | undefined => {
+  const pattern = new RegExp(`^${escapeRegExp(flavor)}-(\\d+(?:\\.\\d+)*)-x86_64\\.iso$`)
+  let best: { file: string; version: string } | undefined
+  for (const file of files) {
+    const match = pattern.exec(file)
+    if (match && (!best || compareVersions(match[1]!, best.version) > 0)) best = { file, version: match[1]! }
+  }
+  return best?.file
+}
+
+/** The bare file name under isos/ that a catalog entry is (or would be) stored as; "" while unknown. */
+export const catalogFile = (entry: CatalogEntry, files: ReadonlyArray<string>): string => {
+  switch (entry.source.kind) {
+    case "url":
+      return entry.source.file
+    case "alpine-index":
+      return localAlpineFile(entry.source.flavor, files) ?? ""
+    case "local":
+      return entry.source.dir
+  }
+}
+
+/** Bytes of the tiny guest build: its regular files, once the builder's manifest is in place. */
+const localBuildBytes = async (dir: string): Promise<number | undefined> => {
+  if ((await sizeOf(join(dir, "manifest.json"))) === undefined) return undefined
+  const names = await readdir(dir).catch(() => [] as string[])
+  let total = 0
+  for (const name of names) if (!name.startsWith(".")) total += (await sizeOf(join(dir, name))) ?? 0
+  return total
+}
+
+/**
+ * The catalog with download state (exact bytes for a file on disk, the declared approximation
+ * otherwise), then every file in isos/ that a VM uses and the catalog does not claim, as BYO.
+ * Reads only the local disk.
+ */
+export const listImages = (
+  isosDir: string,
+  vmConfigs: ReadonlyArray<VmImageRefs>,
+  guests: ReadonlyArray<Pick<GuestDef, "name" | "filename_hints">> = BUNDLED_GUESTS
+): Effect.Effect<ReadonlyArray<Image>> =>
+  Effect.promise(async () => {
+    const isos = resolve(isosDir)
+    const files = (await readdir(isos).catch(() => [] as string[])).filter((name) => !name.endsWith(".part")).sort()
+    const claimed = new Set<string>()
+    const images: Image[] = []
+    for (const entry of IMAGE_CATALOG) {
+      const file = catalogFile(entry, files)
+      const bytes =
+        file === "" ? undefined : entry.source.kind === "local" ? await localBuildBytes(join(isos, file)) : await sizeOf(join(isos, file))
+      if (file !== "") claimed.add(file)
+      images.push({
+        id: entry.id,
+        os: entry.os,
+        variant: entry.variant,
+        backend: entry.backend,
+        file,
+        downloaded: bytes !== undefined,
+        bytes: bytes ?? entry.approxBytes,
+        bytes_exact: bytes !== undefined,
+        byo: false
+      })
+    }
+
+    // A VM's iso/base is relative to the data root (the folder above isos/) or absolute.
+    const root = dirname(isos)
+    const byo = new Map<string, string>()
+    for (const config of vmConfigs) {
+      for (const ref of [config.iso, config.base, config.image]) {
+        if (!ref || !/[/\\]/.test(ref)) continue
+        const path = isAbsolute(ref) ? resolve(ref) : resolve(root, ref)
+        const file = basename(path)
+        if (dirname(path) !== isos || claimed.has(file) || file.endsWith(".part") || byo.has(file)) continue
+        byo.set(file, config.os ?? "")
+      }
+    }
+    for (const [file, vmOs] of [...byo].sort(([a], [b]) => a.localeCompare(b))) {
+      const bytes = await sizeOf(join(isos, file))
+      if (bytes === undefined) continue
+      const inferred = inferByo(file, guests)
+      images.push({
+        id: "",
+        os: inferred.os || vmOs,
+        variant: "",
+        backend: inferred.backend,
+        file,
+        downloaded: true,
+        bytes,
+        bytes_exact: true,
+        byo: true
+      })
+    }
+    return images
+  })

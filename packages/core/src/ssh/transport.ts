@@ -1,0 +1,544 @@
+import { randomBytes } from "node:crypto"
+import { readFile as readLocalFile, rename, rm } from "node:fs/promises"
+import { connect as netConnect } from "node:net"
+import { constants as osConstants } from "node:os"
+import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
+import { type Context, Effect, Either, Layer, type Scope } from "effect"
+import { AccessDenied, CannotReach, Internal, NotFound } from "../errors.js"
+import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../transport.js"
+import { guestCommand } from "./quote.js"
+
+type Ssh2 = typeof import("ssh2")
+type Transport = Context.Tag.Service<GuestTransport>
+
+export interface GuestTransportOptions {
+  /** ssh handshake + auth deadline. */
+  readonly readyTimeoutMs?: number
+  /** ssh-level keepalive, so a vanished guest fails pooled calls instead of hanging them. */
+  readonly keepaliveIntervalMs?: number
+  /** Concurrent exec channels per connection (OpenSSH's MaxSessions is 10; one is kept for SFTP). */
+  readonly maxChannelsPerConnection?: number
+  /** Per-stream cap when the caller sets none: a runaway command must not exhaust host memory. */
+  readonly defaultMaxOutputBytes?: number
+  /** How long a killed channel may take to confirm its close before exec returns anyway. */
+  readonly killGraceMs?: number
+}
+
+const DEFAULTS = {
+  readyTimeoutMs: 10_000,
+  keepaliveIntervalMs: 15_000,
+  maxChannelsPerConnection: 8,
+  defaultMaxOutputBytes: 64 * 1024 * 1024,
+  killGraceMs: 1_000
+}
+
+const PROBE_TIMEOUT_MS = 2_000
+/** Exit code when the guest sent no exit status (as OpenSSH's client reports). */
+const NO_EXIT_STATUS = 255
+const READ_CHUNK = 64 * 1024
+
+// SFTP status codes (RFC draft-ietf-secsh-filexfer-02 §7).
+const SFTP_NO_SUCH_FILE = 2
+const SFTP_PERMISSION_DENIED = 3
+
+/** One pooled ssh connection. */
+interface Conn {
+  readonly key: string
+  readonly vm: string
+  readonly client: Client
+  /** Settles once: resolved on `ready`, rejected on any failure before it. */
+  readonly ready: Promise<void>
+  readonly fail: (cause: Error) => void
+  alive: boolean
+  sftp: Promise<SFTPWrapper> | undefined
+  readonly channels: Effect.Semaphore
+}
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+const unreachable = (target: SshTarget, cause?: unknown) =>
+  new CannotReach({
+    message: `ssh could not connect to VM ${target.vm} on port ${target.port}; call wait first${cause === undefined ? "" : ` (${describe(cause)})`}`,
+    subject: target.vm
+  })
+
+const lost = (target: SshTarget) =>
+  new CannotReach({ message: `ssh connection to VM ${target.vm} on port ${target.port} was lost during the call`, subject: target.vm })
+
+/** ssh2 throws this synchronously when asked to open a channel on a closed socket. */
+const isNotConnected = (cause: unknown) => cause instanceof Error && cause.message === "Not connected"
+
+const signalExitCode = (signal: unknown): number => {
+  const name = typeof signal === "string" ? (signal.startsWith("SIG") ? signal : `SIG${signal}`) : ""
+  const number = (osConstants.signals as Record<string, number | undefined>)[name]
+  return number === undefined ? NO_EXIT_STATUS : 128 + number
+}
+
+/**
+ * ssh2's `channel.signal()` is a no-op once our side sent EOF (it checks `writable`), yet a
+ * signal request is still valid on an open channel: send it through the protocol directly.
+ */
+const sendKill = (channel: ClientChannel) => {
+  const internals = channel as unknown as {
+    outgoing?: { id: number; state: string }
+    _client?: { _protocol?: { signal: (id: number, name: string) => void } }
+  }
+  try {
+    const out = internals.outgoing
+    if (out && (out.state === "open" || out.state === "eof")) internals._client?._protocol?.signal(out.id, "KILL")
+  } catch {
+    // The connection is already gone; closing is all that is left.
+  }
+}
+
+/** KILL, then close our side: nothing of the command is left attached to us. */
+const killChannel = (channel: ClientChannel) => {
+  sendKill(channel)
+  channel.close()
+}
+
+/** Output kept up to a cap; the rest is dropped and remembered as truncation. */
+class Capped {
+  private readonly chunks: Array<Buffer> = []
+  private size = 0
+  truncated = false
+  constructor(private readonly cap: number) {}
+  push(chunk: Buffer) {
+    const room = this.cap - this.size
+    if (chunk.length > room) this.truncated = true
+    if (room <= 0) return
+    const kept = Buffer.from(chunk.subarray(0, Math.min(room, chunk.length)))
+    this.chunks.push(kept)
+    this.size += kept.length
+  }
+  bytes(): Uint8Array {
+    return Buffer.concat(this.chunks, this.size)
+  }
+}
+
+const sftpFailure = (target: SshTarget, conn: Conn, path: string, cause: unknown) => {
+  const code = (cause as { code?: unknown } | null)?.code
+  if (code === SFTP_NO_SUCH_FILE || code === "ENOENT" || code === "ENOTDIR")
+    return new NotFound({ message: `no such file or directory: ${path} (VM ${target.vm})`, subject: path })
+  if (code === SFTP_PERMISSION_DENIED || code === "EACCES" || code === "EPERM")
+    return new AccessDenied({ message: `permission denied: ${path} (VM ${target.vm}, user ${target.user})`, subject: path })
+  if (!conn.alive) return lost(target)
+  return new Internal({ message: `sftp on VM ${target.vm} failed for ${path}: ${describe(cause)}`, subject: path })
+}
+
+type SftpError = CannotReach | NotFound | AccessDenied | Internal
+
+/** Node-style callback → Promise, for the few SFTP calls used. */
+const call = <A>(register: (done: (err: Error | undefined | null, value: A) => void) => void) =>
+  new Promise<A>((resolve, reject) => {
+    try {
+      register((err, value) => (err ? reject(err) : resolve(value)))
+    } catch (error) {
+      reject(error)
+    }
+  })
+
+export const makeGuestTransport = (
+  options: GuestTransportOptions = {}
+): Effect.Effect<Transport, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const config = { ...DEFAULTS, ...options }
+    // ssh2 is heavy: loaded only when the live transport is built.
+    const ssh2: Ssh2 = yield* Effect.promise(async () => {
+      const mod = (await import("ssh2")) as Ssh2 & { default?: Ssh2 }
+      return mod.default ?? mod
+    })
+
+    const conns = new Map<string, Conn>()
+
+    const forget = (conn: Conn) => {
+      conn.alive = false
+      if (conns.get(conn.key) === conn) conns.delete(conn.key)
+    }
+
+    const closeConn = (conn: Conn) => {
+      forget(conn)
+      conn.fail(new Error("connection released"))
+      conn.client.end()
+    }
+
+    const open = (target: SshTarget, key: string): Conn => {
+      const client = new ssh2.Client()
+      let resolve!: () => void
+      let reject!: (cause: Error) => void
+      const ready = new Promise<void>((res, rej) => {
+        resolve = res
+        reject = rej
+      })
+      // Awaited by whoever asked; a failure nobody waits for is not an unhandled rejection.
+      ready.catch(() => undefined)
+      const conn: Conn = {
+        key,
+        vm: target.vm,
+        client,
+        ready,
+        fail: reject,
+        alive: true,
+        sftp: undefined,
+        channels: Effect.unsafeMakeSemaphore(config.maxChannelsPerConnection)
+      }
+      client.on("ready", () => {
+        // Small request/response packets: Nagle would add ~40 ms to every exec.
+        client.setNoDelay(true)
+        resolve()
+      })
+      client.on("error", (error: Error) => {
+        forget(conn)
+        reject(error)
+      })
+      client.on("close", () => {
+        forget(conn)
+        reject(new Error("connection closed"))
+      })
+      readLocalFile(target.privateKeyPath).then(
+        (privateKey) => {
+          if (!conn.alive) return
+          try {
+            client.connect({
+              host: "127.0.0.1",
+              port: target.port,
+              username: target.user,
+              privateKey,
+              readyTimeout: config.readyTimeoutMs,
+              keepaliveInterval: config.keepaliveIntervalMs,
+              keepaliveCountMax: 3,
+              // Local VMs with fresh host keys, as the original's StrictHostKeyChecking=no.
+              hostVerifier: () => true
+            })
+          } catch (error) {
+            forget(conn)
+            reject(error instanceof Error ? error : new Error(String(error)))
+          }
+        },
+        (error: Error) => {
+          forget(conn)
+          reject(new Error(`cannot read ssh key ${target.privateKeyPath}: ${error.message}`))
+        }
+      )
+      return conn
+    }
+
+    const connection = (target: SshTarget): Effect.Effect<Conn, CannotReach> =>
+      Effect.suspend(() => {
+        const key = `${target.vm}\0${target.port}\0${target.user}\0${target.privateKeyPath}`
+        let conn = conns.get(key)
+        if (conn === undefined || !conn.alive) {
+          conn = open(target, key)
+          conns.set(key, conn)
+        }
+        const chosen = conn
+        return Effect.as(Effect.tryPromise({ try: () => chosen.ready, catch: (cause) => unreachable(target, cause) }), chosen)
+      })
+
+    /**
+     * Runs `use` on a pooled connection. A pooled connection can die between calls (guest
+     * rebooted, sshd restarted) without us having noticed yet: if `use` fails on a dead one, it
+     * is retried once on a fresh connection. `use` must fail with `Retry` only before it has
+     * had any effect on the guest (i.e. while opening a channel).
+     */
+    const onConnection = <A, E>(target: SshTarget, use: (conn: Conn) => Effect.Effect<A, E>): Effect.Effect<A, Exclude<E, Retry> | CannotReach> =>
+      Effect.gen(function* () {
+        for (let attempt = 0; ; attempt++) {
+          const conn = yield* connection(target)
+          const result = yield* Effect.either(use(conn))
+          if (Either.isRight(result)) return result.right
+          const error = result.left
+          if (!(error instanceof Retry)) return yield* Effect.fail(error as Exclude<E, Retry>)
+          const dead = !conn.alive || isNotConnected(error.cause)
+          if (dead) closeConn(conn)
+          if (!dead || attempt > 0) return yield* unreachable(target, error.cause)
+        }
+      })
+
+    const sftpOf = (target: SshTarget) =>
+      onConnection(target, (conn) =>
+        Effect.tryPromise({
+          try: () => {
+            if (conn.sftp === undefined) {
+              const session = call<SFTPWrapper>((done) => conn.client.sftp(done))
+              conn.sftp = session
+              session.then(
+                (sftp) => sftp.on("close", () => conn.sftp === session && (conn.sftp = undefined)),
+                () => conn.sftp === session && (conn.sftp = undefined)
+              )
+            }
+            return conn.sftp
+          },
+          catch: (cause) => new Retry(cause)
+        }).pipe(Effect.map((sftp) => ({ conn, sftp })))
+      )
+
+    const withHandle = <A>(
+      target: SshTarget,
+      path: string,
+      flags: OpenMode,
+      attrs: { mode?: number },
+      use: (sftp: SFTPWrapper, handle: Buffer, conn: Conn) => Promise<A>
+    ): Effect.Effect<A, SftpError> =>
+      Effect.gen(function* () {
+        const { conn, sftp } = yield* sftpOf(target)
+        const fail = (cause: unknown) => sftpFailure(target, conn, path, cause)
+        return yield* Effect.scoped(
+          Effect.acquireRelease(Effect.tryPromise({ try: () => call<Buffer>((done) => sftp.open(path, flags, attrs, done)), catch: fail }), (handle) =>
+            Effect.promise(() => call<void>((done) => sftp.close(handle, (err) => done(err, undefined))).catch(() => undefined))
+          ).pipe(Effect.flatMap((handle) => Effect.tryPromise({ try: () => use(sftp, handle, conn), catch: fail })))
+        )
+      })
+
+    const readChunk = (sftp: SFTPWrapper, handle: Buffer, position: number, length: number) =>
+      new Promise<Buffer>((resolve, reject) => {
+        const buffer = Buffer.alloc(length)
+        try {
+          sftp.read(handle, buffer, 0, length, position, (err, bytesRead) => (err ? reject(err) : resolve(buffer.subarray(0, bytesRead))))
+        } catch (error) {
+          reject(error)
+        }
+      })
+
+    const exec = (target: SshTarget, argv: ReadonlyArray<string>, execOptions: ExecOptions = {}): Effect.Effect<ExecOutput, CannotReach> =>
+      Effect.gen(function* () {
+        const commandOptions = {
+          ...(execOptions.cwd !== undefined ? { cwd: execOptions.cwd } : {}),
+          ...(execOptions.env !== undefined ? { env: execOptions.env } : {})
+        }
+        const command = yield* Effect.try({ try: () => guestCommand(argv, commandOptions), catch: (e) => e }).pipe(Effect.orDie)
+        return yield* onConnection(target, (conn) =>
+          conn.channels.withPermits(1)(
+            Effect.scoped(Effect.gen(function* () {
+              const channel = yield* Effect.acquireRelease(
+                Effect.tryPromise({ try: () => call<ClientChannel>((done) => conn.client.exec(command, done)), catch: (cause) => new Retry(cause) }),
+                // Interrupted or finished: a still-open channel is killed, never left running.
+                (channel) => Effect.sync(() => killChannel(channel))
+              )
+              return yield* runChannel(target, conn, channel, execOptions)
+            }))
+          )
+        )
+      })
+
+    const runChannel = (target: SshTarget, conn: Conn, channel: ClientChannel, options: ExecOptions) =>
+      Effect.async<ExecOutput, CannotReach>((resume) => {
+        const cap = options.maxOutputBytes ?? config.defaultMaxOutputBytes
+        const stdout = new Capped(cap)
+        const stderr = new Capped(cap)
+        let exitCode: number | undefined
+        let timedOut = false
+        let finished = false
+        let timer: NodeJS.Timeout | undefined
+        let grace: NodeJS.Timeout | undefined
+
+        const stop = () => {
+          finished = true
+          clearTimeout(timer)
+          clearTimeout(grace)
+        }
+        const result = (): ExecOutput => ({
+          // Killed on timeout without the guest confirming: report it as the KILL it was.
+          exitCode: exitCode ?? (timedOut ? 128 + osConstants.signals.SIGKILL : NO_EXIT_STATUS),
+          stdout: stdout.bytes(),
+          stderr: stderr.bytes(),
+          timedOut,
+          truncated: stdout.truncated || stderr.truncated
+        })
+        const finish = (outcome: Effect.Effect<ExecOutput, CannotReach>) => {
+          if (finished) return
+          stop()
+          resume(outcome)
+        }
+        const deliver = (sink: ((chunk: Uint8Array) => void) | undefined, chunk: Buffer) => {
+          if (sink === undefined) return
+          try {
+            sink(chunk)
+          } catch (error) {
+            // A throwing callback must not become an uncaught exception in an event handler.
+            killChannel(channel)
+            finish(Effect.die(error))
+          }
+        }
+
+        channel.on("data", (chunk: Buffer) => {
+          stdout.push(chunk)
+          deliver(options.onStdout, chunk)
+        })
+        channel.stderr.on("data", (chunk: Buffer) => {
+          stderr.push(chunk)
+          deliver(options.onStderr, chunk)
+        })
+        channel.on("exit", (code: number | null, signal?: string) => {
+          exitCode = code ?? signalExitCode(signal)
+        })
+        channel.on("close", () => {
+          const done = () => {
+            if (!timedOut && exitCode === undefined && !conn.alive) finish(Effect.fail(lost(target)))
+            else finish(Effect.succeed(result()))
+          }
+          // `close` follows stdout's end; stderr may still hold its last chunk.
+          if (channel.stderr.readableEnded || channel.stderr.destroyed) done()
+          else channel.stderr.once("end", done).once("close", done)
+        })
+
+        if (options.timeoutMs !== undefined) {
+          timer = setTimeout(() => {
+            timedOut = true
+            // KILL first and let the guest report the exit and close; a guest that ignores the
+            // signal or hangs gets the channel closed under it and the partial output is returned.
+            sendKill(channel)
+            grace = setTimeout(() => {
+              channel.close()
+              finish(Effect.succeed(result()))
+            }, config.killGraceMs)
+          }, Math.max(0, options.timeoutMs))
+        }
+
+        // stdin, then EOF: a command reading stdin must not wait for more.
+        if (options.stdin === undefined) channel.end()
+        else channel.end(typeof options.stdin === "string" ? Buffer.from(options.stdin, "utf8") : Buffer.from(options.stdin))
+
+        return Effect.sync(() => {
+          stop()
+          killChannel(channel)
+        })
+      })
+
+    const readFile: Transport["readFile"] = (target, path, readOptions = {}) =>
+      withHandle(target, path, "r", {}, async (sftp, handle) => {
+        const stats = await call<Stats>((done) => sftp.fstat(handle, done))
+        if (stats.isDirectory()) throw Object.assign(new Error("is a directory"), { code: "EISDIR" })
+        const offset = Math.max(0, readOptions.offset ?? 0)
+        const limit = readOptions.maxBytes ?? Number.POSITIVE_INFINITY
+        const chunks: Array<Buffer> = []
+        let got = 0
+        let eof = false
+        // Read to EOF rather than to the stat size: /proc-like files report size 0.
+        while (got < limit) {
+          const chunk = await readChunk(sftp, handle, offset + got, Math.min(READ_CHUNK, limit - got))
+          if (chunk.length === 0) {
+            eof = true
+            break
+          }
+          chunks.push(chunk)
+          got += chunk.length
+        }
+        const size = eof ? Math.max(stats.size, offset + got) : stats.size
+        return { data: Buffer.concat(chunks, got) as Uint8Array, size }
+      })
+
+    const writeFile: Transport["writeFile"] = (target, path, data, writeOptions = {}) =>
+      withHandle(target, path, writeOptions.append ? "a" : "w", writeOptions.mode === undefined ? {} : { mode: writeOptions.mode }, async (sftp, handle) => {
+        // O_APPEND already appends; writing at the current size also covers servers that honour offsets.
+        let position = writeOptions.append ? (await call<Stats>((done) => sftp.fstat(handle, done))).size : 0
+        const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+        for (let at = 0; at < buffer.length; ) {
+          const length = Math.min(READ_CHUNK * 4, buffer.length - at)
+          await call<void>((done) => sftp.write(handle, buffer, at, length, position, (err) => done(err, undefined)))
+          at += length
+          position += length
+        }
+        // The open mode only applies to a new file and is umasked; set it exactly, like `chmod` after `tee`.
+        if (writeOptions.mode !== undefined) {
+          const mode = writeOptions.mode
+          await call<void>((done) => sftp.fchmod(handle, mode, (err) => done(err, undefined)))
+        }
+      })
+
+    const upload: Transport["upload"] = (target, localPath, remotePath) =>
+      Effect.gen(function* () {
+        const { conn, sftp } = yield* sftpOf(target)
+        yield* Effect.tryPromise({
+          try: () => call<void>((done) => sftp.fastPut(localPath, remotePath, (err) => done(err, undefined))),
+          catch: (cause) => {
+            const local = typeof (cause as { code?: unknown }).code === "string"
+            return sftpFailure(target, conn, local ? localPath : remotePath, cause)
+          }
+        })
+      })
+
+    const download: Transport["download"] = (target, remotePath, localPath) =>
+      Effect.gen(function* () {
+        const { conn, sftp } = yield* sftpOf(target)
+        // Into a temp file first, so a failed or interrupted copy never leaves a partial file at localPath.
+        const part = `${localPath}.part-${randomBytes(4).toString("hex")}`
+        yield* Effect.tryPromise({
+          try: async () => {
+            try {
+              await call<void>((done) => sftp.fastGet(remotePath, part, (err) => done(err, undefined)))
+              await rename(part, localPath)
+            } catch (error) {
+              await rm(part, { force: true })
+              throw error
+            }
+          },
+          catch: (cause) => {
+            const local = typeof (cause as { code?: unknown }).code === "string"
+            return sftpFailure(target, conn, local ? localPath : remotePath, cause)
+          }
+        })
+      })
+
+    // One probe per port at a time: `wait` loops may run concurrently, the guest sees one client.
+    const probeLocks = new Map<number, Effect.Semaphore>()
+    const probe: Transport["probe"] = (port, timeoutMs = PROBE_TIMEOUT_MS) =>
+      Effect.suspend(() => {
+        let lock = probeLocks.get(port)
+        if (lock === undefined) {
+          lock = Effect.unsafeMakeSemaphore(1)
+          probeLocks.set(port, lock)
+        }
+        return lock.withPermits(1)(probeOnce(port, timeoutMs))
+      })
+
+    const release: Transport["release"] = (vm) =>
+      Effect.sync(() => {
+        for (const conn of [...conns.values()]) if (vm === undefined || conn.vm === vm) closeConn(conn)
+      })
+
+    yield* Effect.addFinalizer(() => release())
+
+    return { exec, readFile, writeFile, upload, download, probe, release }
+  })
+
+/** Raised inside `onConnection` when a channel could not be opened; decides whether to reconnect. */
+class Retry {
+  constructor(readonly cause: unknown) {}
+}
+
+/**
+ * TCP connect to the forwarded port, then wait for the 4-byte `SSH-` banner: user-mode NAT
+ * accepts the connection before the guest's sshd exists, so connect alone proves nothing.
+ */
+const probeOnce = (port: number, timeoutMs: number) =>
+  Effect.async<boolean>((resume) => {
+    let received = Buffer.alloc(0)
+    let done = false
+    const socket = netConnect({ host: "127.0.0.1", port })
+    const finish = (reachable: boolean) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      socket.destroy()
+      resume(Effect.succeed(reachable))
+    }
+    const timer = setTimeout(() => finish(false), timeoutMs)
+    socket.on("data", (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk])
+      if (received.length >= 4) finish(received.subarray(0, 4).toString("latin1") === "SSH-")
+    })
+    socket.on("error", () => finish(false))
+    socket.on("close", () => finish(false))
+    return Effect.sync(() => {
+      done = true
+      clearTimeout(timer)
+      socket.destroy()
+    })
+  })
+
+/** The live guest transport over ssh2; pooled connections close when the layer's scope does. */
+export const GuestTransportLive: Layer.Layer<GuestTransport> = Layer.scoped(GuestTransport, makeGuestTransport())
+
+export const guestTransportLayer = (options: GuestTransportOptions): Layer.Layer<GuestTransport> =>
+  Layer.scoped(GuestTransport, makeGuestTransport(options))

@@ -1,0 +1,74 @@
+import { mkdir } from "node:fs/promises"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { DataRoot, type DataRootPaths } from "./data-root.js"
+import { Internal, NotFound, NotRunning, type StoatError } from "./errors.js"
+import { Hypervisor, type BootPlan, type VmRef } from "./ports.js"
+import { clientKeyPair, guestHostKeyPair } from "./keys.js"
+import type { SshTarget } from "./transport.js"
+import type { VmConfig } from "./vm-config.js"
+import { VmStore, type VmRecord } from "./vm-store.js"
+import { Broken } from "./errors.js"
+
+export type OkRecord = Extract<VmRecord, { kind: "ok" }>
+
+export const vmRef = (record: VmRecord): VmRef => ({ name: record.name, dir: record.dir })
+
+/** A VM that must parse: broken ones answer `broken` with the reason. */
+export const loadVm = (name: string): Effect.Effect<OkRecord, NotFound | Broken | Internal, VmStore> =>
+  Effect.flatMap(Effect.flatMap(VmStore, (store) => store.get(name)), (record) =>
+    record.kind === "ok"
+      ? Effect.succeed(record)
+      : Effect.fail(new Broken({ message: `VM "${name}" is broken: ${record.reason}; fix or delete it (stoat rm ${name})`, subject: name }))
+  )
+
+export const isRunning = (record: VmRecord) => Effect.map(Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))), (s) => s.running)
+
+export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning, Hypervisor> =>
+  Effect.flatMap(isRunning(record), (running) =>
+    running ? Effect.void : Effect.fail(new NotRunning({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name }))
+  )
+
+export const diskPath = (record: VmRecord): string => join(record.dir, "disk.qcow2")
+
+export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => ({
+  vm: record.name,
+  port: record.config.sshport,
+  user: record.config.sshuser === "" ? "root" : record.config.sshuser,
+  privateKeyPath: root.clientKey
+})
+
+const internal = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+
+/** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
+export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor> =>
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const hypervisor = yield* Hypervisor
+    const config: VmConfig = record.config
+    const workShare = root.sharedDir(record.name)
+    yield* Effect.tryPromise({ try: () => mkdir(workShare, { recursive: true }), catch: internal("cannot create the shared folder") })
+    const base = {
+      vm: vmRef(record),
+      ramMb: config.ram,
+      cpus: config.cpus,
+      sshPort: config.sshport,
+      forwards: config.forwards.map((forward) => ({ host: forward.hostport, guest: forward.guestport })),
+      workShare,
+      display,
+      ...(config.share !== "" ? { hostShare: config.share } : {}),
+      ...(config.cpu_model ? { cpuModel: config.cpu_model } : {}),
+      ...(config.mode !== "live" ? { disk: diskPath(record) } : {})
+    }
+    if (config.backend === "direct") {
+      const image = yield* hypervisor.localImage(config.image === "" ? "tiny" : config.image)
+      const keys = yield* clientKeyPair(root)
+      const hostKey = yield* guestHostKeyPair(root)
+      return {
+        ...base,
+        kernel: { path: image.kernel, initrd: image.initrd, append: image.append },
+        guestIdentity: { authorizedKeys: keys.publicKey, hostKeyPath: hostKey.privateKeyPath, hostname: record.name }
+      }
+    }
+    return base
+  })

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what Stoat needs on a fresh Debian/Ubuntu machine, then installs and builds the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(qemu-system-x86 qemu-utils busybox-static dropbear-bin openssh-client openssh-sftp-server cpio xz-utils git gcc genisoimage)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version)" != "12.4.2" ]; then
+  npm i -g pnpm@12.4.2 >/dev/null 2>&1
+fi
+
+# better-sqlite3 builds from source against the local Node headers (no prebuilt download here).
+export npm_config_nodedir=/usr
+export TURBO_TELEMETRY_DISABLED=1
+pnpm install --frozen-lockfile
+pnpm build
