@@ -127,4 +127,4 @@ export const renderVmToml = (config: VmConfig): string => {
 }
 
 export const defaultVmConfig = (fields: Partial<VmConfig> & { readonly sshport: number }): VmConfig =>
-  Schema.decodeUnknownSync(VmFile)(Schema.encodeSync(Schema.partial(VmFile))(fields))
+  Schema.decodeUnknownSync(VmFile)(fields)

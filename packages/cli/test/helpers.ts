@@ -1,0 +1,39 @@
+import { spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const BIN = fileURLToPath(new URL("../bin/run.js", import.meta.url))
+
+export interface RunResult {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the real stoat binary with its own STOAT_HOME and no terminal. */
+export const stoat = (args: ReadonlyArray<string>, env: Record<string, string>, input = ""): Promise<RunResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["pipe", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }))
+    child.stdin.end(input)
+  })
+
+/** Parses `--json` output: every line one envelope, exactly one result, last. */
+export const envelopes = (stdout: string): Array<Record<string, any>> => {
+  const lines = stdout.split("\n").filter((line) => line !== "")
+  const parsed = lines.map((line) => JSON.parse(line) as Record<string, any>)
+  const results = parsed.filter((line) => line["type"] === "result")
+  if (results.length !== 1 || parsed.at(-1)?.["type"] !== "result") throw new Error(`expected exactly one final result line, got:\n${stdout}`)
+  return parsed
+}
+
+export const result = (stdout: string): Record<string, any> => envelopes(stdout).at(-1)!
+
+export const tempHome = (): string => mkdtempSync(join(tmpdir(), "stoat-cli-"))

@@ -1,0 +1,150 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { catalog } from "@stoat/core"
+import { result, stoat, tempHome } from "./helpers.js"
+
+const goodVm = (name: string, port: number) =>
+  `name = "${name}"\nmode = "disk"\nos = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = ${port}\nsshuser = "root"\n`
+
+describe("stoat ls", () => {
+  it("answers an empty data root with the envelope and creates nothing", async () => {
+    const home = join(tempHome(), "absent")
+    const run = await stoat(["ls", "--json"], { STOAT_HOME: home })
+    expect(run.code).toBe(0)
+    expect(run.stdout).toBe('{"v":3,"type":"result","cmd":"ls","ok":true,"data":{"vms":[]}}\n')
+    expect(existsSync(home)).toBe(false)
+  })
+
+  it("lists a populated root including a broken VM whose port stays reserved", async () => {
+    const home = tempHome()
+    mkdirSync(join(home, "good"))
+    writeFileSync(join(home, "good", "vm.toml"), goodVm("good", 2201))
+    mkdirSync(join(home, "bad"))
+    writeFileSync(join(home, "bad", "vm.toml"), "sshport = 2205\nram = 'lots'\n[[[garbage")
+    mkdirSync(join(home, "isos"))
+    mkdirSync(join(home, "notavm"))
+    const run = await stoat(["--json", "ls"], { STOAT_HOME: home })
+    expect(run.code).toBe(0)
+    const vms = result(run.stdout)["data"]["vms"]
+    expect(vms.map((vm: { name: string }) => vm.name)).toEqual(["bad", "good"])
+    expect(vms[0]).toMatchObject({ name: "bad", state: "broken", ssh_port: 2205 })
+    expect(vms[0].error).toMatch(/vm\.toml/)
+    expect(vms[1]).toMatchObject({ name: "good", state: "stopped", os: "tiny", ram_mb: 256, cpus: 1, ssh_port: 2201, agent_access: "manage", recipes: [], forwards: [] })
+    const table = await stoat(["ls"], { STOAT_HOME: home })
+    expect(table.stdout).toMatch(/^NAME\s+MODE\s+STATE\s+WHERE\s+CPUS\s+RAM\s+SSH$/m)
+    expect(table.stdout).toMatch(/^bad: broken: /m)
+  })
+
+  it("warns on stderr about unknown vm.toml keys without failing", async () => {
+    const home = tempHome()
+    mkdirSync(join(home, "odd"))
+    writeFileSync(join(home, "odd", "vm.toml"), `${goodVm("odd", 2210)}flavour = "mint"\n`)
+    const run = await stoat(["ls", "--json"], { STOAT_HOME: home })
+    expect(run.code).toBe(0)
+    expect(run.stderr).toMatch(/unknown key "flavour"/)
+    expect(result(run.stdout)["data"]["vms"][0]["state"]).toBe("stopped")
+  })
+
+  it("refuses a STOAT_HOME that is a file with a typed error", async () => {
+    const file = join(tempHome(), "plain-file")
+    writeFileSync(file, "x")
+    const run = await stoat(["ls", "--json"], { STOAT_HOME: file })
+    expect(run.code).toBe(1)
+    expect(result(run.stdout)).toMatchObject({ ok: false, cmd: "ls", error: { code: "invalid_spec" } })
+    expect(readFileSync(file, "utf8")).toBe("x")
+  })
+})
+
+describe("stoat get", () => {
+  it("suggests the closest VM name", async () => {
+    const home = tempHome()
+    mkdirSync(join(home, "devbox"))
+    writeFileSync(join(home, "devbox", "vm.toml"), goodVm("devbox", 2200))
+    const run = await stoat(["get", "devbx"], { STOAT_HOME: home })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toBe('stoat: get: no VM "devbx" (did you mean "devbox"?); see stoat ls\n')
+    const json = await stoat(["get", "devbx", "--json"], { STOAT_HOME: home })
+    expect(result(json.stdout)).toMatchObject({ ok: false, error: { code: "not_found", subject: "devbx" } })
+    const found = await stoat(["get", "devbox", "--json"], { STOAT_HOME: home })
+    expect(result(found.stdout)["data"]["vm"]).toMatchObject({ name: "devbox", health: "ok", recipes_detail: [] })
+  })
+})
+
+describe("usage errors", () => {
+  it("answer in JSON with exit 2 wherever --json stands", async () => {
+    const home = tempHome()
+    for (const args of [["--json", "ls", "--bogus"], ["ls", "--bogus", "--json"], ["get", "--json"]]) {
+      const run = await stoat(args, { STOAT_HOME: home })
+      expect(run.code).toBe(2)
+      expect(result(run.stdout)).toMatchObject({ ok: false, error: { code: "usage" } })
+    }
+    const plain = await stoat(["ls", "--bogus"], { STOAT_HOME: home })
+    expect(plain.code).toBe(2)
+    expect(plain.stderr).toMatch(/--help/)
+    expect(readdirSync(home)).toEqual([])
+  })
+
+  it("refuses bad VM names at create and writes nothing", async () => {
+    const home = tempHome()
+    for (const name of ["CON", "lpt1.txt", "-x", "a/b", "has space"]) {
+      const run = await stoat(["create", name, "--image", "tiny", "--json"], { STOAT_HOME: home })
+      expect([1, 2]).toContain(run.code)
+      expect(result(run.stdout)["error"]["code"]).toMatch(/^(invalid_spec|usage)$/)
+    }
+    expect(readdirSync(home).filter((entry) => !entry.startsWith("."))).toEqual([])
+  })
+})
+
+describe("guests", () => {
+  it("lists the bundled guests and merges user files", async () => {
+    const home = tempHome()
+    mkdirSync(join(home, "guests"))
+    writeFileSync(join(home, "guests", "debian.toml"), 'name = "debian"\ndefault_ssh_user = "admin"\n')
+    const run = await stoat(["guest", "ls", "--json"], { STOAT_HOME: home })
+    const guests = result(run.stdout)["data"]["guests"]
+    for (const name of ["alpine", "ubuntu", "debian", "fedora", "almalinux", "rocky", "arch", "opensuse"]) {
+      expect(guests.map((guest: { name: string }) => guest.name)).toContain(name)
+    }
+    const debian = guests.find((guest: { name: string }) => guest.name === "debian")
+    expect(debian).toMatchObject({ source: "bundled+user", default_ssh_user: "admin", init: "systemd" })
+  })
+
+  it("names the unknown key of a bad guest file", async () => {
+    const home = tempHome()
+    mkdirSync(join(home, "guests"))
+    writeFileSync(join(home, "guests", "debian.toml"), 'name = "debian"\ncolour = "red"\n')
+    const run = await stoat(["guest", "show", "debian", "--json"], { STOAT_HOME: home })
+    expect(run.code).toBe(1)
+    expect(result(run.stdout)["error"]).toMatchObject({ code: "invalid_spec" })
+    expect(result(run.stdout)["error"]["message"]).toMatch(/colour/)
+  })
+})
+
+describe("doctor and version", () => {
+  it("doctor --json always exits 0 and reports each check", async () => {
+    const run = await stoat(["doctor", "--json"], { STOAT_HOME: tempHome() })
+    expect(run.code).toBe(0)
+    const data = result(run.stdout)["data"]
+    expect(data.checks.map((check: { name: string }) => check.name)).toEqual(["qemu-system-x86_64", "qemu-img", "ssh", "git", "xorriso", "kvm"])
+    expect(typeof data.healthy).toBe("boolean")
+  })
+
+  it("version reports the contract", async () => {
+    const run = await stoat(["version", "--json"], { STOAT_HOME: tempHome() })
+    expect(result(run.stdout)["data"]).toEqual({ version: "0.1.0", contract: 3 })
+    const plain = await stoat(["-v", "--json"], { STOAT_HOME: tempHome() })
+    expect(plain.stdout).toBe("stoat 0.1.0\n")
+  })
+})
+
+describe("catalog coverage", () => {
+  it("every catalog operation is served by a CLI command", () => {
+    const manifest = JSON.parse(readFileSync(new URL("../oclif.manifest.json", import.meta.url), "utf8")) as { commands: Record<string, unknown> }
+    const ids = new Set(Object.keys(manifest.commands).map((id) => id.replaceAll(":", " ")))
+    for (const operation of catalog) expect(ids, `${operation.key} → ${operation.cli}`).toContain(operation.cli)
+    const tools = catalog.map((operation) => operation.tool)
+    expect(new Set(tools).size).toBe(tools.length)
+    for (const tool of tools) expect(tool).toMatch(/^[a-z][a-z0-9_]*$/)
+  })
+})
