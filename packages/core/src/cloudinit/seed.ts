@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto"
+import { join } from "node:path"
 import { Effect, Redacted } from "effect"
 import { Internal, InvalidSpec } from "../errors.js"
+import { writeFileAtomic } from "../files.js"
 import { writeIso } from "./iso.js"
 
 /** The account every cloud VM gets; cloud images lock root, so this is who stoat connects as. */
@@ -107,6 +109,11 @@ export interface SeedOptions extends UserDataOptions {
   readonly networkConfig?: string | undefined
   /** Fixes the ISO timestamps (reproducible output). */
   readonly date?: Date | undefined
+  /**
+   * Also writes the documents as plain files here (the data root keeps them in `<vm>/ovl/seed/`
+   * for inspection), mode 0600 like the ISO.
+   */
+  readonly seedDir?: string | undefined
 }
 
 /**
@@ -124,7 +131,13 @@ export const writeSeedIso = (options: SeedOptions): Effect.Effect<void, InvalidS
       ...(options.networkConfig !== undefined ? [{ name: "network-config", data: options.networkConfig }] : [])
     ]
     yield* Effect.tryPromise({
-      try: () => writeIso(options.path, files, { volumeId: "CIDATA", mode: 0o600, ...(options.date ? { date: options.date } : {}) }),
+      try: async () => {
+        if (options.seedDir !== undefined) {
+          const dir = options.seedDir
+          for (const file of files) await writeFileAtomic(join(dir, file.name), file.data, 0o600)
+        }
+        await writeIso(options.path, files, { volumeId: "CIDATA", mode: 0o600, ...(options.date ? { date: options.date } : {}) })
+      },
       catch: (cause) =>
         new Internal({
           message: `could not write the cloud-init seed ${options.path}: ${cause instanceof Error ? cause.message : String(cause)}`,

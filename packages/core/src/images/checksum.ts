@@ -13,10 +13,11 @@ export const algorithmOf = (digest: string): DigestAlgorithm | undefined =>
   /^[0-9a-fA-F]+$/.test(digest) ? (digest.length === 64 ? "sha256" : digest.length === 128 ? "sha512" : undefined) : undefined
 
 // `<hex>  <file>` (text mode) or `<hex> *<file>` (binary mode), as sha256sum/sha512sum print.
-const GNU = /^([0-9a-fA-F]+) [ *](.+)$/
+const GNU = /^([0-9a-fA-F]+) [ *](.+)$/s
 // `SHA256 (<file>) = <hex>`, as `sha256sum --tag` and BSD tools print; the name may contain parens.
-const BSD = /^(SHA256|SHA512|SHA-256|SHA-512)\s?\((.*)\)\s?=\s?([0-9a-fA-F]+)$/i
+const BSD = /^(SHA256|SHA512|SHA-256|SHA-512)\s?\((.*)\)\s?=\s?([0-9a-fA-F]+)$/is
 const BARE = /^([0-9a-fA-F]+)$/
+// Both use the `s` flag: a name may hold U+2028/U+2029, which `.` would not match otherwise.
 
 /** coreutils prefixes a line with `\` when the name holds a backslash or newline, then escapes those. */
 const unescapeName = (name: string): string => name.replace(/\\(\\|n|r)/g, (_, c: string) => (c === "n" ? "\n" : c === "r" ? "\r" : "\\"))

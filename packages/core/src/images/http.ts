@@ -138,9 +138,11 @@ export const readBody = async (
     if (signal.aborted) throw new AbortedError("aborted")
     arm()
     for await (const chunk of response as AsyncIterable<Buffer>) {
-      arm()
+      // The timer measures only waiting on the network, not a slow disk write.
+      if (timer) clearTimeout(timer)
       received += chunk.length
       await sink(chunk)
+      arm()
     }
   } catch (error) {
     if (error instanceof AbortedError || error instanceof TransferError) throw error

@@ -183,6 +183,8 @@ export const makeGuestTransport = (
         channels: Effect.unsafeMakeSemaphore(config.maxChannelsPerConnection)
       }
       client.on("ready", () => {
+        // Released while the handshake ran: nobody tracks this client any more.
+        if (!conn.alive) return void client.end()
         // Small request/response packets: Nagle would add ~40 ms to every exec.
         client.setNoDelay(true)
         resolve()
@@ -237,9 +239,9 @@ export const makeGuestTransport = (
 
     /**
      * Runs `use` on a pooled connection. A pooled connection can die between calls (guest
-     * rebooted, sshd restarted) without us having noticed yet: if `use` fails on a dead one, it
-     * is retried once on a fresh connection. `use` must fail with `Retry` only before it has
-     * had any effect on the guest (i.e. while opening a channel).
+     * rebooted, sshd restarted) before we notice: `use` fails with `Retry` when it found the
+     * connection dead before having any effect on the guest, and then runs once more on a
+     * fresh connection.
      */
     const onConnection = <A, E>(target: SshTarget, use: (conn: Conn) => Effect.Effect<A, E>): Effect.Effect<A, Exclude<E, Retry> | CannotReach> =>
       Effect.gen(function* () {
@@ -249,46 +251,70 @@ export const makeGuestTransport = (
           if (Either.isRight(result)) return result.right
           const error = result.left
           if (!(error instanceof Retry)) return yield* Effect.fail(error as Exclude<E, Retry>)
-          const dead = !conn.alive || isNotConnected(error.cause)
-          if (dead) closeConn(conn)
-          if (!dead || attempt > 0) return yield* unreachable(target, error.cause)
+          closeConn(conn)
+          if (attempt > 0) return yield* unreachable(target, error.cause)
         }
       })
 
-    const sftpOf = (target: SshTarget) =>
-      onConnection(target, (conn) =>
-        Effect.tryPromise({
-          try: () => {
-            if (conn.sftp === undefined) {
-              const session = call<SFTPWrapper>((done) => conn.client.sftp(done))
-              conn.sftp = session
-              session.then(
-                (sftp) => sftp.on("close", () => conn.sftp === session && (conn.sftp = undefined)),
-                () => conn.sftp === session && (conn.sftp = undefined)
-              )
-            }
-            return conn.sftp
-          },
-          catch: (cause) => new Retry(cause)
-        }).pipe(Effect.map((sftp) => ({ conn, sftp })))
-      )
+    /** `Retry` when the connection is gone, else the mapped error. */
+    const deadOr = <E>(conn: Conn, cause: unknown, otherwise: () => E): E | Retry =>
+      !conn.alive || isNotConnected(cause) ? new Retry(cause) : otherwise()
+
+    /** The connection's SFTP session, opened once and shared by all file operations on it. */
+    const sftpSession = (conn: Conn): Promise<SFTPWrapper> => {
+      if (conn.sftp === undefined) {
+        const session = call<SFTPWrapper>((done) => conn.client.sftp(done))
+        conn.sftp = session
+        const drop = () => {
+          if (conn.sftp === session) conn.sftp = undefined
+        }
+        session.then((sftp) => sftp.on("close", drop).on("error", drop), drop)
+      }
+      return conn.sftp
+    }
 
     const withHandle = <A>(
       target: SshTarget,
       path: string,
       flags: OpenMode,
       attrs: { mode?: number },
-      use: (sftp: SFTPWrapper, handle: Buffer, conn: Conn) => Promise<A>
+      use: (sftp: SFTPWrapper, handle: Buffer) => Promise<A>
     ): Effect.Effect<A, SftpError> =>
       Effect.gen(function* () {
-        const { conn, sftp } = yield* sftpOf(target)
-        const fail = (cause: unknown) => sftpFailure(target, conn, path, cause)
+        // Connect first, interruptibly; the handle is then opened uninterruptibly so it is always closed.
+        yield* connection(target)
         return yield* Effect.scoped(
-          Effect.acquireRelease(Effect.tryPromise({ try: () => call<Buffer>((done) => sftp.open(path, flags, attrs, done)), catch: fail }), (handle) =>
-            Effect.promise(() => call<void>((done) => sftp.close(handle, (err) => done(err, undefined))).catch(() => undefined))
-          ).pipe(Effect.flatMap((handle) => Effect.tryPromise({ try: () => use(sftp, handle, conn), catch: fail })))
+          Effect.gen(function* () {
+            const { conn, sftp, handle } = yield* Effect.acquireRelease(
+              onConnection(target, (conn) =>
+                Effect.tryPromise({
+                  try: async () => {
+                    const sftp = await sftpSession(conn)
+                    const handle = await call<Buffer>((done) => sftp.open(path, flags, attrs, done))
+                    return { conn, sftp, handle }
+                  },
+                  catch: (cause) => deadOr(conn, cause, () => sftpFailure(target, conn, path, cause))
+                })
+              ),
+              ({ sftp, handle }) => Effect.promise(() => call<void>((done) => sftp.close(handle, (err) => done(err, undefined))).catch(() => undefined))
+            )
+            return yield* Effect.tryPromise({ try: () => use(sftp, handle), catch: (cause) => sftpFailure(target, conn, path, cause) })
+          })
         )
       })
+
+    /** Whole-file copies are idempotent, so a copy that found the connection dead is simply redone. */
+    const transfer = (target: SshTarget, localPath: string, remotePath: string, copy: (sftp: SFTPWrapper, signal: AbortSignal) => Promise<void>) =>
+      onConnection(target, (conn) =>
+        Effect.tryPromise({
+          try: async (signal) => copy(await sftpSession(conn), signal),
+          catch: (cause) => {
+            // Local failures carry errno strings, SFTP ones numeric status codes.
+            const local = typeof (cause as { code?: unknown } | null)?.code === "string"
+            return local ? sftpFailure(target, conn, localPath, cause) : deadOr(conn, cause, () => sftpFailure(target, conn, remotePath, cause))
+          }
+        })
+      )
 
     const readChunk = (sftp: SFTPWrapper, handle: Buffer, position: number, length: number) =>
       new Promise<Buffer>((resolve, reject) => {
@@ -311,7 +337,10 @@ export const makeGuestTransport = (
           conn.channels.withPermits(1)(
             Effect.scoped(Effect.gen(function* () {
               const channel = yield* Effect.acquireRelease(
-                Effect.tryPromise({ try: () => call<ClientChannel>((done) => conn.client.exec(command, done)), catch: (cause) => new Retry(cause) }),
+                Effect.tryPromise({
+                  try: () => call<ClientChannel>((done) => conn.client.exec(command, done)),
+                  catch: (cause) => deadOr(conn, cause, () => unreachable(target, cause))
+                }),
                 // Interrupted or finished: a still-open channel is killed, never left running.
                 (channel) => Effect.sync(() => killChannel(channel))
               )
@@ -369,6 +398,9 @@ export const makeGuestTransport = (
           stderr.push(chunk)
           deliver(options.onStderr, chunk)
         })
+        // Without a listener a stream error would crash the process; the `close` that follows decides the outcome.
+        channel.on("error", () => undefined)
+        channel.stderr.on("error", () => undefined)
         channel.on("exit", (code: number | null, signal?: string) => {
           exitCode = code ?? signalExitCode(signal)
         })
@@ -424,7 +456,7 @@ export const makeGuestTransport = (
           chunks.push(chunk)
           got += chunk.length
         }
-        const size = eof ? Math.max(stats.size, offset + got) : stats.size
+        const size = eof && got > 0 ? Math.max(stats.size, offset + got) : stats.size
         return { data: Buffer.concat(chunks, got) as Uint8Array, size }
       })
 
@@ -447,37 +479,19 @@ export const makeGuestTransport = (
       })
 
     const upload: Transport["upload"] = (target, localPath, remotePath) =>
-      Effect.gen(function* () {
-        const { conn, sftp } = yield* sftpOf(target)
-        yield* Effect.tryPromise({
-          try: () => call<void>((done) => sftp.fastPut(localPath, remotePath, (err) => done(err, undefined))),
-          catch: (cause) => {
-            const local = typeof (cause as { code?: unknown }).code === "string"
-            return sftpFailure(target, conn, local ? localPath : remotePath, cause)
-          }
-        })
-      })
+      transfer(target, localPath, remotePath, (sftp) => call<void>((done) => sftp.fastPut(localPath, remotePath, (err) => done(err, undefined))))
 
     const download: Transport["download"] = (target, remotePath, localPath) =>
-      Effect.gen(function* () {
-        const { conn, sftp } = yield* sftpOf(target)
-        // Into a temp file first, so a failed or interrupted copy never leaves a partial file at localPath.
+      transfer(target, localPath, remotePath, async (sftp, signal) => {
+        // Into a temp file first: a failed or interrupted copy never leaves a partial file at localPath.
         const part = `${localPath}.part-${randomBytes(4).toString("hex")}`
-        yield* Effect.tryPromise({
-          try: async () => {
-            try {
-              await call<void>((done) => sftp.fastGet(remotePath, part, (err) => done(err, undefined)))
-              await rename(part, localPath)
-            } catch (error) {
-              await rm(part, { force: true })
-              throw error
-            }
-          },
-          catch: (cause) => {
-            const local = typeof (cause as { code?: unknown }).code === "string"
-            return sftpFailure(target, conn, local ? localPath : remotePath, cause)
-          }
-        })
+        try {
+          await call<void>((done) => sftp.fastGet(remotePath, part, (err) => done(err, undefined)))
+          if (signal.aborted) throw new Error("download interrupted")
+          await rename(part, localPath)
+        } finally {
+          await rm(part, { force: true })
+        }
       })
 
     // One probe per port at a time: `wait` loops may run concurrently, the guest sees one client.

@@ -24,8 +24,8 @@ export function run(cmd: string, args: readonly string[], opts: RunOptions = {})
     })
     const out: Buffer[] = []
     const err: Buffer[] = []
-    child.stdout.on("data", (b: Buffer) => out.push(b))
-    child.stderr.on("data", (b: Buffer) => err.push(b))
+    child.stdout?.on("data", (b: Buffer) => out.push(b))
+    child.stderr?.on("data", (b: Buffer) => err.push(b))
     child.on("error", (e: NodeJS.ErrnoException) => {
       reject(
         new Error(

@@ -1,0 +1,200 @@
+import { spawn } from "node:child_process"
+import { open, readFile, stat, unlink } from "node:fs/promises"
+import { Effect } from "effect"
+import { AlreadyRunning, Internal, NotRunning, QemuStartFailed, ShareInvalid, type BootPlan, type RunState, type VmRef } from "@stoat/core"
+import { qemuArgs, vmFiles } from "./argv.js"
+import { isAlive, ownsVm, readRunState } from "./process.js"
+import { qmpExecute } from "./qmp.js"
+import { stderrMessage } from "./run.js"
+import { toDropbearKey, writeVmInitrd } from "./tiny/vm-initrd.js"
+
+const POLL_MS = 50
+/** How long the launching QEMU may take to daemonize (it forks once devices and sockets are set up). */
+const DAEMONIZE_TIMEOUT_MS = 60_000
+
+const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+
+/** Every folder shared over 9p must exist and be a directory (QEMU would only fail at the guest's mount). */
+const checkShares = (plan: BootPlan): Effect.Effect<void, ShareInvalid> =>
+  Effect.forEach(
+    [
+      { what: "work share", path: plan.workShare },
+      ...(plan.hostShare !== undefined ? [{ what: "share", path: plan.hostShare }] : []),
+      ...(plan.extraShares ?? []).map((share) => ({ what: `share "${share.tag}"`, path: share.host }))
+    ],
+    ({ what, path }) =>
+      Effect.flatMap(
+        Effect.promise(() => stat(path).then((info) => (info.isDirectory() ? "ok" : "not a directory"), () => "does not exist")),
+        (problem) =>
+          problem === "ok"
+            ? Effect.void
+            : Effect.fail(new ShareInvalid({ message: `${what} ${path} ${problem}; shares must be existing directories`, subject: path }))
+      ),
+    { discard: true }
+  )
+
+/** A hostname the guest accepts, derived from the VM name (which may contain '_' or '.'). */
+export const guestHostname = (name: string): string =>
+  name.replace(/[^A-Za-z0-9-]+/g, "-").replace(/^-+/, "").slice(0, 63).replace(/-+$/, "") || "stoat"
+
+/** Direct-boot guests get their identity in a per-VM initrd: the shared base plus keys and name. */
+const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed> => {
+  const identity = plan.guestIdentity
+  if (plan.kernel === undefined || identity === undefined) return Effect.succeed(undefined)
+  const files = vmFiles(plan.vm.dir)
+  const base = plan.kernel.initrd
+  return Effect.tryPromise({
+    try: async () => {
+      await toDropbearKey(identity.hostKeyPath, files.hostKey)
+      await writeVmInitrd({
+        baseInitrd: base,
+        out: files.initrd,
+        authorizedKeys: identity.authorizedKeys,
+        hostKeyDropbear: await readFile(files.hostKey),
+        hostname: guestHostname(identity.hostname)
+      })
+      return files.initrd
+    },
+    catch: (cause) =>
+      new QemuStartFailed({ message: `cannot prepare the guest's initrd: ${errorText(cause)}`, subject: plan.vm.name })
+  })
+}
+
+/** qcow2 or raw, from the image header; QEMU refuses to guess raw for writable disks without a warning. */
+const diskFormatOf = (path: string): Effect.Effect<"qcow2" | "raw"> =>
+  Effect.promise(async () => {
+    const handle = await open(path, "r").catch(() => undefined)
+    if (!handle) return path.endsWith(".qcow2") ? "qcow2" : "raw"
+    try {
+      const magic = Buffer.alloc(4)
+      await handle.read(magic, 0, 4, 0)
+      return magic.toString("latin1") === "QFI\xfb" ? "qcow2" : "raw"
+    } finally {
+      await handle.close()
+    }
+  })
+
+/** Runs QEMU until it daemonizes; resolves with its exit code and stderr. Interrupting kills it. */
+const launch = (qemu: string, args: ReadonlyArray<string>) =>
+  Effect.async<{ readonly code: number | null; readonly stderr: string }, string>((resume) => {
+    const child = spawn(qemu, [...args], { detached: true, stdio: ["ignore", "ignore", "pipe"] })
+    let stderr = ""
+    let done = false
+    const finish = (result: Effect.Effect<{ readonly code: number | null; readonly stderr: string }, string>) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      resume(result)
+    }
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      finish(Effect.fail(`QEMU did not finish starting within ${DAEMONIZE_TIMEOUT_MS / 1000} s`))
+    }, DAEMONIZE_TIMEOUT_MS)
+    child.stderr.setEncoding("utf8")
+    child.stderr.on("data", (chunk: string) => {
+      if (stderr.length < 65_536) stderr += chunk
+    })
+    child.on("error", (error) => finish(Effect.fail(error.message)))
+    // The daemon points its stderr at /dev/null before the launcher exits, so "close" follows "exit" at once.
+    child.on("close", (code) => finish(Effect.succeed({ code, stderr })))
+    return Effect.sync(() => {
+      if (!done) child.kill("SIGKILL")
+    })
+  })
+
+const removeStale = (paths: ReadonlyArray<string>) => Effect.promise(() => Promise.all(paths.map((path) => unlink(path).catch(() => undefined))))
+
+/**
+ * Starts QEMU detached: it daemonizes once devices and sockets are ready, so by the time this
+ * returns the pidfile and QMP socket exist. Stoat may exit; the pidfile is the only record.
+ */
+export const startVm = (
+  plan: BootPlan,
+  host: { readonly qemu: string; readonly accel: "kvm" | "tcg" }
+): Effect.Effect<RunState, QemuStartFailed | AlreadyRunning | ShareInvalid> =>
+  Effect.gen(function* () {
+    const vm = plan.vm
+    const files = vmFiles(vm.dir)
+    const before = yield* Effect.promise(() => readRunState(vm))
+    if (before.running) return yield* new AlreadyRunning({ message: `VM "${vm.name}" is already running (pid ${before.pid})`, subject: vm.name })
+    yield* checkShares(plan)
+    const initrd = yield* writeIdentity(plan)
+    const diskFormat = plan.disk !== undefined ? yield* diskFormatOf(plan.disk) : undefined
+    const args = qemuArgs(plan, {
+      accel: host.accel,
+      ...(initrd !== undefined ? { initrd } : {}),
+      ...(diskFormat !== undefined ? { diskFormat } : {})
+    })
+    yield* removeStale([files.pidfile, files.qmp, files.vnc])
+
+    const failed = (message: string) => new QemuStartFailed({ message, subject: vm.name })
+    const result = yield* launch(host.qemu, args).pipe(
+      Effect.mapError((why) => failed(`cannot run ${host.qemu}: ${why}`)),
+      // An interrupted start must not leave a half-started daemon behind.
+      Effect.onInterrupt(() => Effect.promise(() => readRunState(vm).then((state) => state.pid !== undefined && void process.kill(state.pid, "SIGKILL"))))
+    )
+    if (result.code !== 0) {
+      return yield* failed(`QEMU failed to start VM "${vm.name}": ${stderrMessage(result.stderr, `exit ${String(result.code)}`)}`)
+    }
+    const state = yield* Effect.promise(() => readRunState(vm))
+    if (!state.running) {
+      const tail = yield* Effect.promise(() => readFile(files.console, "utf8").then((text) => text.trim().split("\n").slice(-3).join("; "), () => ""))
+      return yield* failed(`QEMU exited right after starting VM "${vm.name}"${tail ? `; console: ${tail}` : ""}`)
+    }
+    return state
+  })
+
+/** Polls until the process no longer runs this VM (gone, a zombie, or a reused pid); false on timeout. */
+export const waitForExit = (pid: number, vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
+  Effect.promise(async () => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      if (!isAlive(pid) || !(await ownsVm(pid, vm))) return true
+      if (Date.now() >= deadline) return false
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+    }
+  })
+
+const signal = (pid: number, name: NodeJS.Signals) =>
+  Effect.sync(() => {
+    try {
+      process.kill(pid, name)
+    } catch {
+      // already gone
+    }
+  })
+
+/**
+ * ACPI power button over QMP, up to graceMs for the guest to power off, then SIGTERM (QEMU exits
+ * cleanly), then SIGKILL. Returns only once the process is gone; leaves no pidfile or sockets.
+ */
+export const stopVm = (vm: VmRef, options: { readonly graceMs?: number } = {}): Effect.Effect<void, NotRunning> =>
+  Effect.gen(function* () {
+    const files = vmFiles(vm.dir)
+    const state = yield* Effect.promise(() => readRunState(vm))
+    if (!state.running || state.pid === undefined) return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
+    const pid = state.pid
+    const graceMs = options.graceMs ?? 10_000
+
+    let gone = false
+    if (graceMs > 0) {
+      const asked = yield* qmpExecute(files.qmp, "system_powerdown", undefined, { subject: vm.name, connectTimeoutMs: 2_000, commandTimeoutMs: 2_000 }).pipe(
+        Effect.as(true),
+        Effect.orElseSucceed(() => false)
+      )
+      if (asked) gone = yield* waitForExit(pid, vm, graceMs)
+    }
+    if (!gone) {
+      yield* signal(pid, "SIGTERM")
+      gone = yield* waitForExit(pid, vm, 5_000)
+    }
+    if (!gone) {
+      yield* signal(pid, "SIGKILL")
+      gone = yield* waitForExit(pid, vm, 10_000)
+    }
+    if (!gone) return yield* Effect.die(new Internal({ message: `QEMU (pid ${pid}) for VM "${vm.name}" survived SIGKILL`, subject: vm.name }))
+
+    // QEMU removes these on a clean exit, not after SIGKILL. Keep a pidfile someone else wrote meanwhile.
+    const current = yield* Effect.promise(() => readFile(files.pidfile, "utf8").then((text) => Number.parseInt(text.trim(), 10), () => undefined))
+    yield* removeStale([...(current === pid ? [files.pidfile] : []), files.qmp, files.vnc])
+  })

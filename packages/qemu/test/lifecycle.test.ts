@@ -1,0 +1,255 @@
+/**
+ * The Hypervisor layer driving the real tiny guest under TCG: start, status, snapshots while
+ * running and restore when stopped, screenshot, graceful and forced stops. The tiny guest is
+ * built once into $STOAT_TEST_CACHE/tiny (default ~/.cache/stoat-test/tiny) and reused.
+ */
+import { execFileSync } from "node:child_process"
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Either } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { BootPlan, VmRef } from "@stoat/core"
+import { vmFiles } from "../src/argv.js"
+import { isAlive } from "../src/process.js"
+import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
+import { waitForSshBanner } from "../src/tiny/probe.js"
+import { call, elapsed, freePort, ok, requireQemu, tinyCacheDir } from "./support.js"
+
+const exists = (path: string) => access(path).then(() => true, () => false)
+
+/** The ext4 superblock magic (0xEF53 at byte 1080) of a qcow2 disk's contents. */
+const hasExt4 = (disk: string, scratch: string): boolean => {
+  const raw = join(scratch, "head.raw")
+  execFileSync("qemu-img", ["dd", "-f", "qcow2", "-O", "raw", "bs=1024", "count=2", `if=${disk}`, `of=${raw}`])
+  const head = execFileSync("od", ["-An", "-tx1", "-j1080", "-N2", raw], { encoding: "utf8" }).trim()
+  return head === "53 ef"
+}
+
+const waitGone = async (pid: number, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (isAlive(pid) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "" && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+describe("QEMU hypervisor with the tiny guest", () => {
+  let image: TinyGuestImage
+  let root: string
+  let vm: VmRef
+  let plan: BootPlan
+  let disk: string
+  const timings: string[] = []
+
+  beforeAll(async () => {
+    requireQemu()
+    image = await buildTinyGuest({ cacheDir: join(tinyCacheDir, "debs"), outDir: join(tinyCacheDir, "image") })
+    root = await mkdtemp(join(tmpdir(), "stoat-life-"))
+    vm = { name: "tiny_test", dir: join(root, "tiny_test") }
+    await mkdir(vm.dir)
+    const work = join(root, "shared", vm.name)
+    await mkdir(work, { recursive: true })
+    disk = join(vm.dir, "disk.qcow2")
+    await ok(root, (h) => h.createDisk(disk, "256M"))
+    const hostKey = join(root, "guest_host_ed25519_key")
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", hostKey])
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "client", "-f", join(root, "id_stoat")])
+    plan = {
+      vm,
+      ramMb: 256,
+      cpus: 1,
+      sshPort: await freePort(),
+      forwards: [],
+      disk,
+      kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
+      workShare: work,
+      display: "vnc",
+      guestIdentity: { authorizedKeys: await readFile(join(root, "id_stoat.pub"), "utf8"), hostKeyPath: hostKey, hostname: vm.name }
+    }
+  }, 600_000)
+
+  afterAll(async () => {
+    // Never leave a QEMU behind, whatever failed.
+    const pid = Number.parseInt(await readFile(vmFiles(vm.dir).pidfile, "utf8").catch(() => ""), 10)
+    if (pid > 0 && isAlive(pid)) process.kill(pid, "SIGKILL")
+    await rm(root, { recursive: true, force: true })
+    console.log(timings.join("\n"))
+  })
+
+  it("hands out the cached tiny build as a local image", async () => {
+    const local = await ok(root, (h) => h.localImage("tiny"))
+    expect(local).toEqual({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs })
+    const unknown = await call(root, (h) => h.localImage("huge"))
+    expect(Either.isLeft(unknown) && unknown.left.code).toBe("internal")
+  })
+
+  it("validates plans: socket path length, share tags, boot files", async () => {
+    expect(Either.isRight(await call(root, (h) => h.validate(plan)))).toBe(true)
+    const deep = { ...plan, vm: { name: "deep", dir: join(root, "d".repeat(100)) } }
+    const tags = { ...plan, extraShares: [{ tag: "work", host: plan.workShare }] }
+    const noKernel = { ...plan, kernel: { ...image, path: join(root, "missing-vmlinux"), initrd: image.initrd, append: "" } }
+    for (const bad of [deep, tags, noKernel]) {
+      const result = await call(root, (h) => h.validate(bad))
+      expect(Either.isLeft(result) && result.left.code).toBe("invalid_spec")
+    }
+  })
+
+  it("refuses shares that are missing or not directories", async () => {
+    const file = join(root, "a-file")
+    await writeFile(file, "x")
+    for (const bad of [{ ...plan, workShare: file }, { ...plan, hostShare: join(root, "missing") }, { ...plan, extraShares: [{ tag: "src", host: file }] }]) {
+      const result = await call(root, (h) => h.start(bad))
+      expect(Either.isLeft(result) && result.left.code).toBe("share_invalid")
+    }
+    expect((await ok(root, (h) => h.status(vm))).running).toBe(false)
+  })
+
+  it("reports QEMU's own message when it cannot start", async () => {
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(plan.sshPort, "127.0.0.1", resolve))
+    try {
+      const result = await call(root, (h) => h.start(plan))
+      expect(Either.isLeft(result) && result.left.code).toBe("qemu_start_failed")
+      expect(Either.isLeft(result) && result.left.message).toMatch(/host forwarding rule/)
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve))
+    }
+    expect(await exists(vmFiles(vm.dir).pidfile)).toBe(false)
+  })
+
+  it("starts detached, reports running, refuses a second start; the guest answers SSH", async () => {
+    await ok(root, (h) => h.saveSnapshot(vm, disk, "blank"))
+    const t0 = performance.now()
+    const state = await ok(root, (h) => h.start(plan))
+    timings.push(`start → pidfile (includes the cached accel probe): ${elapsed(t0)} ms`)
+    expect(state.running).toBe(true)
+    expect(await readFile(vmFiles(vm.dir).pidfile, "utf8")).toBe(`${state.pid}\n`)
+    expect(state.startedAt).toMatch(/^\d{4}-\d{2}-\d{2}T/)
+    expect(await readFile(`/proc/${state.pid}/cmdline`, "utf8")).toContain("-accel\0tcg\0")
+    expect(await ok(root, (h) => h.status(vm))).toEqual(state)
+    const again = await call(root, (h) => h.start(plan))
+    expect(Either.isLeft(again) && again.left.code).toBe("already_running")
+
+    // Usually ~5 s under TCG; generous for a loaded CI host.
+    const banner = await waitForSshBanner(plan.sshPort, { timeoutMs: 120_000, isAlive: () => isAlive(state.pid ?? 0) })
+    timings.push(`start → SSH banner: ${elapsed(t0)} ms`)
+    expect(banner).toMatch(/^SSH-2\.0-dropbear/)
+
+    // The identity baked into the per-VM initrd: our client key logs in, the guest shows our host key.
+    const knownHosts = join(root, "known_hosts")
+    await writeFile(knownHosts, `[127.0.0.1]:${plan.sshPort} ${await readFile(join(root, "guest_host_ed25519_key.pub"), "utf8")}`)
+    await writeFile(join(plan.workShare, "from-host"), "hello over 9p\n")
+    const out = execFileSync(
+      "ssh",
+      [
+        ...["-p", String(plan.sshPort), "-i", join(root, "id_stoat"), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"],
+        ...["-o", `UserKnownHostsFile=${knownHosts}`, "-o", "ConnectTimeout=20", "-o", "LogLevel=ERROR", "root@127.0.0.1"],
+        "hostname; cat /mnt/work/from-host"
+      ],
+      { encoding: "utf8", timeout: 60_000 }
+    )
+    expect(out).toBe("tiny-test\nhello over 9p\n")
+  }, 150_000)
+
+  it("saves, lists and deletes snapshots of the running VM over QMP", async () => {
+    const t0 = performance.now()
+    await ok(root, (h) => h.saveSnapshot(vm, disk, "live"))
+    timings.push(`running snapshot save: ${elapsed(t0)} ms`)
+    // Saving an existing tag replaces it.
+    await ok(root, (h) => h.saveSnapshot(vm, disk, "live"))
+    const t1 = performance.now()
+    const list = await ok(root, (h) => h.listSnapshots(vm, disk))
+    timings.push(`running snapshot list: ${elapsed(t1)} ms`)
+    expect(list.map((snapshot) => [snapshot.tag, snapshot.vm_state])).toEqual([
+      ["blank", "stopped"],
+      ["live", "running"]
+    ])
+    await ok(root, (h) => h.saveSnapshot(vm, disk, "doomed"))
+    const t2 = performance.now()
+    await ok(root, (h) => h.deleteSnapshot(vm, disk, "doomed"))
+    timings.push(`running snapshot delete: ${elapsed(t2)} ms`)
+    const missing = await call(root, (h) => h.deleteSnapshot(vm, disk, "doomed"))
+    expect(Either.isLeft(missing) && missing.left.code).toBe("not_found")
+    expect(Either.isLeft(missing) && missing.left.message).toMatch(/existing tags: blank, live/)
+    const restore = await call(root, (h) => h.restoreSnapshot(vm, disk, "blank"))
+    expect(Either.isLeft(restore) && restore.left.code).toBe("already_running")
+    expect((await ok(root, (h) => h.listSnapshots(vm, disk))).map((snapshot) => snapshot.tag)).toEqual(["blank", "live"])
+  }, 60_000)
+
+  it("takes a PNG screenshot of the display", async () => {
+    const out = join(root, "shots", "screen.png")
+    const t0 = performance.now()
+    const shot = await ok(root, (h) => h.screenshot(vm, out))
+    timings.push(`screenshot: ${elapsed(t0)} ms (${shot.width}x${shot.height}, ${shot.bytes} bytes)`)
+    expect(shot.width).toBeGreaterThanOrEqual(640)
+    expect(shot.height).toBeGreaterThanOrEqual(200)
+    expect(shot.bytes).toBe((await readFile(out)).length)
+    expect(execFileSync("file", ["-b", out], { encoding: "utf8" })).toMatch(new RegExp(`^PNG image data, ${shot.width} x ${shot.height}`))
+  })
+
+  it("powers down gracefully and returns only once QEMU is gone", async () => {
+    const { pid } = await ok(root, (h) => h.status(vm))
+    const t0 = performance.now()
+    await ok(root, (h) => h.stop(vm))
+    timings.push(`graceful stop (ACPI power button): ${elapsed(t0)} ms`)
+    // The guest powered itself off: no signal was needed.
+    expect(await readFile(vmFiles(vm.dir).console, "utf8")).toMatch(/reboot: Power down\s*$/)
+    expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
+    for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc]) expect(await exists(file)).toBe(false)
+    expect((await ok(root, (h) => h.status(vm))).running).toBe(false)
+    const again = await call(root, (h) => h.stop(vm))
+    expect(Either.isLeft(again) && again.left.code).toBe("not_running")
+    const shot = await call(root, (h) => h.screenshot(vm, join(root, "shots", "none.png")))
+    expect(Either.isLeft(shot) && shot.left.code).toBe("not_running")
+  }, 30_000)
+
+  it("restores snapshots of the stopped VM's disk", async () => {
+    // The guest formatted its blank disk at boot; "blank" predates that, "live" does not.
+    expect(hasExt4(disk, root)).toBe(true)
+    const t0 = performance.now()
+    await ok(root, (h) => h.restoreSnapshot(vm, disk, "blank"))
+    timings.push(`stopped restore: ${elapsed(t0)} ms`)
+    expect(hasExt4(disk, root)).toBe(false)
+    await ok(root, (h) => h.restoreSnapshot(vm, disk, "live"))
+    expect(hasExt4(disk, root)).toBe(true)
+    const missing = await call(root, (h) => h.restoreSnapshot(vm, disk, "nope"))
+    expect(Either.isLeft(missing) && missing.left.message).toMatch(/existing tags: blank, live/)
+  })
+
+  it("treats a SIGKILLed QEMU as stopped and clears its pidfile", async () => {
+    const t0 = performance.now()
+    const { pid } = await ok(root, (h) => h.start(plan))
+    timings.push(`start → pidfile (accel probe cached): ${elapsed(t0)} ms`)
+    process.kill(pid ?? 0, "SIGKILL")
+    await waitGone(pid ?? 0, 5_000)
+    expect(await ok(root, (h) => h.status(vm))).toEqual({ running: false })
+    expect(await exists(vmFiles(vm.dir).pidfile)).toBe(false)
+    const stop = await call(root, (h) => h.stop(vm))
+    expect(Either.isLeft(stop) && stop.left.code).toBe("not_running")
+  })
+
+  it("falls back to SIGTERM when the guest ignores the power button", async () => {
+    // Seconds into boot nothing in the guest listens for ACPI events yet.
+    const { pid } = await ok(root, (h) => h.start(plan))
+    const t0 = performance.now()
+    await ok(root, (h) => h.stop(vm, { graceMs: 300 }))
+    const ms = elapsed(t0)
+    timings.push(`stop with 300 ms grace, then SIGTERM: ${ms} ms`)
+    expect(ms).toBeLessThan(5_000)
+    expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
+    expect(await exists(vmFiles(vm.dir).pidfile)).toBe(false)
+  })
+
+  it("SIGKILLs a QEMU that neither answers QMP nor exits on SIGTERM", async () => {
+    const { pid } = await ok(root, (h) => h.start(plan))
+    // A stopped process takes no QMP and leaves SIGTERM pending; only SIGKILL ends it.
+    process.kill(pid ?? 0, "SIGSTOP")
+    const t0 = performance.now()
+    await ok(root, (h) => h.stop(vm, { graceMs: 200 }))
+    timings.push(`stop of a frozen QEMU (QMP timeout, SIGTERM wait, SIGKILL): ${elapsed(t0)} ms`)
+    expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
+    expect((await ok(root, (h) => h.status(vm))).running).toBe(false)
+    for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc]) expect(await exists(file)).toBe(false)
+  }, 30_000)
+})

@@ -1,0 +1,150 @@
+/** Disks and stopped-VM snapshots through the Hypervisor layer, against the real qemu-img. */
+import { execFileSync } from "node:child_process"
+import { mkdir, mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Either } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { VmRef } from "@stoat/core"
+import { call, ok, requireQemu } from "./support.js"
+
+const GiB = 1024 ** 3
+
+describe("qemu-img", () => {
+  let root: string
+  let vm: VmRef
+  let disk: string
+
+  beforeAll(async () => {
+    requireQemu()
+    root = await mkdtemp(join(tmpdir(), "stoat-img-"))
+    vm = { name: "img", dir: join(root, "img") }
+    await mkdir(vm.dir)
+    disk = join(vm.dir, "disk.qcow2")
+  })
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true })
+  })
+
+  it("creates a qcow2 disk and reports it", async () => {
+    await ok(root, (h) => h.createDisk(disk, "1G"))
+    const info = await ok(root, (h) => h.diskInfo(disk))
+    expect(info).toMatchObject({ virtualSize: GiB, format: "qcow2" })
+    expect(info.actualSize).toBeGreaterThan(0)
+    expect(info.backingFile).toBeUndefined()
+  })
+
+  it("creates an overlay on an absolute backing file, with the backing format detected", async () => {
+    const base = join(root, "base.raw")
+    execFileSync("qemu-img", ["create", "-q", "-f", "raw", base, "64M"])
+    const overlay = join(vm.dir, "overlay.qcow2")
+    await ok(root, (h) => h.createDisk(overlay, "", base))
+    expect(await ok(root, (h) => h.diskInfo(overlay))).toMatchObject({ virtualSize: 64 * 1024 ** 2, format: "qcow2", backingFile: base })
+    const json = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", overlay], { encoding: "utf8" })) as Record<string, unknown>
+    expect(json["backing-filename-format"]).toBe("raw")
+    // A larger overlay than its base is how a cloud VM gets its disk size.
+    const grown = join(vm.dir, "grown.qcow2")
+    await ok(root, (h) => h.createDisk(grown, "2G", base))
+    expect((await ok(root, (h) => h.diskInfo(grown))).virtualSize).toBe(2 * GiB)
+  })
+
+  it("refuses an overlay on a missing base", async () => {
+    const result = await call(root, (h) => h.createDisk(join(vm.dir, "x.qcow2"), "", join(root, "missing.qcow2")))
+    expect(Either.isLeft(result) && result.left._tag).toBe("Internal")
+  })
+
+  it("grows, keeps the same size, and refuses to shrink", async () => {
+    await ok(root, (h) => h.resizeDisk(disk, "2G"))
+    expect((await ok(root, (h) => h.diskInfo(disk))).virtualSize).toBe(2 * GiB)
+    await ok(root, (h) => h.resizeDisk(disk, "+512M"))
+    expect((await ok(root, (h) => h.diskInfo(disk))).virtualSize).toBe(2.5 * GiB)
+    await ok(root, (h) => h.resizeDisk(disk, "2560M"))
+    const shrink = await call(root, (h) => h.resizeDisk(disk, "1G"))
+    expect(Either.isLeft(shrink) && shrink.left.code).toBe("disk_shrink")
+    expect((await ok(root, (h) => h.diskInfo(disk))).virtualSize).toBe(2.5 * GiB)
+    const bad = await call(root, (h) => h.resizeDisk(disk, "lots"))
+    expect(Either.isLeft(bad) && bad.left.code).toBe("internal")
+  })
+
+  it("answers not_found for a missing disk", async () => {
+    const result = await call(root, (h) => h.diskInfo(join(root, "nope.qcow2")))
+    expect(Either.isLeft(result) && result.left.code).toBe("not_found")
+  })
+
+  it("saves, lists, restores and deletes snapshots of a stopped VM", async () => {
+    const t0 = performance.now()
+    await ok(root, (h) => h.saveSnapshot(vm, disk, "first"))
+    const saveMs = performance.now() - t0
+    await ok(root, (h) => h.saveSnapshot(vm, disk, "second"))
+    // Saving an existing tag replaces it rather than adding a twin.
+    await ok(root, (h) => h.saveSnapshot(vm, disk, "first"))
+    const list = await ok(root, (h) => h.listSnapshots(vm, disk))
+    expect(list.map((snapshot) => snapshot.tag).sort()).toEqual(["first", "second"])
+    for (const snapshot of list) {
+      expect(snapshot).toMatchObject({ vm_state: "stopped", size_display: "0 B", size_bytes: 0 })
+      expect(snapshot.created).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/)
+      expect(Math.abs(Date.parse(snapshot.created) - Date.now())).toBeLessThan(60_000)
+    }
+
+    const t1 = performance.now()
+    await ok(root, (h) => h.restoreSnapshot(vm, disk, "second"))
+    const restoreMs = performance.now() - t1
+    const missing = await call(root, (h) => h.restoreSnapshot(vm, disk, "third"))
+    expect(Either.isLeft(missing) && missing.left.code).toBe("not_found")
+    expect(Either.isLeft(missing) && missing.left.message).toMatch(/existing tags: (first, second|second, first)/)
+
+    const t2 = performance.now()
+    await ok(root, (h) => h.deleteSnapshot(vm, disk, "first"))
+    const deleteMs = performance.now() - t2
+    expect((await ok(root, (h) => h.listSnapshots(vm, disk))).map((snapshot) => snapshot.tag)).toEqual(["second"])
+    const gone = await call(root, (h) => h.deleteSnapshot(vm, disk, "first"))
+    expect(Either.isLeft(gone) && gone.left.code).toBe("not_found")
+    console.log(`stopped snapshot: save ${saveMs.toFixed(0)} ms, restore ${restoreMs.toFixed(0)} ms, delete ${deleteMs.toFixed(0)} ms`)
+  })
+
+  it("deletes every twin of a tag that qemu-img created twice", async () => {
+    execFileSync("qemu-img", ["snapshot", "-c", "twin", disk])
+    execFileSync("qemu-img", ["snapshot", "-c", "twin", disk])
+    await ok(root, (h) => h.deleteSnapshot(vm, disk, "twin"))
+    expect((await ok(root, (h) => h.listSnapshots(vm, disk))).map((snapshot) => snapshot.tag)).toEqual(["second"])
+  })
+
+  it("will not restore a tag that qemu-img would read as another snapshot's id", async () => {
+    // "second" has id 2 by now; a snapshot tagged "2" is ambiguous for `qemu-img snapshot -a 2`.
+    const ids = execFileSync("qemu-img", ["snapshot", "-l", disk], { encoding: "utf8" })
+    const id = /^(\d+)\s+second\s/m.exec(ids)?.[1] ?? "?"
+    await ok(root, (h) => h.saveSnapshot(vm, disk, id))
+    const result = await call(root, (h) => h.restoreSnapshot(vm, disk, id))
+    expect(Either.isLeft(result) && result.left.message).toMatch(/also the id of another snapshot/)
+    await ok(root, (h) => h.deleteSnapshot(vm, disk, id))
+  })
+
+  it("reports missing QEMU binaries as qemu_missing", async () => {
+    const path = process.env["PATH"]
+    process.env["PATH"] = join(root, "empty-bin")
+    try {
+      const create = await call(root, (h) => h.createDisk(join(vm.dir, "new.qcow2"), "1G"))
+      expect(Either.isLeft(create) && create.left.code).toBe("qemu_missing")
+      const start = await call(root, (h) =>
+        h.start({ vm, ramMb: 256, cpus: 1, sshPort: 2222, forwards: [], workShare: root, display: "vnc" })
+      )
+      expect(Either.isLeft(start) && start.left.code).toBe("qemu_missing")
+      // Snapshot operations have no qemu_missing in their contract.
+      const list = await call(root, (h) => h.listSnapshots(vm, disk))
+      expect(Either.isLeft(list) && list.left.code).toBe("internal")
+    } finally {
+      process.env["PATH"] = path
+    }
+  })
+
+  it("answers no_disk when the VM has no disk", async () => {
+    const none = join(vm.dir, "none.qcow2")
+    const codes = [
+      await call(root, (h) => h.listSnapshots(vm, none)),
+      await call(root, (h) => h.saveSnapshot(vm, none, "x")),
+      await call(root, (h) => h.restoreSnapshot(vm, none, "x")),
+      await call(root, (h) => h.deleteSnapshot(vm, none, "x"))
+    ].map((result: Either.Either<unknown, { readonly code: string }>) => Either.isLeft(result) && result.left.code)
+    expect(codes).toEqual(["no_disk", "no_disk", "no_disk", "no_disk"])
+  })
+})

@@ -1,0 +1,48 @@
+import { execFileSync } from "node:child_process"
+import { createServer } from "node:net"
+import { homedir } from "node:os"
+import { join } from "node:path"
+import { type Context, Effect, Either, Layer } from "effect"
+import { dataRootAt, Hypervisor } from "@stoat/core"
+import { makeQemuHypervisor } from "../src/hypervisor.js"
+
+/** These tests drive real QEMU: a missing binary is a failure, never a skip. */
+export const requireQemu = (): void => {
+  for (const tool of ["qemu-system-x86_64", "qemu-img"]) {
+    try {
+      execFileSync(tool, ["--version"], { stdio: "ignore" })
+    } catch {
+      throw new Error(`${tool} is required by the @stoat/qemu tests (apt-get install qemu-system-x86 qemu-utils)`)
+    }
+  }
+}
+
+/** Shared between runs so only the first one downloads and builds the tiny guest. */
+export const tinyCacheDir = join(process.env["STOAT_TEST_CACHE"] ?? join(homedir(), ".cache", "stoat-test"), "tiny")
+
+/** The QEMU hypervisor over a data root at `root`. */
+export const hypervisorAt = (root: string) => makeQemuHypervisor({ tinyCacheDir }).pipe(Layer.provide(dataRootAt(root)))
+
+/** Runs one Hypervisor call; the typed failure comes back as Left so tests can look at its code. */
+export const call = <A, E>(root: string, use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>) =>
+  Effect.runPromise(Effect.either(Effect.flatMap(Hypervisor, use)).pipe(Effect.provide(hypervisorAt(root))))
+
+/** Like `call`, but a failure throws with its message. */
+export const ok = async <A, E>(root: string, use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>): Promise<A> => {
+  const result = await call(root, use)
+  if (Either.isLeft(result)) throw new Error(`expected success, got ${JSON.stringify(result.left)}`)
+  return result.right
+}
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.on("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+export const elapsed = (since: number) => Math.round(performance.now() - since)
