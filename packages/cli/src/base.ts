@@ -22,13 +22,29 @@ export abstract class StoatCommand extends Command {
   }
 
   /** Runs the operation; on failure reports the error and exits 1 (never returns). */
-  protected async call<I, O>(operation: Operation<I, O, any>, input: unknown, options: { interactive?: boolean } = {}): Promise<O> {
+  protected async call<I, O>(
+    operation: Operation<I, O, any>,
+    input: unknown,
+    options: { interactive?: boolean; showProgress?: boolean } = {}
+  ): Promise<O> {
+    let lastPercent = -1
     const outcome = await execute(operation, input, {
       ...(options.interactive !== undefined ? { interactive: options.interactive } : {}),
       progress: (progressEvent) => {
-        if (this.json) process.stdout.write(encodeLine(event(progressEvent.type, this.commandName, progressEvent.data)))
+        if (this.json) {
+          process.stdout.write(encodeLine(event(progressEvent.type, this.commandName, progressEvent.data)))
+          return
+        }
+        if (!options.showProgress) return
+        // People get progress on stderr: a percentage line on a terminal, stage lines otherwise.
+        const data = progressEvent.data as { line?: string; percent?: number; id?: string }
+        if (progressEvent.type === "progress" && data.percent !== undefined && data.percent !== lastPercent) {
+          lastPercent = data.percent
+          process.stderr.write(process.stderr.isTTY ? `\r${data.id}: ${data.percent}%` : `${data.id}: ${data.percent}%\n`)
+        } else if (data.line !== undefined) process.stderr.write(`${data.line}\n`)
       }
     })
+    if (lastPercent >= 0 && process.stderr.isTTY) process.stderr.write("\n")
     await disposeRuntime()
     if (!outcome.ok) return this.failWith(outcome.error)
     return outcome.value

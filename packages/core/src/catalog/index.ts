@@ -1,5 +1,6 @@
 import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-ops.js"
 import { execInGuest } from "./guest-ops.js"
+import { listImagesOp, pullImage } from "./image-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
 import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, updateVm, vmLogs, waitVm } from "./vm-ops.js"
 import type { Operation } from "./operation.js"
@@ -10,6 +11,7 @@ export * from "./read-ops.js"
 export * from "./vm-ops.js"
 export * from "./snapshot-ops.js"
 export * from "./guest-ops.js"
+export * from "./image-ops.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -33,7 +35,9 @@ export const catalog: ReadonlyArray<Operation> = [
   saveSnapshot,
   restoreSnapshot,
   deleteSnapshot,
-  execInGuest
+  execInGuest,
+  listImagesOp,
+  pullImage
 ]
 
 export const operationByKey = (key: string): Operation | undefined => catalog.find((operation) => operation.key === key)

@@ -46,6 +46,8 @@ export interface Operation<I = any, O = any, R = any> {
    * server leaves them out of the tool schema and refuses them.
    */
   readonly hostOnly?: ReadonlyArray<string>
+  /** False for the few CLI operations the MCP server deliberately leaves out (long, open-world downloads). */
+  readonly mcp?: false
   readonly access: AccessLevel | null
   readonly run: (input: I, context: ExecutionContext) => Effect.Effect<O, StoatError, R>
 }
