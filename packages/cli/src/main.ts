@@ -1,11 +1,16 @@
 import { Errors, flush, run } from "@oclif/core"
-import { encodeLine, resultError } from "@stoat/wire"
-import { STOAT_VERSION } from "@stoat/core"
+// Only light modules at the top: `stoat -v` and oclif's startup must not load effect.
+import { STOAT_VERSION } from "@stoat/core/version"
 import { commandName, extractJsonFlag } from "./argv.js"
 import { cliState } from "./state.js"
 
-const usageExit = (message: string): never => {
-  if (cliState.json) process.stdout.write(encodeLine(resultError(cliState.cmd, { code: "usage", message })))
+const reportJson = async (code: "usage" | "internal", message: string): Promise<void> => {
+  const { encodeLine, resultError } = await import("@stoat/wire")
+  process.stdout.write(encodeLine(resultError(cliState.cmd, { code, message })))
+}
+
+const usageExit = async (message: string): Promise<never> => {
+  if (cliState.json) await reportJson("usage", message)
   else process.stderr.write(`stoat: ${cliState.cmd ? `${cliState.cmd}: ` : ""}${message}\nSee 'stoat ${cliState.cmd ? `${cliState.cmd} ` : ""}--help'.\n`)
   process.exit(2)
 }
@@ -27,9 +32,9 @@ export const main = async (argv: string[]): Promise<void> => {
     const oclif = (error as { oclif?: { exit?: number } }).oclif
     const message = (error as Error).message ?? String(error)
     if (oclif?.exit === 2 || /^(Nonexistent flag|Unexpected argument|Missing (\d+ )?required|Expected|Command .* not found|Parsing --)/m.test(message)) {
-      usageExit(message.replace(/\n\s*See more help with --help$/m, "").trim())
+      await usageExit(message.replace(/\n\s*See more help with --help$/m, "").trim())
     }
-    if (cliState.json) process.stdout.write(encodeLine(resultError(cliState.cmd, { code: "internal", message })))
+    if (cliState.json) await reportJson("internal", message)
     else process.stderr.write(`stoat: ${cliState.cmd}: ${message}\n`)
     process.exit(oclif?.exit ?? 1)
   }
