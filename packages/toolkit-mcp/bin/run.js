@@ -1,4 +1,3 @@
 #!/usr/bin/env node
-import { execute } from "@oclif/core"
-
-await execute({ dir: import.meta.url })
+const { main } = await import("../dist/main.js")
+await main(process.argv.slice(2))

@@ -1,0 +1,84 @@
+import { existsSync, readFileSync, statSync } from "node:fs"
+import { ToolkitError } from "./errors.js"
+
+/**
+ * `--flag` with no explicit value means `--flag true` for our booleans, which otherwise take
+ * `true|false` (the form tool calls use).
+ */
+export const normalizeBooleans = (argv: readonly string[], booleans: ReadonlySet<string>): string[] => {
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!
+    out.push(token)
+    if (token === "--") {
+      out.push(...argv.slice(i + 1))
+      break
+    }
+    if (token.startsWith("--") && !token.includes("=") && booleans.has(token.slice(2))) {
+      const next = argv[i + 1]?.toLowerCase()
+      if (next !== "true" && next !== "false") out.push("true")
+    }
+  }
+  return out
+}
+
+/** True when `--name` or `--name=…` appears before any `--`. */
+export const hasOption = (argv: readonly string[], name: string): boolean => {
+  for (const token of argv) {
+    if (token === "--") return false
+    if (token === `--${name}` || token.startsWith(`--${name}=`)) return true
+  }
+  return false
+}
+
+/** Splits one response-file line into tokens: whitespace separates, double quotes group. */
+const splitLine = (line: string): string[] => {
+  const tokens: string[] = []
+  let current = ""
+  let quoted = false
+  let started = false
+  for (const ch of line) {
+    if (ch === '"') {
+      quoted = !quoted
+      started = true
+    } else if (!quoted && /\s/.test(ch)) {
+      if (started) tokens.push(current)
+      current = ""
+      started = false
+    } else {
+      current += ch
+      started = true
+    }
+  }
+  if (started) tokens.push(current)
+  return tokens
+}
+
+/**
+ * Response files, as System.CommandLine does them on the original's command line: a token
+ * `@path` is replaced by the tokens in that file (one or more per line, `#` lines are comments,
+ * nested `@` tokens expand too). Only the command line does this; tool-call arguments are taken
+ * literally and never pass through here.
+ */
+export const expandResponseFiles = (argv: readonly string[], depth = 0): string[] => {
+  if (depth > 10) throw new ToolkitError("Response files are nested too deeply")
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!
+    if (token === "--") {
+      out.push(...argv.slice(i))
+      break
+    }
+    if (token.length > 1 && token.startsWith("@")) {
+      const path = token.slice(1)
+      if (!existsSync(path) || !statSync(path).isFile()) throw new ToolkitError(`Response file not found '${path}'`)
+      const tokens = readFileSync(path, "utf8")
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter((line) => line !== "" && !line.startsWith("#"))
+        .flatMap(splitLine)
+      out.push(...expandResponseFiles(tokens, depth + 1))
+    } else out.push(token)
+  }
+  return out
+}

@@ -1,0 +1,1 @@
+export const TOOLKIT_VERSION = "0.1.0"

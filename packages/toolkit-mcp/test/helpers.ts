@@ -1,0 +1,215 @@
+import { spawn, type ChildProcess } from "node:child_process"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+
+/** The real, built binary (run `pnpm build` first). */
+export const BIN = resolve(dirname(fileURLToPath(import.meta.url)), "../bin/run.js")
+
+export interface Home {
+  /** A scratch working directory. */
+  readonly dir: string
+  /** XDG_CONFIG_HOME for the toolkit under test. */
+  readonly config: string
+  readonly db: string
+  readonly env: NodeJS.ProcessEnv
+  readonly file: (name: string, content: string | Uint8Array) => string
+  readonly cleanup: () => void
+}
+
+export const tempHome = (): Home => {
+  const dir = mkdtempSync(join(tmpdir(), "toolkit-test-"))
+  const config = join(dir, "xdg")
+  mkdirSync(config)
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: config, HOME: join(dir, "home"), NO_COLOR: "1" }
+  delete env["STOAT_BF_WORKER"]
+  return {
+    dir,
+    config,
+    db: join(config, "toolkit", "config.db"),
+    env,
+    file: (name, content) => {
+      const path = join(dir, name)
+      mkdirSync(dirname(path), { recursive: true })
+      writeFileSync(path, content)
+      return path
+    },
+    cleanup: () => rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export interface Run {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+  readonly raw: Buffer
+}
+
+/** Runs `toolkit <args>` to completion. stdin is `input` (closed when given, else empty). */
+export const toolkit = (home: Home, args: string[], options: { input?: string | Uint8Array; env?: NodeJS.ProcessEnv } = {}): Promise<Run> =>
+  new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: home.dir, env: options.env ?? home.env, stdio: ["pipe", "pipe", "pipe"] })
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    child.stdout.on("data", (c: Buffer) => out.push(c))
+    child.stderr.on("data", (c: Buffer) => err.push(c))
+    child.on("error", reject)
+    child.on("close", (code) => {
+      const raw = Buffer.concat(out)
+      resolvePromise({ code: code ?? -1, stdout: raw.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), raw })
+    })
+    child.stdin.end(options.input ?? "")
+  })
+
+/** A free TCP port on 127.0.0.1 (closed again before it is returned). */
+export const freePort = (): Promise<number> =>
+  new Promise((resolvePromise, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolvePromise(port))
+    })
+  })
+
+export interface Serving {
+  readonly url: string
+  readonly lines: string[]
+  readonly proc: ChildProcess
+  /** Everything written to stderr so far. */
+  readonly stderr: () => string
+  readonly waitForStderr: (pattern: RegExp, timeoutMs?: number) => Promise<string>
+  readonly stop: () => Promise<number | null>
+}
+
+/** Starts `toolkit mcp serve <args>` and waits for its two startup lines. */
+export const serve = (home: Home, args: string[] = ["--port", "0"]): Promise<Serving> =>
+  new Promise((resolvePromise, reject) => {
+    const proc = spawn(process.execPath, [BIN, "mcp", "serve", ...args], { cwd: home.dir, env: home.env, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    let err = ""
+    const waiters: Array<() => void> = []
+    proc.stderr.on("data", (c: Buffer) => {
+      err += c.toString("utf8")
+      for (const w of waiters.splice(0)) w()
+    })
+    const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)))
+    const timer = setTimeout(() => reject(new Error(`mcp serve did not start\nstdout: ${out}\nstderr: ${err}`)), 30_000)
+    exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`mcp serve exited with ${code}\nstdout: ${out}\nstderr: ${err}`))
+    })
+    proc.stdout.on("data", (c: Buffer) => {
+      out += c.toString("utf8")
+      const lines = out.split("\n")
+      if (lines.length >= 3 && lines[1]!.startsWith("Tools: ")) {
+        clearTimeout(timer)
+        const url = /on (http:\/\/\S+\/mcp)$/.exec(lines[0]!)?.[1]
+        if (!url) return reject(new Error(`unexpected startup line: ${lines[0]}`))
+        resolvePromise({
+          url,
+          lines: lines.slice(0, 2),
+          proc,
+          stderr: () => err,
+          waitForStderr: (pattern, timeoutMs = 10_000) =>
+            new Promise((ok, ko) => {
+              const deadline = setTimeout(() => ko(new Error(`stderr never matched ${pattern}: ${err}`)), timeoutMs)
+              const check = (): void => {
+                const match = pattern.exec(err)
+                if (match) {
+                  clearTimeout(deadline)
+                  ok(match[0])
+                } else waiters.push(check)
+              }
+              check()
+            }),
+          stop: async () => {
+            proc.kill("SIGTERM")
+            return exited.catch(() => null)
+          }
+        })
+      }
+    })
+  })
+
+/** A real MCP SDK client over Streamable HTTP. */
+export const connect = async (url: string): Promise<Client> => {
+  const client = new Client({ name: "toolkit-test", version: "1.0.0" })
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+  return client
+}
+
+/** The single text block of a tool result. */
+export const textOf = (result: unknown): string => {
+  const content = (result as { content: Array<{ type: string; text?: string }> }).content
+  if (content.length !== 1 || content[0]!.type !== "text") throw new Error(`expected one text block: ${JSON.stringify(result)}`)
+  return content[0]!.text!
+}
+
+/** A Brainfuck program that prints `text` (ASCII). */
+export const bfPrinting = (text: string): string => {
+  let program = ""
+  let current = 0
+  for (const ch of text) {
+    const code = ch.charCodeAt(0)
+    const delta = code - current
+    program += delta >= 0 ? "+".repeat(delta) : "-".repeat(-delta)
+    program += "."
+    current = code
+  }
+  return program
+}
+
+export const HELLO_BF =
+  "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
+
+/** Per-thread CPU ticks (utime + stime) of a process, by thread id (Linux /proc). */
+export const threadTicks = (pid: number): Map<number, number> => {
+  const ticks = new Map<number, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      ticks.set(Number(tid), Number(fields[11]) + Number(fields[12]))
+    } catch {
+      // the thread ended between readdir and read
+    }
+  }
+  return ticks
+}
+
+/** The thread of `pid` that used the most CPU over `ms` (the one running a busy program). */
+export const busiestThread = async (pid: number, ms = 600): Promise<{ tid: number; ticks: number }> => {
+  const before = threadTicks(pid)
+  await new Promise((r) => setTimeout(r, ms))
+  const after = threadTicks(pid)
+  let best = { tid: -1, ticks: -1 }
+  for (const [tid, t] of after) {
+    const used = t - (before.get(tid) ?? t)
+    if (used > best.ticks) best = { tid, ticks: used }
+  }
+  return best
+}
+
+export const threadAlive = (pid: number, tid: number): boolean => {
+  try {
+    readFileSync(`/proc/${pid}/task/${tid}/stat`)
+    return true
+  } catch {
+    return false
+  }
+}
+
+export const waitUntil = async (check: () => boolean, timeoutMs = 5_000): Promise<boolean> => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (check()) return true
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return check()
+}
