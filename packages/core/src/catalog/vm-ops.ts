@@ -44,6 +44,27 @@ const sizeBytes = (size: string): number => {
 // ---------------------------------------------------------------------------------------------
 // create
 
+/** max_vms counts every VM in the data root, broken ones included. */
+const checkVmCount = (count: number, name: string) =>
+  Effect.flatMap(Effect.flatMap(DataRoot, (root) => readLimits(root.configToml)), (limits) =>
+    limits.max_vms !== undefined && count >= limits.max_vms
+      ? Effect.fail(new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: name, needed_mb: 0, available_mb: 0 }))
+      : Effect.void
+  )
+
+/** Makes a VM folder and fills it; a failure part way removes the folder, so a failed create or clone leaves nothing. */
+const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<void, E, R>) =>
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const dir = root.vmDir(name)
+    yield* Effect.tryPromise({ try: () => mkdir(dir, { recursive: true }), catch: internal("cannot create the VM folder") })
+    const filled = Effect.zipRight(
+      fill(dir),
+      Effect.tryPromise({ try: () => mkdir(root.sharedDir(name), { recursive: true }), catch: internal("cannot create the shared folder") })
+    )
+    yield* Effect.onError(filled, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
+  })
+
 const CreateInput = Schema.Struct({
   name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
   image: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/)).annotations({ description: "Catalog image id (see list_images), e.g. tiny" }),
@@ -96,10 +117,7 @@ export const createVm = defineOperation({
         Effect.gen(function* () {
           const all = yield* store.list
           if (all.some((vm) => vm.name === input.name)) return yield* new NameTaken({ message: `VM "${input.name}" already exists`, subject: input.name })
-          const limits = yield* readLimits(root.configToml)
-          if (limits.max_vms !== undefined && all.length >= limits.max_vms) {
-            return yield* new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: input.name, needed_mb: 0, available_mb: 0 })
-          }
+          yield* checkVmCount(all.length, input.name)
           const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internal("cannot allocate an ssh port") })
           const config: VmConfig = defaultVmConfig({
             name: input.name,
@@ -119,15 +137,7 @@ export const createVm = defineOperation({
             agent_access: input.agent_access ?? "manage",
             ...(input.share !== undefined ? { share: input.share } : {})
           })
-          const dir = root.vmDir(input.name)
-          yield* Effect.tryPromise({ try: () => mkdir(dir, { recursive: true }), catch: internal("cannot create the VM folder") })
-          // A failed create leaves nothing behind.
-          const made = Effect.gen(function* () {
-            yield* hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk)
-            yield* store.write(input.name, config)
-            yield* Effect.tryPromise({ try: () => mkdir(root.sharedDir(input.name), { recursive: true }), catch: internal("cannot create the shared folder") })
-          })
-          yield* Effect.onError(made, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
+          yield* makeVmFolder(input.name, (dir) => Effect.zipRight(hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk), store.write(input.name, config)))
           return yield* loadVm(input.name)
         })
       )
@@ -474,7 +484,6 @@ export const cloneVm = defineOperation({
     Effect.gen(function* () {
       const invalid = validateVmName(input.name)
       if (invalid) return yield* invalid
-      const root = yield* DataRoot
       const store = yield* VmStore
       const hypervisor = yield* Hypervisor
       const record = yield* (yield* Locks).withRootLock(
@@ -483,23 +492,18 @@ export const cloneVm = defineOperation({
           if (yield* isRunning(source)) return yield* new AlreadyRunning({ message: `VM "${input.source}" is running; stop it before cloning`, subject: input.source })
           const all = yield* store.list
           if (all.some((vm) => vm.name === input.name)) return yield* new NameTaken({ message: `VM "${input.name}" already exists`, subject: input.name })
-          const limits = yield* readLimits(root.configToml)
-          if (limits.max_vms !== undefined && all.length >= limits.max_vms) {
-            return yield* new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: input.name, needed_mb: 0, available_mb: 0 })
-          }
+          yield* checkVmCount(all.length, input.name)
           const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internal("cannot allocate an ssh port") })
-          const dir = root.vmDir(input.name)
           const { applied: _applied, forwards: _forwards, ...copied } = source.config
           const config: VmConfig = { ...copied, name: input.name, sshport, forwards: [], applied: {}, project: "", key: "" }
-          yield* Effect.tryPromise({ try: () => mkdir(dir, { recursive: true }), catch: internal("cannot create the VM folder") })
-          const made = Effect.gen(function* () {
-            const sourceDisk = diskPath(source)
-            const hasDisk = yield* Effect.promise(() => stat(sourceDisk).then(() => true, () => false))
-            if (hasDisk) yield* hypervisor.createDisk(join(dir, "disk.qcow2"), source.config.disk, sourceDisk)
-            yield* store.write(input.name, config)
-            yield* Effect.tryPromise({ try: () => mkdir(root.sharedDir(input.name), { recursive: true }), catch: internal("cannot create the shared folder") })
-          })
-          yield* Effect.onError(made, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
+          yield* makeVmFolder(input.name, (dir) =>
+            Effect.gen(function* () {
+              const sourceDisk = diskPath(source)
+              const hasDisk = yield* Effect.promise(() => stat(sourceDisk).then(() => true, () => false))
+              if (hasDisk) yield* hypervisor.createDisk(join(dir, "disk.qcow2"), source.config.disk, sourceDisk)
+              yield* store.write(input.name, config)
+            })
+          )
           return yield* loadVm(input.name)
         })
       )
