@@ -38,6 +38,14 @@ describe("mcp save", () => {
     expect(list.stdout).toBe(`${BUILT_IN}\ntext-tools\n  include: strings, interpreters/brainfuck\n  host: (default)\n  port: 5200\n`)
   })
 
+  it("lists saved profiles in name order around the built-in default", async () => {
+    await toolkit(home, ["mcp", "save", "zeta", "--include", "strings/report"])
+    await toolkit(home, ["mcp", "save", "alpha", "--include", "interpreters/ook", "--host", "::1"])
+    expect((await toolkit(home, ["mcp", "list"])).stdout).toBe(
+      `alpha\n  include: interpreters/ook\n  host: ::1\n  port: (default)\n\n${BUILT_IN}\nzeta\n  include: strings/report\n  host: (default)\n  port: (default)\n`
+    )
+  })
+
   it("overwrites an existing profile without merging", async () => {
     await toolkit(home, ["mcp", "save", "text-tools", "--include", "strings", "--host", "127.0.0.2", "--port", "5200"])
     const again = await toolkit(home, ["mcp", "save", "text-tools", "--include", "strings/reverse"])

@@ -196,9 +196,16 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
       jsonError(res, 405, -32000, "Method not allowed.", { allow: "POST" })
       return
     }
+    let raw: Buffer
+    try {
+      raw = await readBody(req)
+    } catch {
+      jsonError(res, 413, -32600, "Request body too large")
+      return
+    }
     let body: unknown
     try {
-      body = JSON.parse((await readBody(req)).toString("utf8"))
+      body = JSON.parse(raw.toString("utf8"))
     } catch {
       jsonError(res, 400, -32700, "Parse error")
       return
