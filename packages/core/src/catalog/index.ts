@@ -1,6 +1,7 @@
 import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-ops.js"
 import { execInGuest } from "./guest-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
+import { capabilities, prune } from "./maintenance-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
 import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, updateVm, vmLogs, waitVm } from "./vm-ops.js"
 import type { Operation } from "./operation.js"
@@ -12,6 +13,7 @@ export * from "./vm-ops.js"
 export * from "./snapshot-ops.js"
 export * from "./guest-ops.js"
 export * from "./image-ops.js"
+export * from "./maintenance-ops.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -37,7 +39,9 @@ export const catalog: ReadonlyArray<Operation> = [
   deleteSnapshot,
   execInGuest,
   listImagesOp,
-  pullImage
+  pullImage,
+  prune,
+  capabilities
 ]
 
 export const operationByKey = (key: string): Operation | undefined => catalog.find((operation) => operation.key === key)
