@@ -80,8 +80,8 @@ export const BUNDLED_GUESTS: ReadonlyArray<GuestDef> = [
     backend: {},
     log_path: "/var/log/messages"
   } as GuestDef,
-  systemdGuest("ubuntu", apt, { filename_hints: ["ubuntu"], skip_9p: false }),
-  systemdGuest("debian", apt, { aliases: ["debian-family"], filename_hints: ["debian"], skip_9p: true }),
+  systemdGuest("ubuntu", apt, { filename_hints: ["ubuntu", "noble", "jammy", "focal"], skip_9p: false }),
+  systemdGuest("debian", apt, { aliases: ["debian-family"], filename_hints: ["debian", "trixie", "bookworm"], skip_9p: true }),
   systemdGuest("fedora", dnf, { aliases: ["rpm-family"], filename_hints: ["fedora"], skip_9p: false }),
   systemdGuest("almalinux", dnf, { aliases: ["rpm-family"], filename_hints: ["almalinux", "alma"], skip_9p: true }),
   systemdGuest("rocky", dnf, { aliases: ["rpm-family"], filename_hints: ["rocky"], skip_9p: true }),

@@ -1,4 +1,4 @@
-import { mkdir } from "node:fs/promises"
+import { mkdir, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { DataRoot, type DataRootPaths } from "./data-root.js"
@@ -9,6 +9,8 @@ import type { SshTarget } from "./transport.js"
 import type { VmConfig } from "./vm-config.js"
 import { VmStore, type VmRecord } from "./vm-store.js"
 import { Broken } from "./errors.js"
+import { Guests } from "./guests.js"
+import { resolveConsolePassword, writeSeedIso } from "./cloudinit/index.js"
 
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>
 
@@ -41,7 +43,7 @@ export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => (
 const internal = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
 /** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
-export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor> =>
+export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | Guests> =>
   Effect.gen(function* () {
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
@@ -70,5 +72,40 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
         guestIdentity: { authorizedKeys: keys.publicKey, hostKeyPath: hostKey.privateKeyPath, hostname: record.name }
       }
     }
-    return base
+    const disk = diskPath(record)
+    if (config.mode === "cloud") {
+      // The overlay on the shared base is made at first start, so a never-started VM costs nothing.
+      const exists = yield* Effect.promise(() => stat(disk).then(() => true, () => false))
+      if (!exists) {
+        if (config.base === "") return yield* new Broken({ message: `VM "${record.name}" is a cloud VM without a base image`, subject: record.name })
+        const baseSize = (yield* hypervisor.diskInfo(config.base)).virtualSize
+        yield* hypervisor.createDisk(disk, String(Math.max(baseSize, diskBytes(config.disk))), config.base)
+      }
+      return { ...base, disk, seedIso: yield* ensureSeed(record) }
+    }
+    return config.iso !== "" ? { ...base, cdrom: config.iso, bootFromCdrom: !config.installed } : base
+  })
+
+const diskBytes = (size: string): number => {
+  const match = /^(\d+)([KMGT]?)$/.exec(size)
+  return match ? Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ") : 0
+}
+
+/** The NoCloud seed, written once at first start; a clone gets its own (new instance-id) at its first start. */
+const ensureSeed = (record: OkRecord) =>
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const path = join(record.dir, "ovl", "seed.iso")
+    if (yield* Effect.promise(() => stat(path).then(() => true, () => false))) return path
+    const guest = yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
+    const keys = yield* clientKeyPair(root)
+    yield* writeSeedIso({
+      path,
+      vmName: record.name,
+      user: record.config.sshuser === "" ? "stoat" : record.config.sshuser,
+      shell: guest.shell,
+      authorizedKey: keys.publicKey,
+      consolePassword: resolveConsolePassword(record.config.console_password)
+    })
+    return path
   })

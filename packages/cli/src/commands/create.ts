@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs"
+import { resolve } from "node:path"
 import { Args, Flags } from "@oclif/core"
 import { createVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
@@ -10,7 +12,7 @@ export default class Create extends StoatCommand {
   static override examples = ["stoat create dev --image tiny", "stoat create box --image tiny --ram 512 --disk 2G --agent-access exec"]
   static override args = { name: Args.string({ description: "new VM name", required: true }) }
   static override flags = {
-    image: Flags.string({ description: "catalog image id (see stoat images)", required: true }),
+    image: Flags.string({ description: "catalog image id (see stoat images), or the path of your own image file", required: true }),
     os: Flags.string({ description: "guest definition to use (default: from the image)" }),
     backend: Flags.string({ description: "provisioning backend", options: ["apkovl", "cloudinit", "ssh", "direct"] }),
     mode: Flags.string({ description: "live or disk, for images that offer both", options: ["live", "disk"] }),
@@ -31,7 +33,8 @@ export default class Create extends StoatCommand {
       createVm,
       {
         name: args.name,
-        image: flags.image,
+        // A path (anything with a slash, or an existing file) is your own image; otherwise a catalog id.
+        ...(flags.image.includes("/") || existsSync(flags.image) ? { image_path: resolve(flags.image) } : { image: flags.image }),
         ...(flags.os ? { os: flags.os } : {}),
         ...(flags.backend ? { backend: flags.backend } : {}),
         ...(flags.mode ? { mode: flags.mode } : {}),

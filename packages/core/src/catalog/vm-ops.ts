@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import { mkdir, readFile, rm, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Duration, Effect, Schema } from "effect"
@@ -24,8 +25,9 @@ import { allocateSshPort, validateForwards } from "../net.js"
 import { Hypervisor } from "../ports.js"
 import { GuestTransport } from "../transport.js"
 import { ACCESS_ORDER, AccessLevel, defaultVmConfig, DiskSize, effectiveAccess, type VmConfig } from "../vm-config.js"
-import { bootPlan, diskPath, isRunning, loadVm, vmRef, type OkRecord } from "../vm-runtime.js"
+import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord } from "../vm-runtime.js"
 import { VmStore } from "../vm-store.js"
+import { resolveTemplate } from "../vm-template.js"
 import { VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
@@ -67,7 +69,10 @@ const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<v
 
 const CreateInput = Schema.Struct({
   name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
-  image: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/)).annotations({ description: "Catalog image id (see list_images), e.g. tiny" }),
+  image: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/))).annotations({
+    description: "Catalog image id (see list_images), e.g. tiny or ubuntu-24.04 (downloaded first with stoat pull)"
+  }),
+  image_path: Schema.optional(Schema.String).annotations({ description: "Your own image file (CLI only)" }),
   os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))),
   backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")),
   mode: Schema.optional(Schema.Literal("live", "disk")),
@@ -80,20 +85,17 @@ const CreateInput = Schema.Struct({
   console_password: Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })
 })
 
-/** The tiny guest is small: its defaults fit a laptop and a CI runner. */
-const TINY_DEFAULTS = { ram: 256, cpus: 1, disk: "1G" }
-
 export const createVm = defineOperation({
   key: "vm.create",
   tool: "create",
   cli: "create",
   title: "Create a VM",
   description:
-    "Create a VM definition from a catalog image (the `tiny` image boots to SSH in seconds). Defaults: ram_mb 4096, cpus 4, disk 8G (tiny: 256 MiB, 1 vCPU, 1G). Does not start it; call start, then wait.",
+    "Create a VM definition from a catalog image (the `tiny` image boots to SSH in seconds; cloud images must be downloaded first). Defaults: ram_mb 4096, cpus 4, disk 8G or the image's default (tiny: 256 MiB, 1 vCPU, 1G). A cloud image is always mode cloud; a mode that contradicts the image is refused. Does not start it; call start, then wait.",
   kind: "command",
   input: CreateInput,
   output: Vm,
-  hostOnly: ["share", "console_password"],
+  hostOnly: ["share", "console_password", "image_path"],
   annotations: MUTATE,
   access: null,
   run: (input, context) =>
@@ -106,13 +108,16 @@ export const createVm = defineOperation({
       const store = yield* VmStore
       const locks = yield* Locks
       const guests = yield* Guests
-      if (input.image !== "tiny") {
-        return yield* new InvalidSpec({ message: `image "${input.image}": only the tiny image can be created by this build; see stoat images`, subject: input.image })
+      const template = yield* resolveTemplate(input.image, input.image_path)
+      if (input.mode !== undefined && input.mode !== template.mode) {
+        return yield* new InvalidSpec({ message: `image ${template.image} makes ${template.mode} VMs; mode ${input.mode} contradicts it`, subject: "mode" })
       }
-      const os = input.os ?? "tiny"
-      yield* guests.get(os)
+      const os = input.os ?? template.os
+      if (os === "") return yield* new InvalidSpec({ message: `cannot tell the guest OS of ${template.image}; pass --os`, subject: "os" })
+      const guest = yield* guests.get(os)
       // Build the tiny guest before taking the lock: it can take a while the first time.
-      yield* hypervisor.localImage("tiny", (line) => context.progress?.({ type: "log", data: { line } }))
+      if (template.backend === "direct") yield* hypervisor.localImage(template.image, (line) => context.progress?.({ type: "log", data: { line } }))
+      const consolePassword = input.console_password === "random" ? randomBytes(16).toString("hex") : (input.console_password ?? "")
       const record = yield* locks.withRootLock(
         Effect.gen(function* () {
           const all = yield* store.list
@@ -121,23 +126,34 @@ export const createVm = defineOperation({
           const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internal("cannot allocate an ssh port") })
           const config: VmConfig = defaultVmConfig({
             name: input.name,
-            mode: "disk",
-            os,
-            image: "tiny",
-            backend: input.backend ?? "direct",
-            ram: input.ram_mb ?? TINY_DEFAULTS.ram,
-            cpus: input.cpus ?? TINY_DEFAULTS.cpus,
-            disk: input.disk ?? TINY_DEFAULTS.disk,
-            installed: true,
+            mode: template.mode,
+            os: guest.name,
+            image: template.image,
+            backend: input.backend ?? template.backend,
+            ram: input.ram_mb ?? template.ram,
+            cpus: input.cpus ?? template.cpus,
+            disk: input.disk ?? template.disk,
+            installed: template.installed,
             sshport,
             recipes: input.recipes ?? [],
             // No TTY or --json: a window can't be assumed, so record VNC.
             display: context.interactive ? "" : "vnc",
-            sshuser: "root",
+            sshuser: template.sshuser,
             agent_access: input.agent_access ?? "manage",
+            console_password: consolePassword,
+            ...(template.base ? { base: template.base } : {}),
+            ...(template.iso ? { iso: template.iso } : {}),
+            ...(template.cpu_model ? { cpu_model: template.cpu_model } : {}),
+            ...(template.required_cpu ? { required_cpu: template.required_cpu } : {}),
             ...(input.share !== undefined ? { share: input.share } : {})
           })
-          yield* makeVmFolder(input.name, (dir) => Effect.zipRight(hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk), store.write(input.name, config)))
+          const disk = (dir: string) =>
+            template.diskAtCreate === "blank"
+              ? hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk)
+              : template.diskAtCreate === "overlay" && template.base
+                ? hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk, template.base)
+                : Effect.void
+          yield* makeVmFolder(input.name, (dir) => Effect.zipRight(disk(dir), store.write(input.name, config)))
           return yield* loadVm(input.name)
         })
       )
@@ -153,7 +169,23 @@ const WaitFields = {
   timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({ description: "Seconds to wait (default 300, max 600)" })
 }
 
-/** Waits until the guest's sshd answers, failing at once if the VM stops. */
+/**
+ * A cloud guest is ready once cloud-init has finished: `status: done` (recoverable warnings
+ * included). Before the user exists ssh refuses the key; that counts as not yet.
+ */
+const cloudInitDone = (record: OkRecord) =>
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const run = yield* Effect.either((yield* GuestTransport).exec(sshTarget(root, record), ["cloud-init", "status"], { timeoutMs: 15_000 }))
+    if (run._tag === "Left") return false
+    const status = /status:\s*(\S+)/.exec(Buffer.from(run.right.stdout).toString("utf8"))?.[1]
+    if (status === "error") {
+      return yield* new CannotReach({ message: `cloud-init failed in VM "${record.name}"; see stoat logs ${record.name}`, subject: record.name })
+    }
+    return status === "done" || status === "disabled"
+  })
+
+/** Waits until the guest's sshd answers (and, for cloud guests, cloud-init is done), failing at once if the VM stops. */
 const waitReachable = (record: OkRecord, timeoutMs: number) =>
   Effect.gen(function* () {
     const transport = yield* GuestTransport
@@ -162,7 +194,10 @@ const waitReachable = (record: OkRecord, timeoutMs: number) =>
       if (!(yield* isRunning(record))) {
         return yield* new CannotReach({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name })
       }
-      if (yield* transport.probe(record.config.sshport, 1000)) return Date.now() - started
+      if (yield* transport.probe(record.config.sshport, 1000)) {
+        const ready = record.config.backend === "cloudinit" ? yield* cloudInitDone(record) : true
+        if (ready) return Date.now() - started
+      }
       if (Date.now() - started > timeoutMs) {
         return yield* new Timeout({ message: `VM "${record.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
       }

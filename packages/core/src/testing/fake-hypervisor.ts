@@ -1,6 +1,7 @@
+import { writeFile } from "node:fs/promises"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
-import { AlreadyRunning, DiskShrink, NotFound, NotRunning } from "../errors.js"
+import { AlreadyRunning, DiskShrink, Internal, NotFound, NotRunning } from "../errors.js"
 import { Hypervisor, type BootPlan } from "../ports.js"
 
 const parseSize = (size: string): number => {
@@ -15,6 +16,8 @@ export class FakeHypervisorState {
   readonly disks = new Map<string, { size: number; backing?: string; snapshots: Snapshot[] }>()
   accel: "kvm" | "tcg" = "tcg"
   starts = 0
+  /** Set to a message to make every createDisk fail with `internal` (a failing `qemu-img create`). */
+  createDiskError: string | undefined = undefined
 }
 
 export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Service<Hypervisor> => {
@@ -41,9 +44,19 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         state.running.delete(vm.dir) ? Effect.void : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name }))
       ),
     probeAccelerator: Effect.sync(() => ({ accel: state.accel, detail: state.accel === "kvm" ? "KVM works" : "KVM unusable; using TCG" })),
+    // Like qemu-img, an empty placeholder file appears at `path` (its folder must exist), so code
+    // that checks for the disk on the host sees it; size, backing and snapshots live in `state.disks`.
     createDisk: (path, size, backing) =>
-      Effect.sync(() => {
-        state.disks.set(path, { size: parseSize(size), snapshots: [], ...(backing ? { backing } : {}) })
+      Effect.suspend(() => {
+        if (state.createDiskError !== undefined) return Effect.fail(new Internal({ message: state.createDiskError, subject: path }))
+        return Effect.tryPromise({
+          try: () => writeFile(path, ""),
+          catch: (cause) => new Internal({ message: `cannot create ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: path })
+        }).pipe(
+          Effect.tap(() => {
+            state.disks.set(path, { size: parseSize(size), snapshots: [], ...(backing ? { backing } : {}) })
+          })
+        )
       }),
     resizeDisk: (path, size) =>
       Effect.flatMap(disk(path), (found) =>

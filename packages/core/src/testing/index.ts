@@ -11,7 +11,19 @@ import { Hypervisor, type RunState } from "../ports.js"
 import { VmStoreLive } from "../vm-store.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export {
+  defaultExecHandler,
+  FakeGuest,
+  FakeGuestFs,
+  FakeGuestState,
+  makeFakeGuest,
+  type FakeExecContext,
+  type FakeExecHandler,
+  type FakeExecResult,
+  type FakeGuestFile
+} from "./fake-guest.js"
 import { makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
+import { FakeGuest, FakeGuestState } from "./fake-guest.js"
 
 /** A fresh data root in a temp folder, removed when the scope closes. For tests and harnesses. */
 export const TempDataRoot = Layer.unwrapScoped(
@@ -29,16 +41,29 @@ export const FakeHostProbe = (overrides: Partial<Record<string, string | undefin
     graphical: Effect.succeed(false)
   })
 
+export interface TestLayerOptions {
+  /** An existing folder to use as the data root; default a fresh temp folder removed with the layer. */
+  readonly root?: string
+  /** Share it to inspect or steer the in-memory hypervisor (running VMs, disks, failures). */
+  readonly hypervisor?: FakeHypervisorState
+  /** Share it to seed guest files, script exec, hold sshd down, and read the call log. */
+  readonly guest?: FakeGuestState
+  /** Free host memory the host probe reports (default 16384). */
+  readonly memAvailableMb?: number
+}
+
 /**
- * Core services over a real (temporary) data root with the in-memory hypervisor: the whole
- * catalog can run without QEMU. Provide `root` to reuse an existing folder.
+ * Core services over a real (temporary) data root with the in-memory hypervisor and guest
+ * transport: the whole catalog can run without QEMU or ssh. Provide `root` to reuse a folder.
  */
-export const testLayer = (options: { readonly root?: string; readonly hypervisor?: FakeHypervisorState } = {}) => {
+export const testLayer = (options: TestLayerOptions = {}) => {
   const dataRoot = options.root ? dataRootAt(options.root) : TempDataRoot
   const state = options.hypervisor ?? new FakeHypervisorState()
+  const guest = options.guest ?? new FakeGuestState()
   return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
     Layer.provideMerge(dataRoot),
-    Layer.merge(FakeHostProbe())
+    Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
+    Layer.merge(FakeGuest(guest, state))
   )
 }
 
