@@ -3,7 +3,7 @@
 // booting the same kernel + initrd to the SSH banner; medians of N alternating runs.
 // P7: `stoat clone` of a stopped VM with a 1 GiB and an 8 GiB disk (target ≤ 300 ms, independent of size).
 import { spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir, homedir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -58,6 +58,11 @@ for (const size of ["1G", "8G"]) {
   stoat("create", `src-${size}`, "--image", "tiny", "--disk", size)
   const samples = []
   for (let i = 0; i < runs; i++) samples.push(await time(async () => stoat("clone", `src-${size}`, `clone-${size}-${i}`)))
-  console.log(`P7 clone of a ${size} disk VM: median ${median(samples).toFixed(0)} ms over ${runs} (target ≤ 300 ms)`)
+  // The operation's own time, from the audit line stoat.log keeps per call (excludes CLI process startup).
+  const opTimes = readFileSync(join(home, "logs", "stoat.log"), "utf8")
+    .split("\n")
+    .filter((line) => line.includes("op=vm.clone") && line.includes(`vm=src-${size}`))
+    .map((line) => Number(/ ms=(\d+)/.exec(line)?.[1]))
+  console.log(`P7 clone of a ${size} disk VM, median of ${runs}: operation ${median(opTimes)} ms, whole \`stoat clone\` process ${median(samples).toFixed(0)} ms (target ≤ 300 ms)`)
 }
 rmSync(home, { recursive: true, force: true })

@@ -14,7 +14,14 @@ export const execute = async <I, O>(
 ): Promise<{ ok: true; value: O } | { ok: false; error: ErrorInfo }> => {
   runtime ??= ManagedRuntime.make(StoatLive)
   const context: ExecutionContext = { entrypoint: "cli", requestId: randomUUID().slice(0, 8), ...extra }
-  const exit = await runtime.runPromiseExit(runOperation(operation, input, context) as Effect.Effect<O, unknown, any>)
+  // Ctrl-C interrupts the operation so its finalizers run (a pull removes its partial file).
+  const controller = new AbortController()
+  const onInterrupt = () => controller.abort()
+  process.once("SIGINT", onInterrupt)
+  process.once("SIGTERM", onInterrupt)
+  const exit = await runtime.runPromiseExit(runOperation(operation, input, context) as Effect.Effect<O, unknown, any>, { signal: controller.signal })
+  process.off("SIGINT", onInterrupt)
+  process.off("SIGTERM", onInterrupt)
   return Exit.isSuccess(exit) ? { ok: true, value: exit.value } : { ok: false, error: toErrorInfo(exit.cause) }
 }
 
