@@ -13,18 +13,24 @@ import { homedir, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 
-const tiny = await import("../dist/tiny/index.js").catch(async (e) => {
+// dist/ may predate the sources; prefer whichever has everything this script uses.
+const loadTiny = async () => {
+  const dist = await import("../dist/tiny/index.js").catch((e) => e)
+  if (!(dist instanceof Error) && typeof dist.waitForTinyGuestSsh === "function") return dist
   try {
     return await import("../src/tiny/index.ts")
   } catch {
-    throw new Error(`cannot load the tiny-guest builder (${e.message}); run \`pnpm --filter @stoat/qemu build\` first`)
+    const why = dist instanceof Error ? dist.message : "dist/ is out of date"
+    throw new Error(`cannot load the tiny-guest builder (${why}); run \`pnpm --filter @stoat/qemu build\` first`)
   }
-})
+}
+const tiny = await loadTiny()
 
 const { values } = parseArgs({
   options: {
     boots: { type: "string", default: "5" },
-    cache: { type: "string", default: process.env.STOAT_TEST_CACHE ?? join(homedir(), ".cache", "stoat-test", "tiny") },
+    // Same layout as the tests: $STOAT_TEST_CACHE/tiny/{debs,image}.
+    cache: { type: "string", default: join(process.env.STOAT_TEST_CACHE ?? join(homedir(), ".cache", "stoat-test"), "tiny") },
     fresh: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
     ram: { type: "string", default: "256" }

@@ -194,7 +194,9 @@ const waitReachable = (record: OkRecord, timeoutMs: number) =>
       if (!(yield* isRunning(record))) {
         return yield* new CannotReach({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name })
       }
-      if (yield* transport.probe(record.config.sshport, 1000)) {
+      // One long attempt at a time: an abandoned connection lingers in QEMU's user-mode network and
+      // reaches sshd later as a stray, and dropbear refuses a guest's sixth unauthenticated connection.
+      if (yield* transport.probe(record.config.sshport, Math.min(10_000, Math.max(1000, timeoutMs - (Date.now() - started))))) {
         const ready = record.config.backend === "cloudinit" ? yield* cloudInitDone(record) : true
         if (ready) return Date.now() - started
       }

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
-import { AlreadyRunning, DiskShrink, Internal, NotFound, NotRunning } from "../errors.js"
+import { AlreadyRunning, DiskShrink, Internal, NoDisk, NotFound, NotRunning } from "../errors.js"
 import { Hypervisor, type BootPlan } from "../ports.js"
 
 const parseSize = (size: string): number => {
@@ -25,6 +25,9 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
     const found = state.disks.get(path)
     return found ? Effect.succeed(found) : Effect.fail(new NotFound({ message: `no disk ${path}`, subject: path }))
   }
+  // Like the QEMU adapter: snapshot calls on a disk that does not exist answer no_disk.
+  const snapshotDisk = (vm: { readonly name: string }, path: string) =>
+    Effect.mapError(disk(path), () => new NoDisk({ message: `VM "${vm.name}" has no disk to snapshot (${path} does not exist)`, subject: vm.name }))
   return {
     status: (vm) =>
       Effect.sync(() => {
@@ -65,12 +68,12 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
           : Effect.sync(() => {
               found.size = parseSize(size)
             })
-      ).pipe(Effect.catchTag("NotFound", (error) => Effect.die(error))),
+      ).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: path })))),
     diskInfo: (path) =>
       Effect.map(disk(path), (found) => ({ virtualSize: found.size, actualSize: 0, format: "qcow2", ...(found.backing ? { backingFile: found.backing } : {}) })),
-    listSnapshots: (_vm, path) => Effect.map(Effect.orDie(disk(path)), (found) => found.snapshots),
+    listSnapshots: (vm, path) => Effect.map(snapshotDisk(vm, path), (found) => found.snapshots),
     saveSnapshot: (vm, path, tag) =>
-      Effect.map(Effect.orDie(disk(path)), (found) => {
+      Effect.map(snapshotDisk(vm, path), (found) => {
         const now = new Date()
         found.snapshots = [
           ...found.snapshots.filter((snapshot) => snapshot.tag !== tag),
@@ -85,15 +88,15 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         ]
       }),
     restoreSnapshot: (vm, path, tag) =>
-      Effect.flatMap(Effect.orDie(disk(path)), (found): Effect.Effect<void, NotFound | AlreadyRunning> =>
+      Effect.flatMap(snapshotDisk(vm, path), (found): Effect.Effect<void, NotFound | AlreadyRunning> =>
         state.running.has(vm.dir)
           ? Effect.fail(new AlreadyRunning({ message: `stop VM ${vm.name} before restoring`, subject: vm.name }))
           : found.snapshots.some((snapshot) => snapshot.tag === tag)
             ? Effect.void
             : Effect.fail(new NotFound({ message: `no snapshot "${tag}"`, subject: tag }))
       ),
-    deleteSnapshot: (_vm, path, tag) =>
-      Effect.flatMap(Effect.orDie(disk(path)), (found) => {
+    deleteSnapshot: (vm, path, tag) =>
+      Effect.flatMap(snapshotDisk(vm, path), (found) => {
         const before = found.snapshots.length
         found.snapshots = found.snapshots.filter((snapshot) => snapshot.tag !== tag)
         return before === found.snapshots.length ? Effect.fail(new NotFound({ message: `no snapshot "${tag}"`, subject: tag })) : Effect.void

@@ -25,6 +25,12 @@ export interface TinyQemuOptions {
   readonly consoleLog?: string
   readonly pidfile?: string
   readonly daemonize?: boolean
+  /**
+   * "qboot" (default) is QEMU's minimal firmware (qboot.rom, shipped with QEMU's data files):
+   * it boots the PVH kernel ~0.15 s sooner than SeaBIOS under TCG and still hands over the
+   * ACPI tables that power-off needs. "seabios" uses QEMU's default firmware.
+   */
+  readonly firmware?: "qboot" | "seabios"
   /** Append "stoat.hostname=NAME" to the kernel command line (overrides the hostname in the initrd). */
   readonly hostname?: string
 }
@@ -44,6 +50,7 @@ export function tinyQemuArgs(opts: TinyQemuOptions): string[] {
     // KVM is unavailable on the machines this targets; TCG is always used.
     "-accel", "tcg",
     "-M", "q35",
+    ...((opts.firmware ?? "qboot") === "qboot" ? ["-bios", "qboot.rom"] : []),
     "-m", String(opts.ramMb),
     "-smp", String(opts.cpus),
     "-kernel", opts.image.kernel,

@@ -2,7 +2,7 @@
  * Builds the tiny guest (or reuses the cached build), boots it under TCG and checks SSH,
  * SFTP/scp, 9p, the persistent /data disk across a reboot, and both power-off paths.
  *
- * The build cache lives in $STOAT_TEST_CACHE (default ~/.cache/stoat-test/tiny) so only the
+ * The build cache lives in $STOAT_TEST_CACHE/tiny (default ~/.cache/stoat-test/tiny) so only the
  * first run downloads packages. Needs qemu-system-x86_64, qemu-img, ssh, scp, ssh-keygen,
  * apt-get/dpkg-deb and xz on the host; a missing QEMU fails the suite rather than skipping it.
  */
@@ -24,7 +24,8 @@ import {
 } from "../../src/tiny/index.js"
 
 const execFileP = promisify(execFile)
-const cacheRoot = process.env["STOAT_TEST_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny")
+// Same layout as test/support.ts: $STOAT_TEST_CACHE/tiny, shared with the lifecycle tests.
+const cacheRoot = join(process.env["STOAT_TEST_CACHE"] ?? join(homedir(), ".cache", "stoat-test"), "tiny")
 
 async function requireTool(tool: string, args: string[]): Promise<void> {
   try {

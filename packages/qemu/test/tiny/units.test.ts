@@ -125,6 +125,7 @@ describe("tinyQemuArgs", () => {
     expect(joined).toContain("-qmp unix:/vm/qmp.sock,server=on,wait=off")
     expect(joined).toContain("-chardev file,id=con0,path=/vm/console.log,append=on")
     expect(joined).toContain("-pidfile /vm/qemu.pid")
+    expect(joined).toContain("-bios qboot.rom")
     expect(args).not.toContain("-daemonize")
     expect(args).not.toContain("-virtfs")
   })
@@ -141,16 +142,18 @@ describe("tinyQemuArgs", () => {
       disk: "/vm/disk.qcow2",
       workShare: "/shared/a,b",
       hostShare: "/home/u",
-      hostname: "web1",
-      daemonize: true
+      hostname: "web_1",
+      daemonize: true,
+      firmware: "seabios"
     })
     const joined = args.join(" ")
     expect(joined).toContain("hostfwd=tcp:127.0.0.1:2222-:22,hostfwd=tcp:127.0.0.1:8080-:80")
     expect(joined).toContain("file=/vm/disk.qcow2,if=none,id=d0,format=qcow2")
     expect(joined).toContain("local,path=/shared/a,,b,mount_tag=work,security_model=mapped-xattr")
     expect(joined).toContain("mount_tag=host,security_model=mapped-xattr,readonly=on")
-    expect(joined).toContain("console=ttyS0 stoat.hostname=web1")
+    expect(joined).toContain("console=ttyS0 stoat.hostname=web-1")
     expect(args).toContain("-daemonize")
+    expect(args).not.toContain("-bios")
   })
 })
 
