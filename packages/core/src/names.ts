@@ -1,3 +1,4 @@
+import { isReservedDir } from "./data-root.js"
 import { InvalidSpec } from "./errors.js"
 
 /** Edit distance, for "did you mean" hints. */
@@ -38,6 +39,7 @@ export const validateVmName = (name: string): InvalidSpec | undefined => {
     return new InvalidSpec({ message: `invalid VM name "${name}": use letters, digits, '.', '_' or '-', starting with a letter or digit`, subject: name })
   }
   if (WINDOWS_DEVICE.test(name)) return new InvalidSpec({ message: `invalid VM name "${name}": reserved device name`, subject: name })
+  if (isReservedDir(name)) return new InvalidSpec({ message: `invalid VM name "${name}": reserved for the data root's own folders`, subject: name })
   if (name.length > 64) return new InvalidSpec({ message: `invalid VM name "${name}": at most 64 characters`, subject: name })
   return undefined
 }

@@ -6,6 +6,9 @@ import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, 
 import { DataRoot } from "../data-root.js"
 import {
   AccessDenied,
+  NoDisk,
+  NotFound,
+  CapabilityUnavailable,
   AlreadyRunning,
   CannotReach,
   DiskShrink,
@@ -28,6 +31,7 @@ import { ACCESS_ORDER, AccessLevel, defaultVmConfig, DiskSize, effectiveAccess, 
 import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord } from "../vm-runtime.js"
 import { VmStore } from "../vm-store.js"
 import { resolveTemplate } from "../vm-template.js"
+import { writeSecrets } from "../secrets.js"
 import { VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
@@ -46,6 +50,12 @@ const sizeBytes = (size: string): number => {
 // ---------------------------------------------------------------------------------------------
 // create
 
+/** Recipe names must be declared by a recipe root; this build ships none yet, so every name is unknown. */
+const requireKnownRecipes = (names: ReadonlyArray<string> | undefined) =>
+  names === undefined || names.length === 0
+    ? Effect.void
+    : Effect.fail(new NotFound({ message: `no recipe root declares recipe "${names[0]}" (this build ships no recipes yet)`, subject: names[0] ?? "" }))
+
 /** max_vms counts every VM in the data root, broken ones included. */
 const checkVmCount = (count: number, name: string) =>
   Effect.flatMap(Effect.flatMap(DataRoot, (root) => readLimits(root.configToml)), (limits) =>
@@ -59,7 +69,14 @@ const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<v
   Effect.gen(function* () {
     const root = yield* DataRoot
     const dir = root.vmDir(name)
-    yield* Effect.tryPromise({ try: () => mkdir(dir, { recursive: true }), catch: internal("cannot create the VM folder") })
+    // Not recursive: a folder that already stands there is somebody's, and a failed create must not remove it.
+    yield* Effect.tryPromise({
+      try: () => mkdir(dir),
+      catch: (cause) =>
+        (cause as { code?: string }).code === "EEXIST"
+          ? new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
+          : internal("cannot create the VM folder")(cause)
+    })
     const filled = Effect.zipRight(
       fill(dir),
       Effect.tryPromise({ try: () => mkdir(root.sharedDir(name), { recursive: true }), catch: internal("cannot create the shared folder") })
@@ -108,6 +125,7 @@ export const createVm = defineOperation({
       const store = yield* VmStore
       const locks = yield* Locks
       const guests = yield* Guests
+      yield* requireKnownRecipes(input.recipes)
       const template = yield* resolveTemplate(input.image, input.image_path)
       if (input.mode !== undefined && input.mode !== template.mode) {
         return yield* new InvalidSpec({ message: `image ${template.image} makes ${template.mode} VMs; mode ${input.mode} contradicts it`, subject: "mode" })
@@ -334,15 +352,33 @@ export const waitVm = defineOperation({
       const record = yield* loadVm(input.vm)
       const until = input.until ?? "reachable"
       const timeoutMs = (input.timeout_seconds ?? 300) * 1000
+      if (input.healthy) {
+        const started = Date.now()
+        yield* waitApplied(record, timeoutMs)
+        const healthy = yield* waitHealth(input.vm, started + timeoutMs)
+        return { vm: input.vm, until: "applied", reached: true, waited_ms: Date.now() - started, healthy }
+      }
       const waited =
         until === "stopped"
           ? yield* waitStopped(record, timeoutMs)
           : until === "applied"
             ? yield* waitApplied(record, timeoutMs)
             : yield* waitReachable(record, timeoutMs)
-      return { vm: input.vm, until, reached: true, waited_ms: waited, ...(input.healthy ? { healthy: true } : {}) }
+      return { vm: input.vm, until, reached: true, waited_ms: waited }
     })
 })
+
+/** Polls the stored health of every configured recipe until each is decided; true only when all are ok. */
+const waitHealth = (vm: string, deadline: number) =>
+  Effect.gen(function* () {
+    while (true) {
+      const { config } = yield* loadVm(vm)
+      const states = config.recipes.map((name) => config.applied[name]?.health ?? "unknown")
+      if (states.every((state) => state !== "unknown")) return states.every((state) => state === "ok")
+      if (Date.now() > deadline) return yield* new Timeout({ message: `recipe health of VM "${vm}" not known in time`, subject: vm })
+      yield* Effect.sleep(Duration.millis(300))
+    }
+  })
 
 /** `applied` keys off the apply log's final `done` line; a VM with no recipes has nothing to apply. */
 const waitApplied = (record: OkRecord, timeoutMs: number) =>
@@ -381,7 +417,8 @@ export const destroyVm = defineOperation({
       const record = yield* store.get(input.vm)
       yield* (yield* Locks).withRootLock(
         Effect.gen(function* () {
-          if (record.kind === "ok" && (yield* isRunning(record))) {
+          // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
+          if (yield* isRunning(record)) {
             return yield* new AlreadyRunning({ message: `VM "${input.vm}" is running; stop it first (stoat down ${input.vm})`, subject: input.vm })
           }
           yield* store.remove(input.vm)
@@ -425,6 +462,8 @@ export const updateVm = defineOperation({
   access: null,
   run: (input, context) =>
     Effect.gen(function* () {
+      // An unknown VM answers not_found before anything about the request itself.
+      yield* loadVm(input.vm)
       for (const field of ["name", "os", "backend", "mode"] as const) {
         if (input[field] !== undefined) {
           const { ImmutableField } = yield* Effect.promise(() => import("../errors.js"))
@@ -464,6 +503,9 @@ export const updateVm = defineOperation({
           }
           if (input.ssh_port !== undefined) {
             const others = (yield* store.list).filter((vm) => vm.name !== input.vm)
+            if (config.forwards.some((forward) => forward.hostport === input.ssh_port)) {
+              return yield* new InvalidSpec({ message: `ssh_port: host port ${input.ssh_port} is one of this VM's forwards`, subject: "ssh_port" })
+            }
             const clash = validateForwards(input.vm, -1, [`${input.ssh_port}:22`], others)
             if (clash instanceof InvalidSpec) return yield* new InvalidSpec({ message: clash.message.replace(/^forward "[^"]*": /, "ssh_port: "), subject: "ssh_port" })
             config = { ...config, sshport: input.ssh_port }
@@ -482,6 +524,7 @@ export const updateVm = defineOperation({
             touch("installed", false)
           }
           if (input.recipes !== undefined) {
+            yield* requireKnownRecipes(input.recipes)
             config = { ...config, recipes: input.recipes }
             touch("recipes", false)
           }
@@ -489,12 +532,19 @@ export const updateVm = defineOperation({
             config = { ...config, params: { ...config.params, ...input.params } }
             touch("params", false)
           }
+          if (input.secrets !== undefined) {
+            // Stored beside vm.toml, 0600, and never echoed: the result lists only that params changed.
+            yield* writeSecrets(record.dir, input.secrets)
+            touch("params", false)
+          }
           if (input.disk !== undefined && input.disk !== config.disk) {
             if (running) return yield* new AlreadyRunning({ message: `stop VM "${input.vm}" before growing its disk`, subject: input.vm })
             if (sizeBytes(input.disk) < sizeBytes(config.disk)) {
               return yield* new DiskShrink({ message: `disk can only grow (now ${config.disk}, asked ${input.disk})`, subject: "disk" })
             }
-            yield* hypervisor.resizeDisk(diskPath(record), input.disk)
+            if (config.mode === "live") return yield* new NoDisk({ message: `VM "${input.vm}" is a live VM and has no disk`, subject: input.vm })
+            // A cloud VM's disk is made at first start, at the size vm.toml then names.
+            if (yield* Effect.promise(() => stat(diskPath(record)).then(() => true, () => false))) yield* hypervisor.resizeDisk(diskPath(record), input.disk)
             config = { ...config, disk: input.disk }
             touch("disk", false)
           }
@@ -592,7 +642,10 @@ export const forwardPorts = defineOperation({
 // ---------------------------------------------------------------------------------------------
 // logs / screenshot
 
-const ANSI = /\u001b\[[0-9;?]*[A-Za-z]|\u001b[()][A-Za-z0-9]|\r/g
+const MAX_LOG_LINES = 2000
+
+/** Terminal control: CSI sequences, OSC strings (window titles), charset and two-character escapes, and CR. */
+const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()][A-Za-z0-9]|\u001b[@-Z\\-_0-9=>c]|\r/g
 
 export const vmLogs = defineOperation({
   key: "vm.logs",
@@ -618,7 +671,8 @@ export const vmLogs = defineOperation({
       const lines = text.replace(ANSI, "").split("\n")
       if (lines.at(-1) === "") lines.pop()
       const n = input.n ?? 50
-      return { vm: input.vm, which, lines: n === 0 ? lines : lines.slice(-n) }
+      // n = 0 asks for as many as allowed, which is still the 2000-line cap.
+      return { vm: input.vm, which, lines: lines.slice(-(n === 0 ? MAX_LOG_LINES : n)) }
     })
 })
 

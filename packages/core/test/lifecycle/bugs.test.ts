@@ -1,37 +1,36 @@
 /**
- * Behaviour the operations get wrong today. Each test states the required behaviour and is
- * marked `it.fails`, so the suite stays green while the bug is there and turns red (drop the
- * `.fails`) once it is fixed. Every test names the requirement it comes from.
+ * Regression tests for bugs these lifecycle tests found (each once an expected failure, now
+ * fixed). Every test names the requirement it comes from.
  */
-import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { cloneVm, createVm, destroyVm, forwardPorts, startVm, updateVm, vmLogs, waitVm } from "../../src/catalog/index.js"
 import { harness } from "./harness.js"
 
-const fails = it.fails
 
-describe("known bugs", () => {
+describe("regressions of bugs found by these tests", () => {
   // stoat-original §1.1: isos recipes shared logs index guests mcp v2 are never VMs.
-  fails.each([["shared"], ["isos"], ["logs"], ["recipes"], ["guests"], ["mcp"], ["v2"], ["index"]])(
+  it.each([["shared"], ["isos"], ["logs"], ["recipes"], ["guests"], ["mcp"], ["v2"], ["index"]])(
     "create refuses the reserved folder name %j with invalid_spec and writes nothing into it",
     async (name) => {
       const h = harness()
       const error = await h.fail(createVm, { name, image: "tiny" })
       expect(error.code).toBe("invalid_spec")
       const dir = join(h.root, name)
-      expect(readdirSync(dir, { withFileTypes: true }).filter((entry) => entry.name === "vm.toml" || entry.name === "disk.qcow2")).toEqual([])
+      const written = existsSync(dir) ? readdirSync(dir).filter((entry) => entry === "vm.toml" || entry === "disk.qcow2") : []
+      expect(written).toEqual([])
     }
   )
 
-  fails("clone refuses a reserved folder name with invalid_spec", async () => {
+  it("clone refuses a reserved folder name with invalid_spec", async () => {
     const h = harness()
     await h.ok(createVm, { name: "src", image: "tiny" })
     expect((await h.fail(cloneVm, { source: "src", name: "logs" })).code).toBe("invalid_spec")
   })
 
   // A folder without vm.toml is not a VM (§1.1), but it is somebody's folder: a create that fails must not delete it.
-  fails("a failed create never deletes a pre-existing folder of the same name", async () => {
+  it("a failed create never deletes a pre-existing folder of the same name", async () => {
     const h = harness()
     mkdirSync(join(h.root, "notes"))
     writeFileSync(join(h.root, "notes", "todo.txt"), "mine")
@@ -41,7 +40,7 @@ describe("known bugs", () => {
   })
 
   // §1.8 / §8: the ssh port is validated like forwards, and a forward may not use the VM's own ssh port.
-  fails("update refuses an ssh_port equal to one of the VM's own forwards", async () => {
+  it("update refuses an ssh_port equal to one of the VM's own forwards", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(forwardPorts, { vm: "web", pairs: ["18080:80"] })
@@ -49,7 +48,7 @@ describe("known bugs", () => {
   })
 
   // Deleting the folder of a running QEMU orphans the process; prune already skips running broken VMs (§8).
-  fails("destroy refuses a broken VM whose QEMU is still running", async () => {
+  it("destroy refuses a broken VM whose QEMU is still running", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
@@ -58,14 +57,14 @@ describe("known bugs", () => {
   })
 
   // §8 snapshots: live VMs ⇒ no_disk; the same holds for a disk grow on a VM that has no disk.
-  fails("update disk on a live VM is no_disk, not internal", async () => {
+  it("update disk on a live VM is no_disk, not internal", async () => {
     const h = harness()
     h.writeVmToml("live", 'mode = "live"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nsshport = 2990\n')
     expect((await h.fail(updateVm, { vm: "live", disk: "20G" })).code).toBe("no_disk")
   })
 
   // mcp.md: "logs removes terminal escape sequences and carriage returns from the lines."
-  fails("logs removes OSC (window title) and two-character escape sequences too", async () => {
+  it("logs removes OSC (window title) and two-character escape sequences too", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     h.writeVmFile("web", "console.log", "\u001b]0;root@web: ~\u0007prompt\n\u001bcreset\n\u001b7saved\u001b8\n\u001b[>0cda2\n")
@@ -73,7 +72,7 @@ describe("known bugs", () => {
   })
 
   // mcp.md: "log ... output sizes are capped by the server; the tool schema states the cap" (n ≤ 2000).
-  fails("logs n=0 does not bypass the 2000-line cap", async () => {
+  it("logs n=0 does not bypass the 2000-line cap", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     h.writeVmFile("web", "console.log", Array.from({ length: 2500 }, (_, i) => `line ${i}`).join("\n"))
@@ -81,7 +80,7 @@ describe("known bugs", () => {
   })
 
   // mcp.md: "healthy=true waits for the applied recipes' health checks. The result has healthy only after a healthy=true wait."
-  fails("wait healthy=true does not report healthy for a VM whose recipe health failed", async () => {
+  it("wait healthy=true does not report healthy for a VM whose recipe health failed", async () => {
     const h = harness()
     h.writeVmToml(
       "web",
@@ -93,7 +92,7 @@ describe("known bugs", () => {
     if (exit._tag === "Success") expect(exit.value.healthy).not.toBe(true)
   })
 
-  fails("wait healthy=true waits for the recipes to be applied, not only for ssh", async () => {
+  it("wait healthy=true waits for the recipes to be applied, not only for ssh", async () => {
     const h = harness()
     h.writeVmToml(
       "web",
@@ -105,7 +104,7 @@ describe("known bugs", () => {
   })
 
   // §3.2 / §8: secrets go to secrets.toml (0600); an accepted field must not be dropped silently.
-  fails("update secrets is stored in secrets.toml (0600), not silently dropped", async () => {
+  it("update secrets is stored in secrets.toml (0600), not silently dropped", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(updateVm, { vm: "web", secrets: { hello: { token: "s3cret" } } })
@@ -113,7 +112,7 @@ describe("known bugs", () => {
   })
 
   // mcp.md: "update refuses a recipe name that no recipe root declares, with the code not_found."
-  fails("update refuses a recipe no recipe root declares with not_found", async () => {
+  it("update refuses a recipe no recipe root declares with not_found", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     expect((await h.fail(updateVm, { vm: "web", recipes: ["no-such-recipe"] })).code).toBe("not_found")

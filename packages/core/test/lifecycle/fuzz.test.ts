@@ -13,16 +13,6 @@ import { harness, type Harness } from "./harness.js"
 /** Operations that may legitimately block until their own timeout (waiting for a state). */
 const MAY_BLOCK = new Set(["vm.wait", "vm.start"])
 const CUTOFF_MS = 1500
-/**
- * Inputs that hit a bug documented (as it.fails) in bugs.test.ts: they may answer internal until
- * it is fixed. Remove an entry with its fix.
- */
-const knownInternal = (key: string, input: unknown): boolean => {
-  const object = (typeof input === "object" && input !== null ? input : {}) as Record<string, unknown>
-  // bugs.test.ts "update disk on a live VM is no_disk, not internal"
-  return key === "vm.update" && object["vm"] === "live" && object["disk"] !== undefined
-}
-
 /** Runs per operation; raise with STOAT_FUZZ_RUNS for a longer hunt. */
 const RUNS = Number(process.env["STOAT_FUZZ_RUNS"] ?? 25)
 
@@ -118,7 +108,7 @@ describe("fuzz: arbitrary JSON input never defects", () => {
           expect(Option.isSome(failure), `${operation.key} ${JSON.stringify(input)} died: ${Cause.pretty(exit.cause)}`).toBe(true)
           const info = toErrorInfo(exit.cause)
           expect(ERROR_CODES as ReadonlyArray<string>).toContain(info.code)
-          if (!knownInternal(operation.key, input)) expect(info.code, `${operation.key} ${JSON.stringify(input)}: ${info.message}`).not.toBe("internal")
+          expect(info.code, `${operation.key} ${JSON.stringify(input)}: ${info.message}`).not.toBe("internal")
           expect(typeof info.message).toBe("string")
           // A rejected input leaves no new VM folder; input refused by the schema changes nothing.
           expect(h.vmFolders().filter((name) => !folders.includes(name)), `${operation.key} ${JSON.stringify(input)}`).toEqual([])
