@@ -1,4 +1,3 @@
-import { Errors, flush, run } from "@oclif/core"
 // Only light modules at the top: `stoat -v` and oclif's startup must not load effect.
 import { STOAT_VERSION } from "@stoat/core/version"
 import { commandName, extractJsonFlag } from "./argv.js"
@@ -24,6 +23,12 @@ export const main = async (argv: string[]): Promise<void> => {
   const { json, rest } = extractJsonFlag(argv)
   cliState.json = json
   cliState.cmd = commandName(rest)
+  if (rest.length === 1 && (rest[0] === "ls" || rest[0] === "list")) {
+    const { fastLs } = await import("./fast-ls.js")
+    return fastLs(json)
+  }
+  // Loaded only now: `stoat -v` and plain `stoat ls` never pay for oclif.
+  const { Errors, flush, run } = await import("@oclif/core")
   try {
     await run(rest.length === 0 ? ["--help"] : rest, import.meta.url)
     await flush()

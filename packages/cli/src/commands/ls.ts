@@ -1,7 +1,7 @@
 import { Flags } from "@oclif/core"
 import { listVms } from "@stoat/core"
 import { StoatCommand } from "../base.js"
-import { mib, stateCell, table } from "../render.js"
+import { renderVmList } from "../views/ls.js"
 
 export default class Ls extends StoatCommand {
   static override summary = "List VMs"
@@ -14,18 +14,6 @@ export default class Ls extends StoatCommand {
   async run(): Promise<void> {
     await this.parse(Ls)
     const { vms } = await this.call(listVms, {})
-    this.emit({ vms }, () => {
-      if (vms.length === 0) {
-        this.line("no VMs; create one with: stoat create <name> --image tiny")
-        return
-      }
-      const rows = vms.map((vm) =>
-        vm.state === "broken"
-          ? [vm.name, "-", stateCell("broken"), "local", "-", "-", vm.ssh_port ? String(vm.ssh_port) : "-"]
-          : [vm.name, vm.mode, stateCell(vm.state), "local", String(vm.cpus), mib(vm.ram_mb), String(vm.ssh_port)]
-      )
-      this.line(table(["NAME", "MODE", "STATE", "WHERE", "CPUS", "RAM", "SSH"], rows))
-      for (const vm of vms) if (vm.state === "broken") this.line(`${vm.name}: broken: ${vm.error ?? "unknown reason"}`)
-    })
+    this.emit({ vms }, () => this.line(renderVmList(vms)))
   }
 }
