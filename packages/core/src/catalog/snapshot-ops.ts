@@ -1,6 +1,6 @@
-import { Effect, Schema } from "effect"
+import { type Context, Effect, Schema } from "effect"
 import { Snapshots } from "@stoat/wire"
-import { InvalidSpec, NoDisk, NotFound } from "../errors.js"
+import { AlreadyRunning, NoDisk, NotFound } from "../errors.js"
 import { Locks } from "../locks.js"
 import { Hypervisor } from "../ports.js"
 import { diskPath, loadVm, vmRef, type OkRecord } from "../vm-runtime.js"
@@ -15,6 +15,15 @@ const withDisk = (vm: string) =>
       ? Effect.fail(new NoDisk({ message: `VM "${vm}" is a live VM and has no disk to snapshot`, subject: vm }))
       : Effect.succeed(record)
   )
+
+/** Applies one change to a VM's snapshots under its lock and answers with the resulting list. */
+const changeSnapshots = <E, R>(vm: string, change: (record: OkRecord, hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<void, E, R>) =>
+  Effect.gen(function* () {
+    const record = yield* withDisk(vm)
+    const hypervisor = yield* Hypervisor
+    yield* (yield* Locks).withVmLock(vm, change(record, hypervisor))
+    return { snapshots: yield* listOf(record) }
+  })
 
 const listOf = (record: OkRecord) => Effect.flatMap(Hypervisor, (h) => h.listSnapshots(vmRef(record), diskPath(record)))
 
@@ -57,19 +66,13 @@ export const saveSnapshot = defineOperation({
   annotations: MUTATE,
   access: null,
   run: (input) =>
-    Effect.gen(function* () {
-      const record = yield* withDisk(input.vm)
-      const hypervisor = yield* Hypervisor
-      yield* (yield* Locks).withVmLock(
-        input.vm,
-        Effect.gen(function* () {
-          const existing = yield* listOf(record)
-          if (existing.some((snapshot) => snapshot.tag === input.tag)) yield* hypervisor.deleteSnapshot(vmRef(record), diskPath(record), input.tag)
-          yield* hypervisor.saveSnapshot(vmRef(record), diskPath(record), input.tag)
-        })
-      )
-      return { snapshots: yield* listOf(record) }
-    })
+    changeSnapshots(input.vm, (record, hypervisor) =>
+      Effect.gen(function* () {
+        const existing = yield* listOf(record)
+        if (existing.some((snapshot) => snapshot.tag === input.tag)) yield* hypervisor.deleteSnapshot(vmRef(record), diskPath(record), input.tag)
+        yield* hypervisor.saveSnapshot(vmRef(record), diskPath(record), input.tag)
+      })
+    )
 })
 
 export const restoreSnapshot = defineOperation({
@@ -84,22 +87,15 @@ export const restoreSnapshot = defineOperation({
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>
-    Effect.gen(function* () {
-      const record = yield* withDisk(input.vm)
-      const hypervisor = yield* Hypervisor
-      yield* (yield* Locks).withVmLock(
-        input.vm,
-        Effect.gen(function* () {
-          if ((yield* hypervisor.status(vmRef(record))).running) {
-            const { AlreadyRunning } = yield* Effect.promise(() => import("../errors.js"))
-            return yield* new AlreadyRunning({ message: `VM "${input.vm}" is running; stop it before restoring a snapshot`, subject: input.vm })
-          }
-          yield* requireTag(record, input.tag)
-          yield* hypervisor.restoreSnapshot(vmRef(record), diskPath(record), input.tag)
-        })
-      )
-      return { snapshots: yield* listOf(record) }
-    })
+    changeSnapshots(input.vm, (record, hypervisor) =>
+      Effect.gen(function* () {
+        if ((yield* hypervisor.status(vmRef(record))).running) {
+          return yield* new AlreadyRunning({ message: `VM "${input.vm}" is running; stop it before restoring a snapshot`, subject: input.vm })
+        }
+        yield* requireTag(record, input.tag)
+        yield* hypervisor.restoreSnapshot(vmRef(record), diskPath(record), input.tag)
+      })
+    )
 })
 
 export const deleteSnapshot = defineOperation({
@@ -114,15 +110,7 @@ export const deleteSnapshot = defineOperation({
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>
-    Effect.gen(function* () {
-      const record = yield* withDisk(input.vm)
-      const hypervisor = yield* Hypervisor
-      yield* (yield* Locks).withVmLock(
-        input.vm,
-        Effect.zipRight(requireTag(record, input.tag), hypervisor.deleteSnapshot(vmRef(record), diskPath(record), input.tag))
-      )
-      return { snapshots: yield* listOf(record) }
-    })
+    changeSnapshots(input.vm, (record, hypervisor) =>
+      Effect.zipRight(requireTag(record, input.tag), hypervisor.deleteSnapshot(vmRef(record), diskPath(record), input.tag))
+    )
 })
-
-export { InvalidSpec }

@@ -8,16 +8,15 @@ import {
   AccessDenied,
   NoDisk,
   NotFound,
-  CapabilityUnavailable,
   AlreadyRunning,
   CannotReach,
   DiskShrink,
+  ImmutableField,
   Internal,
   InvalidSpec,
   LimitReached,
   NameTaken,
-  Timeout,
-  UnknownLog
+  Timeout
 } from "../errors.js"
 import { Guests } from "../guests.js"
 import { HostProbe } from "../host.js"
@@ -466,7 +465,6 @@ export const updateVm = defineOperation({
       yield* loadVm(input.vm)
       for (const field of ["name", "os", "backend", "mode"] as const) {
         if (input[field] !== undefined) {
-          const { ImmutableField } = yield* Effect.promise(() => import("../errors.js"))
           return yield* new ImmutableField({ message: `${field} cannot be changed; create a new VM instead`, subject: field })
         }
       }
@@ -703,4 +701,3 @@ export const screenshotVm = defineOperation({
     })
 })
 
-export { UnknownLog }
