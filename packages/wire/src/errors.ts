@@ -57,8 +57,8 @@ export const ErrorInfo = Schema.Struct({
   /** Set with `capability_unavailable`. */
   reason: Schema.optional(Schema.String),
   /** Set with `limit_reached`. */
-  needed_mb: Schema.optional(Schema.Number),
-  available_mb: Schema.optional(Schema.Number)
+  needed_mb: Schema.optional(Schema.Int),
+  available_mb: Schema.optional(Schema.Int)
 })
 export type ErrorInfo = typeof ErrorInfo.Type
 
