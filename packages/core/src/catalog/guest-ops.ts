@@ -37,7 +37,7 @@ export const execInGuest = defineOperation({
   output: ExecResult,
   annotations: EXEC,
   access: "exec",
-  run: (input, context) =>
+  run: (input) =>
     Effect.gen(function* () {
       const record = yield* loadVm(input.vm)
       yield* requireRunning(record)
@@ -48,8 +48,7 @@ export const execInGuest = defineOperation({
         maxOutputBytes: MiB,
         ...(input.stdin !== undefined ? { stdin: input.stdin } : {}),
         ...(input.cwd !== undefined ? { cwd: input.cwd } : {}),
-        ...(input.env !== undefined ? { env: input.env } : {}),
-        ...(context.entrypoint === "cli" ? { onStdout: (chunk: Uint8Array) => context.progress?.({ type: "log", data: { stdout: chunk } }) } : {})
+        ...(input.env !== undefined ? { env: input.env } : {})
       })
       return {
         exit_code: output.exitCode,
