@@ -21,6 +21,12 @@ export const DiskSize = Schema.String.pipe(
   Schema.pattern(/^[1-9][0-9]*[KMGT]?$/, { message: () => "disk size must be absolute, like 8G, 512M or 20480M" })
 )
 
+/** Bytes in a disk size such as "8G" (0 for text that is not a size). */
+export const diskSizeBytes = (size: string): number => {
+  const match = /^(\d+)([KMGT]?)$/.exec(size)
+  return match ? Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ") : 0
+}
+
 const Applied = Schema.Struct({
   version: withDefault(Schema.String, () => ""),
   hash: withDefault(Schema.String, () => ""),

@@ -6,7 +6,7 @@ import { Internal, NotFound, NotRunning, type StoatError } from "./errors.js"
 import { Hypervisor, type BootPlan, type VmRef } from "./ports.js"
 import { clientKeyPair, guestHostKeyPair } from "./keys.js"
 import type { SshTarget } from "./transport.js"
-import type { VmConfig } from "./vm-config.js"
+import { diskSizeBytes, type VmConfig } from "./vm-config.js"
 import { VmStore, type VmRecord } from "./vm-store.js"
 import { Broken } from "./errors.js"
 import { Guests } from "./guests.js"
@@ -79,17 +79,12 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
       if (!exists) {
         if (config.base === "") return yield* new Broken({ message: `VM "${record.name}" is a cloud VM without a base image`, subject: record.name })
         const baseSize = (yield* hypervisor.diskInfo(config.base)).virtualSize
-        yield* hypervisor.createDisk(disk, String(Math.max(baseSize, diskBytes(config.disk))), config.base)
+        yield* hypervisor.createDisk(disk, String(Math.max(baseSize, diskSizeBytes(config.disk))), config.base)
       }
       return { ...base, disk, seedIso: yield* ensureSeed(record) }
     }
     return config.iso !== "" ? { ...base, cdrom: config.iso, bootFromCdrom: !config.installed } : base
   })
-
-const diskBytes = (size: string): number => {
-  const match = /^(\d+)([KMGT]?)$/.exec(size)
-  return match ? Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ") : 0
-}
 
 /** The NoCloud seed, written once at first start; a clone gets its own (new instance-id) at its first start. */
 const ensureSeed = (record: OkRecord) =>

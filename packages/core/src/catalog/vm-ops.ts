@@ -26,7 +26,7 @@ import { validateVmName } from "../names.js"
 import { allocateSshPort, validateForwards } from "../net.js"
 import { Hypervisor } from "../ports.js"
 import { GuestTransport } from "../transport.js"
-import { ACCESS_ORDER, AccessLevel, defaultVmConfig, DiskSize, effectiveAccess, type VmConfig } from "../vm-config.js"
+import { ACCESS_ORDER, AccessLevel, defaultVmConfig, DiskSize, diskSizeBytes, effectiveAccess, type VmConfig } from "../vm-config.js"
 import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord } from "../vm-runtime.js"
 import { VmStore } from "../vm-store.js"
 import { resolveTemplate } from "../vm-template.js"
@@ -40,11 +40,6 @@ const internal = (what: string) => (cause: unknown) => new Internal({ message: `
 const viewOne = (record: OkRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
 
 const reload = (name: string) => Effect.flatMap(loadVm(name), viewOne)
-
-const sizeBytes = (size: string): number => {
-  const match = /^(\d+)([KMGT]?)$/.exec(size)
-  return match ? Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ") : 0
-}
 
 // ---------------------------------------------------------------------------------------------
 // create
@@ -537,7 +532,7 @@ export const updateVm = defineOperation({
           }
           if (input.disk !== undefined && input.disk !== config.disk) {
             if (running) return yield* new AlreadyRunning({ message: `stop VM "${input.vm}" before growing its disk`, subject: input.vm })
-            if (sizeBytes(input.disk) < sizeBytes(config.disk)) {
+            if (diskSizeBytes(input.disk) < diskSizeBytes(config.disk)) {
               return yield* new DiskShrink({ message: `disk can only grow (now ${config.disk}, asked ${input.disk})`, subject: "disk" })
             }
             if (config.mode === "live") return yield* new NoDisk({ message: `VM "${input.vm}" is a live VM and has no disk`, subject: input.vm })

@@ -3,12 +3,7 @@ import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import { AlreadyRunning, DiskShrink, Internal, NoDisk, NotFound, NotRunning } from "../errors.js"
 import { Hypervisor, type BootPlan } from "../ports.js"
-
-const parseSize = (size: string): number => {
-  const match = /^(\d+)([KMGT]?)$/.exec(size)
-  if (!match) return 0
-  return Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ")
-}
+import { diskSizeBytes } from "../vm-config.js"
 
 /** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
 export class FakeHypervisorState {
@@ -57,16 +52,16 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
           catch: (cause) => new Internal({ message: `cannot create ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: path })
         }).pipe(
           Effect.tap(() => {
-            state.disks.set(path, { size: parseSize(size), snapshots: [], ...(backing ? { backing } : {}) })
+            state.disks.set(path, { size: diskSizeBytes(size), snapshots: [], ...(backing ? { backing } : {}) })
           })
         )
       }),
     resizeDisk: (path, size) =>
       Effect.flatMap(disk(path), (found) =>
-        parseSize(size) < found.size
+        diskSizeBytes(size) < found.size
           ? Effect.fail(new DiskShrink({ message: `disk can only grow`, subject: path }))
           : Effect.sync(() => {
-              found.size = parseSize(size)
+              found.size = diskSizeBytes(size)
             })
       ).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: path })))),
     diskInfo: (path) =>
