@@ -51,6 +51,10 @@ export class LimitReached extends Data.TaggedError("LimitReached")<Subject & { r
   readonly code = "limit_reached" as const
 }
 
+/** For `catch:` of I/O that should not fail: "<what>: <cause>" as an `internal` error. */
+export const internalError = (what: string) => (cause: unknown) =>
+  new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+
 export type StoatError =
   | NotFound | Broken | NameTaken | InvalidSpec | ImageNotDownloaded | RecipeNotApplicable | InUse | GitRequired
   | NotRunning | AlreadyRunning | NoDisk | ImmutableField | DiskShrink | CannotReach | UnknownLog | Timeout | Canceled

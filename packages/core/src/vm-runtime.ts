@@ -2,13 +2,12 @@ import { mkdir, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { DataRoot, type DataRootPaths } from "./data-root.js"
-import { Internal, NotFound, NotRunning, type StoatError } from "./errors.js"
+import { Broken, Internal, internalError, NotFound, NotRunning, type StoatError } from "./errors.js"
 import { Hypervisor, type BootPlan, type VmRef } from "./ports.js"
 import { clientKeyPair, guestHostKeyPair } from "./keys.js"
 import type { SshTarget } from "./transport.js"
 import { diskSizeBytes, type VmConfig } from "./vm-config.js"
 import { VmStore, type VmRecord } from "./vm-store.js"
-import { Broken } from "./errors.js"
 import { Guests } from "./guests.js"
 import { resolveConsolePassword, writeSeedIso } from "./cloudinit/index.js"
 
@@ -40,8 +39,6 @@ export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => (
   privateKeyPath: root.clientKey
 })
 
-const internal = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
-
 /** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
 export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | Guests> =>
   Effect.gen(function* () {
@@ -49,7 +46,7 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
     const hypervisor = yield* Hypervisor
     const config: VmConfig = record.config
     const workShare = root.sharedDir(record.name)
-    yield* Effect.tryPromise({ try: () => mkdir(workShare, { recursive: true }), catch: internal("cannot create the shared folder") })
+    yield* Effect.tryPromise({ try: () => mkdir(workShare, { recursive: true }), catch: internalError("cannot create the shared folder") })
     const base = {
       vm: vmRef(record),
       ramMb: config.ram,

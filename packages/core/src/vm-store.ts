@@ -2,7 +2,7 @@ import { readdir, readFile, rm, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer } from "effect"
 import { DataRoot, isReservedDir } from "./data-root.js"
-import { NotFound, Internal } from "./errors.js"
+import { NotFound, Internal, internalError } from "./errors.js"
 import { isNotFound, writeFileAtomic } from "./files.js"
 import { closest } from "./names.js"
 import { parseVmToml, renderVmToml, salvageSshPort, type VmConfig } from "./vm-config.js"
@@ -26,9 +26,6 @@ export class VmStore extends Context.Tag("stoat/VmStore")<
     readonly remove: (name: string) => Effect.Effect<void, Internal>
   }
 >() {}
-
-const internal = (what: string) => (cause: unknown) =>
-  new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
 export const readVmRecord = async (name: string, dir: string): Promise<VmRecord | undefined> => {
   let text: string
@@ -65,13 +62,13 @@ export const VmStoreLive = Layer.effect(
         const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name))))
         return records.filter((record): record is VmRecord => record !== undefined).sort((a, b) => a.name.localeCompare(b.name))
       },
-      catch: internal(`cannot read ${root.root}`)
+      catch: internalError(`cannot read ${root.root}`)
     })
     const get = (name: string) =>
       Effect.gen(function* () {
         const record = isReservedDir(name)
           ? undefined
-          : yield* Effect.tryPromise({ try: () => readVmRecord(name, root.vmDir(name)), catch: internal(`cannot read VM ${name}`) })
+          : yield* Effect.tryPromise({ try: () => readVmRecord(name, root.vmDir(name)), catch: internalError(`cannot read VM ${name}`) })
         if (record) return record
         const all = yield* list
         return yield* notFoundVm(name, all.map((vm) => vm.name))
@@ -89,7 +86,7 @@ export const VmStoreLive = Layer.effect(
       write: (name: string, config: VmConfig) =>
         Effect.tryPromise({
           try: () => writeFileAtomic(join(root.vmDir(name), "vm.toml"), renderVmToml(config)),
-          catch: internal(`cannot write ${name}/vm.toml`)
+          catch: internalError(`cannot write ${name}/vm.toml`)
         }),
       remove: (name: string) =>
         Effect.tryPromise({
@@ -97,7 +94,7 @@ export const VmStoreLive = Layer.effect(
             await rm(root.vmDir(name), { recursive: true, force: true })
             await rm(root.sharedDir(name), { recursive: true, force: true })
           },
-          catch: internal(`cannot delete VM ${name}`)
+          catch: internalError(`cannot delete VM ${name}`)
         })
     }
   })

@@ -12,7 +12,7 @@ import {
   CannotReach,
   DiskShrink,
   ImmutableField,
-  Internal,
+  internalError,
   InvalidSpec,
   LimitReached,
   NameTaken,
@@ -34,8 +34,6 @@ import { writeSecrets } from "../secrets.js"
 import { VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
-
-const internal = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
 const viewOne = (record: OkRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
 
@@ -69,11 +67,11 @@ const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<v
       catch: (cause) =>
         (cause as { code?: string }).code === "EEXIST"
           ? new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
-          : internal("cannot create the VM folder")(cause)
+          : internalError("cannot create the VM folder")(cause)
     })
     const filled = Effect.zipRight(
       fill(dir),
-      Effect.tryPromise({ try: () => mkdir(root.sharedDir(name), { recursive: true }), catch: internal("cannot create the shared folder") })
+      Effect.tryPromise({ try: () => mkdir(root.sharedDir(name), { recursive: true }), catch: internalError("cannot create the shared folder") })
     )
     yield* Effect.onError(filled, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
   })
@@ -135,7 +133,7 @@ export const createVm = defineOperation({
           const all = yield* store.list
           if (all.some((vm) => vm.name === input.name)) return yield* new NameTaken({ message: `VM "${input.name}" already exists`, subject: input.name })
           yield* checkVmCount(all.length, input.name)
-          const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internal("cannot allocate an ssh port") })
+          const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })
           const config: VmConfig = defaultVmConfig({
             name: input.name,
             mode: template.mode,
@@ -573,7 +571,7 @@ export const cloneVm = defineOperation({
           const all = yield* store.list
           if (all.some((vm) => vm.name === input.name)) return yield* new NameTaken({ message: `VM "${input.name}" already exists`, subject: input.name })
           yield* checkVmCount(all.length, input.name)
-          const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internal("cannot allocate an ssh port") })
+          const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })
           const { applied: _applied, forwards: _forwards, ...copied } = source.config
           const config: VmConfig = { ...copied, name: input.name, sshport, forwards: [], applied: {}, project: "", key: "" }
           yield* makeVmFolder(input.name, (dir) =>
@@ -685,7 +683,7 @@ export const screenshotVm = defineOperation({
     Effect.gen(function* () {
       const record = yield* loadVm(input.vm)
       const folder = join(record.dir, "screenshots")
-      yield* Effect.tryPromise({ try: () => mkdir(folder, { recursive: true }), catch: internal("cannot create the screenshots folder") })
+      yield* Effect.tryPromise({ try: () => mkdir(folder, { recursive: true }), catch: internalError("cannot create the screenshots folder") })
       const stamp = new Date().toISOString().replace(/[:]/g, "").replace(/\.\d+Z$/, "Z")
       let path = input.path ?? join(folder, `${stamp}.png`)
       for (let n = 2; input.path === undefined && (yield* Effect.promise(() => stat(path).then(() => true, () => false))); n++) {
