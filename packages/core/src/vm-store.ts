@@ -27,13 +27,22 @@ export class VmStore extends Context.Tag("stoat/VmStore")<
   }
 >() {}
 
+const unreadableReason = (code: string | undefined, error: unknown): string =>
+  code === "EISDIR"
+    ? "vm.toml is a directory, not a file"
+    : code === "EACCES" || code === "EPERM"
+      ? "vm.toml cannot be read: permission denied"
+      : `vm.toml cannot be read: ${error instanceof Error ? error.message : String(error)}`
+
 export const readVmRecord = async (name: string, dir: string): Promise<VmRecord | undefined> => {
   let text: string
   try {
     text = await readFile(join(dir, "vm.toml"), "utf8")
   } catch (error) {
-    if (isNotFound(error) || (error as { code?: string }).code === "ENOTDIR") return undefined
-    throw error
+    const code = (error as { code?: string }).code
+    if (isNotFound(error) || code === "ENOTDIR") return undefined
+    // A vm.toml that exists but cannot be read is a broken VM: listed with the reason, and deletable.
+    return { kind: "broken", name, dir, reason: unreadableReason(code, error) }
   }
   const parsed = parseVmToml(text)
   if (Either.isLeft(parsed)) {

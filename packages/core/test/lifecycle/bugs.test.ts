@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { cloneVm, createVm, destroyVm, forwardPorts, startVm, updateVm, vmLogs, waitVm } from "../../src/catalog/index.js"
+import { cloneVm, createVm, destroyVm, forwardPorts, listVms, prune, startVm, updateVm, vmLogs, waitVm } from "../../src/catalog/index.js"
 import { harness } from "./harness.js"
 
 
@@ -116,5 +116,27 @@ describe("regressions of bugs found by these tests", () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     expect((await h.fail(updateVm, { vm: "web", recipes: ["no-such-recipe"] })).code).toBe("not_found")
+  })
+})
+
+describe("regressions of issue 7 §3", () => {
+  // stoat-original §1.1: a vm.toml that will not parse is a broken VM, listed and deletable; one that is a folder is no different.
+  it("a vm.toml that is a directory lists as broken and leaves create, prune and destroy working", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "odd", "vm.toml"), { recursive: true })
+    const { vms } = await h.ok(listVms, {})
+    expect(vms).toMatchObject([{ name: "odd", state: "broken" }])
+    expect(vms[0]?.error).toMatch(/vm\.toml is a directory/)
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    expect((await h.ok(prune, { broken: true })).items).toEqual([{ class: "broken_vm", path: h.vmDir("odd") }])
+    expect(await h.ok(destroyVm, { vm: "odd" })).toEqual({ name: "odd", destroyed: true })
+    expect(h.vmFolders()).toEqual(["web"])
+  })
+
+  it("prune --broken --apply removes a VM whose vm.toml is a directory", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "odd", "vm.toml"), { recursive: true })
+    expect((await h.ok(prune, { broken: true, apply: true })).items.map((item) => item.class)).toEqual(["broken_vm"])
+    expect(h.exists("odd")).toBe(false)
   })
 })
