@@ -406,9 +406,10 @@ export const destroyVm = defineOperation({
   run: (input) =>
     Effect.gen(function* () {
       const store = yield* VmStore
-      const record = yield* store.get(input.vm)
       yield* (yield* Locks).withRootLock(
         Effect.gen(function* () {
+          // Looked up under the lock: a parallel rm that got there first has already removed it (not_found).
+          const record = yield* store.get(input.vm)
           // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
           if (yield* isRunning(record)) {
             return yield* new AlreadyRunning({ message: `VM "${input.vm}" is running; stop it first (stoat down ${input.vm})`, subject: input.vm })

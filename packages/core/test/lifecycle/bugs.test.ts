@@ -4,8 +4,10 @@
  */
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { cloneVm, createVm, destroyVm, forwardPorts, listVms, prune, startVm, updateVm, vmLogs, waitVm } from "../../src/catalog/index.js"
+import { toErrorInfo } from "../../src/errors.js"
 import { harness } from "./harness.js"
 
 
@@ -138,5 +140,14 @@ describe("regressions of issue 7 §3", () => {
     mkdirSync(join(h.root, "odd", "vm.toml"), { recursive: true })
     expect((await h.ok(prune, { broken: true, apply: true })).items.map((item) => item.class)).toEqual(["broken_vm"])
     expect(h.exists("odd")).toBe(false)
+  })
+
+  // §1.11: destroy runs under the data-root lock; the VM must be looked up there, or parallel deletes all "succeed".
+  it("ten parallel destroys of one VM delete it once; the others answer not_found", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "v1", image: "tiny" })
+    const exits = await Promise.all(Array.from({ length: 10 }, () => h.exit(destroyVm, { vm: "v1" })))
+    expect(exits.filter(Exit.isSuccess)).toHaveLength(1)
+    expect(exits.filter(Exit.isFailure).map((exit) => (Exit.isFailure(exit) ? toErrorInfo(exit.cause).code : ""))).toEqual(Array(9).fill("not_found"))
   })
 })
