@@ -2,12 +2,13 @@ import { mkdir, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { DataRoot, type DataRootPaths } from "./data-root.js"
-import { Broken, Internal, internalError, NotFound, NotRunning, type StoatError } from "./errors.js"
+import { Broken, Internal, internalError, InvalidSpec, NotFound, NotRunning, type StoatError } from "./errors.js"
 import { Hypervisor, type BootPlan, type VmRef } from "./ports.js"
 import { clientKeyPair, guestHostKeyPair } from "./keys.js"
 import type { SshTarget } from "./transport.js"
 import { diskSizeBytes, type VmConfig } from "./vm-config.js"
 import { VmStore, type VmRecord } from "./vm-store.js"
+import { unknownGuestReason } from "./vm-view.js"
 import { Guests } from "./guests.js"
 import { resolveConsolePassword, writeSeedIso } from "./cloudinit/index.js"
 
@@ -15,13 +16,25 @@ export type OkRecord = Extract<VmRecord, { kind: "ok" }>
 
 export const vmRef = (record: VmRecord): VmRef => ({ name: record.name, dir: record.dir })
 
-/** A VM that must parse: broken ones answer `broken` with the reason. */
-export const loadVm = (name: string): Effect.Effect<OkRecord, NotFound | Broken | Internal, VmStore> =>
-  Effect.flatMap(Effect.flatMap(VmStore, (store) => store.get(name)), (record) =>
-    record.kind === "ok"
-      ? Effect.succeed(record)
-      : Effect.fail(new Broken({ message: `VM "${name}" is broken: ${record.reason}; fix or delete it (stoat rm ${name})`, subject: name }))
-  )
+/**
+ * A VM that must parse and name a known guest: broken ones (as `ls` shows them) answer `broken`
+ * with the reason, so nothing acts on — or rewrites — a VM that is not whole.
+ */
+export const loadVm = (name: string): Effect.Effect<OkRecord, NotFound | Broken | Internal | InvalidSpec, VmStore | Guests> =>
+  Effect.gen(function* () {
+    const record = yield* (yield* VmStore).get(name)
+    const reason =
+      record.kind === "broken"
+        ? record.reason
+        : record.config.os === ""
+          ? undefined
+          : yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os)).pipe(
+              Effect.as(undefined),
+              Effect.catchTag("NotFound", () => Effect.succeed(unknownGuestReason(record.config.os)))
+            )
+    if (reason === undefined) return record as OkRecord
+    return yield* new Broken({ message: `VM "${name}" is broken: ${reason}; fix or delete it (stoat rm ${name})`, subject: name })
+  })
 
 export const isRunning = (record: VmRecord) => Effect.map(Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))), (s) => s.running)
 

@@ -37,6 +37,9 @@ const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootP
   shared_mount: SHARED_MOUNT
 })
 
+/** Why a VM whose `os` names no loaded guest is broken (the original's rule). */
+export const unknownGuestReason = (os: string): string => `vm.toml: os: unknown guest "${os}"`
+
 /**
  * Maps a VM record to the contract's VM. A VM whose `os` names no loaded guest is broken.
  * Host-only secrets and paths (console password, iso, base, VNC socket) never appear.
@@ -45,7 +48,7 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
   if (record.kind === "broken") return brokenVm(record, root)
   const config = record.config
   if (config.os !== "" && !guests.has(config.os)) {
-    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: `vm.toml: os: unknown guest "${config.os}"`, sshport: config.sshport }, root)
+    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: unknownGuestReason(config.os), sshport: config.sshport }, root)
   }
   const access = effectiveAccess(config)
   const wantsWindow = config.display === "window" || config.display === "auto" || config.display === ""

@@ -150,4 +150,14 @@ describe("regressions of issue 7 §3", () => {
     expect(exits.filter(Exit.isSuccess)).toHaveLength(1)
     expect(exits.filter(Exit.isFailure).map((exit) => (Exit.isFailure(exit) ? toErrorInfo(exit.cause).code : ""))).toEqual(Array(9).fill("not_found"))
   })
+
+  // §1.2: an os naming an unknown guest is broken; update must not act on (and rewrite) a broken VM.
+  it("update on a VM whose os names no guest is broken and writes nothing", async () => {
+    const h = harness()
+    const text = 'name = "odd"\nmode = "disk"\nos = "nope"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = 2991\n'
+    h.writeVmToml("odd", text)
+    expect(await h.fail(updateVm, { vm: "odd", cpus: 2 })).toMatchObject({ code: "broken", subject: "odd" })
+    expect(h.readVmToml("odd")).toBe(text)
+    expect((await h.fail(startVm, { vm: "odd" })).code).toBe("broken")
+  })
 })
