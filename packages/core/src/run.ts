@@ -5,15 +5,28 @@ import type { Operation, ExecutionContext } from "./catalog/operation.js"
 import { DataRoot } from "./data-root.js"
 import { toErrorInfo, Usage, type StoatError } from "./errors.js"
 
-/** "field: problem" lines for a rejected input, so a caller sees every mistake at once. */
-export const describeInputError = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => {
-      const path = issue.path.map(String).join(".")
-      const message = issue.message.startsWith("is unexpected") ? `unknown argument` : issue.message
-      return path === "" ? message : `${path}: ${message}`
-    })
-    .join("; ")
+/** Effect's wording ("Expected X, actual Y") as a person reads it: "must be X, got Y". */
+const humanMessage = (message: string): string => {
+  if (message.startsWith("is unexpected")) return "unknown argument"
+  if (message.startsWith("is missing")) return "is required"
+  const expected = /^Expected (.*), actual (.*)$/s.exec(message)
+  return expected ? `must be ${expected[1]}, got ${expected[2]}` : message
+}
+
+/**
+ * "field must be …, got …" for each rejected field, so a caller sees every mistake at once.
+ * An optional field fails as "X or undefined"; the undefined half says nothing a person needs.
+ */
+export const describeInputError = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const useful = issues.filter((issue) => !/^Expected undefined, actual /.test(issue.message))
+  const lines = (useful.length > 0 ? useful : issues).map((issue) => {
+    const path = issue.path.map(String).join(".")
+    const message = humanMessage(issue.message)
+    return path === "" ? message : /^(must|is) /.test(message) ? `${path} ${message}` : `${path}: ${message}`
+  })
+  return [...new Set(lines)].join("; ")
+}
 
 /** Decodes input with the operation's own schema; unknown keys are refused. */
 export const decodeInput = <I>(operation: Operation<I>, raw: unknown): Effect.Effect<I, Usage> =>

@@ -18,13 +18,30 @@ export const ACCESS_ORDER: ReadonlyArray<AccessLevel> = ["none", "observe", "man
 
 /** A disk size: an absolute count of bytes with an optional K/M/G/T suffix. Relative sizes (`+8G`) are refused. */
 export const DiskSize = Schema.String.pipe(
-  Schema.pattern(/^[1-9][0-9]*[KMGT]?$/, { message: () => "disk size must be absolute, like 8G, 512M or 20480M" })
+  Schema.pattern(/^[1-9][0-9]*[KMGT]?$/, { message: (issue) => `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}` })
+)
+
+/** A disk size as a caller gives it: the suffix in either case (`8g`, as qemu-img takes it), stored upper-case. */
+export const DiskSizeInput = Schema.String.pipe(
+  Schema.pattern(/^[1-9][0-9]*[KMGTkmgt]?$/, { message: (issue) => `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}` }),
+  Schema.transform(DiskSize, { strict: true, decode: (size) => size.toUpperCase(), encode: (size) => size })
 )
 
 /** Bytes in a disk size such as "8G" (0 for text that is not a size). */
 export const diskSizeBytes = (size: string): number => {
   const match = /^(\d+)([KMGT]?)$/.exec(size)
   return match ? Number(match[1]) * 1024 ** " KMGT".indexOf(match[2] || " ") : 0
+}
+
+/** The disk sizes create and update accept: below 64M no guest fits; qcow2 stops at 64T. */
+export const DISK_RANGE = { min: "64M", max: "64T" } as const
+
+/** Why a requested disk size is out of range (`invalid_spec`), or undefined when it is fine. */
+export const diskSizeProblem = (size: string): string | undefined => {
+  const bytes = diskSizeBytes(size)
+  if (bytes >= diskSizeBytes(DISK_RANGE.min) && bytes <= diskSizeBytes(DISK_RANGE.max)) return undefined
+  const unitless = /^\d+$/.test(size) ? ` (${size} bytes; give a unit: K, M, G or T)` : ""
+  return `disk must be ${DISK_RANGE.min}..${DISK_RANGE.max}, got ${size}${unitless}`
 }
 
 const Applied = Schema.Struct({

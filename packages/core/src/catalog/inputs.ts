@@ -7,3 +7,12 @@ export const VmName = Schema.String.pipe(
 ).annotations({ description: "VM name" })
 
 export const NoInput = Schema.Struct({})
+
+/** An integer in min..max; out of range it reads "must be min..max, got N". */
+export const IntRange = (min: number, max: number) =>
+  Schema.Int.pipe(Schema.between(min, max, { message: (issue) => `must be ${min}..${max}, got ${JSON.stringify(issue.actual)}` }))
+
+/** The VM sizes create and update take. */
+export const Cpus = IntRange(1, 256)
+export const RamMb = IntRange(256, 1_048_576)
+export const SshPort = IntRange(1024, 65535)

@@ -26,12 +26,22 @@ import { validateVmName } from "../names.js"
 import { allocateSshPort, validateForwards } from "../net.js"
 import { Hypervisor } from "../ports.js"
 import { GuestTransport } from "../transport.js"
-import { ACCESS_ORDER, AccessLevel, defaultVmConfig, DiskSize, diskSizeBytes, effectiveAccess, type VmConfig } from "../vm-config.js"
+import {
+  ACCESS_ORDER,
+  AccessLevel,
+  defaultVmConfig,
+  DISK_RANGE,
+  DiskSizeInput,
+  diskSizeBytes,
+  diskSizeProblem,
+  effectiveAccess,
+  type VmConfig
+} from "../vm-config.js"
 import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord } from "../vm-runtime.js"
 import { VmStore } from "../vm-store.js"
 import { resolveTemplate } from "../vm-template.js"
 import { writeSecrets } from "../secrets.js"
-import { VmName } from "./inputs.js"
+import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
 
@@ -76,6 +86,12 @@ const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<v
     yield* Effect.onError(filled, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
   })
 
+/** A requested disk size outside DISK_RANGE is invalid_spec naming the range (a 512-byte disk is no use to anyone). */
+const checkDiskSize = (disk: string | undefined) => {
+  const problem = disk === undefined ? undefined : diskSizeProblem(disk)
+  return problem === undefined ? Effect.void : Effect.fail(new InvalidSpec({ message: problem, subject: "disk" }))
+}
+
 const CreateInput = Schema.Struct({
   name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
   image: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/))).annotations({
@@ -85,9 +101,9 @@ const CreateInput = Schema.Struct({
   os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))),
   backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")),
   mode: Schema.optional(Schema.Literal("live", "disk")),
-  ram_mb: Schema.optional(Schema.Int.pipe(Schema.between(256, 1_048_576))).annotations({ description: "RAM in MiB (default 4096; tiny: 256)" }),
-  cpus: Schema.optional(Schema.Int.pipe(Schema.between(1, 256))).annotations({ description: "vCPUs (default 4; tiny: 1)" }),
-  disk: Schema.optional(DiskSize).annotations({ description: "Absolute disk size, e.g. 8G (default 8G)" }),
+  ram_mb: Schema.optional(RamMb).annotations({ description: "RAM in MiB (default 4096; tiny: 256)" }),
+  cpus: Schema.optional(Cpus).annotations({ description: "vCPUs (default 4; tiny: 1)" }),
+  disk: Schema.optional(DiskSizeInput).annotations({ description: `Absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max}, e.g. 8G (default 8G)` }),
   recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
   agent_access: Schema.optional(AccessLevel).annotations({ description: "Guest access for MCP agents (default manage)" }),
   share: Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" }),
@@ -111,6 +127,7 @@ export const createVm = defineOperation({
     Effect.gen(function* () {
       const invalid = validateVmName(input.name)
       if (invalid) return yield* invalid
+      yield* checkDiskSize(input.disk)
       const root = yield* DataRoot
       yield* root.ensure
       const hypervisor = yield* Hypervisor
@@ -433,10 +450,10 @@ export const updateVm = defineOperation({
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    ram_mb: Schema.optional(Schema.Int.pipe(Schema.between(256, 1_048_576))),
-    cpus: Schema.optional(Schema.Int.pipe(Schema.between(1, 256))),
-    ssh_port: Schema.optional(Schema.Int.pipe(Schema.between(1024, 65535))),
-    disk: Schema.optional(DiskSize),
+    ram_mb: Schema.optional(RamMb),
+    cpus: Schema.optional(Cpus),
+    ssh_port: Schema.optional(SshPort),
+    disk: Schema.optional(DiskSizeInput).annotations({ description: `New absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max} (grow only)` }),
     recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
     params: Schema.optional(ParamTable),
     secrets: Schema.optional(ParamTable),
@@ -464,6 +481,7 @@ export const updateVm = defineOperation({
       }
       const changes = Object.keys(input).filter((key) => key !== "vm")
       if (changes.length === 0) return yield* new InvalidSpec({ message: "nothing to change: give at least one setting" })
+      yield* checkDiskSize(input.disk)
       const store = yield* VmStore
       const hypervisor = yield* Hypervisor
       return yield* (yield* Locks).withRootLock(
