@@ -1,8 +1,8 @@
 import { Context, Duration, Effect, Layer } from "effect"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { DataRoot } from "./data-root.js"
-import { InUse, Timeout } from "./errors.js"
+import { InUse, InvalidSpec, Timeout } from "./errors.js"
 
 type Database = import("better-sqlite3").Database
 
@@ -15,32 +15,55 @@ export class Locks extends Context.Tag("stoat/Locks")<
   Locks,
   {
     /** Serialises create/clone/destroy/prune/update and "count running + start" across processes. */
-    readonly withRootLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout, R>
+    readonly withRootLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
     /** Serialises state changes of one VM (start/stop/snapshot/update). */
-    readonly withVmLock: <A, E, R>(vm: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout, R>
+    readonly withVmLock: <A, E, R>(vm: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
     /** A lock that is never waited for: busy ⇒ `in_use` (a second apply on one VM). */
-    readonly tryLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InUse, R>
+    readonly tryLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InUse | InvalidSpec, R>
   }
 >() {}
 
 let sqlite: typeof import("better-sqlite3") | undefined
 const loadSqlite = Effect.promise(async () => (sqlite ??= (await import("better-sqlite3")).default))
 
-const tryAcquire = (db: Database): boolean => {
-  try {
-    db.exec("BEGIN EXCLUSIVE")
-    return true
-  } catch (error) {
-    if ((error as { code?: string }).code === "SQLITE_BUSY") return false
-    throw error
-  }
+/** A lock file that cannot be used is the data root's problem, said with the path and what to do. */
+const unusableLock = (path: string, cause: unknown): InvalidSpec => {
+  const kind = (() => {
+    try {
+      const info = statSync(path)
+      return info.isDirectory() ? "it is a directory" : info.isFile() ? "it is not a lock file stoat can open" : "it is not a regular file"
+    } catch {
+      return cause instanceof Error ? cause.message : String(cause)
+    }
+  })()
+  return new InvalidSpec({ message: `cannot use the lock file ${path}: ${kind}; remove it and stoat will recreate it`, subject: path })
 }
+
+const tryAcquire = (db: Database, path: string): Effect.Effect<boolean, InvalidSpec> =>
+  Effect.try({
+    try: () => {
+      try {
+        db.exec("BEGIN EXCLUSIVE")
+        return true
+      } catch (error) {
+        if ((error as { code?: string }).code === "SQLITE_BUSY") return false
+        throw error
+      }
+    },
+    catch: (cause) => {
+      db.close()
+      return unusableLock(path, cause)
+    }
+  })
 
 const open = (path: string) =>
   Effect.flatMap(loadSqlite, (Sqlite) =>
-    Effect.sync(() => {
-      mkdirSync(dirname(path), { recursive: true })
-      return new Sqlite(path, { timeout: 0 })
+    Effect.try({
+      try: () => {
+        mkdirSync(dirname(path), { recursive: true })
+        return new Sqlite(path, { timeout: 0 })
+      },
+      catch: (cause) => unusableLock(path, cause)
     })
   )
 
@@ -59,7 +82,7 @@ const acquireBlocking = (path: string, what: string, wait: Duration.Duration) =>
       const db = yield* open(path)
       const deadline = Date.now() + Duration.toMillis(wait)
       let pause = 5
-      while (!tryAcquire(db)) {
+      while (!(yield* tryAcquire(db, path))) {
         if (Date.now() > deadline) {
           db.close()
           return yield* new Timeout({ message: `timed out waiting for the ${what} lock (${path})`, subject: path })
@@ -80,7 +103,9 @@ export const makeLocks = (rootLock: string, vmLock: (vm: string) => string, wait
       Effect.zipRight(
         Effect.acquireRelease(
           Effect.flatMap(open(path), (db) =>
-            tryAcquire(db) ? Effect.succeed(db) : Effect.zipRight(release(db), Effect.fail(new InUse({ message: `${what} in progress`, subject: path })))
+            Effect.flatMap(tryAcquire(db, path), (acquired) =>
+              acquired ? Effect.succeed(db) : Effect.zipRight(release(db), Effect.fail(new InUse({ message: `${what} in progress`, subject: path })))
+            )
           ),
           release
         ),

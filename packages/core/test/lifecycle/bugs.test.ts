@@ -186,6 +186,14 @@ describe("regressions of issue 7 §3", () => {
     expect((await h.ok(createVm, { name: "big", image: "tiny", disk: "2g" })).disk).toBe("2G")
   })
 
+  it("a data-root lock that is a directory is invalid_spec naming the path, not internal", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, ".lock"))
+    const error = await h.fail(createVm, { name: "web", image: "tiny" })
+    expect(error).toMatchObject({ code: "invalid_spec", subject: join(h.root, ".lock") })
+    expect(error.message).toBe(`cannot use the lock file ${join(h.root, ".lock")}: it is a directory; remove it and stoat will recreate it`)
+  })
+
   it("out-of-range input names the field and the range, never schema internals", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
