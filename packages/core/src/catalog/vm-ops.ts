@@ -438,6 +438,20 @@ export const destroyVm = defineOperation({
     })
 })
 
+const sameList = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean => a.length === b.length && a.every((item, i) => item === b[i])
+
+type Params = VmConfig["params"]
+const sameParams = (a: Params, b: Params): boolean => {
+  const recipes = Object.keys(a)
+  return (
+    recipes.length === Object.keys(b).length &&
+    recipes.every((recipe) => {
+      const [x, y] = [a[recipe] ?? {}, b[recipe]]
+      return y !== undefined && Object.keys(x).length === Object.keys(y).length && Object.entries(x).every(([key, value]) => y[key] === value)
+    })
+  )
+}
+
 const ParamTable = Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Schema.String }) })
 
 export const updateVm = defineOperation({
@@ -491,8 +505,9 @@ export const updateVm = defineOperation({
           let config: VmConfig = record.config
           const changed: string[] = []
           const pending: string[] = []
+          // Only a setting that really differs counts as changed (and only then is vm.toml rewritten).
           const touch = (wire: string, bootTime: boolean) => {
-            changed.push(wire)
+            if (!changed.includes(wire)) changed.push(wire)
             if (bootTime && running) pending.push(wire)
           }
           if (input.agent_access !== undefined) {
@@ -500,18 +515,20 @@ export const updateVm = defineOperation({
             if (context.entrypoint === "mcp" && ACCESS_ORDER.indexOf(input.agent_access) > ACCESS_ORDER.indexOf(current)) {
               return yield* new AccessDenied({ message: `update may only lower agent_access (now ${current}); ask a person to raise it with stoat update`, subject: input.vm })
             }
-            config = { ...config, agent_access: input.agent_access, allow_exec: input.agent_access === "exec" }
-            touch("agent_access", false)
+            if (input.agent_access !== current) {
+              config = { ...config, agent_access: input.agent_access, allow_exec: input.agent_access === "exec" }
+              touch("agent_access", false)
+            }
           }
-          if (input.ram_mb !== undefined) {
+          if (input.ram_mb !== undefined && input.ram_mb !== config.ram) {
             config = { ...config, ram: input.ram_mb }
             touch("ram", true)
           }
-          if (input.cpus !== undefined) {
+          if (input.cpus !== undefined && input.cpus !== config.cpus) {
             config = { ...config, cpus: input.cpus }
             touch("cpus", true)
           }
-          if (input.ssh_port !== undefined) {
+          if (input.ssh_port !== undefined && input.ssh_port !== config.sshport) {
             const others = (yield* store.list).filter((vm) => vm.name !== input.vm)
             if (config.forwards.some((forward) => forward.hostport === input.ssh_port)) {
               return yield* new InvalidSpec({ message: `ssh_port: host port ${input.ssh_port} is one of this VM's forwards`, subject: "ssh_port" })
@@ -521,33 +538,37 @@ export const updateVm = defineOperation({
             config = { ...config, sshport: input.ssh_port }
             touch("ssh_port", true)
           }
-          if (input.display !== undefined) {
+          // An empty display preference means auto.
+          if (input.display !== undefined && input.display !== (config.display || "auto")) {
             config = { ...config, display: input.display }
             touch("display", true)
           }
-          if (input.share !== undefined) {
+          if (input.share !== undefined && input.share !== config.share) {
             config = { ...config, share: input.share }
             touch("share", true)
           }
-          if (input.installed !== undefined) {
+          if (input.installed !== undefined && input.installed !== config.installed) {
             config = { ...config, installed: input.installed }
             touch("installed", false)
           }
-          if (input.recipes !== undefined) {
+          if (input.recipes !== undefined && !sameList(input.recipes, config.recipes)) {
             yield* requireKnownRecipes(input.recipes)
             config = { ...config, recipes: input.recipes }
             touch("recipes", false)
           }
           if (input.params !== undefined) {
-            config = { ...config, params: { ...config.params, ...input.params } }
-            touch("params", false)
+            const params = { ...config.params, ...input.params }
+            if (!sameParams(params, config.params)) {
+              config = { ...config, params }
+              touch("params", false)
+            }
           }
           if (input.secrets !== undefined) {
             // Stored beside vm.toml, 0600, and never echoed: the result lists only that params changed.
             yield* writeSecrets(record.dir, input.secrets)
             touch("params", false)
           }
-          if (input.disk !== undefined && input.disk !== config.disk) {
+          if (input.disk !== undefined && diskSizeBytes(input.disk) !== diskSizeBytes(config.disk)) {
             if (running) return yield* new AlreadyRunning({ message: `stop VM "${input.vm}" before growing its disk`, subject: input.vm })
             if (diskSizeBytes(input.disk) < diskSizeBytes(config.disk)) {
               return yield* new DiskShrink({ message: `disk can only grow (now ${config.disk}, asked ${input.disk})`, subject: "disk" })
@@ -558,7 +579,7 @@ export const updateVm = defineOperation({
             config = { ...config, disk: input.disk }
             touch("disk", false)
           }
-          yield* store.write(input.vm, config)
+          if (config !== record.config) yield* store.write(input.vm, config)
           const vm = yield* reload(input.vm)
           return { vm, changed, applies_at: pending.length > 0 ? ("next_start" as const) : ("now" as const), pending_restart: pending }
         })

@@ -194,6 +194,17 @@ describe("regressions of issue 7 §3", () => {
     expect(error.message).toBe(`cannot use the lock file ${join(h.root, ".lock")}: it is a directory; remove it and stoat will recreate it`)
   })
 
+  it("update with values the VM already has changes nothing and leaves vm.toml as it was", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny", cpus: 1 })
+    const before = h.readVmToml("web")
+    writeFileSync(join(h.root, "web", "vm.toml"), `# mine\n${before}`)
+    const result = await h.ok(updateVm, { vm: "web", cpus: 1, ram_mb: 256, agent_access: "manage", disk: "1024M" })
+    expect(result).toMatchObject({ changed: [], applies_at: "now", pending_restart: [] })
+    expect(h.readVmToml("web")).toBe(`# mine\n${before}`)
+    expect((await h.ok(updateVm, { vm: "web", cpus: 1, ram_mb: 512 })).changed).toEqual(["ram"])
+  })
+
   it("out-of-range input names the field and the range, never schema internals", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
