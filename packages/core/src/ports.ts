@@ -35,6 +35,13 @@ export interface AccelProbe {
   readonly detail: string
 }
 
+/** A VM the provider started: its run state, the accelerator it runs under, and anything a person should be told. */
+export interface StartedVm extends RunState {
+  readonly accel: "kvm" | "tcg"
+  /** For example that KVM could not run the guest and it was restarted under TCG. */
+  readonly notice?: string
+}
+
 /** Everything a provider needs to boot a VM; built by core from vm.toml, the image and the data root. */
 export interface BootPlan {
   readonly vm: VmRef
@@ -79,10 +86,16 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
   Hypervisor,
   {
     readonly status: (vm: VmRef) => Effect.Effect<RunState>
-    readonly start: (plan: BootPlan) => Effect.Effect<RunState, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    /**
+     * Waits until the guest's console says sshd listens, for guests that say so (true); false at
+     * once for others, and when the VM stops or the time runs out. Readiness still probes SSH.
+     */
+    readonly awaitSshd: (vm: VmRef, timeoutMs: number) => Effect.Effect<boolean>
     /** Graceful power-down, then SIGTERM, then SIGKILL; returns once the process is gone. */
     readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning>
-    readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing>
+    /** The accelerator VMs start under and why (the setting, a cached verdict, or a new probe). */
+    readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing | InvalidSpec>
     readonly createDisk: (path: string, size: string, backing?: string) => Effect.Effect<void, Internal | QemuMissing>
     readonly resizeDisk: (path: string, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing>
     readonly diskInfo: (path: string) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>

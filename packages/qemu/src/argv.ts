@@ -11,6 +11,8 @@ export interface VmFiles {
   readonly initrd: string
   /** The guest host key converted to dropbear's format. */
   readonly hostKey: string
+  /** What the last start recorded: where its console output begins, and the line that means sshd listens. */
+  readonly boot: string
 }
 
 export const vmFiles = (dir: string): VmFiles => ({
@@ -19,7 +21,8 @@ export const vmFiles = (dir: string): VmFiles => ({
   vnc: join(dir, "vnc.sock"),
   console: join(dir, "console.log"),
   initrd: join(dir, "initrd.img"),
-  hostKey: join(dir, "host_key.dropbear")
+  hostKey: join(dir, "host_key.dropbear"),
+  boot: join(dir, "boot.json")
 })
 
 /** The drive id of the VM's disk; QMP snapshot commands address it by this name. */

@@ -1,15 +1,15 @@
 import { join } from "node:path"
-import { Effect, Layer } from "effect"
-import { DataRoot, findOnPath, Hypervisor, Internal, InvalidSpec, QemuMissing, type BootPlan } from "@stoat/core"
+import { Config, Effect, Either, Layer } from "effect"
+import { AlreadyRunning, DataRoot, findOnPath, Hypervisor, Internal, InvalidSpec, QemuMissing, QemuStartFailed, ShareInvalid, type BootPlan, type StartedVm } from "@stoat/core"
 import { access } from "node:fs/promises"
+import { AccelCache, accelSetting, type AccelSetting, type AccelVerdict } from "./accel.js"
 import { vmFiles } from "./argv.js"
-import { startVm, stopVm } from "./lifecycle.js"
-import { cachedProbe, probeAccelerator } from "./probe.js"
+import { awaitSshd, consoleSize, startVm, stopVm, watchKvmStart } from "./lifecycle.js"
 import { readRunState } from "./process.js"
 import * as img from "./qemu-img.js"
 import { screenshot } from "./screenshot.js"
 import * as snapshots from "./snapshots.js"
-import { buildTinyGuest } from "./tiny/build.js"
+import { buildTinyGuest, readTinyGuest } from "./tiny/build.js"
 
 export const QEMU_BINARY = "qemu-system-x86_64"
 
@@ -53,18 +53,58 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
   Layer.effect(
     Hypervisor,
     Effect.map(DataRoot, (root) => {
-      const accelCache = join(root.root, ".accel-probe.json")
+      const accelCache = new AccelCache(join(root.root, ".accel-probe.json"))
       const tinyDir = options.tinyCacheDir ?? join(root.root, ".cache", "tiny")
-      const accel = (qemu: string) => Effect.promise(() => cachedProbe(qemu, accelCache))
+      /** The kernel the probe boots: the VM's own when it boots one directly, else the tiny guest's when built. */
+      const probeKernel = (plan?: BootPlan) =>
+        plan?.kernel !== undefined ? Effect.succeed(plan.kernel.path) : Effect.promise(() => readTinyGuest(join(tinyDir, "image")).then((image) => image?.kernel))
+      const decide = (qemu: string, plan?: BootPlan): Effect.Effect<{ readonly setting: AccelSetting; readonly verdict: AccelVerdict }, InvalidSpec> =>
+        Effect.gen(function* () {
+          const setting = yield* accelSettingConfig
+          if (setting === "tcg") return { setting, verdict: { accel: "tcg", source: "setting", detail: "STOAT_ACCEL=tcg: VMs run under TCG; KVM is not tried" } }
+          if (setting === "kvm") {
+            return { setting, verdict: { accel: "kvm", source: "setting", detail: "STOAT_ACCEL=kvm: VMs run under KVM without a probe; a VM KVM cannot run fails to start" } }
+          }
+          const kernel = yield* probeKernel(plan)
+          return { setting, verdict: yield* Effect.promise(() => accelCache.verdict(qemu, kernel)) }
+        })
+
+      /**
+       * Under KVM, the first seconds are watched: a VM whose QEMU fails, whose console stays
+       * silent, or whose run state turns internal-error or guest-panicked is stopped and started
+       * once more under TCG, and the verdict is cached so later starts go to TCG directly.
+       */
+      const start = (plan: BootPlan): Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid> =>
+        Effect.gen(function* () {
+          const qemu = yield* qemuPath
+          const { setting, verdict } = yield* decide(qemu, plan).pipe(Effect.mapError((error) => new QemuStartFailed({ message: error.message, subject: plan.vm.name })))
+          if (verdict.accel === "tcg") return { ...(yield* startVm(plan, { qemu, accel: "tcg" })), accel: "tcg" as const }
+          const consoleOffset = yield* consoleSize(plan.vm)
+          const underKvm = yield* Effect.either(startVm(plan, { qemu, accel: "kvm" }))
+          if (Either.isLeft(underKvm) && underKvm.left._tag !== "QemuStartFailed") return yield* underKvm.left
+          const problem = Either.isLeft(underKvm) ? `QEMU failed under KVM: ${underKvm.left.message}` : yield* watchKvmStart(plan, consoleOffset)
+          if (problem === undefined && Either.isRight(underKvm)) return { ...underKvm.right, accel: "kvm" as const }
+          if (Either.isRight(underKvm)) yield* stopVm(plan.vm, { graceMs: 0 }).pipe(Effect.ignore)
+          if (setting === "kvm") {
+            if (Either.isLeft(underKvm)) return yield* underKvm.left
+            return yield* new QemuStartFailed({ message: `VM "${plan.vm.name}" did not run under KVM (${problem}); STOAT_ACCEL=kvm forbids falling back to TCG`, subject: plan.vm.name })
+          }
+          // A start that fails under TCG too was not KVM's fault (a busy port, a bad disk): report
+          // that failure and leave the verdict alone.
+          const state = yield* startVm(plan, { qemu, accel: "tcg" })
+          yield* Effect.promise(() =>
+            accelCache.write(qemu, { accel: "tcg", source: "start", detail: `KVM present but a 64-bit guest does not run: ${problem} (seen when starting VM "${plan.vm.name}"); VMs run under TCG, which is slower` })
+          )
+          return { ...state, accel: "tcg" as const, notice: `VM "${plan.vm.name}" did not run under KVM (${problem}); restarted it under TCG, and later VMs start under TCG directly` }
+        })
+
       return Hypervisor.of({
         status: (vm) => Effect.promise(() => readRunState(vm)),
-        probeAccelerator: Effect.flatMap(qemuPath, (qemu) => Effect.promise(() => probeAccelerator(qemu))),
-        start: (plan) =>
-          Effect.gen(function* () {
-            const qemu = yield* qemuPath
-            const probe = yield* accel(qemu)
-            return yield* startVm(plan, { qemu, accel: probe.accel })
-          }),
+        probeAccelerator: Effect.flatMap(qemuPath, (qemu) =>
+          Effect.map(decide(qemu), ({ setting, verdict }) => ({ accel: verdict.accel, detail: setting === "auto" ? `${verdict.detail} (STOAT_ACCEL=auto)` : verdict.detail }))
+        ),
+        start,
+        awaitSshd,
         stop: (vm, stopOptions) => stopVm(vm, stopOptions),
         createDisk: img.createDisk,
         resizeDisk: img.resizeDisk,
@@ -89,6 +129,17 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
       })
     })
   )
+
+/** STOAT_ACCEL: auto (default: probe, and fall back at start), kvm or tcg. */
+const accelSettingConfig: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flatMap(
+  Effect.orElseSucceed(Config.string("STOAT_ACCEL").pipe(Config.withDefault("auto")), () => "auto"),
+  (raw) => {
+    const setting = accelSetting(raw)
+    return setting !== undefined
+      ? Effect.succeed(setting)
+      : Effect.fail(new InvalidSpec({ message: `STOAT_ACCEL must be auto, kvm or tcg (got ${JSON.stringify(raw.slice(0, 40))})`, subject: "STOAT_ACCEL" }))
+  }
+)
 
 /** The live layer. STOAT_TINY_CACHE, when set, points the tiny-guest build cache elsewhere (so test runs share one). */
 export const QemuHypervisorLive = Layer.unwrapEffect(

@@ -1,5 +1,5 @@
 export * from "./hypervisor.js"
-export * from "./probe.js"
+export * from "./accel.js"
 export * from "./process.js"
 export * from "./live.js"
 export * from "./argv.js"

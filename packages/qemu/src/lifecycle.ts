@@ -1,11 +1,12 @@
 import { spawn } from "node:child_process"
-import { open, readFile, stat, unlink } from "node:fs/promises"
+import { open, readFile, stat, unlink, writeFile } from "node:fs/promises"
 import { Effect } from "effect"
 import { AlreadyRunning, Internal, NotRunning, QemuStartFailed, ShareInvalid, type BootPlan, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { isAlive, ownsVm, readRunState } from "./process.js"
 import { qmpExecute } from "./qmp.js"
 import { stderrMessage } from "./run.js"
+import { TINY_SSHD_MARKER } from "./tiny/probe.js"
 import { toDropbearKey, writeVmInitrd } from "./tiny/vm-initrd.js"
 
 const POLL_MS = 50
@@ -125,7 +126,8 @@ export const startVm = (
       ...(initrd !== undefined ? { initrd } : {}),
       ...(diskFormat !== undefined ? { diskFormat } : {})
     })
-    yield* removeStale([files.pidfile, files.qmp, files.vnc])
+    yield* removeStale([files.pidfile, files.qmp, files.vnc, files.boot])
+    const boot: BootRecord = { console_offset: yield* consoleSize(vm), ...(plan.kernel !== undefined ? { sshd_marker: TINY_SSHD_MARKER } : {}) }
 
     const failed = (message: string) => new QemuStartFailed({ message, subject: vm.name })
     const result = yield* launch(host.qemu, args).pipe(
@@ -141,7 +143,101 @@ export const startVm = (
       const tail = yield* Effect.promise(() => readFile(files.console, "utf8").then((text) => text.trim().split("\n").slice(-3).join("; "), () => ""))
       return yield* failed(`QEMU exited right after starting VM "${vm.name}"${tail ? `; console: ${tail}` : ""}`)
     }
+    // Best effort: without the record, readiness just probes SSH without waiting for the console line.
+    yield* Effect.promise(() => writeFile(files.boot, JSON.stringify(boot)).catch(() => undefined))
     return state
+  })
+
+/** Written by each start into the VM folder, read by `awaitSshd` (possibly in another process). */
+interface BootRecord {
+  readonly console_offset: number
+  /** The console line the guest prints once sshd listens; only guests Stoat assembles print one. */
+  readonly sshd_marker?: string
+}
+
+const SSHD_POLL_MS = 25
+
+/**
+ * Waits until this boot's console shows the guest's "sshd listening" line. True once it does;
+ * false at once for guests that print none, and when the VM stops or the time runs out (the
+ * caller's SSH probe then decides). Connecting before that line would find no guest network,
+ * and user-mode networking would retry that SYN with back-off for seconds.
+ */
+export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    const files = vmFiles(vm.dir)
+    const record = yield* Effect.promise(() => readFile(files.boot, "utf8").then((text) => JSON.parse(text) as Partial<BootRecord>, () => undefined))
+    const marker = record?.sshd_marker
+    if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
+    let offset = record.console_offset
+    let pending = ""
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const chunk = yield* Effect.promise(() => readFrom(files.console, offset))
+      offset += chunk.length
+      pending += chunk.toString("utf8")
+      if (pending.includes(marker)) return true
+      pending = pending.slice(pending.lastIndexOf("\n") + 1)
+      if (Date.now() >= deadline || !(yield* Effect.promise(() => readRunState(vm))).running) return false
+      yield* Effect.sleep(SSHD_POLL_MS)
+    }
+  })
+
+const readFrom = async (path: string, offset: number): Promise<Buffer> => {
+  const handle = await open(path, "r").catch(() => undefined)
+  if (!handle) return Buffer.alloc(0)
+  try {
+    const { size } = await handle.stat()
+    if (size <= offset) return Buffer.alloc(0)
+    const buffer = Buffer.alloc(Math.min(size - offset, 1 << 20))
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset)
+    return buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Size of the console log now: what a start appends comes after it. */
+export const consoleSize = (vm: VmRef): Effect.Effect<number> =>
+  Effect.promise(() => stat(vmFiles(vm.dir).console).then((info) => info.size, () => 0))
+
+/**
+ * How long a VM just started under KVM may keep its serial console silent before it is taken
+ * for a guest KVM cannot run (a kvm-pvm host hangs a 64-bit kernel silently at 100% CPU).
+ * Only guests known to talk on the serial console are judged by silence: a direct kernel boot
+ * (its own `console=ttyS0`) or a cloud image. Every guest is watched for a QMP run state of
+ * `internal-error` or `guest-panicked`.
+ */
+export const KVM_SILENCE_MS = { directKernel: 4_000, cloudImage: 8_000, otherwise: 3_000 } as const
+
+const WATCH_POLL_MS = 100
+const WATCH_QMP_EVERY = 5
+
+/** The reason a VM started under KVM is not running, or undefined once it shows it is. */
+export const watchKvmStart = (plan: BootPlan, consoleOffset: number, silenceMs?: number): Effect.Effect<string | undefined> =>
+  Effect.gen(function* () {
+    const vm = plan.vm
+    const files = vmFiles(vm.dir)
+    const talks = plan.kernel !== undefined || plan.seedIso !== undefined
+    const budget = silenceMs ?? (plan.kernel !== undefined ? KVM_SILENCE_MS.directKernel : talks ? KVM_SILENCE_MS.cloudImage : KVM_SILENCE_MS.otherwise)
+    const runState = qmpExecute<{ readonly status?: string }>(files.qmp, "query-status", undefined, { subject: vm.name, connectTimeoutMs: 1_000, commandTimeoutMs: 1_000 }).pipe(
+      Effect.map((reply) => reply.status),
+      Effect.orElseSucceed(() => undefined)
+    )
+    const started = Date.now()
+    for (let tick = 0; ; tick++) {
+      if (tick % WATCH_QMP_EVERY === 0 || Date.now() - started >= budget) {
+        const status = yield* runState
+        if (status === "internal-error") return "KVM internal error"
+        if (status === "guest-panicked") return "the guest panicked under KVM"
+      }
+      const state = yield* Effect.promise(() => readRunState(vm))
+      if (!state.running) return "QEMU exited under KVM"
+      const spoke = (yield* consoleSize(vm)) > consoleOffset
+      if (spoke) return undefined
+      if (Date.now() - started >= budget) return talks ? `no console output in ${Math.round(budget / 1000)} s` : undefined
+      yield* Effect.sleep(WATCH_POLL_MS)
+    }
   })
 
 /** Polls until the process no longer runs this VM (gone, a zombie, or a reused pid); false on timeout. */

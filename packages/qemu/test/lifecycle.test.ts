@@ -95,6 +95,12 @@ describe("QEMU hypervisor with the tiny guest", () => {
     }
   })
 
+  it("awaitSshd answers false at once for a VM whose start recorded no console line to wait for", async () => {
+    const other = { name: "never_started", dir: join(root, "never_started") }
+    await mkdir(other.dir)
+    expect(await ok(root, (h) => h.awaitSshd(other, 60_000))).toBe(false)
+  })
+
   it("refuses shares that are missing or not directories", async () => {
     const file = join(root, "a-file")
     await writeFile(file, "x")
@@ -126,13 +132,14 @@ describe("QEMU hypervisor with the tiny guest", () => {
     expect(state.running).toBe(true)
     expect(await readFile(vmFiles(vm.dir).pidfile, "utf8")).toBe(`${state.pid}\n`)
     expect(state.startedAt).toMatch(/^\d{4}-\d{2}-\d{2}T/)
-    expect(await readFile(`/proc/${state.pid}/cmdline`, "utf8")).toContain("-accel\0tcg\0")
-    expect(await ok(root, (h) => h.status(vm))).toEqual(state)
+    expect(await readFile(`/proc/${state.pid}/cmdline`, "utf8")).toContain(`-accel\0${state.accel}\0`)
+    expect(await ok(root, (h) => h.status(vm))).toEqual({ running: true, pid: state.pid, startedAt: state.startedAt })
     const again = await call(root, (h) => h.start(plan))
     expect(Either.isLeft(again) && again.left.code).toBe("already_running")
 
-    // Usually ~5 s under TCG; generous for a loaded CI host.
-    const banner = await waitForSshBanner(plan.sshPort, { timeoutMs: 120_000, isAlive: () => isAlive(state.pid ?? 0) })
+    // The guest says on its console once sshd listens; the first connection after that line finds it.
+    expect(await ok(root, (h) => h.awaitSshd(vm, 120_000))).toBe(true)
+    const banner = await waitForSshBanner(plan.sshPort, { timeoutMs: 30_000, isAlive: () => isAlive(state.pid ?? 0) })
     timings.push(`start → SSH banner: ${elapsed(t0)} ms`)
     expect(banner).toMatch(/^SSH-2\.0-dropbear/)
 

@@ -23,7 +23,7 @@ export default class Up extends StoatCommand {
       wait,
       ...(flags.timeout ? { timeout_seconds: flags.timeout } : {}),
       ...(flags.yes ? { force: true } : {})
-    })
+    }, { showProgress: !flags.quiet })
     this.emit({ vm }, () => this.line(`${vm.name} is running (ssh port ${vm.ssh_port})${wait ? "; ssh is up" : ""}`))
   }
 }

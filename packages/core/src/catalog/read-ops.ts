@@ -3,7 +3,7 @@ import { DoctorReport, GuestList, Guest, VersionInfo, VmList, VmStatus, CONTRACT
 import { DataRoot } from "../data-root.js"
 import { Guests } from "../guests.js"
 import { HostProbe } from "../host.js"
-import { Hypervisor } from "../ports.js"
+import { Hypervisor, type AccelProbe } from "../ports.js"
 import { STOAT_VERSION } from "../version.js"
 import { VmStore, type VmRecord } from "../vm-store.js"
 import { toVm, toVmStatus } from "../vm-view.js"
@@ -144,7 +144,7 @@ export const doctor = defineOperation({
               name: "kvm",
               ok: probe.accel === "kvm",
               detail: probe.detail,
-              fix: probe.accel === "kvm" ? [] : ["sudo usermod -aG kvm $USER  # then log in again", "enable virtualisation (VT-x/AMD-V) in firmware or nested virtualisation in the host"],
+              fix: kvmFixes(probe),
               optional: true
             })
           })
@@ -153,6 +153,14 @@ export const doctor = defineOperation({
       return { healthy: all.every((check) => check.ok || check.optional), checks: all }
     })
 })
+
+/** What a person can do about the accelerator verdict: nothing when KVM works or TCG was chosen on purpose. */
+const kvmFixes = (probe: AccelProbe): ReadonlyArray<string> => {
+  if (probe.accel === "kvm" || probe.detail.startsWith("STOAT_ACCEL=")) return []
+  // KVM opens but cannot run a 64-bit guest (nested kvm-pvm): no group or firmware switch helps.
+  if (probe.detail.includes("does not run")) return ["export STOAT_ACCEL=tcg  # skip the KVM probe on this host"]
+  return ["sudo usermod -aG kvm $USER  # then log in again", "enable virtualisation (VT-x/AMD-V) in firmware or nested virtualisation in the host"]
+}
 
 export const version = defineOperation({
   key: "host.version",

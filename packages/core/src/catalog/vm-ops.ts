@@ -217,6 +217,7 @@ const waitReachable = (record: OkRecord, timeoutMs: number) =>
   Effect.gen(function* () {
     const transport = yield* GuestTransport
     const started = Date.now()
+    yield* (yield* Hypervisor).awaitSshd(vmRef(record), timeoutMs)
     while (true) {
       if (!(yield* isRunning(record))) {
         return yield* new CannotReach({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name })
@@ -302,7 +303,8 @@ export const startVm = defineOperation({
               const graphical = yield* (yield* HostProbe).graphical
               const display = graphical && record.config.display !== "vnc" ? "window" : "vnc"
               const plan = yield* bootPlan(record, display)
-              yield* hypervisor.start(plan)
+              const running = yield* hypervisor.start(plan)
+              if (running.notice !== undefined) context.progress?.({ type: "log", data: { line: running.notice } })
             })
           )
           return true

@@ -11,6 +11,8 @@ export class FakeHypervisorState {
   readonly disks = new Map<string, { size: number; backing?: string; snapshots: Snapshot[] }>()
   accel: "kvm" | "tcg" = "tcg"
   starts = 0
+  /** Set to make every start report this notice (as the QEMU provider does after falling back to TCG). */
+  startNotice: string | undefined = undefined
   /** Set to a message to make every createDisk fail with `internal` (a failing `qemu-img create`). */
   createDiskError: string | undefined = undefined
 }
@@ -35,8 +37,10 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         state.starts++
         const startedAt = new Date().toISOString()
         state.running.set(plan.vm.dir, { plan, startedAt })
-        return Effect.succeed({ running: true, pid: 4242, startedAt })
+        return Effect.succeed({ running: true, pid: 4242, startedAt, accel: state.accel, ...(state.startNotice !== undefined ? { notice: state.startNotice } : {}) })
       }),
+    // Fake guests print no console; readiness goes straight to the transport's probe.
+    awaitSshd: () => Effect.succeed(false),
     stop: (vm) =>
       Effect.suspend(() =>
         state.running.delete(vm.dir) ? Effect.void : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name }))

@@ -3,6 +3,7 @@
  * Kept as strings so the builder is one self-contained module tree (tsc does not copy
  * non-TS assets into dist). Shell is busybox ash; `\${` below is a literal shell `${`.
  */
+import { TINY_SSHD_MARKER } from "./probe.js"
 
 export interface GuestFile {
   readonly path: string
@@ -67,7 +68,9 @@ hostname "$HN"
 echo "$HN" > /etc/hostname
 printf '127.0.0.1\\tlocalhost\\n127.0.1.1\\t%s\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n' "$HN" > /etc/hosts
 
-# Network: first non-loopback interface, DHCP. udhcpc returns once it has a lease and keeps renewing.
+# Network: the first non-loopback interface gets the address QEMU's user-mode network always
+# hands out (10.0.2.15/24, gateway .2, DNS .3). Static, because a DHCP exchange costs boot time
+# and a host connection that arrives before the address is set waits out slirp's SYN back-off.
 ip link set lo up
 IF=
 for n in /sys/class/net/*; do
@@ -76,7 +79,9 @@ for n in /sys/class/net/*; do
 done
 if [ -n "$IF" ]; then
   ip link set "$IF" up
-  udhcpc -i "$IF" -s /etc/stoat/udhcpc.script -b -t 20 -T 1 -A 2 -x "hostname:$HN" -p /run/udhcpc.pid >/dev/null 2>&1
+  ip addr add 10.0.2.15/24 dev "$IF"
+  ip route add default via 10.0.2.2 dev "$IF"
+  echo "nameserver 10.0.2.3" > /etc/resolv.conf
 fi
 
 # SSH keys: the per-VM overlay carries authorized_keys and, normally, a stable host key.
@@ -148,11 +153,20 @@ fi
 echo "stoat: boot script done (uptime $(cut -d" " -f1 /proc/uptime) s)"
 `
 
-// Dropbear runs in the foreground under init; the sleep keeps a failing dropbear from respawning in a tight loop.
-// The console line is the host's cue that SSH is about to answer (see probe.ts TINY_SSHD_MARKER).
+// Dropbear runs under init (respawned); the sleep keeps a failing dropbear from respawning in a
+// tight loop. The console line tells the host that port 22 accepts (it polls for it, see
+// TINY_SSHD_MARKER), so the host's first connection already finds sshd: /proc/net/tcp{,6} list
+// the listening socket as local port 0016 in state 0A.
 const dropbearRun = `#!/bin/sh
-echo "stoat: starting sshd" > /dev/console
-/bin/dropbear -F -E -s -p 22 -r "$(cat /run/stoat/hostkey)"
+/bin/dropbear -F -E -s -p 22 -r "$(cat /run/stoat/hostkey)" &
+pid=$!
+i=0
+while [ $i -lt 250 ] && ! grep -q ':0016 [0-9A-F]*:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
+  usleep 20000
+  i=$((i + 1))
+done
+echo "${TINY_SSHD_MARKER}" > /dev/console
+wait $pid
 sleep 1
 `
 
@@ -189,30 +203,6 @@ const acpiPower = `#!/bin/sh
 exec /bin/poweroff
 `
 
-const udhcpcScript = `#!/bin/sh
-# udhcpc event hook: apply the lease (address, default route, resolv.conf).
-case "$1" in
-  deconfig)
-    ip -4 addr flush dev "$interface"
-    ip link set "$interface" up
-    ;;
-  bound|renew)
-    cur=$(ip -4 -o addr show dev "$interface" | awk '{print $4; exit}')
-    if [ "$cur" != "$ip/\${mask:-24}" ]; then
-      ip -4 addr flush dev "$interface"
-      ip addr add "$ip/\${mask:-24}" dev "$interface"
-    fi
-    [ -n "$router" ] && ip route replace default via "\${router%% *}" dev "$interface"
-    {
-      [ -n "$domain" ] && echo "search $domain"
-      for d in $dns; do echo "nameserver $d"; done
-    } > /etc/resolv.conf.new
-    mv /etc/resolv.conf.new /etc/resolv.conf
-    ;;
-esac
-exit 0
-`
-
 // Login shells only. busybox ash runs its own poweroff/reboot/halt applets ahead of PATH;
 // these functions route interactive use through the fast wrappers (see rc.shutdown).
 const profile = `export PATH=/bin
@@ -228,7 +218,6 @@ export function guestFiles(opts: GuestFilesOptions): GuestFile[] {
     { path: "etc/stoat/rc.sysinit", content: rcSysinit, mode: 0o755 },
     { path: "etc/stoat/rc.shutdown", content: rcShutdown, mode: 0o755 },
     { path: "etc/stoat/dropbear.run", content: dropbearRun, mode: 0o755 },
-    { path: "etc/stoat/udhcpc.script", content: udhcpcScript, mode: 0o755 },
     { path: "etc/acpi/PWRF/00000080", content: acpiPower, mode: 0o755 },
     { path: "bin/poweroff", content: shutdownWrapper, mode: 0o755 },
     { path: "bin/reboot", content: shutdownWrapper, mode: 0o755 },

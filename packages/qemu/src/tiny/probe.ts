@@ -2,8 +2,8 @@ import { open } from "node:fs/promises"
 import { connect, type Socket } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
 
-/** Marker the tiny guest prints on its serial console just before it starts sshd. */
-export const TINY_SSHD_MARKER = "stoat: starting sshd"
+/** Marker the tiny guest prints on its serial console once sshd accepts connections on port 22. */
+export const TINY_SSHD_MARKER = "stoat: sshd listening"
 
 /**
  * Waits until 127.0.0.1:port sends an SSH identification line. With user-mode networking the
