@@ -236,7 +236,10 @@ export class AccelCache {
 
   async read(qemu: string): Promise<AccelVerdict | undefined> {
     const boot = await bootId()
-    const cached = await readFile(this.file, "utf8").then((text) => JSON.parse(text) as Partial<CachedVerdict>, () => undefined)
+    // A missing, truncated or foreign file is no verdict: probe again.
+    const cached = await readFile(this.file, "utf8")
+      .then((text) => JSON.parse(text) as Partial<CachedVerdict> | null)
+      .catch(() => undefined)
     if (!cached || boot === "" || cached.boot !== boot || cached.qemu !== qemu) return undefined
     if ((cached.accel !== "kvm" && cached.accel !== "tcg") || typeof cached.detail !== "string") return undefined
     const source = cached.source === "kernel" || cached.source === "payload" || cached.source === "start" ? cached.source : "payload"

@@ -166,7 +166,11 @@ const SSHD_POLL_MS = 25
 export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
-    const record = yield* Effect.promise(() => readFile(files.boot, "utf8").then((text) => JSON.parse(text) as Partial<BootRecord>, () => undefined))
+    const record = yield* Effect.promise(() =>
+      readFile(files.boot, "utf8")
+        .then((text) => JSON.parse(text) as Partial<BootRecord> | null)
+        .catch(() => undefined)
+    )
     const marker = record?.sshd_marker
     if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
     let offset = record.console_offset

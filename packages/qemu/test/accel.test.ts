@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { Either } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { BootPlan } from "@stoat/core"
-import { PROBE_MARKER, PROBE_NAME, probeKvm } from "../src/accel.js"
+import { AccelCache, PROBE_MARKER, PROBE_NAME, probeKvm } from "../src/accel.js"
 import { vmFiles } from "../src/argv.js"
 import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
@@ -101,6 +101,19 @@ describe("accelerator probe", () => {
     const verdict = await probeKvm(await fake("exit", "exit"), { kernel: image.kernel })
     expect(verdict.accel).toBe("tcg")
     expect(verdict.detail).toMatch(/^KVM unusable \(-accel kvm: Could not access KVM kernel module: No such file or directory\)/)
+  })
+
+  it("a truncated, foreign or stale cache file is no verdict: it probes again and rewrites it", async () => {
+    const qemu = await fake("cache", "exit")
+    const file = join(scratch, "accel.json")
+    const cache = new AccelCache(file)
+    for (const content of ["", "{\"accel\":", "null", "42", JSON.stringify({ accel: "kvm", detail: "old", source: "kernel", boot: "another-boot", qemu })]) {
+      await writeFile(file, content)
+      expect(await cache.read(qemu)).toBeUndefined()
+      const verdict = await cache.verdict(qemu, image.kernel)
+      expect(verdict).toMatchObject({ accel: "tcg", source: "kernel" })
+      expect(await cache.read(qemu)).toEqual(verdict)
+    }
   })
 
   it("CPUs that never run (-S) mean TCG", async () => {
