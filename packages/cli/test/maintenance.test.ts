@@ -1,7 +1,20 @@
-import { existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { result, stoat, tempHome } from "./helpers.js"
+
+const vmToml = (name: string, port: number, extra = "") =>
+  `name = "${name}"\nmode = "disk"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = ${port}\nsshuser = "root"\n${extra}`
+
+/** A data root with hand-written VMs (no tiny-guest build needed). */
+const homeWith = (vms: Record<string, string>): string => {
+  const home = tempHome()
+  for (const [name, text] of Object.entries(vms)) {
+    mkdirSync(join(home, name))
+    writeFileSync(join(home, name, "vm.toml"), text)
+  }
+  return home
+}
 
 describe("stoat prune", () => {
   const populated = () => {
@@ -53,5 +66,78 @@ describe("stoat capabilities", () => {
     expect(byName["mcp.guest.observe"].status).toBe("supported")
     expect(byName["mcp.guest.exec"]).toMatchObject({ status: "limited", limits: [{ code: "agent_access_required", value: "exec" }] })
     expect(report.unavailable.map((entry: { name: string }) => entry.name)).toEqual(["runtime.fork", "runtime.continuation"])
+  })
+})
+
+describe("broken and racing VMs", () => {
+  it("a VM folder whose vm.toml is a directory lists as broken and can be pruned or removed", async () => {
+    const home = homeWith({ good: vmToml("good", 2201) })
+    mkdirSync(join(home, "odd", "vm.toml"), { recursive: true })
+    const ls = await stoat(["ls", "--json"], { STOAT_HOME: home })
+    expect(ls.code).toBe(0)
+    expect(result(ls.stdout)["data"]["vms"]).toMatchObject([{ name: "good", state: "stopped" }, { name: "odd", state: "broken", error: "vm.toml is a directory, not a file" }])
+    expect((await stoat(["ls"], { STOAT_HOME: home })).stdout).toMatch(/^odd: broken: vm\.toml is a directory, not a file$/m)
+    const dry = await stoat(["prune", "--broken", "--json"], { STOAT_HOME: home })
+    expect(result(dry.stdout)["data"]["items"]).toEqual([{ class: "broken_vm", path: join(home, "odd") }])
+    const rm = await stoat(["rm", "-y", "odd", "--json"], { STOAT_HOME: home })
+    expect(result(rm.stdout)).toMatchObject({ ok: true, data: { deleted: true, name: "odd" } })
+    mkdirSync(join(home, "odd2", "vm.toml"), { recursive: true })
+    const applied = await stoat(["prune", "--broken", "--apply", "--json"], { STOAT_HOME: home })
+    expect(result(applied.stdout)).toMatchObject({ ok: true, data: { dry_run: false, items: [{ class: "broken_vm" }] } })
+    expect(readdirSync(home).filter((entry) => !["shared", "isos", "logs", "recipes"].includes(entry) && !entry.startsWith("."))).toEqual(["good"])
+  })
+
+  it("ten parallel rm -y of one VM: exactly one deleted, the rest not_found", async () => {
+    const home = homeWith({ v1: vmToml("v1", 2202) })
+    const runs = await Promise.all(Array.from({ length: 10 }, () => stoat(["rm", "-y", "v1", "--json"], { STOAT_HOME: home })))
+    const outcomes = runs.map((run) => result(run.stdout))
+    expect(outcomes.filter((outcome) => outcome["ok"] === true)).toEqual([{ v: 3, type: "result", cmd: "rm", ok: true, data: { deleted: true, name: "v1" } }])
+    expect(outcomes.filter((outcome) => outcome["ok"] === false).map((outcome) => outcome["error"]["code"])).toEqual(Array(9).fill("not_found"))
+    expect(runs.map((run) => run.code).sort()).toEqual([0, ...Array(9).fill(1)])
+    expect(existsSync(join(home, "v1"))).toBe(false)
+  })
+
+  it("update on a VM whose os names no guest answers broken and writes nothing", async () => {
+    const text = vmToml("odd", 2203).replace('os = "tiny"', 'os = "nope"')
+    const home = homeWith({ odd: text })
+    const run = await stoat(["update", "odd", "--cpus", "2", "--json"], { STOAT_HOME: home })
+    expect(run.code).toBe(1)
+    expect(result(run.stdout)["error"]).toMatchObject({ code: "broken", subject: "odd" })
+    expect(readFileSync(join(home, "odd", "vm.toml"), "utf8")).toBe(text)
+  })
+
+  it("a .lock that is a directory is invalid_spec naming the path", async () => {
+    const home = homeWith({ v1: vmToml("v1", 2204) })
+    mkdirSync(join(home, ".lock"))
+    const run = await stoat(["rm", "-y", "v1", "--json"], { STOAT_HOME: home })
+    expect(run.code).toBe(1)
+    expect(result(run.stdout)["error"]).toMatchObject({
+      code: "invalid_spec",
+      message: `cannot use the lock file ${join(home, ".lock")}: it is a directory; remove it and stoat will recreate it`
+    })
+    expect(existsSync(join(home, "v1", "vm.toml"))).toBe(true)
+  })
+})
+
+describe("create and update input", () => {
+  it("refuses disk sizes out of 64M..64T with invalid_spec and the allowed range, creating nothing", async () => {
+    const home = tempHome()
+    for (const disk of ["999999999999999999999G", "100", "1K", "8"]) {
+      const run = await stoat(["create", "box", "--image", "tiny", "--disk", disk, "--json"], { STOAT_HOME: home })
+      expect(run.code, disk).toBe(1)
+      expect(result(run.stdout)["error"]).toMatchObject({ code: "invalid_spec", subject: "disk", message: expect.stringMatching(/^disk must be 64M\.\.64T, got /) })
+    }
+    expect(existsSync(join(home, "box"))).toBe(false)
+  })
+
+  it("update with the value a VM already has reports no change; out-of-range values name the field and range", async () => {
+    const text = vmToml("a", 2205)
+    const home = homeWith({ a: text })
+    const same = await stoat(["update", "a", "--cpus", "1", "--json"], { STOAT_HOME: home })
+    expect(result(same.stdout)["data"]).toMatchObject({ changed: [], applies_at: "now" })
+    expect(readFileSync(join(home, "a", "vm.toml"), "utf8")).toBe(text)
+    expect((await stoat(["update", "a", "--cpus", "1"], { STOAT_HOME: home })).stdout).toBe("a: nothing changed\n")
+    const big = await stoat(["update", "a", "--cpus", "9999"], { STOAT_HOME: home })
+    expect(big).toMatchObject({ code: 2, stderr: "stoat: update: invalid input for update: cpus must be 1..256, got 9999\n" })
   })
 })
