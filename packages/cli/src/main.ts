@@ -1,6 +1,6 @@
 // Only light modules at the top: `stoat -v` and oclif's startup must not load effect.
 import { STOAT_VERSION } from "@stoat/core/version"
-import { commandName, extractJsonFlag } from "./argv.js"
+import { commandName, helpTopic, preParse } from "./argv.js"
 import { cliState } from "./state.js"
 
 const reportJson = async (code: "usage" | "internal", message: string): Promise<void> => {
@@ -20,24 +20,26 @@ export const main = async (argv: string[]): Promise<void> => {
     process.stdout.write(`stoat ${STOAT_VERSION}\n`)
     return
   }
-  const { json, rest } = extractJsonFlag(argv)
-  cliState.json = json
-  cliState.cmd = commandName(rest)
-  if (rest.length === 1 && (rest[0] === "ls" || rest[0] === "list")) {
+  const { json, help, rest, guest } = preParse(argv)
+  Object.assign(cliState, { json, guest, cmd: help ? "help" : commandName(rest) })
+  const plain = rest.filter((word) => word !== "--quiet")
+  if (!help && plain.length === 1 && (plain[0] === "ls" || plain[0] === "list")) {
     const { fastLs } = await import("./fast-ls.js")
     return fastLs(json)
   }
   // Loaded only now: `stoat -v` and plain `stoat ls` never pay for oclif.
   const { Errors, flush, run } = await import("@oclif/core")
   try {
-    await run(rest.length === 0 ? ["--help"] : rest, import.meta.url)
+    // `-h`, `--help` and no command at all are `stoat help [<cmd>]`, which answers in JSON too.
+    await run(help ? ["help", ...helpTopic(rest)] : rest, import.meta.url)
     await flush()
   } catch (error) {
     if (error instanceof Errors.ExitError) process.exit(error.oclif.exit)
     const oclif = (error as { oclif?: { exit?: number } }).oclif
     const message = (error as Error).message ?? String(error)
     if (oclif?.exit === 2 || /^(Nonexistent flag|Unexpected argument|Missing (\d+ )?required|Expected|Command .* not found|Parsing --)/m.test(message)) {
-      await usageExit(message.replace(/\n\s*See more help with --help$/m, "").trim())
+      // oclif's "Parsing --ram \n\tExpected an integer ..." as one line that names the flag.
+      await usageExit(message.replace(/\n\s*See more help with --help$/m, "").replace(/^Parsing (--[\w-]+)\s*\n\s*/, "$1: ").trim())
     }
     if (cliState.json) await reportJson("internal", message)
     else process.stderr.write(`stoat: ${cliState.cmd}: ${message}\n`)

@@ -96,6 +96,70 @@ describe("usage errors", () => {
   })
 })
 
+describe("help and global flags", () => {
+  it("-h, --help and help [cmd] print help for stoat or the command (exit 0)", async () => {
+    const home = tempHome()
+    for (const args of [["-h"], ["--help"], ["help"], []]) {
+      const run = await stoat(args, { STOAT_HOME: home })
+      expect(run.code, args.join(" ")).toBe(0)
+      expect(run.stdout).toMatch(/^COMMANDS$/m)
+      expect(run.stdout).toMatch(/^ {2}create +Create a VM$/m)
+    }
+    const ls = await stoat(["ls", "-h"], { STOAT_HOME: home })
+    expect(ls.code).toBe(0)
+    expect(ls.stdout).toMatch(/\$ stoat ls/)
+    for (const args of [["help", "ls"], ["-h", "ls"], ["ls", "--help"]]) expect((await stoat(args, { STOAT_HOME: home })).stdout).toBe(ls.stdout)
+    expect((await stoat(["help", "guest", "ls"], { STOAT_HOME: home })).stdout).toMatch(/\$ stoat guest ls/)
+    const unknown = await stoat(["help", "bogus"], { STOAT_HOME: home })
+    expect(unknown).toMatchObject({ code: 2, stderr: 'stoat: help: unknown command "bogus"; see stoat help\n' })
+    expect(readdirSync(home)).toEqual([])
+  })
+
+  it("with --json, help and --json alone end in one result envelope carrying the usage", async () => {
+    const home = tempHome()
+    const alone = await stoat(["--json"], { STOAT_HOME: home })
+    expect(alone.code).toBe(0)
+    expect(result(alone.stdout)).toMatchObject({ cmd: "help", ok: true })
+    expect(result(alone.stdout)["data"]["usage"]).toMatch(/^COMMANDS$/m)
+    const ls = await stoat(["ls", "-h", "--json"], { STOAT_HOME: home })
+    expect(result(ls.stdout)["data"]["usage"]).toMatch(/\$ stoat ls/)
+    const unknown = await stoat(["help", "bogus", "--json"], { STOAT_HOME: home })
+    expect(unknown.code).toBe(2)
+    expect(result(unknown.stdout)).toMatchObject({ cmd: "help", ok: false, error: { code: "usage" } })
+  })
+
+  it("-q is a global flag: it may stand before the command", async () => {
+    const home = tempHome()
+    mkdirSync(join(home, "good"))
+    writeFileSync(join(home, "good", "vm.toml"), goodVm("good", 2201))
+    const quiet = await stoat(["-q", "ls"], { STOAT_HOME: home })
+    expect(quiet.code).toBe(0)
+    expect(quiet.stdout).toBe((await stoat(["ls"], { STOAT_HOME: home })).stdout)
+    expect(result((await stoat(["-q", "get", "good", "--json"], { STOAT_HOME: home })).stdout)).toMatchObject({ ok: true, data: { vm: { name: "good" } } })
+    expect((await stoat(["--quiet", "rm", "good"], { STOAT_HOME: home })).stderr).toMatch(/needs confirmation; pass -y/)
+  })
+})
+
+describe("stoat exec", () => {
+  it("takes every word after the VM name as the guest command, flags included", async () => {
+    const home = tempHome()
+    for (const args of [["exec", "dev", "uname", "-a"], ["exec", "dev", "ls", "-la"], ["exec", "-q", "dev", "ls", "-la", "--color"], ["exec", "dev", "--", "ls", "-la"]]) {
+      const run = await stoat(args, { STOAT_HOME: home })
+      expect(run, args.join(" ")).toMatchObject({ code: 1, stderr: 'stoat: exec: no VM "dev"; see stoat ls\n' })
+    }
+    const json = await stoat(["exec", "--json", "dev", "ls", "-la"], { STOAT_HOME: home })
+    expect(result(json.stdout)).toMatchObject({ cmd: "exec", ok: false, error: { code: "not_found", subject: "dev" } })
+    // After the VM name --json and -h belong to the guest command.
+    const guestFlags = await stoat(["exec", "dev", "ls", "--json", "-h"], { STOAT_HOME: home })
+    expect(guestFlags).toMatchObject({ code: 1, stdout: "" })
+    const guestJson = await stoat(["exec", "dev", "--json"], { STOAT_HOME: home })
+    expect(guestJson).toMatchObject({ code: 1, stdout: "" })
+    const nothing = await stoat(["--json", "exec", "dev"], { STOAT_HOME: home })
+    expect(nothing.code).toBe(2)
+    expect(result(nothing.stdout)["error"]).toMatchObject({ code: "usage", message: "missing command: stoat exec <vm> <cmd...>" })
+  })
+})
+
 describe("guests", () => {
   it("lists the bundled guests and merges user files", async () => {
     const home = tempHome()

@@ -1,19 +1,19 @@
 import { Args } from "@oclif/core"
 import { execInGuest } from "@stoat/core"
 import { StoatCommand } from "../base.js"
+import { cliState } from "../state.js"
 
 export default class Exec extends StoatCommand {
   static override summary = "Run a command in a VM"
   static override description =
-    "Run a command in a running VM over SSH. Words after the VM name are passed as argv (a leading -- is dropped). Exits with the guest command's status; with --json exits 0 when the command ran."
-  static override strict = false
+    "Run a command in a running VM over SSH. Every word after the VM name, flags included, is the guest command's argv (a leading -- is dropped); stoat's own flags (--json, -q) go before the VM name. Exits with the guest command's status; with --json exits 0 when the command ran."
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
-  static override examples = ["stoat exec dev -- uname -a", "stoat exec dev cat /etc/os-release"]
+  static override examples = ["stoat exec dev uname -a", "stoat exec dev ls -la /etc", "stoat exec --json dev -- cat /etc/os-release"]
 
   async run(): Promise<void> {
-    const { args, argv } = await this.parse(Exec)
-    const words = (argv as string[]).slice(1)
-    if (words[0] === "--") words.shift()
+    const { args } = await this.parse(Exec)
+    // main takes the guest command out of argv before oclif could mistake its flags for stoat's.
+    const words = cliState.guest ?? []
     if (words.length === 0) return this.failWith({ code: "usage", message: "missing command: stoat exec <vm> <cmd...>" })
     const result = await this.call(execInGuest, { vm: args.vm, argv: words, timeout_seconds: 600 })
     const stdout = result.stdout ?? Buffer.from(result.stdout_base64 ?? "", "base64").toString("latin1")
