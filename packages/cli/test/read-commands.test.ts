@@ -160,6 +160,22 @@ describe("stoat exec", () => {
   })
 })
 
+describe("stoat logs", () => {
+  it("with no VM shows the tail of stoat.log", async () => {
+    const home = tempHome()
+    mkdirSync(join(home, "logs"))
+    writeFileSync(join(home, "logs", "stoat.log"), "first\nsecond\nthird\n")
+    const plain = await stoat(["logs", "-n", "2"], { STOAT_HOME: home })
+    expect(plain).toMatchObject({ code: 0, stdout: "second\nthird\n" })
+    const json = await stoat(["logs", "--json", "-n", "1"], { STOAT_HOME: home })
+    // The plain run above appended its own audit line.
+    expect(result(json.stdout)).toMatchObject({ cmd: "logs", ok: true, data: { lines: [expect.stringMatching(/op=host\.logs entrypoint=cli .*outcome=ok$/)] } })
+    const which = await stoat(["logs", "--which", "apply", "--json"], { STOAT_HOME: home })
+    expect(which.code).toBe(2)
+    expect(result(which.stdout)["error"]["code"]).toBe("usage")
+  })
+})
+
 describe("guests", () => {
   it("lists the bundled guests and merges user files", async () => {
     const home = tempHome()

@@ -3,7 +3,7 @@ import { execInGuest } from "./guest-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
-import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, updateVm, vmLogs, waitVm } from "./vm-ops.js"
+import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, stoatLog, updateVm, vmLogs, waitVm } from "./vm-ops.js"
 import type { Operation } from "./operation.js"
 
 export * from "./operation.js"
@@ -32,6 +32,7 @@ export const catalog: ReadonlyArray<Operation> = [
   cloneVm,
   forwardPorts,
   vmLogs,
+  stoatLog,
   screenshotVm,
   listSnapshots,
   saveSnapshot,

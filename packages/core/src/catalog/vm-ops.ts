@@ -3,7 +3,7 @@ import { mkdir, readFile, rm, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Duration, Effect, Schema } from "effect"
 import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
-import { DataRoot } from "../data-root.js"
+import { DataRoot, type DataRootPaths } from "../data-root.js"
 import {
   AccessDenied,
   NoDisk,
@@ -676,6 +676,22 @@ export const forwardPorts = defineOperation({
 // logs / screenshot
 
 const MAX_LOG_LINES = 2000
+const LogCount = Schema.optional(Schema.Int.pipe(Schema.between(0, MAX_LOG_LINES)))
+
+/** The file `stoat logs` reads: a VM's console or apply log, or with no VM stoat's own log. */
+export const logFile = (root: DataRootPaths, vm?: string, which: "console" | "apply" = "console"): string =>
+  vm === undefined ? join(root.logs, "stoat.log") : join(root.vmDir(vm), which === "console" ? "console.log" : "last-provision.log")
+
+/** The last n lines of a log (n = 0: as many as the cap allows), without terminal escapes; a missing file has none. */
+const tailLines = (file: string, n = 50) =>
+  Effect.map(
+    Effect.promise(() => readFile(file, "utf8").catch(() => "")),
+    (text) => {
+      const lines = text.replace(ANSI, "").split("\n")
+      if (lines.at(-1) === "") lines.pop()
+      return lines.slice(-(n === 0 ? MAX_LOG_LINES : n))
+    }
+  )
 
 /** Terminal control: CSI sequences, OSC strings (window titles), charset and two-character escapes, and CR. */
 const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()][A-Za-z0-9]|\u001b[@-Z\\-_0-9=>c]|\r/g
@@ -690,7 +706,7 @@ export const vmLogs = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     which: Schema.optional(Schema.Literal("console", "apply")),
-    n: Schema.optional(Schema.Int.pipe(Schema.between(0, 2000)))
+    n: LogCount
   }),
   output: LogLines,
   annotations: READ,
@@ -699,14 +715,24 @@ export const vmLogs = defineOperation({
     Effect.gen(function* () {
       const record = yield* (yield* VmStore).get(input.vm)
       const which = input.which ?? "console"
-      const file = join(record.dir, which === "console" ? "console.log" : "last-provision.log")
-      const text = yield* Effect.promise(() => readFile(file, "utf8").catch(() => ""))
-      const lines = text.replace(ANSI, "").split("\n")
-      if (lines.at(-1) === "") lines.pop()
-      const n = input.n ?? 50
-      // n = 0 asks for as many as allowed, which is still the 2000-line cap.
-      return { vm: input.vm, which, lines: lines.slice(-(n === 0 ? MAX_LOG_LINES : n)) }
+      return { vm: input.vm, which, lines: yield* tailLines(logFile(yield* DataRoot, record.name, which), input.n) }
     })
+})
+
+export const stoatLog = defineOperation({
+  key: "host.logs",
+  tool: "global_logs",
+  cli: "logs",
+  title: "Read stoat's own log",
+  description: "Last lines of stoat's own log (logs/stoat.log): one line per operation with its entrypoint, VM, duration and outcome. n ≤ 2000 (default 50).",
+  kind: "query",
+  input: Schema.Struct({ n: LogCount }),
+  output: LogLines,
+  annotations: READ,
+  // The original keeps its own log away from agents; so do we.
+  mcp: false,
+  access: null,
+  run: (input) => Effect.map(Effect.flatMap(DataRoot, (root) => tailLines(logFile(root), input.n)), (lines) => ({ lines }))
 })
 
 export const screenshotVm = defineOperation({

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "nod
 import { join } from "node:path"
 import { Exit } from "effect"
 import { describe, expect, it } from "vitest"
-import { cloneVm, createVm, destroyVm, forwardPorts, listVms, prune, startVm, updateVm, vmLogs, waitVm } from "../../src/catalog/index.js"
+import { cloneVm, createVm, destroyVm, forwardPorts, listVms, prune, startVm, stoatLog, updateVm, vmLogs, waitVm } from "../../src/catalog/index.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { harness } from "./harness.js"
 
@@ -212,5 +212,14 @@ describe("regressions of issue 7 §3", () => {
     expect(error).toMatchObject({ code: "usage", message: "invalid input for update: cpus must be 1..256, got 9999" })
     expect((await h.fail(createVm, { name: "x", image: "tiny", ram_mb: 1.5 })).message).toBe("invalid input for create: ram_mb must be an integer, got 1.5")
     expect((await h.fail(createVm, { name: "x", image: "tiny", disk: "+8G" })).message).not.toMatch(/undefined|Expected/)
+  })
+
+  // stoat-original §2.2: `logs` with no VM shows stoat.log (CLI only: the MCP server leaves global logs out).
+  it("stoatLog returns the last lines of logs/stoat.log", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "logs"))
+    writeFileSync(join(h.root, "logs", "stoat.log"), "one\ntwo\nthree\n")
+    expect(await h.ok(stoatLog, { n: 2 })).toEqual({ lines: ["two", "three"] })
+    expect(stoatLog.mcp).toBe(false)
   })
 })
