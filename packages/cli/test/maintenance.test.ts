@@ -140,4 +140,13 @@ describe("create and update input", () => {
     const big = await stoat(["update", "a", "--cpus", "9999"], { STOAT_HOME: home })
     expect(big).toMatchObject({ code: 2, stderr: "stoat: update: invalid input for update: cpus must be 1..256, got 9999\n" })
   })
+
+  it("--recipes takes one value (a comma list), not the words after it", async () => {
+    const home = tempHome()
+    // The word after the value is the VM name: CON is refused as a name, not taken as a recipe.
+    const run = await stoat(["create", "--recipes", "foo", "CON", "--image", "tiny", "--json"], { STOAT_HOME: home })
+    expect(result(run.stdout)["error"]).toMatchObject({ code: "invalid_spec", subject: "CON" })
+    const csv = await stoat(["create", "box", "--recipes", "foo,bar", "--image", "tiny", "--json"], { STOAT_HOME: home })
+    expect(result(csv.stdout)["error"]).toMatchObject({ code: "not_found", subject: "foo" })
+  })
 })

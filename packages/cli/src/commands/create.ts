@@ -3,6 +3,7 @@ import { resolve } from "node:path"
 import { Args, Flags } from "@oclif/core"
 import { createVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
+import { recipeNames, recipesFlag } from "../flags.js"
 
 export default class Create extends StoatCommand {
   static override summary = "Create a VM"
@@ -18,10 +19,10 @@ export default class Create extends StoatCommand {
     mode: Flags.string({ description: "live or disk, for images that offer both", options: ["live", "disk"] }),
     ram: Flags.integer({ description: "RAM in MiB (default 4096; tiny: 256)", min: 256 }),
     cpus: Flags.integer({ description: "vCPUs (default 4; tiny: 1)", min: 1 }),
-    disk: Flags.string({ description: "absolute disk size, e.g. 8G (tiny: 1G)" }),
+    disk: Flags.string({ description: "absolute disk size 64M..64T, e.g. 8G or 512M (tiny: 1G)" }),
     share: Flags.string({ description: "host folder shared read-only at /mnt/host" }),
     "console-password": Flags.string({ description: "console password, or random" }),
-    recipes: Flags.string({ description: "recipes to apply (comma-separated or repeated)", multiple: true }),
+    recipes: recipesFlag("recipes to apply (comma-separated or repeated)"),
     "agent-access": Flags.string({ description: "what MCP agents may do in the guest", options: ["none", "observe", "manage", "exec"] }),
     "allow-exec": Flags.boolean({ hidden: true, allowNo: true, description: "legacy: true means agent-access exec" })
   }
@@ -43,7 +44,7 @@ export default class Create extends StoatCommand {
         ...(flags.disk ? { disk: flags.disk } : {}),
         ...(flags.share ? { share: flags.share } : {}),
         ...(flags["console-password"] ? { console_password: flags["console-password"] } : {}),
-        ...(flags.recipes ? { recipes: flags.recipes.flatMap((value) => value.split(",")).filter(Boolean) } : {}),
+        ...(flags.recipes ? { recipes: recipeNames(flags.recipes) } : {}),
         ...(access ? { agent_access: access } : {})
       },
       { interactive: !this.json && process.stdin.isTTY === true }

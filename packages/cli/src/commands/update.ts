@@ -1,6 +1,7 @@
 import { Args, Flags } from "@oclif/core"
 import { updateVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
+import { recipeNames, recipesFlag } from "../flags.js"
 
 export default class Update extends StoatCommand {
   static override summary = "Change a VM's settings"
@@ -13,7 +14,7 @@ export default class Update extends StoatCommand {
     "ssh-port": Flags.integer({ description: "host port forwarded to the guest's sshd", min: 1024, max: 65535 }),
     disk: Flags.string({ description: "new absolute disk size (grow only)" }),
     share: Flags.string({ description: "host folder shared read-only (\"\" clears)" }),
-    recipes: Flags.string({ description: "replace the recipe list (\"\" clears)", multiple: true }),
+    recipes: recipesFlag("replace the recipe list (comma-separated or repeated; \"\" clears)"),
     "agent-access": Flags.string({ options: ["none", "observe", "manage", "exec"], description: "what MCP agents may do in the guest" }),
     display: Flags.string({ options: ["auto", "window", "vnc"], description: "display preference" }),
     installed: Flags.boolean({ allowNo: true, description: "mark the disk as installed" })
@@ -28,7 +29,7 @@ export default class Update extends StoatCommand {
       ...(flags["ssh-port"] !== undefined ? { ssh_port: flags["ssh-port"] } : {}),
       ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
       ...(flags.share !== undefined ? { share: flags.share } : {}),
-      ...(flags.recipes !== undefined ? { recipes: flags.recipes.flatMap((value) => value.split(",")).filter(Boolean) } : {}),
+      ...(flags.recipes !== undefined ? { recipes: recipeNames(flags.recipes) } : {}),
       ...(flags["agent-access"] !== undefined ? { agent_access: flags["agent-access"] } : {}),
       ...(flags.display !== undefined ? { display: flags.display } : {}),
       ...(flags.installed !== undefined ? { installed: flags.installed } : {})
