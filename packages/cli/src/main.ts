@@ -39,7 +39,14 @@ export const main = async (argv: string[]): Promise<void> => {
     const message = (error as Error).message ?? String(error)
     if (oclif?.exit === 2 || /^(Nonexistent flag|Unexpected argument|Missing (\d+ )?required|Expected|Command .* not found|Parsing --)/m.test(message)) {
       // oclif's "Parsing --ram \n\tExpected an integer ..." as one line that names the flag.
-      await usageExit(message.replace(/\n\s*See more help with --help$/m, "").replace(/^Parsing (--[\w-]+)\s*\n\s*/, "$1: ").trim())
+      // (Our list flags take one value each, so oclif's note that they swallow arguments is wrong.)
+      await usageExit(
+        message
+          .replace(/\n\s*See more help with --help$/m, "")
+          .replace(/^Parsing (--[\w-]+)\s*\n\s*/, "$1: ")
+          .replace(/\n+Note: --[\w-]+ allows multiple values[\s\S]*$/, "")
+          .trim()
+      )
     }
     if (cliState.json) await reportJson("internal", message)
     else process.stderr.write(`stoat: ${cliState.cmd}: ${message}\n`)

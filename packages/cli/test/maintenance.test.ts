@@ -148,5 +148,8 @@ describe("create and update input", () => {
     expect(result(run.stdout)["error"]).toMatchObject({ code: "invalid_spec", subject: "CON" })
     const csv = await stoat(["create", "box", "--recipes", "foo,bar", "--image", "tiny", "--json"], { STOAT_HOME: home })
     expect(result(csv.stdout)["error"]).toMatchObject({ code: "not_found", subject: "foo" })
+    // oclif's note that a list flag swallows the arguments after it would now be wrong.
+    const missing = await stoat(["create", "--recipes", "foo", "--json"], { STOAT_HOME: home })
+    expect(result(missing.stdout)["error"]).toEqual({ code: "usage", message: "Missing 1 required arg:\nname  new VM name" })
   })
 })

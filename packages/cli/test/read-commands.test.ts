@@ -126,6 +126,11 @@ describe("help and global flags", () => {
     const unknown = await stoat(["help", "bogus", "--json"], { STOAT_HOME: home })
     expect(unknown.code).toBe(2)
     expect(result(unknown.stdout)).toMatchObject({ cmd: "help", ok: false, error: { code: "usage" } })
+    // A topic alone (oclif would print its help bare) answers like help does.
+    const topic = await stoat(["guest", "--json"], { STOAT_HOME: home })
+    expect(topic.code).toBe(0)
+    expect(result(topic.stdout)).toMatchObject({ cmd: "guest", ok: true })
+    expect(result(topic.stdout)["data"]["usage"]).toMatch(/guest ls +List guest definitions/)
   })
 
   it("-q is a global flag: it may stand before the command", async () => {
