@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const BIN = fileURLToPath(new URL("../bin/run.js", import.meta.url))
@@ -37,3 +37,17 @@ export const envelopes = (stdout: string): Array<Record<string, any>> => {
 export const result = (stdout: string): Record<string, any> => envelopes(stdout).at(-1)!
 
 export const tempHome = (): string => mkdtempSync(join(tmpdir(), "stoat-cli-"))
+
+/** A stopped tiny VM's vm.toml, written by hand (no tiny-guest build needed). */
+export const vmToml = (name: string, port: number) =>
+  `name = "${name}"\nmode = "disk"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = ${port}\nsshuser = "root"\n`
+
+/** A fresh data root holding these files, by path inside it: `{ "dev/vm.toml": vmToml("dev", 2200) }`. */
+export const homeWith = (files: Record<string, string>): string => {
+  const home = tempHome()
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(home, path)), { recursive: true })
+    writeFileSync(join(home, path), text)
+  }
+  return home
+}

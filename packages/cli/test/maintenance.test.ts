@@ -1,20 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { result, stoat, tempHome } from "./helpers.js"
-
-const vmToml = (name: string, port: number, extra = "") =>
-  `name = "${name}"\nmode = "disk"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = ${port}\nsshuser = "root"\n${extra}`
-
-/** A data root with hand-written VMs (no tiny-guest build needed). */
-const homeWith = (vms: Record<string, string>): string => {
-  const home = tempHome()
-  for (const [name, text] of Object.entries(vms)) {
-    mkdirSync(join(home, name))
-    writeFileSync(join(home, name, "vm.toml"), text)
-  }
-  return home
-}
+import { homeWith, result, stoat, tempHome, vmToml } from "./helpers.js"
 
 describe("stoat prune", () => {
   const populated = () => {
@@ -56,9 +43,7 @@ describe("stoat prune", () => {
 
 describe("stoat capabilities", () => {
   it("reports schema 1 with the unavailable runtime proposals and per-VM access limits", async () => {
-    const home = tempHome()
-    mkdirSync(join(home, "box"))
-    writeFileSync(join(home, "box", "vm.toml"), 'os = "tiny"\nsshport = 2200\nagent_access = "observe"\n')
+    const home = homeWith({ "box/vm.toml": 'os = "tiny"\nsshport = 2200\nagent_access = "observe"\n' })
     const run = await stoat(["capabilities", "box", "--json"], { STOAT_HOME: home })
     const report = result(run.stdout)["data"]
     expect(report).toMatchObject({ schema: 1, target: { name: "box", agent_access: "observe" }, access_policy: { mcp_agent_access_enforced: true } })
@@ -71,7 +56,7 @@ describe("stoat capabilities", () => {
 
 describe("broken and racing VMs", () => {
   it("a VM folder whose vm.toml is a directory lists as broken and can be pruned or removed", async () => {
-    const home = homeWith({ good: vmToml("good", 2201) })
+    const home = homeWith({ "good/vm.toml": vmToml("good", 2201) })
     mkdirSync(join(home, "odd", "vm.toml"), { recursive: true })
     const ls = await stoat(["ls", "--json"], { STOAT_HOME: home })
     expect(ls.code).toBe(0)
@@ -88,7 +73,7 @@ describe("broken and racing VMs", () => {
   })
 
   it("ten parallel rm -y of one VM: exactly one deleted, the rest not_found", async () => {
-    const home = homeWith({ v1: vmToml("v1", 2202) })
+    const home = homeWith({ "v1/vm.toml": vmToml("v1", 2202) })
     const runs = await Promise.all(Array.from({ length: 10 }, () => stoat(["rm", "-y", "v1", "--json"], { STOAT_HOME: home })))
     const outcomes = runs.map((run) => result(run.stdout))
     expect(outcomes.filter((outcome) => outcome["ok"] === true)).toEqual([{ v: 3, type: "result", cmd: "rm", ok: true, data: { deleted: true, name: "v1" } }])
@@ -99,7 +84,7 @@ describe("broken and racing VMs", () => {
 
   it("update on a VM whose os names no guest answers broken and writes nothing", async () => {
     const text = vmToml("odd", 2203).replace('os = "tiny"', 'os = "nope"')
-    const home = homeWith({ odd: text })
+    const home = homeWith({ "odd/vm.toml": text })
     const run = await stoat(["update", "odd", "--cpus", "2", "--json"], { STOAT_HOME: home })
     expect(run.code).toBe(1)
     expect(result(run.stdout)["error"]).toMatchObject({ code: "broken", subject: "odd" })
@@ -107,7 +92,7 @@ describe("broken and racing VMs", () => {
   })
 
   it("a .lock that is a directory is invalid_spec naming the path", async () => {
-    const home = homeWith({ v1: vmToml("v1", 2204) })
+    const home = homeWith({ "v1/vm.toml": vmToml("v1", 2204) })
     mkdirSync(join(home, ".lock"))
     const run = await stoat(["rm", "-y", "v1", "--json"], { STOAT_HOME: home })
     expect(run.code).toBe(1)
@@ -132,7 +117,7 @@ describe("create and update input", () => {
 
   it("update with the value a VM already has reports no change; out-of-range values name the field and range", async () => {
     const text = vmToml("a", 2205)
-    const home = homeWith({ a: text })
+    const home = homeWith({ "a/vm.toml": text })
     const same = await stoat(["update", "a", "--cpus", "1", "--json"], { STOAT_HOME: home })
     expect(result(same.stdout)["data"]).toMatchObject({ changed: [], applies_at: "now" })
     expect(readFileSync(join(home, "a", "vm.toml"), "utf8")).toBe(text)

@@ -2,10 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { catalog } from "@stoat/core"
-import { result, stoat, tempHome } from "./helpers.js"
-
-const goodVm = (name: string, port: number) =>
-  `name = "${name}"\nmode = "disk"\nos = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = ${port}\nsshuser = "root"\n`
+import { homeWith, result, stoat, tempHome, vmToml } from "./helpers.js"
 
 describe("stoat ls", () => {
   it("answers an empty data root with the envelope and creates nothing", async () => {
@@ -19,7 +16,7 @@ describe("stoat ls", () => {
   it("lists a populated root including a broken VM whose port stays reserved", async () => {
     const home = tempHome()
     mkdirSync(join(home, "good"))
-    writeFileSync(join(home, "good", "vm.toml"), goodVm("good", 2201))
+    writeFileSync(join(home, "good", "vm.toml"), vmToml("good", 2201))
     mkdirSync(join(home, "bad"))
     writeFileSync(join(home, "bad", "vm.toml"), "sshport = 2205\nram = 'lots'\n[[[garbage")
     mkdirSync(join(home, "isos"))
@@ -39,7 +36,7 @@ describe("stoat ls", () => {
   it("warns on stderr about unknown vm.toml keys without failing", async () => {
     const home = tempHome()
     mkdirSync(join(home, "odd"))
-    writeFileSync(join(home, "odd", "vm.toml"), `${goodVm("odd", 2210)}flavour = "mint"\n`)
+    writeFileSync(join(home, "odd", "vm.toml"), `${vmToml("odd", 2210)}flavour = "mint"\n`)
     const run = await stoat(["ls", "--json"], { STOAT_HOME: home })
     expect(run.code).toBe(0)
     expect(run.stderr).toMatch(/unknown key "flavour"/)
@@ -58,9 +55,7 @@ describe("stoat ls", () => {
 
 describe("stoat get", () => {
   it("suggests the closest VM name", async () => {
-    const home = tempHome()
-    mkdirSync(join(home, "devbox"))
-    writeFileSync(join(home, "devbox", "vm.toml"), goodVm("devbox", 2200))
+    const home = homeWith({ "devbox/vm.toml": vmToml("devbox", 2200) })
     const run = await stoat(["get", "devbx"], { STOAT_HOME: home })
     expect(run.code).toBe(1)
     expect(run.stderr).toBe('stoat: get: no VM "devbx" (did you mean "devbox"?); see stoat ls\n')
@@ -134,9 +129,7 @@ describe("help and global flags", () => {
   })
 
   it("-q is a global flag: it may stand before the command", async () => {
-    const home = tempHome()
-    mkdirSync(join(home, "good"))
-    writeFileSync(join(home, "good", "vm.toml"), goodVm("good", 2201))
+    const home = homeWith({ "good/vm.toml": vmToml("good", 2201) })
     const quiet = await stoat(["-q", "ls"], { STOAT_HOME: home })
     expect(quiet.code).toBe(0)
     expect(quiet.stdout).toBe((await stoat(["ls"], { STOAT_HOME: home })).stdout)
@@ -167,9 +160,7 @@ describe("stoat exec", () => {
 
 describe("stoat logs", () => {
   it("with no VM shows the tail of stoat.log", async () => {
-    const home = tempHome()
-    mkdirSync(join(home, "logs"))
-    writeFileSync(join(home, "logs", "stoat.log"), "first\nsecond\nthird\n")
+    const home = homeWith({ "logs/stoat.log": "first\nsecond\nthird\n" })
     const plain = await stoat(["logs", "-n", "2"], { STOAT_HOME: home })
     expect(plain).toMatchObject({ code: 0, stdout: "second\nthird\n" })
     const json = await stoat(["logs", "--json", "-n", "1"], { STOAT_HOME: home })
