@@ -28,8 +28,8 @@ const qemuMissingReason = async (qemu: string): Promise<string | undefined> => {
 /**
  * Registers vitest hooks that boot a real tiny guest (busybox + dropbear, under TCG unless
  * `accel: "kvm"`) and stop it afterwards, whether the tests passed or not. Returns a handle
- * that is usable inside the tests. Without QEMU every test here is skipped with the reason,
- * and a warning says so; nothing is skipped silently.
+ * that is usable inside the tests. Without QEMU every test here is skipped with the reason
+ * and a warning says so (or fails, with `whenQemuMissing: "fail"`); nothing is skipped silently.
  *
  *   describe("my tool in a VM", () => {
  *     const vm = withVm()
@@ -41,17 +41,19 @@ export const withVm = (options: WithVmOptions = {}): TestVm => {
   const qemu = options.qemu ?? "qemu-system-x86_64"
   const hookTimeout = (options.bootTimeoutMs ?? DEFAULT_BOOT_TIMEOUT_MS) + HOOK_MARGIN_MS
   let current: RunningTestVm | undefined
-  let skipReason: string | undefined
-  let checked = false
+  let missing: Promise<string | undefined> | undefined
 
-  /** Checked once per withVm call; a missing QEMU is announced once, then reported on every test. */
-  const checkQemu = async () => {
-    if (checked) return
-    checked = true
-    skipReason = await qemuMissingReason(qemu)
-    if (skipReason === undefined) return
-    if (options.whenQemuMissing === "fail") throw new Error(skipReason)
-    console.warn(`\n*** withVm(${name}): SKIPPING the tests that need this VM. ${skipReason} ***\n`)
+  /** Looked up once per withVm call. In "skip" mode the warning is printed once, and each test carries the reason. */
+  const qemuMissing = (): Promise<string | undefined> =>
+    (missing ??= qemuMissingReason(qemu).then((reason) => {
+      if (reason !== undefined && options.whenQemuMissing !== "fail") {
+        console.warn(`\n*** withVm(${name}): SKIPPING the tests that need this VM. ${reason} ***\n`)
+      }
+      return reason
+    }))
+  const skipOrFail = (context: { readonly skip: (note: string) => never }, reason: string): never => {
+    if (options.whenQemuMissing === "fail") throw new Error(reason)
+    return context.skip(reason)
   }
   const boot = async () => {
     current = await startTestVm(options)
@@ -64,17 +66,19 @@ export const withVm = (options: WithVmOptions = {}): TestVm => {
 
   if (options.scope === "test") {
     beforeEach(async (context) => {
-      await checkQemu()
-      if (skipReason !== undefined) return context.skip(skipReason)
+      const reason = await qemuMissing()
+      if (reason !== undefined) return skipOrFail(context, reason)
       await boot()
     }, hookTimeout)
   } else {
+    let reason: string | undefined
     beforeAll(async () => {
-      await checkQemu()
-      if (skipReason === undefined) await boot()
+      reason = await qemuMissing()
+      if (reason === undefined) await boot()
     }, hookTimeout)
+    // Reported on each test rather than as a failed beforeAll, which vitest would show as skipped tests.
     beforeEach((context) => {
-      if (skipReason !== undefined) context.skip(skipReason)
+      if (reason !== undefined) skipOrFail(context, reason)
     })
     afterAll(stop, STOP_HOOK_TIMEOUT_MS)
   }
