@@ -84,8 +84,8 @@ const killLiveOnExit = () => {
   })
 }
 
-export const defaultTinyCacheDir = (env: NodeJS.ProcessEnv = process.env): string =>
-  env["STOAT_TINY_CACHE"] && env["STOAT_TINY_CACHE"] !== "" ? env["STOAT_TINY_CACHE"] : join(resolveDataRoot(env), ".cache", "tiny")
+/** Shared with `stoat pull tiny`, which builds into `<data root>/.cache/tiny` unless STOAT_TINY_CACHE says otherwise. */
+const defaultTinyCacheDir = (): string => process.env["STOAT_TINY_CACHE"] || join(resolveDataRoot(), ".cache", "tiny")
 
 const freeLoopbackPort = (): Promise<number> =>
   new Promise((resolve, reject) => {

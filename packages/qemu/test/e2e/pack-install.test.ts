@@ -4,7 +4,7 @@
  * type-checks harness tests against them and runs them with that project's own vitest:
  * testLayer without QEMU, withVm with real tiny guests, and withVm on a PATH without QEMU.
  *
- * The npm install costs about 1.5 minutes (mostly the native builds); registry downloads come from
+ * The npm install costs 1.5 to 2 minutes on 2 cores (mostly compiling better-sqlite3); downloads come from
  * npm's cache after the first run (--prefer-offline). A missing QEMU fails this suite.
  */
 import { spawn } from "node:child_process"
