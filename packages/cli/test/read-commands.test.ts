@@ -165,7 +165,7 @@ describe("stoat logs", () => {
     expect(plain).toMatchObject({ code: 0, stdout: "second\nthird\n" })
     const json = await stoat(["logs", "--json", "-n", "1"], { STOAT_HOME: home })
     // The plain run above appended its own audit line.
-    expect(result(json.stdout)).toMatchObject({ cmd: "logs", ok: true, data: { lines: [expect.stringMatching(/op=host\.logs entrypoint=cli .*outcome=ok$/)] } })
+    expect(result(json.stdout)).toMatchObject({ cmd: "logs", ok: true, data: { lines: [expect.stringMatching(/op=host\.logs .*entrypoint=cli .*outcome=ok$/)] } })
     const which = await stoat(["logs", "--which", "apply", "--json"], { STOAT_HOME: home })
     expect(which.code).toBe(2)
     expect(result(which.stdout)["error"]["code"]).toBe("usage")
