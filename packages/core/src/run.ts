@@ -1,7 +1,7 @@
 import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Exit, ParseResult, Schema } from "effect"
-import type { Operation, ExecutionContext } from "./catalog/operation.js"
+import { targetsOf, type Operation, type ExecutionContext } from "./catalog/operation.js"
 import { DataRoot } from "./data-root.js"
 import { toErrorInfo, Usage, type StoatError } from "./errors.js"
 
@@ -41,25 +41,36 @@ const subjectOf = (raw: unknown): string | undefined => {
   return typeof value === "string" && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(value) ? value : undefined
 }
 
-/** One line in stoat.log per operation: who, what, which VM, how long, outcome. Never argument values. */
-const audit = (root: string, context: ExecutionContext, operation: Operation, raw: unknown, ms: number, outcome: string) => {
-  const vm = subjectOf(raw)
-  const line = `${new Date().toISOString()} INFO op=${operation.key} entrypoint=${context.entrypoint} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
-  // The log is best effort: a missing logs/ folder (a data root never written to) is not created by a read.
-  return Effect.promise(() => appendFile(join(root, "logs", "stoat.log"), line).catch(() => undefined))
+/** One line in stoat.log per call: who, what, which VM, how long, outcome. Never argument values. */
+export const auditCall = (context: ExecutionContext, operation: Operation, vm: string | undefined, ms: number, outcome: string) =>
+  Effect.flatMap(DataRoot, (root) => {
+    const line = `${new Date().toISOString()} INFO op=${operation.key} tool=${operation.tool} entrypoint=${context.entrypoint} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
+    // The log is best effort: a missing logs/ folder (a data root never written to) is not created by a read.
+    return Effect.promise(() => appendFile(join(root.root, "logs", "stoat.log"), line).catch(() => undefined))
+  })
+
+export interface RunOptions<I, R> {
+  /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */
+  readonly guard?: (input: I) => Effect.Effect<void, StoatError, R>
 }
 
 /** Validates, runs and audits one operation. Every entrypoint goes through here. */
-export const runOperation = <I, O, R>(
+export const runOperation = <I, O, R, R2 = never>(
   operation: Operation<I, O, R>,
   raw: unknown,
-  context: ExecutionContext
-): Effect.Effect<O, StoatError, R | DataRoot> =>
+  context: ExecutionContext,
+  options: RunOptions<I, R2> = {}
+): Effect.Effect<O, StoatError, R | R2 | DataRoot> =>
   Effect.gen(function* () {
-    const root = yield* DataRoot
     const started = Date.now()
-    const exit = yield* Effect.exit(Effect.flatMap(decodeInput(operation, raw), (input) => operation.run(input, context)))
+    let vm = subjectOf(raw)
+    const exit = yield* Effect.exit(
+      Effect.flatMap(decodeInput(operation, raw), (input) => {
+        vm = targetsOf(operation, input)[0] ?? vm
+        return options.guard ? Effect.zipRight(options.guard(input), operation.run(input, context)) : operation.run(input, context)
+      })
+    )
     const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
-    yield* audit(root.root, context, operation, raw, Date.now() - started, outcome)
+    yield* auditCall(context, operation, vm, Date.now() - started, outcome)
     return yield* exit
   })

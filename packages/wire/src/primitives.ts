@@ -11,4 +11,5 @@ export const Json: Schema.Schema<Json> = Schema.Union(
   Schema.String,
   Schema.Array(Schema.suspend(() => Json)),
   Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) })
-)
+  // Recursive: JSON Schema names it once under $defs and refers to it.
+).annotations({ identifier: "Json" })

@@ -6,7 +6,10 @@ export const VmName = Schema.String.pipe(
   Schema.maxLength(64)
 ).annotations({ description: "VM name" })
 
-export const NoInput = Schema.Struct({})
+/** No arguments: a closed empty object (a bare `Struct({})` would render as "object or array"). */
+export const NoInput = Schema.Struct({}).annotations({
+  jsonSchema: { type: "object", properties: {}, required: [], additionalProperties: false }
+})
 
 /** An integer in min..max; out of range it reads "must be min..max, got N". */
 export const IntRange = (min: number, max: number) =>

@@ -50,6 +50,8 @@ export const prune = defineOperation({
   output: PruneResult,
   annotations: DESTRUCTIVE,
   access: null,
+  // A dry run deletes nothing; applying is confirmed with the word "prune".
+  confirm: (input) => (input.apply === true ? "prune" : undefined),
   run: (input) =>
     Effect.gen(function* () {
       const root = yield* DataRoot

@@ -25,10 +25,14 @@ export interface ExecutionContext {
   readonly interactive?: boolean
 }
 
+/** The guest-access level an operation needs on its target VMs, or null for host-side work. */
+export type RequiredAccess<I> = AccessLevel | null | ((input: I) => AccessLevel | null)
+
 /**
  * One operation of the catalog: declared once, served by the CLI, the MCP server and the docs.
  * `input` is a closed object schema decoded before `run`; `access` is the level the MCP server
- * checks on the VM named by the input's `vm` (or `source`) field, or null for host-level work.
+ * checks on every VM `target` names (by default the input's `vm`, else `source`), or null for
+ * host-level work.
  */
 export interface Operation<I = any, O = any, R = any> {
   readonly key: string
@@ -48,9 +52,40 @@ export interface Operation<I = any, O = any, R = any> {
   readonly hostOnly?: ReadonlyArray<string>
   /** False for the few CLI operations the MCP server deliberately leaves out (long, open-world downloads). */
   readonly mcp?: false
-  readonly access: AccessLevel | null
+  readonly access: RequiredAccess<I>
+  /** The VMs the operation touches (access, audit); default: the input's `vm`, else `source`. */
+  readonly target?: (input: I) => ReadonlyArray<string>
+  /**
+   * The word a caller must confirm before a deletion runs (MCP asks through elicitation, or the
+   * `confirm` argument answers in advance), or undefined when this input deletes nothing.
+   * Default for the destructive class: the target VM's name.
+   */
+  readonly confirm?: (input: I) => string | undefined
   readonly run: (input: I, context: ExecutionContext) => Effect.Effect<O, StoatError, R>
 }
 
 export const defineOperation = <I, II, O, OI, R>(operation: Operation<I, O, R> & { input: Schema.Schema<I, II>; output: Schema.Schema<O, OI> }): Operation<I, O, R> =>
   operation
+
+const field = (input: unknown, key: string): string | undefined => {
+  const value = typeof input === "object" && input !== null ? (input as Record<string, unknown>)[key] : undefined
+  return typeof value === "string" ? value : undefined
+}
+
+/** The VMs an operation touches for this (decoded) input. */
+export const targetsOf = <I>(operation: Operation<I>, input: I): ReadonlyArray<string> => {
+  if (operation.target) return operation.target(input)
+  const vm = field(input, "vm") ?? field(input, "source")
+  return vm === undefined ? [] : [vm]
+}
+
+/** The level this input needs on each target, or null when no guest access is involved. */
+export const accessOf = <I>(operation: Operation<I>, input: I): AccessLevel | null =>
+  typeof operation.access === "function" ? operation.access(input) : operation.access
+
+/** Destructive (closed-world) operations delete something: the word that confirms this input, if any. */
+export const confirmationOf = <I>(operation: Operation<I>, input: I): string | undefined => {
+  if (operation.confirm) return operation.confirm(input)
+  const { destructiveHint, openWorldHint } = operation.annotations
+  return destructiveHint && !openWorldHint ? targetsOf(operation, input)[0] : undefined
+}

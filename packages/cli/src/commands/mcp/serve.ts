@@ -1,0 +1,52 @@
+import { Command, Flags } from "@oclif/core"
+
+/** `stoat mcp serve`: the Stoat MCP server over stdio, or Streamable HTTP on a loopback address. */
+export default class McpServe extends Command {
+  static override summary = "Serve the Stoat MCP server (stdio by default)"
+  static override description =
+    "Serve Stoat's MCP tools over stdio (stdout carries only the protocol), or over Streamable HTTP with --http on a loopback address (127.0.0.1, ::1 or localhost). The working directory decides which stoat.toml project tools read."
+  static override examples = ["stoat mcp serve", "stoat mcp serve --http 127.0.0.1:7777", "stoat mcp serve --http 127.0.0.1:7777 --token-file ~/.stoat-token"]
+  static override flags = {
+    http: Flags.string({ description: "Serve Streamable HTTP at this loopback host:port instead of stdio" }),
+    "token-file": Flags.string({ description: "With --http: require Authorization: Bearer <first line of this file>" }),
+    "tool-burst": Flags.integer({ description: "Calls per tool in a burst (default 30)" }),
+    "tool-rate": Flags.string({ description: "Per-tool refill in calls per second (default 0.5)" }),
+    burst: Flags.integer({ description: "Calls in the shared burst (default 60)" }),
+    rate: Flags.string({ description: "Shared refill in calls per second (default 2)" })
+  }
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(this.constructor as typeof McpServe)
+    const rate = (name: string, text: string | undefined): number | undefined => {
+      if (text === undefined) return undefined
+      const value = Number(text)
+      if (text.trim() === "" || !Number.isFinite(value)) this.refuse(`--${name} must be a number, got ${JSON.stringify(text)}`)
+      return value
+    }
+    const limits = {
+      toolBurst: flags["tool-burst"],
+      toolRate: rate("tool-rate", flags["tool-rate"]),
+      burst: flags.burst,
+      rate: rate("rate", flags.rate)
+    }
+    // Loaded only now: `stoat --version` and `stoat ls` never pay for the MCP stack. The
+    // specifier is computed so the bundler leaves @stoat/mcp (and the SDK it depends on) to Node.
+    const specifier = ["@stoat", "mcp"].join("/")
+    const { serve, ServeRefused } = (await import(/* @vite-ignore */ specifier)) as typeof import("@stoat/mcp")
+    try {
+      await serve({
+        ...(flags.http !== undefined ? { http: flags.http } : {}),
+        ...(flags["token-file"] !== undefined ? { tokenFile: flags["token-file"] } : {}),
+        limits
+      })
+    } catch (error) {
+      if (error instanceof ServeRefused) this.refuse(error.message)
+      throw error
+    }
+  }
+
+  private refuse(message: string): never {
+    process.stderr.write(`stoat: mcp: ${message}\n`)
+    return this.exit(2)
+  }
+}

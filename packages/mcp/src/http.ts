@@ -1,0 +1,1 @@
+export { AddressRefused, serveHttp, type HttpOptions, type RunningHttpServer } from "./transports/http.js"

@@ -1,0 +1,20 @@
+import { Effect } from "effect"
+import { ACCESS_ORDER, AccessDenied, accessOf, loadVm, effectiveAccess, targetsOf, type Operation } from "@stoat/core"
+
+/**
+ * The MCP server's guest-access check: each target VM's agent_access, read from its vm.toml on
+ * this very call, must be at least the level the operation needs for this input. A VM whose
+ * vm.toml is missing or broken fails the check with that error (never open).
+ */
+export const checkAccess = <I>(operation: Operation<I>, input: I) =>
+  Effect.gen(function* () {
+    const needed = accessOf(operation, input)
+    if (needed === null || needed === "none") return
+    for (const vm of targetsOf(operation, input)) {
+      const record = yield* loadVm(vm)
+      const level = effectiveAccess(record.config)
+      if (ACCESS_ORDER.indexOf(level) < ACCESS_ORDER.indexOf(needed)) {
+        return yield* new AccessDenied({ message: `vm "${vm}" has agent_access = ${level}; needs ${needed}`, subject: vm })
+      }
+    }
+  })

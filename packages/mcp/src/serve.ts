@@ -1,0 +1,70 @@
+import { readFile } from "node:fs/promises"
+import { DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate-limit.js"
+import { makeStoatMcp } from "./server.js"
+import { liveRuntime } from "./live.js"
+import { serveStdio } from "./transports/stdio.js"
+
+export interface ServeOptions {
+  /** host:port for Streamable HTTP; absent: stdio. */
+  readonly http?: string
+  /** A file whose first line is the bearer token HTTP clients must send. */
+  readonly tokenFile?: string
+  /** Unset fields keep their defaults. */
+  readonly limits?: { readonly [K in keyof RateLimits]?: number | undefined }
+}
+
+/** A refusal at start: printed as one line on stderr, exit status 2. */
+export class ServeRefused extends Error {
+  override readonly name = "ServeRefused"
+}
+
+const checkLimits = (limits: Partial<RateLimits>): void => {
+  for (const [key, value] of Object.entries(limits)) {
+    if (value === undefined) continue
+    const whole = key.endsWith("Burst") || key === "burst"
+    if (!Number.isFinite(value) || value < 0 || (whole && (!Number.isInteger(value) || value < 1))) {
+      throw new ServeRefused(`${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be ${whole ? "a whole number ≥ 1" : "a number ≥ 0"}, got ${value}`)
+    }
+  }
+}
+
+/** `stoat mcp [serve]`: stdio by default, loopback Streamable HTTP with `http`. Returns when the transport ends. */
+export const serve = async (options: ServeOptions): Promise<void> => {
+  const limits = Object.fromEntries(Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined)) as Partial<RateLimits>
+  checkLimits(limits)
+  let token: string | undefined
+  if (options.tokenFile !== undefined) {
+    if (options.http === undefined) throw new ServeRefused("--token-file needs --http: stdio has no tokens")
+    const text = await readFile(options.tokenFile, "utf8").catch((error: Error) => {
+      throw new ServeRefused(`cannot read the token file ${options.tokenFile}: ${error.message}`)
+    })
+    token = text.split("\n")[0]?.trim()
+    if (!token) throw new ServeRefused(`the token file ${options.tokenFile} is empty`)
+  }
+  const runtime = liveRuntime()
+  const mcp = makeStoatMcp({ runtime, limits: { ...DEFAULT_RATE_LIMITS, ...limits } })
+  try {
+    if (options.http === undefined) {
+      await serveStdio(mcp)
+      return
+    }
+    const { AddressRefused, serveHttp } = await import("./transports/http.js")
+    let running
+    try {
+      running = await serveHttp(mcp, { address: options.http, ...(token !== undefined ? { token } : {}), log: (line) => process.stderr.write(`${line}\n`) })
+    } catch (error) {
+      if (error instanceof AddressRefused) throw new ServeRefused(error.message)
+      const code = (error as { code?: string }).code
+      if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL") throw new ServeRefused(`cannot listen on ${options.http}: ${(error as Error).message}`)
+      throw error
+    }
+    process.stderr.write(`stoat mcp: serving Streamable HTTP at ${running.url}${token !== undefined ? " (bearer token required)" : ""}\n`)
+    await new Promise<void>((resolve) => {
+      process.once("SIGINT", resolve)
+      process.once("SIGTERM", resolve)
+    })
+    await running.close()
+  } finally {
+    await runtime.dispose().catch(() => undefined)
+  }
+}

@@ -1,0 +1,141 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema
+} from "@modelcontextprotocol/sdk/types.js"
+import { Exit, type ManagedRuntime } from "effect"
+import { getVm, runOperation, STOAT_VERSION, toErrorInfo } from "@stoat/core"
+import { RateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate-limit.js"
+import { redact } from "./policy/redact.js"
+import { PROMPTS } from "./prompts/index.js"
+import { CATALOG_URI, catalogDocument, GUIDE, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
+import { callTool, type CallChannel } from "./tools/call.js"
+import { buildRegistry, type ToolEntry } from "./tools/registry.js"
+
+/** What every connection of one server process shares: the tools, the rate limits, the runtime. */
+export interface StoatMcp {
+  readonly tools: ReadonlyMap<string, ToolEntry>
+  readonly limiter: RateLimiter
+  readonly runtime: ManagedRuntime.ManagedRuntime<any, any>
+  readonly heartbeatMs?: number
+  /** Tool calls in flight, so a closing transport can let them answer first. */
+  readonly pending: Set<Promise<unknown>>
+}
+
+export interface StoatMcpOptions {
+  readonly runtime: ManagedRuntime.ManagedRuntime<any, any>
+  readonly limits?: Partial<RateLimits>
+  readonly heartbeatMs?: number
+  /** The limiter's clock (ms), for tests. */
+  readonly now?: () => number
+}
+
+export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
+  tools: buildRegistry(),
+  limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
+  runtime: options.runtime,
+  pending: new Set(),
+  ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {})
+})
+
+const INSTRUCTIONS =
+  "Stoat manages local QEMU VMs. Read stoat://guide first. After create or start, call wait before any guest tool. Branch on error.code from _meta, never on message text."
+
+/** One low-level SDK Server over the shared state; each transport connection gets its own. */
+export const createServer = (mcp: StoatMcp): Server => {
+  const server = new Server(
+    { name: "stoat", version: STOAT_VERSION },
+    { capabilities: { tools: { listChanged: false }, resources: {}, prompts: {} }, instructions: INSTRUCTIONS }
+  )
+  const definitions = [...mcp.tools.values()].map((entry) => entry.definition)
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: definitions as never }))
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const token = request.params._meta?.progressToken
+    const canElicit = server.getClientCapabilities()?.elicitation !== undefined
+    const channel: CallChannel = {
+      signal: extra.signal,
+      requestId: extra.requestId,
+      ...(token !== undefined
+        ? {
+            progress: (progress, total, message) => {
+              void extra
+                .sendNotification({
+                  method: "notifications/progress",
+                  params: { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) }
+                })
+                .catch(() => undefined)
+            }
+          }
+        : {}),
+      ...(canElicit
+        ? {
+            elicit: async (message, field) => {
+              const answer = await server.elicitInput(
+                { mode: "form", message, requestedSchema: { type: "object", properties: { [field]: { type: "string", title: "Confirmation" } }, required: [field] } },
+                { relatedRequestId: extra.requestId, signal: extra.signal }
+              )
+              const value = answer.action === "accept" ? answer.content?.[field] : undefined
+              return typeof value === "string" ? value : undefined
+            }
+          }
+        : {})
+    }
+    const call = callTool(mcp, request.params.name, request.params.arguments, channel)
+    mcp.pending.add(call)
+    try {
+      return (await call) as never
+    } finally {
+      mcp.pending.delete(call)
+    }
+  })
+
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: [
+      { uri: CATALOG_URI, name: "operation-catalog", title: "Stoat operation catalog", description: "Every operation: tool, CLI command, kind, access level, annotations.", mimeType: "application/json" },
+      { uri: GUIDE_URI, name: "guide", title: "How to use Stoat's tools", description: "Wait after start, jobs for long work, access levels, errors.", mimeType: "text/markdown" }
+    ]
+  }))
+
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: [{ uriTemplate: VM_TEMPLATE, name: "vm", title: "A VM's status", description: "The vm_status result of one VM.", mimeType: "application/json" }]
+  }))
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const uri = request.params.uri
+    if (uri === CATALOG_URI) return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(catalogDocument(), null, 2) }] }
+    if (uri === GUIDE_URI) return { contents: [{ uri, mimeType: "text/markdown", text: GUIDE }] }
+    const name = vmNameOf(uri)
+    if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `no resource ${uri}; resources are ${CATALOG_URI}, ${GUIDE_URI} and stoat://vm/{name}`)
+    const exit = await mcp.runtime.runPromiseExit(runOperation(getVm, { vm: name }, { entrypoint: "mcp", requestId: String(extra.requestId) }), { signal: extra.signal })
+    if (Exit.isFailure(exit)) {
+      const info = toErrorInfo(exit.cause)
+      throw new McpError(info.code === "not_found" ? -32002 : ErrorCode.InvalidParams, info.message, { error: info })
+    }
+    return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(redact(exit.value)) }] }
+  })
+
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+    prompts: PROMPTS.map(({ name, title, description, arguments: args }) => ({ name, title, description, arguments: args.map((arg) => ({ ...arg })) }))
+  }))
+
+  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+    const prompt = PROMPTS.find((candidate) => candidate.name === request.params.name)
+    if (!prompt) throw new McpError(ErrorCode.InvalidParams, `no prompt "${request.params.name}"; prompts are ${PROMPTS.map((p) => p.name).join(", ")}`)
+    const args = request.params.arguments ?? {}
+    for (const arg of prompt.arguments) {
+      if (arg.required && !args[arg.name]) throw new McpError(ErrorCode.InvalidParams, `prompt ${prompt.name} needs the argument ${arg.name}`)
+    }
+    return { description: prompt.description, messages: [{ role: "user", content: { type: "text", text: prompt.render(args) } }] }
+  })
+
+  return server
+}

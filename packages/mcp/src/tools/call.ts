@@ -1,0 +1,125 @@
+import { randomUUID } from "node:crypto"
+import { Effect, Exit, Schema, type ManagedRuntime } from "effect"
+import { auditCall, confirmationOf, ConfirmationRequired, Internal, runOperation, toErrorInfo, Usage, type ExecutionContext, type Operation, type StoatError } from "@stoat/core"
+import { checkAccess } from "../policy/access.js"
+import type { RateLimiter } from "../policy/rate-limit.js"
+import { errorResult, successResult, type ToolResult } from "./result.js"
+import type { ToolEntry } from "./registry.js"
+
+/** What one call can ask of its client: progress notifications and an elicitation round trip. */
+export interface CallChannel {
+  readonly signal: AbortSignal
+  readonly requestId: string | number
+  /** Present when the client sent a progress token. */
+  readonly progress?: (progress: number, total: number | undefined, message: string | undefined) => void
+  /** Present when the client declared the elicitation capability; resolves the typed answer or undefined. */
+  readonly elicit?: (message: string, field: string) => Promise<string | undefined>
+}
+
+export interface CallDependencies {
+  readonly tools: ReadonlyMap<string, ToolEntry>
+  readonly limiter: RateLimiter
+  readonly runtime: ManagedRuntime.ManagedRuntime<any, any>
+  /** How often a long call reports that it is still working (ms). */
+  readonly heartbeatMs?: number
+}
+
+const numberField = (input: unknown, key: string): number | undefined => {
+  const value = typeof input === "object" && input !== null ? (input as Record<string, unknown>)[key] : undefined
+  return typeof value === "number" ? value : undefined
+}
+
+const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined, channel: CallChannel) => (input: I) =>
+  Effect.gen(function* () {
+    const word = confirmationOf(operation, input)
+    if (word === undefined) {
+      if (given !== undefined) return yield* new Usage({ message: `invalid input for ${operation.tool}: confirm: this call deletes nothing, so there is nothing to confirm` })
+      return
+    }
+    if (given !== undefined) {
+      if (given === word) return
+      return yield* new ConfirmationRequired({ message: `${operation.tool}: confirm must be "${word}" to go ahead, got ${JSON.stringify(given)}`, subject: word })
+    }
+    if (!channel.elicit) return
+    const elicit = channel.elicit
+    const answer = yield* Effect.promise(() =>
+      elicit(`${operation.title}: this deletes data and cannot be undone. Type "${word}" to go ahead.`, "confirm").catch(() => undefined)
+    )
+    if (answer !== word) {
+      return yield* new ConfirmationRequired({
+        message: `${operation.tool} was not confirmed; type "${word}" when asked, or pass confirm="${word}"`,
+        subject: word
+      })
+    }
+  })
+
+/**
+ * One tools/call: rate limits → host-only refusal → decode (runOperation) → access → confirmation
+ * → the operation → its output encoded with its own schema → redaction → the result envelope.
+ */
+export const callTool = async (deps: CallDependencies, name: string, args: Record<string, unknown> | undefined, channel: CallChannel): Promise<ToolResult> => {
+  const entry = deps.tools.get(name)
+  const verdict = deps.limiter.take(entry ? name : undefined)
+  const requestId = `${String(channel.requestId)}-${randomUUID().slice(0, 8)}`
+  const context: ExecutionContext = { entrypoint: "mcp", requestId }
+  if (!entry) return errorResult({ code: "usage", message: `unknown tool "${name}"; tools/list names every tool` })
+  const { operation } = entry
+  if (!verdict.ok) {
+    await deps.runtime.runPromise(auditCall(context, operation, undefined, 0, "error:rate_limited")).catch(() => undefined)
+    return errorResult({ code: "rate_limited", message: verdict.message, subject: verdict.bucket === "tool" ? name : "server" })
+  }
+  const raw: Record<string, unknown> = { ...(args ?? {}) }
+  let confirm: string | undefined
+  if (entry.confirmable && "confirm" in raw) {
+    const value = raw["confirm"]
+    delete raw["confirm"]
+    if (typeof value !== "string") return errorResult({ code: "usage", message: `invalid input for ${name}: confirm must be a string` })
+    confirm = value
+  }
+  // Host-only fields exist in the operation's schema for the CLI; to an agent they are unknown.
+  const hostOnly = (operation.hostOnly ?? []).filter((key) => key in raw)
+  if (hostOnly.length > 0) {
+    return errorResult({ code: "usage", message: `invalid input for ${name}: ${hostOnly.map((key) => `${key}: unknown argument`).join("; ")}` })
+  }
+
+  const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined
+  const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context
+  const program = Effect.flatMap(
+    runOperation(operation, raw, runContext, {
+      guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel)(input))
+    }) as Effect.Effect<unknown, StoatError, any>,
+    (output) =>
+      Schema.encode(operation.output)(output).pipe(
+        Effect.mapError((error) => new Internal({ message: `${name} produced a result that does not match its schema: ${error.message}` }))
+      )
+  )
+  try {
+    const exit = await deps.runtime.runPromiseExit(program, { signal: channel.signal })
+    if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)
+    return errorResult(toErrorInfo(exit.cause))
+  } catch (error) {
+    return errorResult(toErrorInfo(error))
+  } finally {
+    reporter?.stop()
+  }
+}
+
+/**
+ * Progress for one call: the seconds spent so far (of timeout_seconds when the input has one),
+ * always increasing, sent at every stage or log event of the operation and once per interval.
+ */
+const progressReporter = (send: NonNullable<CallChannel["progress"]>, totalSeconds: number | undefined, everyMs: number) => {
+  const started = Date.now()
+  let last = 0
+  const report = (message: string | undefined) => {
+    last = Math.max(last + 0.001, (Date.now() - started) / 1000)
+    send(Math.round(last * 1000) / 1000, totalSeconds, message)
+  }
+  const timer = setInterval(() => report(`still working after ${Math.round((Date.now() - started) / 1000)} s`), everyMs)
+  timer.unref()
+  const onEvent: NonNullable<ExecutionContext["progress"]> = (event) => {
+    const data = event.data as { line?: string; percent?: number; recipe?: string }
+    report(data.line ?? (data.recipe !== undefined ? `recipe ${data.recipe}` : data.percent !== undefined ? `${data.percent}%` : undefined))
+  }
+  return { onEvent, stop: () => clearInterval(timer) }
+}

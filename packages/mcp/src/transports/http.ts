@@ -1,0 +1,143 @@
+import { randomUUID } from "node:crypto"
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import { checkRequest, parseLoopbackAddress } from "@stoat/core"
+import { createServer, type StoatMcp } from "../server.js"
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024
+
+export interface HttpOptions {
+  /** host:port, loopback only. Port 0 picks a free port. */
+  readonly address: string
+  /** Bearer token every request must carry. */
+  readonly token?: string
+  readonly log?: (line: string) => void
+}
+
+export interface RunningHttpServer {
+  readonly url: string
+  readonly port: number
+  readonly close: () => Promise<void>
+}
+
+/** Thrown before listening when the address is not loopback or not an address at all. */
+export class AddressRefused extends Error {
+  override readonly name = "AddressRefused"
+}
+
+const jsonRpcError = (res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void => {
+  if (res.headersSent) {
+    res.end()
+    return
+  }
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }))
+}
+
+const readJson = (req: IncomingMessage): Promise<{ body: unknown } | { error: string; status: number; code: number }> =>
+  new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size > MAX_BODY_BYTES) {
+        resolve({ error: "request body too large", status: 413, code: -32600 })
+        req.destroy()
+      } else chunks.push(chunk)
+    })
+    req.on("end", () => {
+      try {
+        resolve({ body: JSON.parse(Buffer.concat(chunks).toString("utf8")) })
+      } catch {
+        resolve({ error: "Parse error: the body is not JSON", status: 400, code: -32700 })
+      }
+    })
+    req.on("error", () => resolve({ error: "request aborted", status: 400, code: -32600 }))
+  })
+
+/**
+ * Streamable HTTP on a loopback address, answering on every path. Each client gets its own
+ * session (and SDK Server) so progress, cancellation and elicitation reach the right client;
+ * all sessions share one rate limiter and runtime. Every request passes the loopback guard
+ * (Host and Origin: 403; token: 401) before the SDK sees it.
+ */
+export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<RunningHttpServer> => {
+  const address = parseLoopbackAddress(options.address)
+  if ("error" in address) throw new AddressRefused(address.error)
+  const sessions = new Map<string, StreamableHTTPServerTransport>()
+  const guard = options.token !== undefined ? { token: options.token } : {}
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const verdict = checkRequest({ host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization }, guard)
+    if (!verdict.ok) {
+      jsonRpcError(res, verdict.status, -32000, verdict.message, verdict.headers)
+      return
+    }
+    const sessionHeader = req.headers["mcp-session-id"]
+    const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader
+    let body: unknown
+    if (req.method === "POST") {
+      const parsed = await readJson(req)
+      if ("error" in parsed) {
+        jsonRpcError(res, parsed.status, parsed.code, parsed.error)
+        return
+      }
+      body = parsed.body
+    }
+    if (sessionId !== undefined) {
+      const transport = sessions.get(sessionId)
+      if (!transport) {
+        jsonRpcError(res, 404, -32001, "Session not found: initialize again")
+        return
+      }
+      await transport.handleRequest(req, res, body)
+      return
+    }
+    const initializing = req.method === "POST" && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body))
+    if (!initializing) {
+      jsonRpcError(res, 400, -32000, "Bad Request: send initialize first, then the Mcp-Session-Id header it returns")
+      return
+    }
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport)
+      }
+    })
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+    }
+    const server = createServer(mcp)
+    server.onerror = (error) => options.log?.(`stoat mcp: ${error.message}`)
+    await server.connect(transport)
+    await transport.handleRequest(req, res, body)
+  }
+
+  const http = createHttpServer((req, res) => {
+    handle(req, res).catch((error: unknown) => jsonRpcError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`))
+  })
+  // Calls may run for minutes (wait and exec allow 600 s).
+  http.requestTimeout = 0
+  http.headersTimeout = 60_000
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject)
+    http.listen(address.port, address.host, () => {
+      http.off("error", reject)
+      resolve()
+    })
+  })
+  const bound = http.address()
+  const port = typeof bound === "object" && bound !== null ? bound.port : address.port
+  const shown = address.host.includes(":") ? `[${address.host}]` : address.host
+  return {
+    url: `http://${shown}:${port}/mcp`,
+    port,
+    close: async () => {
+      for (const transport of sessions.values()) await transport.close().catch(() => undefined)
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve())
+        http.closeAllConnections()
+      })
+    }
+  }
+}

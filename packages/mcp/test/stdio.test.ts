@@ -1,0 +1,117 @@
+import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { BIN, dataOf, errorOf, stdioClient, tempHome, writeVm } from "./helpers.js"
+
+/** Every tool the server registers, in catalog order (seed 000 names; version and screenshot are ours). */
+const TOOLS = [
+  "list_vms", "vm_status", "list_guests", "guest_info", "doctor", "version", "create", "start", "stop", "wait", "destroy",
+  "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot", "exec",
+  "list_images", "prune", "capabilities"
+]
+/** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
+const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force"]
+
+describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
+  const home = tempHome()
+  let client: Client
+  beforeAll(async () => {
+    writeVm(home, "obs", "observe")
+    client = await stdioClient(home)
+  })
+  afterAll(async () => client?.close())
+
+  it("identifies itself as stoat and lists every tool once, in catalog order", async () => {
+    expect(client.getServerVersion()?.name).toBe("stoat")
+    const { tools } = await client.listTools()
+    expect(tools.map((tool) => tool.name)).toEqual(TOOLS)
+    // Deliberately absent (original §5).
+    for (const absent of ["recipe_new", "ssh_command", "global_logs", "pull"]) expect(tools.map((t) => t.name)).not.toContain(absent)
+  })
+
+  it("gives every tool a closed input schema without host-only fields, an output schema and all four annotations", async () => {
+    const { tools } = await client.listTools()
+    for (const tool of tools) {
+      expect(tool.inputSchema, tool.name).toMatchObject({ type: "object", additionalProperties: false })
+      for (const field of HOST_ONLY) expect(Object.keys(tool.inputSchema.properties ?? {}), tool.name).not.toContain(field)
+      expect(tool.outputSchema?.type, tool.name).toBe("object")
+      const a = tool.annotations!
+      for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) expect(typeof a[hint], `${tool.name}.${hint}`).toBe("boolean")
+    }
+  })
+
+  it("lists fixed value sets as enums and states defaults and caps", async () => {
+    const { tools } = await client.listTools()
+    const prop = (tool: string, field: string) => (tools.find((t) => t.name === tool)!.inputSchema.properties as Record<string, any>)[field]
+    expect(prop("wait", "until").enum).toEqual(["reachable", "applied", "stopped"])
+    expect(prop("create", "mode").enum).toEqual(["live", "disk"])
+    expect(prop("create", "agent_access").enum).toEqual(["none", "observe", "manage", "exec"])
+    expect(prop("update", "agent_access").enum).toEqual(["none", "observe", "manage", "exec"])
+    expect(prop("logs", "which").enum).toEqual(["console", "apply"])
+    expect(prop("wait", "timeout_seconds")).toMatchObject({ maximum: 600 })
+    expect(tools.find((t) => t.name === "wait")!.description).toMatch(/default 300, max 600/)
+    expect(tools.find((t) => t.name === "create")!.description).toMatch(/ram_mb 4096, cpus 4, disk 8G/)
+    expect(tools.find((t) => t.name === "exec")!.description).toMatch(/default 60, max 600/)
+  })
+
+  it("answers read tools with structuredContent that matches the output schema and a JSON text block", async () => {
+    // The SDK client validates structuredContent against each tool's outputSchema itself.
+    for (const [name, args] of [["list_vms", {}], ["list_guests", {}], ["guest_info", { name: "debian" }], ["version", {}], ["list_images", {}], ["capabilities", {}], ["vm_status", { vm: "obs" }]] as const) {
+      const result = await client.callTool({ name, arguments: args })
+      expect(result.isError, `${name}: ${JSON.stringify(result.content)}`).toBeFalsy()
+      dataOf(result)
+    }
+    const guests = dataOf<{ guests: Array<Record<string, unknown>> }>(await client.callTool({ name: "list_guests", arguments: {} }))
+    expect(guests.guests.length).toBeGreaterThan(0)
+    for (const guest of guests.guests) expect(guest).not.toHaveProperty("log_path")
+    expect(dataOf(await client.callTool({ name: "list_vms", arguments: {} })).vms.map((vm: { name: string }) => vm.name)).toEqual(["obs"])
+  })
+
+  it("fails with the seed-000 envelope: isError, message, ErrorInfo in _meta and as a second block", async () => {
+    const missing = errorOf(await client.callTool({ name: "vm_status", arguments: { vm: "nope" } }))
+    expect(missing).toMatchObject({ code: "not_found", subject: "nope" })
+    expect(missing.message).toBe('no VM "nope"; see stoat ls')
+    const unknown = errorOf(await client.callTool({ name: "vm_status", arguments: { vm: "obs", extra: 1 } }))
+    expect(unknown).toMatchObject({ code: "usage", message: "invalid input for vm_status: extra: unknown argument" })
+    const hostOnly = errorOf(await client.callTool({ name: "create", arguments: { name: "x", image: "tiny", share: "/etc" } }))
+    expect(hostOnly).toMatchObject({ code: "usage", message: "invalid input for create: share: unknown argument" })
+    expect(errorOf(await client.callTool({ name: "no_such_tool", arguments: {} })).code).toBe("usage")
+  })
+
+  it("refuses a guest tool below the VM's agent_access with the seed's wording", async () => {
+    const denied = errorOf(await client.callTool({ name: "exec", arguments: { vm: "obs", argv: ["true"] } }))
+    expect(denied).toEqual({ code: "access_denied", message: 'vm "obs" has agent_access = observe; needs exec', subject: "obs" })
+  })
+
+  it("audits each call to stoat.log: entrypoint mcp, tool, VM, duration, outcome, never argument values", async () => {
+    await client.callTool({ name: "exec", arguments: { vm: "obs", argv: ["echo", "s3cret-argument"] } })
+    const log = readFileSync(join(home, "logs", "stoat.log"), "utf8")
+    expect(log).toMatch(/op=guest\.exec tool=exec entrypoint=mcp request=\S+ vm=obs ms=\d+ outcome=error:access_denied/)
+    expect(log).toMatch(/tool=vm_status entrypoint=mcp request=\S+ vm=nope ms=\d+ outcome=error:not_found/)
+    expect(log).not.toContain("s3cret-argument")
+  })
+})
+
+describe("stdout carries only the protocol, and bad lines do not kill the server", () => {
+  it("skips malformed JSON-RPC lines and keeps answering; every stdout line is JSON-RPC", async () => {
+    const home = tempHome()
+    const child = spawn(process.execPath, [BIN, "mcp"], { env: { ...process.env, STOAT_HOME: home }, stdio: ["pipe", "pipe", "pipe"] })
+    let stdout = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    const send = (line: string) => child.stdin.write(`${line}\n`)
+    send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }))
+    send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))
+    for (const bad of ["garbage{", "{}", "[1,2", '{"jsonrpc":"2.0","id":7}', '{"jsonrpc":"2.0","id":8,"method":"tools/call"}', '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}', "\u0000\u0001", "null", '"str"'])
+      send(bad)
+    send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "version", arguments: {} } }))
+    child.stdin.end()
+    expect(await exited).toBe(0)
+    const lines = stdout.split("\n").filter((line) => line !== "")
+    const messages = lines.map((line) => JSON.parse(line) as { jsonrpc: string; id?: number; result?: { structuredContent?: unknown } })
+    for (const message of messages) expect(message.jsonrpc).toBe("2.0")
+    expect(messages.find((message) => message.id === 2)?.result?.structuredContent).toMatchObject({ contract: 3 })
+  })
+})
