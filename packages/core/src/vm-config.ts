@@ -16,14 +16,14 @@ export const AccessLevel = Schema.Literal("none", "observe", "manage", "exec")
 export type AccessLevel = typeof AccessLevel.Type
 export const ACCESS_ORDER: ReadonlyArray<AccessLevel> = ["none", "observe", "manage", "exec"]
 
+const notAbsolute = { message: (issue: ParseResult.ParseIssue) => `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}` }
+
 /** A disk size: an absolute count of bytes with an optional K/M/G/T suffix. Relative sizes (`+8G`) are refused. */
-export const DiskSize = Schema.String.pipe(
-  Schema.pattern(/^[1-9][0-9]*[KMGT]?$/, { message: (issue) => `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}` })
-)
+export const DiskSize = Schema.String.pipe(Schema.pattern(/^[1-9][0-9]*[KMGT]?$/, notAbsolute))
 
 /** A disk size as a caller gives it: the suffix in either case (`8g`, as qemu-img takes it), stored upper-case. */
 export const DiskSizeInput = Schema.String.pipe(
-  Schema.pattern(/^[1-9][0-9]*[KMGTkmgt]?$/, { message: (issue) => `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}` }),
+  Schema.pattern(/^[1-9][0-9]*[KMGTkmgt]?$/, notAbsolute),
   Schema.transform(DiskSize, { strict: true, decode: (size) => size.toUpperCase(), encode: (size) => size })
 )
 
