@@ -64,13 +64,13 @@ export const runOperation = <I, O, R, R2 = never>(
   Effect.gen(function* () {
     const started = Date.now()
     let vm = subjectOf(raw)
-    const exit = yield* Effect.exit(
-      Effect.flatMap(decodeInput(operation, raw), (input) => {
-        vm = targetsOf(operation, input)[0] ?? vm
-        return options.guard ? Effect.zipRight(options.guard(input), operation.run(input, context)) : operation.run(input, context)
-      })
-    )
-    const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
-    yield* auditCall(context, operation, vm, Date.now() - started, outcome)
-    return yield* exit
+    const program = Effect.flatMap(decodeInput(operation, raw), (input) => {
+      vm = targetsOf(operation, input)[0] ?? vm
+      return options.guard ? Effect.zipRight(options.guard(input), operation.run(input, context)) : operation.run(input, context)
+    })
+    // Audited on every exit, an interrupted (canceled) call included.
+    return yield* Effect.onExit(program, (exit) => {
+      const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
+      return auditCall(context, operation, vm, Date.now() - started, outcome)
+    })
   })

@@ -6,10 +6,19 @@ export const VmName = Schema.String.pipe(
   Schema.maxLength(64)
 ).annotations({ description: "VM name" })
 
-/** No arguments: a closed empty object (a bare `Struct({})` would render as "object or array"). */
-export const NoInput = Schema.Struct({}).annotations({
-  jsonSchema: { type: "object", properties: {}, required: [], additionalProperties: false }
-})
+/**
+ * No arguments: a closed empty object. A bare `Struct({})` accepts any object or array and
+ * ignores unknown keys even with onExcessProperty "error", and renders as "object or array".
+ */
+export const NoInput = Schema.Struct({})
+  .pipe(
+    Schema.filter((input) => {
+      if (Array.isArray(input)) return "must be an object"
+      const [first] = Object.keys(input)
+      return first === undefined || `${first}: unknown argument`
+    })
+  )
+  .annotations({ jsonSchema: { type: "object", properties: {}, required: [], additionalProperties: false } })
 
 /** An integer in min..max; out of range it reads "must be min..max, got N". */
 export const IntRange = (min: number, max: number) =>

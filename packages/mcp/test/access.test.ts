@@ -1,0 +1,116 @@
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ACCESS_ORDER, catalog } from "@stoat/core"
+import { buildRegistry } from "../src/index.js"
+import { dataOf, errorOf, inProcess } from "./helpers.js"
+
+type Harness = Awaited<ReturnType<typeof inProcess>>
+const LEVELS = ACCESS_ORDER
+const tools = [...buildRegistry().values()]
+/** Guest-touching tools: those whose catalog entry names a required level. */
+const guestTools = tools.filter((entry) => entry.operation.access !== null)
+/** Minimal valid arguments for each guest tool on VM `vm`. */
+const guestArgs: Record<string, (vm: string) => Record<string, unknown>> = {
+  exec: (vm) => ({ vm, argv: ["true"] })
+}
+
+describe("agent_access: the access matrix (seed 000 'VM access levels')", () => {
+  let h: Harness
+  beforeAll(async () => {
+    h = await inProcess()
+    for (const level of LEVELS) {
+      dataOf(await h.client.callTool({ name: "create", arguments: { name: `vm-${level}`, image: "tiny", agent_access: level } }))
+      dataOf(await h.client.callTool({ name: "start", arguments: { vm: `vm-${level}` } }))
+    }
+  })
+  afterAll(async () => h?.close())
+
+  it("knows how to call every guest tool of the catalog", () => {
+    expect(guestTools.length).toBeGreaterThan(0)
+    for (const entry of guestTools) expect(guestArgs[entry.definition.name], `no matrix arguments for ${entry.definition.name}`).toBeDefined()
+  })
+
+  for (const entry of guestTools) {
+    const needed = entry.operation.access as string
+    for (const level of LEVELS) {
+      const allowed = LEVELS.indexOf(level) >= LEVELS.indexOf(needed as never)
+      it(`${entry.definition.name} on a VM with agent_access = ${level}: ${allowed ? "runs" : "access_denied"}`, async () => {
+        const result = await h.client.callTool({ name: entry.definition.name, arguments: guestArgs[entry.definition.name]!(`vm-${level}`) })
+        if (allowed) dataOf(result)
+        else expect(errorOf(result)).toEqual({ code: "access_denied", message: `vm "vm-${level}" has agent_access = ${level}; needs ${needed}`, subject: `vm-${level}` })
+      })
+    }
+  }
+
+  it("level none still allows every host-side tool on the VM (status, lifecycle, snapshots, logs, forwarding)", async () => {
+    const vm = "vm-none"
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ["vm_status", { vm }],
+      ["logs", { vm }],
+      ["forward", { vm }],
+      ["capabilities", { vm }],
+      ["wait", { vm, timeout_seconds: 5 }],
+      ["stop", { vm }],
+      ["list_snapshots", { vm }],
+      ["snapshot", { vm, tag: "t1" }],
+      ["restore", { vm, tag: "t1", confirm: vm }],
+      ["delete_snapshot", { vm, tag: "t1", confirm: vm }],
+      ["update", { vm, cpus: 2 }],
+      ["clone", { source: vm, name: "vm-none-copy" }],
+      ["start", { vm }]
+    ]
+    for (const [name, args] of calls) {
+      const result = await h.client.callTool({ name, arguments: args })
+      expect(result.isError, `${name}: ${JSON.stringify(result.content)}`).toBeFalsy()
+    }
+    // Every tool without a level is host-side: none of them ever answers access_denied.
+    for (const entry of tools.filter((t) => t.operation.access === null)) expect(entry.definition.description).not.toMatch(/Needs agent_access/)
+  })
+
+  it("reads agent_access from vm.toml on every call", async () => {
+    const file = join(h.root, "vm-exec", "vm.toml")
+    const original = readFileSync(file, "utf8")
+    dataOf(await h.client.callTool({ name: "exec", arguments: { vm: "vm-exec", argv: ["true"] } }))
+    writeFileSync(file, original.replace(/agent_access = "exec"/, 'agent_access = "observe"'))
+    expect(errorOf(await h.client.callTool({ name: "exec", arguments: { vm: "vm-exec", argv: ["true"] } })).code).toBe("access_denied")
+    writeFileSync(file, original)
+    dataOf(await h.client.callTool({ name: "exec", arguments: { vm: "vm-exec", argv: ["true"] } }))
+  })
+
+  it("refuses a guest tool on a VM that does not exist with not_found, not a guess", async () => {
+    expect(errorOf(await h.client.callTool({ name: "exec", arguments: { vm: "ghost", argv: ["true"] } })).code).toBe("not_found")
+  })
+})
+
+describe("update over MCP may lower agent_access and never raise it", () => {
+  let h: Harness
+  beforeAll(async () => {
+    h = await inProcess()
+  })
+  afterAll(async () => h?.close())
+
+  for (const from of LEVELS) {
+    for (const to of LEVELS) {
+      const raise = LEVELS.indexOf(to) > LEVELS.indexOf(from)
+      it(`${from} → ${to}: ${raise ? "refused" : "allowed"}`, async () => {
+        const vm = `u-${from}-${to}`
+        dataOf(await h.client.callTool({ name: "create", arguments: { name: vm, image: "tiny", agent_access: from } }))
+        const result = await h.client.callTool({ name: "update", arguments: { vm, agent_access: to } })
+        const status = dataOf(await h.client.callTool({ name: "vm_status", arguments: { vm } }))
+        if (raise) {
+          expect(errorOf(result).code).toBe("access_denied")
+          expect(status.vm?.agent_access ?? status.agent_access).toBe(from)
+        } else {
+          dataOf(result)
+          expect(status.vm?.agent_access ?? status.agent_access).toBe(to)
+        }
+      })
+    }
+  }
+
+  it("covers every catalog entry in the registry or deliberately leaves it out", () => {
+    const names = new Set(tools.map((t) => t.definition.name))
+    for (const op of catalog) expect(names.has(op.tool)).toBe(op.mcp !== false)
+  })
+})

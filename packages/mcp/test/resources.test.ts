@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { catalog } from "@stoat/core"
+import { dataOf, inProcess } from "./helpers.js"
+
+type Harness = Awaited<ReturnType<typeof inProcess>>
+
+describe("resources and prompts (seed 004, SPEC §2)", () => {
+  let h: Harness
+  beforeAll(async () => {
+    h = await inProcess()
+    dataOf(await h.client.callTool({ name: "create", arguments: { name: "web", image: "tiny" } }))
+  })
+  afterAll(async () => h?.close())
+
+  it("lists the operation catalog and the guide, and the stoat://vm/{name} template", async () => {
+    expect((await h.client.listResources()).resources.map((r) => r.uri)).toEqual(["stoat://operation-catalog", "stoat://guide"])
+    expect((await h.client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual(["stoat://vm/{name}"])
+  })
+
+  it("stoat://operation-catalog is generated from the catalog: every operation, its tool, CLI command and level", async () => {
+    const read = await h.client.readResource({ uri: "stoat://operation-catalog" })
+    const doc = JSON.parse((read.contents[0] as { text: string }).text) as { operations: Array<{ key: string; tool: string | null; access: string }> }
+    expect(doc.operations.map((o) => o.key)).toEqual(catalog.map((o) => o.key))
+    expect(doc.operations.find((o) => o.key === "guest.exec")).toMatchObject({ tool: "exec", access: "exec" })
+    expect(doc.operations.find((o) => o.key === "image.pull")).toMatchObject({ tool: null })
+  })
+
+  it("stoat://guide tells an agent to wait after start and explains levels and errors", async () => {
+    const text = ((await h.client.readResource({ uri: "stoat://guide" })).contents[0] as { text: string }).text
+    expect(text).toMatch(/wait/)
+    expect(text).toMatch(/none < observe < manage < exec/)
+    expect(text).toContain("io.github.novusedge.stoat/error")
+  })
+
+  it("stoat://vm/{name} reads a VM's status; an unknown VM is an error naming it", async () => {
+    const read = await h.client.readResource({ uri: "stoat://vm/web" })
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ name: "web", state: "stopped" })
+    await expect(h.client.readResource({ uri: "stoat://vm/ghost" })).rejects.toThrow(/no VM "ghost"/)
+    await expect(h.client.readResource({ uri: "stoat://elsewhere" })).rejects.toThrow(/no resource/)
+  })
+
+  it("offers the three prompts, which sequence existing tools only", async () => {
+    const { prompts } = await h.client.listPrompts()
+    expect(prompts.map((p) => p.name)).toEqual(["stoat-first-vm", "stoat-debug-vm", "stoat-project-up"])
+    const toolNames = new Set((await h.client.listTools()).tools.map((t) => t.name))
+    for (const prompt of prompts) {
+      const args = prompt.name === "stoat-debug-vm" ? { vm: "web" } : {}
+      const got = await h.client.getPrompt({ name: prompt.name, arguments: args })
+      const text = (got.messages[0]!.content as { text: string }).text
+      const named = [...text.matchAll(/(?:^|\s)(\w+) \{/g)].map((m) => m[1]!)
+      for (const name of named) expect(toolNames, `${prompt.name} names ${name}`).toContain(name)
+    }
+    await expect(h.client.getPrompt({ name: "stoat-debug-vm", arguments: {} })).rejects.toThrow(/needs the argument vm/)
+  })
+})
