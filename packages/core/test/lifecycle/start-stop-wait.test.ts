@@ -98,14 +98,14 @@ describe("start", () => {
     const h = harness()
     const vm = await h.ok(createVm, { name: "web", image: "tiny" })
     h.guest.unreachablePorts.add(vm.ssh_port)
-    const started = Date.now()
     const pending = h.ok(startVm, { vm: "web", wait: true, timeout_seconds: 30 })
-    await sleep(500)
+    // Until the port answers the call keeps probing (however slow the machine is to get there).
+    const probes = () => h.guest.probes.filter((port) => port === vm.ssh_port).length
+    for (let waited = 0; probes() < 2 && waited < 30_000; waited += 20) await sleep(20)
     expect(h.isRunning("web")).toBe(true)
+    expect(probes()).toBeGreaterThanOrEqual(2)
     h.guest.unreachablePorts.delete(vm.ssh_port)
     expect((await pending).state).toBe("running")
-    expect(Date.now() - started).toBeGreaterThanOrEqual(450)
-    expect(h.guest.probes.filter((port) => port === vm.ssh_port).length).toBeGreaterThan(1)
   })
 
   it("wait: true bounded by timeout_seconds answers timeout while the VM keeps running", async () => {
