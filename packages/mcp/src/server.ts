@@ -1,6 +1,7 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
@@ -11,7 +12,7 @@ import {
   ReadResourceRequestSchema
 } from "@modelcontextprotocol/sdk/types.js"
 import { Exit, type ManagedRuntime } from "effect"
-import { getVm, runOperation, STOAT_VERSION, toErrorInfo } from "@stoat/core"
+import { getVm, listVms, runOperation, STOAT_VERSION, toErrorInfo } from "@stoat/core"
 import { RateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate-limit.js"
 import { redact } from "./policy/redact.js"
 import { PROMPTS } from "./prompts/index.js"
@@ -52,7 +53,7 @@ const INSTRUCTIONS =
 export const createServer = (mcp: StoatMcp): Server => {
   const server = new Server(
     { name: "stoat", version: STOAT_VERSION },
-    { capabilities: { tools: { listChanged: false }, resources: {}, prompts: {} }, instructions: INSTRUCTIONS }
+    { capabilities: { tools: { listChanged: false }, resources: {}, prompts: {}, completions: {}, logging: {} }, instructions: INSTRUCTIONS }
   )
   const definitions = [...mcp.tools.values()].map((entry) => entry.definition)
 
@@ -135,6 +136,18 @@ export const createServer = (mcp: StoatMcp): Server => {
       if (arg.required && !args[arg.name]) throw new McpError(ErrorCode.InvalidParams, `prompt ${prompt.name} needs the argument ${arg.name}`)
     }
     return { description: prompt.description, messages: [{ role: "user", content: { type: "text", text: prompt.render(args) } }] }
+  })
+
+  // VM names complete the stoat://vm/{name} template and the prompts' vm argument.
+  server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
+    const { ref, argument } = request.params
+    const wantsVm =
+      (ref.type === "ref/resource" && ref.uri === VM_TEMPLATE && argument.name === "name") ||
+      (ref.type === "ref/prompt" && PROMPTS.some((prompt) => prompt.name === ref.name) && argument.name === "vm")
+    if (!wantsVm) return { completion: { values: [], hasMore: false } }
+    const exit = await mcp.runtime.runPromiseExit(runOperation(listVms, {}, { entrypoint: "mcp", requestId: String(extra.requestId) }), { signal: extra.signal })
+    const names = Exit.isSuccess(exit) ? exit.value.vms.map((vm) => vm.name).filter((name) => name.startsWith(argument.value)) : []
+    return { completion: { values: names.slice(0, 100), total: names.length, hasMore: names.length > 100 } }
   })
 
   return server

@@ -52,4 +52,13 @@ describe("resources and prompts (seed 004, SPEC §2)", () => {
     }
     await expect(h.client.getPrompt({ name: "stoat-debug-vm", arguments: {} })).rejects.toThrow(/needs the argument vm/)
   })
+
+  it("completes VM names for the stoat://vm/{name} template and the prompts' vm argument", async () => {
+    dataOf(await h.client.callTool({ name: "create", arguments: { name: "worker", image: "tiny" } }))
+    const byTemplate = await h.client.complete({ ref: { type: "ref/resource", uri: "stoat://vm/{name}" }, argument: { name: "name", value: "w" } })
+    expect(byTemplate.completion.values).toEqual(["web", "worker"])
+    const byPrompt = await h.client.complete({ ref: { type: "ref/prompt", name: "stoat-debug-vm" }, argument: { name: "vm", value: "wo" } })
+    expect(byPrompt.completion.values).toEqual(["worker"])
+    await h.client.setLoggingLevel("warning")
+  })
 })
