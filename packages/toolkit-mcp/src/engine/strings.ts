@@ -39,6 +39,55 @@ export type ReverseUnit = "grapheme" | "code-point" | "code-unit"
 let segmenter: Intl.Segmenter | undefined
 
 /**
+ * V8's grapheme iterator gets slower with the length of the text it walks (quadratic overall:
+ * 64 KiB took seconds, 256 KiB minutes), so it only ever sees windows of this many code units.
+ */
+const SEGMENT_WINDOW = 256
+
+const isAsciiBoundary = (text: string, at: number): boolean => {
+  const before = text.charCodeAt(at - 1)
+  const after = text.charCodeAt(at)
+  // Between two ASCII characters there is always a cluster boundary, except inside "\r\n".
+  return before < 0x80 && after < 0x80 && !(before === 13 && after === 10)
+}
+
+/** Clusters of a stretch that starts at a cluster boundary, segmented window by window. */
+function segmentStretch(stretch: string, into: string[]): void {
+  segmenter ??= new Intl.Segmenter(undefined, { granularity: "grapheme" })
+  let start = 0
+  while (start < stretch.length) {
+    let end = Math.min(stretch.length, start + SEGMENT_WINDOW)
+    const code = stretch.charCodeAt(end - 1)
+    if (end < stretch.length && code >= 0xd800 && code <= 0xdbff) end-- // never cut a surrogate pair
+    const pieces = Array.from(segmenter.segment(stretch.slice(start, end)), (piece) => piece.segment)
+    // The window's last cluster may go on past it: it is segmented again with what follows.
+    // (A single cluster longer than a window, hundreds of combining marks, is split.)
+    if (end < stretch.length && pieces.length > 1) pieces.pop()
+    for (const piece of pieces) {
+      into.push(piece)
+      start += piece.length
+    }
+  }
+}
+
+/** Extended grapheme clusters in order; plain ASCII does not go through the segmenter at all. */
+function graphemeClusters(text: string): string[] {
+  const clusters: string[] = []
+  let i = 0
+  while (i < text.length) {
+    if (text.charCodeAt(i) < 0x80 && (i + 1 === text.length || isAsciiBoundary(text, i + 1))) {
+      clusters.push(text.charAt(i++))
+      continue
+    }
+    let end = i + 1
+    while (end < text.length && !isAsciiBoundary(text, end)) end++
+    segmentStretch(text.slice(i, end), clusters)
+    i = end
+  }
+  return clusters
+}
+
+/**
  * Reverse text. By default by grapheme cluster, so emoji, combining accents and "\r\n" survive.
  * pbtk reversed UTF-16 code units, which splits surrogate pairs into invalid text; "code-unit"
  * reproduces that for anyone who needs it.
@@ -50,23 +99,32 @@ export function reverseText(text: string, unit: ReverseUnit = "grapheme"): strin
     return out
   }
   if (unit === "code-point") return Array.from(text).reverse().join("")
-  segmenter ??= new Intl.Segmenter(undefined, { granularity: "grapheme" })
-  const parts: string[] = []
-  for (const s of segmenter.segment(text)) parts.push(s.segment)
-  return parts.reverse().join("")
+  return graphemeClusters(text).reverse().join("")
 }
 
 // ---------------------------------------------------------------------------------------------
 // levenshtein-distance
 
+/** Refusal of a comparison that would take more than `maxPairs` steps (the work is quadratic). */
+export class LevenshteinLimitError extends Error {
+  override readonly name = "LevenshteinLimitError"
+  constructor(
+    readonly lengths: readonly [number, number],
+    readonly maxPairs: number
+  ) {
+    super(`${lengths[0]} × ${lengths[1]} characters is more than the ${maxPairs.toLocaleString("en-US")} character pairs compared at most`)
+  }
+}
+
 /**
  * Edit distance (insertions, deletions, substitutions; each costs 1) between two strings,
  * counted in Unicode code points (pbtk counted UTF-16 units, which makes an emoji two edits).
- * O(n·m) time, O(min(n, m)) memory.
+ * O(n·m) time, O(min(n, m)) memory; refused with LevenshteinLimitError when n·m > maxPairs.
  */
-export function levenshteinDistance(a: string, b: string): number {
+export function levenshteinDistance(a: string, b: string, maxPairs = Number.POSITIVE_INFINITY): number {
   let s = Array.from(a)
   let t = Array.from(b)
+  if (s.length * t.length > maxPairs) throw new LevenshteinLimitError([s.length, t.length], maxPairs)
   if (s.length < t.length) [s, t] = [t, s]
   if (t.length === 0) return s.length
   let prev = new Uint32Array(t.length + 1)

@@ -9,6 +9,7 @@ import {
   formatReadingTime,
   formatStringReport,
   levenshteinDistance,
+  LevenshteinLimitError,
   reverseText,
   roundHalfEven,
   stringReport
@@ -38,7 +39,41 @@ describe("reverse", () => {
   })
 })
 
+/** The clusters of the whole text in one segmenter pass: what reverseText must match. */
+const wholeTextReverse = (text: string): string =>
+  Array.from(new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text), (s) => s.segment)
+    .reverse()
+    .join("")
+
+describe("reverse: long texts", () => {
+  // Pieces whose clusters span several code units, so window edges land inside clusters.
+  const piece = fc.constantFrom("a", "b ", "\r\n", "\n", "e\u0301", "\u0915\u094d\u0937", "👍🏽", "👨‍👩‍👧", "🇫🇷", "🇩🇪🇫🇷", "\u1100\u1161\u11a8", "漢", "\u0600a", "é")
+
+  it("clusters like one pass of Intl.Segmenter over the whole text, across window edges", () => {
+    fc.assert(
+      fc.property(fc.array(piece, { minLength: 100, maxLength: 600 }), (pieces) => {
+        const text = pieces.join("")
+        expect(reverseText(text)).toBe(wholeTextReverse(text))
+      }),
+      { numRuns: 40 }
+    )
+  })
+
+  it("stays linear: a 1 MiB text reverses (one whole-text iterator took minutes on 256 KiB)", () => {
+    const line = "Plain words, and some ae\u0301 👍🏽 漢字 too.\r\n"
+    expect(reverseText(line.repeat(25_000))).toBe(wholeTextReverse(line).repeat(25_000))
+  })
+})
+
 describe("levenshtein-distance", () => {
+  it("refuses work beyond maxPairs, before doing any", () => {
+    expect(() => levenshteinDistance("x".repeat(1001), "y".repeat(1000), 1_000_000)).toThrow(LevenshteinLimitError)
+    expect(() => levenshteinDistance("x".repeat(1001), "y".repeat(1000), 1_000_000)).toThrow("1001 × 1000 characters is more than the 1,000,000 character pairs compared at most")
+    expect(levenshteinDistance("x".repeat(1000), "y".repeat(1000), 1_000_000)).toBe(1000)
+    // One empty string is linear work whatever the other's length.
+    expect(levenshteinDistance("x".repeat(100_000), "", 1)).toBe(100_000)
+  })
+
   it("computes classic distances", () => {
     expect(levenshteinDistance("kitten", "sitting")).toBe(3)
     expect(levenshteinDistance("flaw", "lawn")).toBe(2)
