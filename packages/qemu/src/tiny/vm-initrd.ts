@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
-import { readFile, rename, rm, writeFile } from "node:fs/promises"
+import { open, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
+import type { Stats } from "node:fs"
 import { promisify } from "node:util"
 import { gzip } from "node:zlib"
 import { CpioWriter } from "./cpio.js"
@@ -40,16 +41,35 @@ export function guestHostname(name: string): string {
  */
 export async function writeVmInitrd(opts: WriteVmInitrdOptions): Promise<void> {
   const hostname = guestHostname(opts.hostname)
-  const base = await readFile(opts.baseInitrd)
   const cpio = new CpioWriter()
   cpio.dir("etc/stoat")
   cpio.file(GUEST_AUTHORIZED_KEYS, opts.authorizedKeys.endsWith("\n") ? opts.authorizedKeys : `${opts.authorizedKeys}\n`, 0o600)
   cpio.file(GUEST_HOSTNAME, `${hostname}\n`, 0o644)
   if (opts.hostKeyDropbear !== undefined) cpio.file(GUEST_HOST_KEY, opts.hostKeyDropbear, 0o600)
   const overlay = await promisify(gzip)(cpio.finish())
+  const baseInfo = await stat(opts.baseInitrd)
   // Zero padding between archives is skipped by the kernel; aligning keeps the next header on a 4-byte boundary.
-  const pad = Buffer.alloc((4 - (base.length % 4)) % 4)
+  const pad = Buffer.alloc((4 - (baseInfo.size % 4)) % 4)
+  if (await holdsAlready(opts.out, baseInfo, pad.length, overlay)) return
+  const base = await readFile(opts.baseInitrd)
   await writeAtomic(opts.out, Buffer.concat([base, pad, overlay]), 0o600)
+}
+
+/**
+ * True when `out` was written after the current base and ends in this overlay: each start
+ * then skips re-copying the ~12 MB base. A rebuilt base is newer than any initrd made from it.
+ */
+async function holdsAlready(out: string, base: Stats, pad: number, overlay: Buffer): Promise<boolean> {
+  const current = await stat(out).catch(() => undefined)
+  if (!current?.isFile() || current.size !== base.size + pad + overlay.length || current.mtimeMs < base.mtimeMs) return false
+  const handle = await open(out, "r")
+  try {
+    const tail = Buffer.alloc(overlay.length)
+    const { bytesRead } = await handle.read(tail, 0, tail.length, base.size + pad)
+    return bytesRead === tail.length && tail.equals(overlay)
+  } finally {
+    await handle.close()
+  }
 }
 
 /**

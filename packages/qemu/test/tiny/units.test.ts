@@ -1,6 +1,6 @@
 /** Fast checks of the tiny-guest builder's pieces; no VM, no downloads. */
 import { execFile } from "node:child_process"
-import { mkdtemp, readFile, rm } from "node:fs/promises"
+import { mkdtemp, readFile, rm, stat, utimes, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { tinyQemuArgs } from "../../src/tiny/argv.js"
 import { CpioWriter } from "../../src/tiny/cpio.js"
 import { elfInterp, elfNeeded, isElf64 } from "../../src/tiny/elf.js"
-import { guestHostname, opensshEd25519ToDropbear, toDropbearKey } from "../../src/tiny/vm-initrd.js"
+import { guestHostname, opensshEd25519ToDropbear, toDropbearKey, writeVmInitrd } from "../../src/tiny/vm-initrd.js"
 
 const execFileP = promisify(execFile)
 
@@ -165,5 +165,40 @@ describe("guestHostname", () => {
     expect(guestHostname("a..b")).toBe("a.b")
     expect(guestHostname("___")).toBe("stoat")
     expect(guestHostname("x".repeat(70))).toBe("x".repeat(63))
+  })
+})
+
+describe("writeVmInitrd", () => {
+  let dir: string
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "stoat-initrd-"))
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  it("rewrites a VM's initrd only when the base or the VM's identity changed", async () => {
+    const base = join(dir, "base.img")
+    const out = join(dir, "vm.img")
+    await writeFile(base, Buffer.alloc(4097, 7))
+    const write = (hostname: string) => writeVmInitrd({ baseInitrd: base, out, authorizedKeys: "ssh-ed25519 AAAA k", hostname })
+    const inode = async () => (await stat(out)).ino
+
+    await write("one")
+    const first = await readFile(out)
+    expect(first.subarray(0, 4097).equals(Buffer.alloc(4097, 7))).toBe(true)
+    const written = await inode()
+    await write("one")
+    expect(await inode()).toBe(written)
+
+    await write("two")
+    expect(await inode()).not.toBe(written)
+    const renamed = await inode()
+
+    // A rebuilt base (same size, new content, newer than the VM's copy) is copied again.
+    await writeFile(base, Buffer.alloc(4097, 9))
+    const later = new Date(Date.now() + 60_000)
+    await utimes(base, later, later)
+    await write("two")
+    expect(await inode()).not.toBe(renamed)
+    expect((await readFile(out)).subarray(0, 4097).equals(Buffer.alloc(4097, 9))).toBe(true)
   })
 })
