@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { BIN, dataOf, errorOf, stdioClient, tempHome, writeVm } from "./helpers.js"
+import { BIN, dataOf, errorOf, run, stdioClient, tempHome, writeVm } from "./helpers.js"
 
 /** Every tool the server registers, in catalog order (seed 000 names; version and screenshot are ours). */
 const TOOLS = [
@@ -94,18 +95,52 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
   })
 })
 
+describe("rate-limit flags of stoat mcp", () => {
+  it("--tool-burst/--tool-rate: the 31st call to one tool is refused while other tools still answer", async () => {
+    const client = await stdioClient(tempHome(), ["--tool-burst", "30", "--tool-rate", "0"])
+    try {
+      for (let i = 0; i < 30; i++) dataOf(await client.callTool({ name: "version", arguments: {} }))
+      const refused = errorOf(await client.callTool({ name: "version", arguments: {} }))
+      expect(refused).toMatchObject({ code: "rate_limited", subject: "version" })
+      expect(refused.message).toMatch(/^rate limit reached for version; /)
+      dataOf(await client.callTool({ name: "list_vms", arguments: {} }))
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("--burst/--rate: the shared bucket refuses across tools, naming the server", async () => {
+    const client = await stdioClient(tempHome(), ["--burst", "3", "--rate", "0"])
+    try {
+      for (const name of ["version", "list_vms", "list_images"]) dataOf(await client.callTool({ name, arguments: {} }))
+      expect(errorOf(await client.callTool({ name: "doctor", arguments: {} }))).toMatchObject({ code: "rate_limited", subject: "server" })
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("refuses a malformed limit at start", async () => {
+    const result = await run(["mcp", "--tool-rate", "fast"], { STOAT_HOME: tempHome() })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(/--tool-rate must be a number/)
+  })
+})
+
 describe("stdout carries only the protocol, and bad lines do not kill the server", () => {
   it("skips malformed JSON-RPC lines and keeps answering; every stdout line is JSON-RPC", async () => {
     const home = tempHome()
     const child = spawn(process.execPath, [BIN, "mcp"], { env: { ...process.env, STOAT_HOME: home }, stdio: ["pipe", "pipe", "pipe"] })
     let stdout = ""
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.resume()
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
     const send = (line: string) => child.stdin.write(`${line}\n`)
     send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }))
     send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))
-    for (const bad of ["garbage{", "{}", "[1,2", '{"jsonrpc":"2.0","id":7}', '{"jsonrpc":"2.0","id":8,"method":"tools/call"}', '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}', "\u0000\u0001", "null", '"str"'])
-      send(bad)
+    const fixed = ["garbage{", "{}", "[1,2", '{"jsonrpc":"2.0","id":7}', '{"jsonrpc":"2.0","id":8,"method":"tools/call"}', '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}', "\u0000\u0001", "null", '"str"']
+    // Random lines and random JSON values (fast-check), none of them a request with id 2.
+    const random = fc.sample(fc.oneof(fc.string(), fc.json(), fc.jsonValue().map((v) => JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: v }))), { numRuns: 150, seed: 42 })
+    for (const bad of [...fixed, ...random]) send(bad.replace(/[\r\n]/g, " "))
     send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "version", arguments: {} } }))
     child.stdin.end()
     expect(await exited).toBe(0)

@@ -1,6 +1,12 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { createServer, type StoatMcp } from "../server.js"
 
+/** The first line of an SDK error, capped: a rejected message's full schema report helps no one. */
+const oneLine = (message: string): string => {
+  const first = message.split("\n")[0] ?? ""
+  return first.length > 200 ? `${first.slice(0, 200)}…` : first
+}
+
 /**
  * Serves one client over stdin/stdout. stdout carries only the protocol: anything else that
  * would print there (console.log in a dependency) is sent to stderr instead. Resolves when the
@@ -16,7 +22,7 @@ export const serveStdio = async (mcp: StoatMcp): Promise<void> => {
     process.stdin.once("end", () => resolve())
   })
   // A malformed line is reported to stderr and skipped; the server keeps answering.
-  server.onerror = (error) => process.stderr.write(`stoat mcp: ${error.message}\n`)
+  server.onerror = (error) => process.stderr.write(`stoat mcp: ${oneLine(error.message)}\n`)
   await server.connect(transport)
   await closed
   // The client hung up after sending its last requests: let those answer before closing.
