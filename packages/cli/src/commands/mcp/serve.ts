@@ -30,9 +30,9 @@ export default class McpServe extends Command {
       rate: rate("rate", flags.rate)
     }
     // Loaded only now: `stoat --version` and `stoat ls` never pay for the MCP stack. The
-    // specifier is computed so the bundler leaves @stoat/mcp (and the SDK it depends on) to Node.
-    const specifier = ["@stoat", "mcp"].join("/")
-    const { serve, ServeRefused } = (await import(/* @vite-ignore */ specifier)) as typeof import("@stoat/mcp")
+    // specifier is computed so this bundle leaves the server's own bundle (with the SDK in it) to Node.
+    const specifier = ["@stoat", "mcp", "bundle"].join("/")
+    const { serve, ServeRefused } = (await import(/* @vite-ignore */ specifier)) as typeof import("@stoat/mcp/bundle")
     try {
       await serve({
         ...(flags.http !== undefined ? { http: flags.http } : {}),
