@@ -83,18 +83,8 @@ export const httpClient = async (url: string, headers: Record<string, string> = 
   return client
 }
 
-/** Runs one process to its end. */
-export const run = (args: ReadonlyArray<string>, env: Record<string, string>, input = ""): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["pipe", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on("error", reject)
-    child.on("close", (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(input)
-  })
+/** Runs the built `stoat` to its end (the CLI suite's own helper). */
+export { stoat as run } from "../../cli/test/helpers.js"
 
 export interface InProcessOptions {
   readonly limits?: Partial<RateLimits>

@@ -85,6 +85,9 @@ describe("delete safety (seed 004): elicitation or an exact confirm argument", (
       dataOf(await h.client.callTool({ name: "create", arguments: { name: "kept", image: "tiny" } }))
       expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "kept" } })).code).toBe("confirmation_required")
       expect(existsSync(join(h.root, "kept", "vm.toml"))).toBe(true)
+      // A VM that does not exist is not_found without a question.
+      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "ghost" } })).code).toBe("not_found")
+      expect(h.elicited).toHaveLength(2)
     } finally {
       await h.close()
     }

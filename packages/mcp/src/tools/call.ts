@@ -1,6 +1,19 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Schema, type ManagedRuntime } from "effect"
-import { auditCall, confirmationOf, ConfirmationRequired, Internal, runOperation, toErrorInfo, Usage, type ExecutionContext, type Operation, type StoatError } from "@stoat/core"
+import {
+  auditCall,
+  confirmationOf,
+  ConfirmationRequired,
+  Internal,
+  runOperation,
+  targetsOf,
+  toErrorInfo,
+  Usage,
+  VmStore,
+  type ExecutionContext,
+  type Operation,
+  type StoatError
+} from "@stoat/core"
 import { checkAccess } from "../policy/access.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import { errorResult, successResult, type ToolResult } from "./result.js"
@@ -42,6 +55,9 @@ const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined
     }
     if (!channel.elicit) return
     const elicit = channel.elicit
+    // Nobody is asked to confirm deleting a VM that does not exist: that is not_found at once.
+    const store = yield* VmStore
+    for (const vm of targetsOf(operation, input)) yield* store.get(vm)
     const answer = yield* Effect.promise(() =>
       elicit(`${operation.title}: this deletes data and cannot be undone. Type "${word}" to go ahead.`, "confirm").catch(() => undefined)
     )
