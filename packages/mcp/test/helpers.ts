@@ -94,8 +94,8 @@ export interface InProcessOptions {
   readonly elicit?: (message: string) => ElicitResult
 }
 
-/** The server over the in-memory hypervisor and guest, and an SDK client linked to it in memory. */
-export const inProcess = async (options: InProcessOptions = {}) => {
+/** The server's shared state over the in-memory hypervisor and guest, on a temp data root. */
+export const fakeMcp = (options: Omit<InProcessOptions, "elicit"> = {}) => {
   const root = tempHome()
   const hypervisor = new FakeHypervisorState()
   const guest = new FakeGuestState()
@@ -106,27 +106,38 @@ export const inProcess = async (options: InProcessOptions = {}) => {
     ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.now ? { now: options.now } : {})
   })
-  const server = createServer(mcp)
-  const client = new Client({ name: "stoat-test", version: "1.0.0" }, { capabilities: options.elicit ? { elicitation: { form: {} } } : {} })
+  return { mcp, root, hypervisor, guest, runtime }
+}
+
+/** An SDK client that declares elicitation when `elicit` is given, recording each question. */
+export const testClient = (elicit?: InProcessOptions["elicit"]) => {
+  const client = new Client({ name: "stoat-test", version: "1.0.0" }, { capabilities: elicit ? { elicitation: { form: {} } } : {} })
   const elicited: string[] = []
-  if (options.elicit) {
-    const answer = options.elicit
+  if (elicit) {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       elicited.push(request.params.message)
-      return answer(request.params.message)
+      return elicit(request.params.message)
     })
   }
+  return { client, elicited }
+}
+
+/** The server over the in-memory hypervisor and guest, and an SDK client linked to it in memory. */
+export const inProcess = async (options: InProcessOptions = {}) => {
+  const fake = fakeMcp(options)
+  const server = createServer(fake.mcp)
+  const { client, elicited } = testClient(options.elicit)
   const [serverSide, clientSide] = InMemoryTransport.createLinkedPair()
   await Promise.all([server.connect(serverSide), client.connect(clientSide)])
   return {
     client,
-    root,
-    hypervisor,
-    guest,
+    root: fake.root,
+    hypervisor: fake.hypervisor,
+    guest: fake.guest,
     elicited,
     close: async () => {
       await client.close()
-      await runtime.dispose()
+      await fake.runtime.dispose()
     }
   }
 }

@@ -1,0 +1,73 @@
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { serveHttp, type RunningHttpServer } from "../src/http.js"
+import { dataOf, errorOf, fakeMcp, testClient } from "./helpers.js"
+
+/** The real HTTP transport in this process over the in-memory hypervisor: what needs a long call or a question. */
+describe("Streamable HTTP sessions: progress, cancellation and elicitation reach the right client", () => {
+  const fake = fakeMcp({ heartbeatMs: 50 })
+  let http: RunningHttpServer
+  beforeAll(async () => {
+    http = await serveHttp(fake.mcp, { address: "127.0.0.1:0" })
+  })
+  afterAll(async () => {
+    await http?.close()
+    await fake.runtime.dispose()
+  })
+
+  const connect = async (elicit?: (message: string) => { action: "accept"; content: { confirm: string } } | { action: "decline" }) => {
+    const { client, elicited } = testClient(elicit)
+    await client.connect(new StreamableHTTPClientTransport(new URL(http.url)))
+    return { client, elicited }
+  }
+
+  it("streams progress notifications of a long wait to the caller", async () => {
+    const { client } = await connect()
+    try {
+      dataOf(await client.callTool({ name: "create", arguments: { name: "h1", image: "tiny" } }))
+      const vm = dataOf(await client.callTool({ name: "start", arguments: { vm: "h1" } }))
+      fake.guest.unreachablePorts.add(vm.ssh_port)
+      const seen: number[] = []
+      const result = await client.callTool({ name: "wait", arguments: { vm: "h1", timeout_seconds: 1 } }, undefined, { onprogress: (p) => seen.push(p.progress) })
+      expect(errorOf(result).code).toBe("timeout")
+      expect(seen.length).toBeGreaterThan(0)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("cancels a call over HTTP: the operation is interrupted and audited as canceled", async () => {
+    const { client } = await connect()
+    try {
+      dataOf(await client.callTool({ name: "create", arguments: { name: "h2", image: "tiny" } }))
+      const vm = dataOf(await client.callTool({ name: "start", arguments: { vm: "h2" } }))
+      fake.guest.unreachablePorts.add(vm.ssh_port)
+      const controller = new AbortController()
+      const call = client.callTool({ name: "wait", arguments: { vm: "h2", timeout_seconds: 600 } }, undefined, { signal: controller.signal, onprogress: () => controller.abort() })
+      await expect(call).rejects.toThrow()
+      const log = join(fake.root, "logs", "stoat.log")
+      for (let i = 0; i < 100 && !/vm=h2 .*outcome=error:canceled/.test(readFileSync(log, "utf8")); i++) await new Promise((r) => setTimeout(r, 50))
+      expect(readFileSync(log, "utf8")).toMatch(/tool=wait entrypoint=mcp .* vm=h2 .*outcome=error:canceled/)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("asks the client that called destroy, not another one", async () => {
+    const yes = await connect(() => ({ action: "accept", content: { confirm: "h3" } }))
+    const no = await connect(() => ({ action: "decline" }))
+    try {
+      dataOf(await yes.client.callTool({ name: "create", arguments: { name: "h3", image: "tiny" } }))
+      dataOf(await yes.client.callTool({ name: "create", arguments: { name: "h4", image: "tiny" } }))
+      expect(errorOf(await no.client.callTool({ name: "destroy", arguments: { vm: "h4" } })).code).toBe("confirmation_required")
+      dataOf(await yes.client.callTool({ name: "destroy", arguments: { vm: "h3" } }))
+      expect(yes.elicited).toHaveLength(1)
+      expect(no.elicited).toHaveLength(1)
+      expect(dataOf(await no.client.callTool({ name: "list_vms", arguments: {} })).vms.map((v: { name: string }) => v.name)).toEqual(["h1", "h2", "h4"])
+    } finally {
+      await Promise.all([yes.client.close(), no.client.close()])
+    }
+  })
+})

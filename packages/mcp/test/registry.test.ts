@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest"
+import { catalog } from "@stoat/core"
+import { buildRegistry } from "../src/index.js"
+
+/** The annotation class of each seed tool (reference/stoat-original.md §5). */
+const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
+  list_vms: "read", vm_status: "read", list_images: "read", list_guests: "read", guest_info: "read", logs: "read", doctor: "read",
+  capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
+  snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
+  prune: "destructive", exec: "exec"
+}
+const HINTS = {
+  read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
+  mutate: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+  destructive: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+  exec: { readOnlyHint: false, destructiveHint: true, openWorldHint: true }
+}
+
+describe("the tool registry is the catalog", () => {
+  const tools = [...buildRegistry().values()].map((entry) => entry.definition)
+
+  it("has one tool per exposed catalog entry, names unique and snake_case", () => {
+    expect(tools.map((t) => t.name)).toEqual(catalog.filter((op) => op.mcp !== false).map((op) => op.tool))
+    expect(new Set(tools.map((t) => t.name)).size).toBe(tools.length)
+    for (const tool of tools) expect(tool.name).toMatch(/^[a-z][a-z0-9_]*$/)
+  })
+
+  it("gives each seed tool the annotations of its class", () => {
+    for (const [name, klass] of Object.entries(CLASS)) {
+      const tool = tools.find((t) => t.name === name)
+      expect(tool, name).toBeDefined()
+      expect(tool!.annotations, name).toMatchObject(HINTS[klass])
+    }
+  })
+
+  it("offers confirm exactly on the deleting tools", () => {
+    const confirmable = tools.filter((t) => "confirm" in (t.inputSchema["properties"] as object)).map((t) => t.name)
+    expect(confirmable.sort()).toEqual(["delete_snapshot", "destroy", "prune", "restore"])
+  })
+
+  it("renders inputs without arguments as a closed empty object", () => {
+    for (const name of ["list_vms", "list_guests", "doctor", "version", "list_images"]) {
+      expect(tools.find((t) => t.name === name)!.inputSchema).toEqual({ type: "object", properties: {}, required: [], additionalProperties: false })
+    }
+  })
+
+  it("gives list_guests and guest_info an output schema (the recursive Json type is named once)", () => {
+    for (const name of ["list_guests", "guest_info"]) {
+      const schema = tools.find((t) => t.name === name)!.outputSchema as { $defs?: Record<string, unknown> }
+      expect(schema.$defs?.["Json"], name).toBeDefined()
+    }
+  })
+})
