@@ -70,4 +70,24 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
       await Promise.all([yes.client.close(), no.client.close()])
     }
   })
+
+  it("keeps at most maxSessions sessions, closing the least recently used", async () => {
+    const small = await serveHttp(fake.mcp, { address: "127.0.0.1:0", maxSessions: 2 })
+    const clients = []
+    try {
+      for (let i = 0; i < 3; i++) {
+        const { client } = testClient()
+        await client.connect(new StreamableHTTPClientTransport(new URL(small.url)))
+        clients.push(client)
+        if (i === 1) dataOf(await clients[0]!.callTool({ name: "version", arguments: {} }))
+      }
+      // The second session was the least recently used when the third arrived.
+      dataOf(await clients[0]!.callTool({ name: "version", arguments: {} }))
+      dataOf(await clients[2]!.callTool({ name: "version", arguments: {} }))
+      await expect(clients[1]!.callTool({ name: "version", arguments: {} })).rejects.toThrow(/Session not found|404/)
+    } finally {
+      for (const client of clients) await client.close().catch(() => undefined)
+      await small.close()
+    }
+  })
 })

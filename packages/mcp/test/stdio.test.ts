@@ -95,6 +95,30 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
   })
 })
 
+describe("fuzzed arguments to the read tools of the real process (fast-check)", () => {
+  it("answers every call with a success or an isError result carrying a wire code, and keeps serving", async () => {
+    // Read tools only: a fuzzed start or create on the live stack could boot a real VM.
+    const client = await stdioClient(tempHome(), ["--tool-burst", "100000", "--burst", "100000"])
+    try {
+      const { tools } = await client.listTools()
+      for (const tool of tools.filter((t) => t.annotations?.readOnlyHint)) {
+        const names = Object.keys(tool.inputSchema.properties ?? {})
+        const args = fc.sample(
+          fc.dictionary(names.length > 0 ? fc.oneof(fc.constantFrom(...names), fc.string({ maxLength: 6 })) : fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
+          { numRuns: 15, seed: 7 }
+        )
+        for (const input of args) {
+          const result = await client.callTool({ name: tool.name, arguments: input })
+          if (result.isError) expect(errorOf(result).code, `${tool.name} ${JSON.stringify(input)}`).not.toBe("internal")
+        }
+      }
+      dataOf(await client.callTool({ name: "version", arguments: {} }))
+    } finally {
+      await client.close()
+    }
+  })
+})
+
 describe("rate-limit flags of stoat mcp", () => {
   it("--tool-burst/--tool-rate: the 31st call to one tool is refused while other tools still answer", async () => {
     const client = await stdioClient(tempHome(), ["--tool-burst", "30", "--tool-rate", "0"])

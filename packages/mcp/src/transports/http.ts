@@ -13,6 +13,8 @@ export interface HttpOptions {
   /** Bearer token every request must carry. */
   readonly token?: string
   readonly log?: (line: string) => void
+  /** Sessions kept at once; a new one beyond this closes the least recently used. */
+  readonly maxSessions?: number
 }
 
 export interface RunningHttpServer {
@@ -66,6 +68,7 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
   if ("error" in address) throw new AddressRefused(address.error)
   const sessions = new Map<string, StreamableHTTPServerTransport>()
   const guard = options.token !== undefined ? { token: options.token } : {}
+  const maxSessions = options.maxSessions ?? 64
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const verdict = checkRequest({ host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization }, guard)
@@ -90,6 +93,9 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
         jsonRpcError(res, 404, -32001, "Session not found: initialize again")
         return
       }
+      // Map order is recency order: the oldest entry is the session to close when full.
+      sessions.delete(sessionId)
+      sessions.set(sessionId, transport)
       await transport.handleRequest(req, res, body)
       return
     }
@@ -102,6 +108,11 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         sessions.set(id, transport)
+        for (const [oldest, stale] of sessions) {
+          if (sessions.size <= maxSessions) break
+          sessions.delete(oldest)
+          void stale.close().catch(() => undefined)
+        }
       }
     })
     transport.onclose = () => {
