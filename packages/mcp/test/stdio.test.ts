@@ -150,6 +150,19 @@ describe("rate-limit flags of stoat mcp", () => {
   })
 })
 
+describe("stopping stoat mcp", () => {
+  it("exits 0 on SIGTERM while a client still holds stdin open", async () => {
+    const child = spawn(process.execPath, [BIN, "mcp"], { env: { ...process.env, STOAT_HOME: tempHome() }, stdio: ["pipe", "pipe", "pipe"] })
+    child.stderr.resume()
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    const answered = new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
+    child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })}\n`)
+    await answered
+    child.kill("SIGTERM")
+    expect(await exited).toBe(0)
+  })
+})
+
 describe("stdout carries only the protocol, and bad lines do not kill the server", () => {
   it("skips malformed JSON-RPC lines and keeps answering; every stdout line is JSON-RPC", async () => {
     const home = tempHome()

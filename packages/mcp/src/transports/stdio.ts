@@ -21,6 +21,11 @@ export const serveStdio = async (mcp: StoatMcp): Promise<void> => {
     server.onclose = () => resolve()
     process.stdin.once("end", () => resolve())
   })
+  // Told to stop: closing the server aborts the calls in flight, whose operations are
+  // interrupted and release what they hold before the process ends.
+  const stop = () => void server.close().catch(() => undefined)
+  process.once("SIGTERM", stop)
+  process.once("SIGINT", stop)
   // A malformed line is reported to stderr and skipped; the server keeps answering.
   server.onerror = (error) => process.stderr.write(`stoat mcp: ${oneLine(error.message)}\n`)
   await server.connect(transport)
