@@ -15,6 +15,7 @@ import {
   type StoatError
 } from "@stoat/core"
 import { checkAccess } from "../policy/access.js"
+import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import { errorResult, successResult, type ToolResult } from "./result.js"
 import type { ToolEntry } from "./registry.js"
@@ -24,7 +25,7 @@ export interface CallChannel {
   readonly signal: AbortSignal
   readonly requestId: string | number
   /** Present when the client sent a progress token. */
-  readonly progress?: (progress: number, total: number | undefined, message: string | undefined) => void
+  readonly progress?: SendProgress
   /** Present when the client declared the elicitation capability; resolves the typed answer or undefined. */
   readonly elicit?: (message: string, field: string) => Promise<string | undefined>
 }
@@ -118,24 +119,4 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   } finally {
     reporter?.stop()
   }
-}
-
-/**
- * Progress for one call: the seconds spent so far (of timeout_seconds when the input has one),
- * always increasing, sent at every stage or log event of the operation and once per interval.
- */
-const progressReporter = (send: NonNullable<CallChannel["progress"]>, totalSeconds: number | undefined, everyMs: number) => {
-  const started = Date.now()
-  let last = 0
-  const report = (message: string | undefined) => {
-    last = Math.max(last + 0.001, (Date.now() - started) / 1000)
-    send(Math.round(last * 1000) / 1000, totalSeconds, message)
-  }
-  const timer = setInterval(() => report(`still working after ${Math.round((Date.now() - started) / 1000)} s`), everyMs)
-  timer.unref()
-  const onEvent: NonNullable<ExecutionContext["progress"]> = (event) => {
-    const data = event.data as { line?: string; percent?: number; recipe?: string }
-    report(data.line ?? (data.recipe !== undefined ? `recipe ${data.recipe}` : data.percent !== undefined ? `${data.percent}%` : undefined))
-  }
-  return { onEvent, stop: () => clearInterval(timer) }
 }
