@@ -163,3 +163,10 @@ export const dataOf = <T = any>(result: AnyResult): T => {
   if (JSON.stringify(JSON.parse(content[0]!.text)) !== JSON.stringify(result.structuredContent)) throw new Error("text block and structuredContent differ")
   return result.structuredContent as T
 }
+
+/** Creates and starts a VM on the in-memory hypervisor whose sshd never answers: a wait on it runs until its timeout. */
+export const unreachableVm = async (client: Client, guest: FakeGuestState, name: string): Promise<void> => {
+  dataOf(await client.callTool({ name: "create", arguments: { name, image: "tiny" } }))
+  const vm = dataOf<{ ssh_port: number }>(await client.callTool({ name: "start", arguments: { vm: name } }))
+  guest.unreachablePorts.add(vm.ssh_port)
+}

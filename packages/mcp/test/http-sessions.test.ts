@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serveHttp, type RunningHttpServer } from "../src/http.js"
-import { dataOf, errorOf, fakeMcp, testClient } from "./helpers.js"
+import { dataOf, errorOf, fakeMcp, testClient, unreachableVm } from "./helpers.js"
 
 /** The real HTTP transport in this process over the in-memory hypervisor: what needs a long call or a question. */
 describe("Streamable HTTP sessions: progress, cancellation and elicitation reach the right client", () => {
@@ -26,9 +26,7 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
   it("streams progress notifications of a long wait to the caller", async () => {
     const { client } = await connect()
     try {
-      dataOf(await client.callTool({ name: "create", arguments: { name: "h1", image: "tiny" } }))
-      const vm = dataOf(await client.callTool({ name: "start", arguments: { vm: "h1" } }))
-      fake.guest.unreachablePorts.add(vm.ssh_port)
+      await unreachableVm(client, fake.guest, "h1")
       const seen: number[] = []
       const result = await client.callTool({ name: "wait", arguments: { vm: "h1", timeout_seconds: 1 } }, undefined, { onprogress: (p) => seen.push(p.progress) })
       expect(errorOf(result).code).toBe("timeout")
@@ -41,9 +39,7 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
   it("cancels a call over HTTP: the operation is interrupted and audited as canceled", async () => {
     const { client } = await connect()
     try {
-      dataOf(await client.callTool({ name: "create", arguments: { name: "h2", image: "tiny" } }))
-      const vm = dataOf(await client.callTool({ name: "start", arguments: { vm: "h2" } }))
-      fake.guest.unreachablePorts.add(vm.ssh_port)
+      await unreachableVm(client, fake.guest, "h2")
       const controller = new AbortController()
       const call = client.callTool({ name: "wait", arguments: { vm: "h2", timeout_seconds: 600 } }, undefined, { signal: controller.signal, onprogress: () => controller.abort() })
       await expect(call).rejects.toThrow()

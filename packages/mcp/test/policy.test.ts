@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { DEFAULT_RATE_LIMITS, RateLimiter, redact } from "../src/index.js"
-import { dataOf, errorOf, inProcess } from "./helpers.js"
+import { dataOf, errorOf, inProcess, unreachableVm } from "./helpers.js"
 
 describe("rate limits (seed 000: 30 per tool at 0.5/s, 60 shared at 2/s)", () => {
   it("uses the seed's defaults", () => {
@@ -139,9 +139,7 @@ describe("long work: progress and cancellation", () => {
   it("sends increasing progress notifications while a wait runs when the client gave a progress token", async () => {
     const h = await inProcess({ heartbeatMs: 50 })
     try {
-      dataOf(await h.client.callTool({ name: "create", arguments: { name: "slow", image: "tiny" } }))
-      const vm = dataOf(await h.client.callTool({ name: "start", arguments: { vm: "slow" } }))
-      h.guest.unreachablePorts.add(vm.ssh_port)
+      await unreachableVm(h.client, h.guest, "slow")
       const seen: Array<{ progress: number; total?: number }> = []
       const result = await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 1 } }, undefined, { onprogress: (p) => seen.push(p) })
       expect(errorOf(result).code).toBe("timeout")
@@ -156,9 +154,7 @@ describe("long work: progress and cancellation", () => {
   it("a cancelled call interrupts the operation (audited as canceled) and the server keeps serving", async () => {
     const h = await inProcess({ heartbeatMs: 50 })
     try {
-      dataOf(await h.client.callTool({ name: "create", arguments: { name: "stuck", image: "tiny" } }))
-      const vm = dataOf(await h.client.callTool({ name: "start", arguments: { vm: "stuck" } }))
-      h.guest.unreachablePorts.add(vm.ssh_port)
+      await unreachableVm(h.client, h.guest, "stuck")
       const controller = new AbortController()
       const call = h.client.callTool({ name: "wait", arguments: { vm: "stuck", timeout_seconds: 600 } }, undefined, {
         signal: controller.signal,
