@@ -106,11 +106,47 @@ describe("config: validation", () => {
     expect((await toolkit(home, ["config", "strings", "--unset"])).code).toBe(1)
   })
 
+  it("refuses options without a level instead of ignoring them", async () => {
+    expect(await toolkit(home, ["config", "--x", "1"])).toMatchObject({ code: 1, stdout: "Error: options need a level: toolkit config <topic> [group...] [action] --option value\n" })
+    expect(await toolkit(home, ["config", "--unset", "x"])).toMatchObject({ code: 1 })
+    expect(existsSync(home.db)).toBe(false)
+  })
+
+  it("stores a value that looks like an option as the value it is", async () => {
+    expect(await toolkit(home, ["config", "strings", "report", "--string=--string"])).toMatchObject({ code: 0, stdout: "Set strings report --string = --string\n" })
+    expect((await toolkit(home, ["strings", "report"])).stdout).toMatch(/^Characters \(with spaces\): +8$/m)
+  })
+
   it("refuses config itself, mcp and unknown levels", async () => {
     expect((await toolkit(home, ["config", "config"])).code).toBe(1)
     expect(await toolkit(home, ["config", "mcp", "serve", "--port", "1"])).toMatchObject({ code: 1, stdout: "Error: the mcp topic has no configurable options\n" })
     expect(await toolkit(home, ["config", "nope"])).toMatchObject({ code: 1, stdout: "Error: unknown config level 'nope'\n" })
     expect((await toolkit(home, ["config", "strings", "nope"])).code).toBe(1)
+  })
+})
+
+describe("config: options that exclude each other", () => {
+  it("a command-line value wins over the default of an option it excludes", async () => {
+    home.file("text.txt", "One two three.")
+    expect((await toolkit(home, ["config", "strings", "report", "--in-file", "text.txt"])).code).toBe(0)
+    expect((await toolkit(home, ["strings", "report"])).stdout).toMatch(/^Words: +3$/m) // the default file
+    const run = await toolkit(home, ["strings", "report", "--string", "hi"])
+    expect(run.code).toBe(0)
+    expect(run.stdout).toMatch(/^Words: +1$/m)
+  })
+
+  it("refuses defaults for both, at once or one after the other, at any levels", async () => {
+    const both = "Error: --in-file and --string of strings report cannot both have defaults: the command takes only one of them\n"
+    expect(await toolkit(home, ["config", "strings", "report", "--in-file", "a.txt", "--string", "b"])).toMatchObject({ code: 1, stdout: both })
+    expect(existsSync(home.db)).toBe(false)
+    expect((await toolkit(home, ["config", "strings", "report", "--in-file", "a.txt"])).code).toBe(0)
+    expect(await toolkit(home, ["config", "strings", "report", "--string", "b"])).toMatchObject({ code: 1, stdout: both })
+    expect(await toolkit(home, ["config", "strings", "--string", "b"])).toMatchObject({ code: 1, stdout: both })
+    // Unsetting one in the same request makes room for the other.
+    expect(await toolkit(home, ["config", "strings", "report", "--unset", "in-file", "--string", "b"])).toMatchObject({
+      code: 0,
+      stdout: "Set strings report --string = b\nUnset strings report --in-file\n"
+    })
   })
 })
 

@@ -8,6 +8,7 @@ import { tempHome, toolkit, type Home, type Run } from "./helpers.js"
 
 const SECRET = "sup3r-s3cret-value"
 const NEW_SECRET = "an0ther-s3cret"
+const URL_SECRET = "s3cret-in-the-url"
 
 interface Seen {
   readonly authorization: string | undefined
@@ -105,6 +106,15 @@ describe("oauth", () => {
     expect((await run(["oauth", "profile", "add", "--name", "bad", "--token-url", "ftp://x", "--client-id", "c", "--client-secret", "s"])).code).toBe(1)
   })
 
+  it("never shows credentials put in a token URL, in the list or in a failure", async () => {
+    await run(["oauth", "profile", "add", "--name", "userinfo", "--token-url", `http://me:${URL_SECRET}@127.0.0.1:9/token`, "--client-id", "c", "--client-secret", SECRET])
+    expect((await run(["oauth", "profile", "list"])).stdout).toContain("userinfo\n  token url: http://***@127.0.0.1:9/token\n")
+    const failed = await run(["oauth", "token", "--profile", "userinfo"])
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).toMatch(/^Error: token request to http:\/\/\*\*\*@127\.0\.0\.1:9\/token failed: /)
+    await run(["oauth", "profile", "delete", "--name", "userinfo"])
+  })
+
   it("deletes profiles", async () => {
     expect(await run(["oauth", "profile", "delete", "--name", "DOWN"])).toMatchObject({ code: 0, stdout: "Deleted OAuth profile 'DOWN'\n" })
     expect((await run(["oauth", "profile", "delete", "--name", "down"])).code).toBe(1)
@@ -113,7 +123,7 @@ describe("oauth", () => {
   it("never printed a secret", () => {
     expect(outputs.length).toBeGreaterThan(10)
     for (const output of outputs) {
-      for (const secret of [SECRET, NEW_SECRET, "from-stdin-secret"]) {
+      for (const secret of [SECRET, NEW_SECRET, "from-stdin-secret", URL_SECRET]) {
         expect(output.stdout).not.toContain(secret)
         expect(output.stderr).not.toContain(secret)
       }

@@ -49,16 +49,36 @@ export interface Run {
   readonly raw: Buffer
 }
 
+/**
+ * The command line that runs the built binary with `args`, under a memory limit when one is
+ * given, so a regression that eats memory fails fast instead of exhausting the machine. It is
+ * the data limit (ulimit -d): a virtual-memory limit (-v) would also refuse the address space
+ * that WebAssembly reserves, which Node's fetch and Response need.
+ */
+const binCommand = (args: string[], memoryLimitKb?: number): [string, string[]] =>
+  memoryLimitKb === undefined ? [process.execPath, [BIN, ...args]] : ["/bin/sh", ["-c", 'ulimit -d "$0" && exec "$@"', String(memoryLimitKb), process.execPath, BIN, ...args]]
+
+export interface ToolkitOptions {
+  readonly input?: string | Uint8Array
+  readonly env?: NodeJS.ProcessEnv
+  readonly memoryLimitKb?: number
+  /** Kill the process after this long (a regression that blocks fails instead of hanging the run). */
+  readonly killAfterMs?: number
+}
+
 /** Runs `toolkit <args>` to completion. stdin is `input` (closed when given, else empty). */
-export const toolkit = (home: Home, args: string[], options: { input?: string | Uint8Array; env?: NodeJS.ProcessEnv } = {}): Promise<Run> =>
+export const toolkit = (home: Home, args: string[], options: ToolkitOptions = {}): Promise<Run> =>
   new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: home.dir, env: options.env ?? home.env, stdio: ["pipe", "pipe", "pipe"] })
+    const [command, argv] = binCommand(args, options.memoryLimitKb)
+    const child = spawn(command, argv, { cwd: home.dir, env: options.env ?? home.env, stdio: ["pipe", "pipe", "pipe"] })
+    const killer = options.killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), options.killAfterMs)
     const out: Buffer[] = []
     const err: Buffer[] = []
     child.stdout.on("data", (c: Buffer) => out.push(c))
     child.stderr.on("data", (c: Buffer) => err.push(c))
     child.on("error", reject)
     child.on("close", (code) => {
+      clearTimeout(killer)
       const raw = Buffer.concat(out)
       resolvePromise({ code: code ?? -1, stdout: raw.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), raw })
     })
@@ -88,9 +108,10 @@ export interface Serving {
 }
 
 /** Starts `toolkit mcp serve <args>` and waits for its two startup lines. */
-export const serve = (home: Home, args: string[] = ["--port", "0"]): Promise<Serving> =>
+export const serve = (home: Home, args: string[] = ["--port", "0"], options: { memoryLimitKb?: number } = {}): Promise<Serving> =>
   new Promise((resolvePromise, reject) => {
-    const proc = spawn(process.execPath, [BIN, "mcp", "serve", ...args], { cwd: home.dir, env: home.env, stdio: ["ignore", "pipe", "pipe"] })
+    const [command, argv] = binCommand(["mcp", "serve", ...args], options.memoryLimitKb)
+    const proc = spawn(command, argv, { cwd: home.dir, env: home.env, stdio: ["ignore", "pipe", "pipe"] })
     let out = ""
     let err = ""
     const waiters: Array<() => void> = []

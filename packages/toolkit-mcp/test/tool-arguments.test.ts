@@ -5,8 +5,7 @@ import fc from "fast-check"
 import { beforeAll, describe, expect, it } from "vitest"
 import { resultText } from "../src/mcp/result.js"
 import { buildTool, toArgv, type JsonSchema, type ToolEntry } from "../src/mcp/tools.js"
-import { normalizeBooleans } from "../src/runtime/argv.js"
-import { booleanFlagNames } from "../src/runtime/options.js"
+import { parserArgv } from "../src/runtime/options.js"
 import { commandIds, isNeverExposed } from "../src/runtime/tree.js"
 
 /**
@@ -23,7 +22,11 @@ beforeAll(async () => {
   tools = await Promise.all(commandIds(config).filter((id) => !isNeverExposed(id)).map((id) => buildTool(config, id)))
 })
 
-const valueFor = (schema: JsonSchema): fc.Arbitrary<unknown> => {
+/** Values that look like options of the tool, or carry the explicit-value mark: still plain values. */
+const trickyText = (tool: ToolEntry): fc.Arbitrary<string> =>
+  fc.constantFrom(...Object.keys(tool.flags).flatMap((name) => [`--${name}`, `--${name}=x`, `--no-${name}`]), "--", "-", "-h", "\u0000", "\u0000--help", "\u0000\u0000x")
+
+const valueFor = (schema: JsonSchema, tool: ToolEntry): fc.Arbitrary<unknown> => {
   if (Array.isArray(schema["enum"])) return fc.constantFrom(...(schema["enum"] as string[]))
   switch (schema["type"]) {
     case "integer":
@@ -33,8 +36,8 @@ const valueFor = (schema: JsonSchema): fc.Arbitrary<unknown> => {
     case "boolean":
       return fc.boolean()
     default:
-      // Any text, including "-", "--x", "@file" and spaces: all must arrive literally.
-      return fc.string({ unit: "grapheme", maxLength: 20 })
+      // Any text, including "-", "--x", "@file", spaces and other options' names: all must arrive literally.
+      return fc.oneof(fc.string({ unit: "grapheme", maxLength: 20 }), trickyText(tool))
   }
 }
 
@@ -52,13 +55,14 @@ describe("tool arguments", () => {
     for (const tool of tools) {
       const properties = tool.definition.inputSchema.properties
       if (Object.keys(properties).length === 0) continue
-      const args = fc.record(Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, valueFor(schema)])), { requiredKeys: [] })
+      const args = fc.record(Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, valueFor(schema, tool)])), { requiredKeys: [] })
       await fc.assert(
         fc.asyncProperty(args, async (input) => {
           const out = toArgv(tool, input)
           if ("error" in out) throw new Error(out.error)
-          const argv = normalizeBooleans(out.argv, booleanFlagNames(tool.flags))
-          const relaxed = Object.fromEntries(Object.entries(tool.flags).map(([name, def]) => [name, { ...def, required: false }]))
+          const argv = parserArgv(out.argv, tool.flags)
+          // Required and mutually exclusive options are the command's rules, not the tokens'.
+          const relaxed = Object.fromEntries(Object.entries(tool.flags).map(([name, def]) => [name, { ...def, required: false, exclusive: [] }]))
           const parsed = await Parser.parse(argv, { flags: relaxed as never, args: {}, strict: true, context: undefined as never })
           for (const [name, value] of Object.entries(input)) expect((parsed.flags as Record<string, unknown>)[name]).toEqual(value)
         }),
@@ -71,7 +75,7 @@ describe("tool arguments", () => {
     const brainfuck = tools.find((t) => t.name === "interpreters_brainfuck")!
     fc.assert(
       fc.property(
-        fc.string({ minLength: 1 }).filter((k) => k !== "file" && k !== "__proto__"),
+        fc.string({ minLength: 1 }).filter((k) => k !== "file"),
         fc.jsonValue(),
         (key, value) => {
           expect(toArgv(brainfuck, { [key]: value })).toEqual({ error: `Unknown argument '${key}' for tool interpreters_brainfuck.` })
@@ -86,6 +90,14 @@ describe("tool arguments", () => {
         }
       )
     )
+  })
+
+  it("refuses __proto__ as an argument name and arguments that are not an object", () => {
+    const brainfuck = tools.find((t) => t.name === "interpreters_brainfuck")!
+    expect(toArgv(brainfuck, JSON.parse('{"file": "x.bf", "__proto__": {"file": "y"}}'))).toEqual({ error: "Unknown argument '__proto__' for tool interpreters_brainfuck." })
+    for (const args of [null, [], ["file", "x"], "file=x", 3, true])
+      expect(toArgv(brainfuck, args)).toEqual({ error: "Arguments for tool interpreters_brainfuck must be an object." })
+    expect(toArgv(brainfuck, undefined)).toEqual({ argv: [] })
   })
 
   it("lays out results as stdout, stderr section, exit code line", () => {

@@ -14,7 +14,7 @@ export const play = async (io: CommandIO, name: keyof typeof EFFECTS, frames: nu
   const frame: Frame = { width: columns, height: rows * 2, rgb: new Uint8Array(columns * rows * 2 * 3) }
   const effect = EFFECTS[name]()
   const stop = new AbortController()
-  const stopped = waitForStop(io.signal).then(() => stop.abort())
+  const stopped = waitForStop().then(() => stop.abort())
   io.out("\x1b[?1049h\x1b[?25l\x1b[2J")
   try {
     for (let t = 0; t < frames && !stop.signal.aborted; t++) {

@@ -92,7 +92,6 @@ export function resolveBrainfuckWorker(): WorkerTarget {
 }
 
 let idle: Worker | null = null
-let keepWarm = false
 
 function spawn(): Worker {
   const t = resolveBrainfuckWorker()
@@ -128,31 +127,8 @@ function release(w: Worker): void {
   }
 }
 
-function discard(w: Worker): void {
-  void w.terminate()
-  if (keepWarm && idle === null) {
-    const fresh = spawn()
-    fresh.unref()
-    idle = fresh
-  }
-}
-
-/**
- * Start a worker now and keep one idle worker ready from then on (also after a cancelled run
- * terminated one), so a long program does not pay the thread start. For servers.
- */
-export function prewarmBrainfuckWorker(): void {
-  keepWarm = true
-  if (idle === null) {
-    const w = spawn()
-    w.unref()
-    idle = w
-  }
-}
-
-/** Stop keeping a worker warm and terminate the idle one. */
+/** Terminate the idle worker. */
 export async function closeBrainfuckWorkers(): Promise<void> {
-  keepWarm = false
   const w = idle
   idle = null
   if (w !== null) await w.terminate()
@@ -251,7 +227,7 @@ function runInWorker(program: Program, input: Uint8Array, skipBytes: number, opt
     const fail = (err: unknown): void => {
       if (settled) return
       cleanup()
-      discard(worker)
+      void worker.terminate()
       reject(err)
     }
     /** Run a step; if onOutput throws, the run fails with that error. */

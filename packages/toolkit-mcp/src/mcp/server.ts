@@ -1,12 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { isIP } from "node:net"
-import type { Config } from "@oclif/core"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { captureIO } from "../runtime/io.js"
-import { runCommand } from "../runtime/run.js"
+import { ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { TOOLKIT_VERSION } from "../version.js"
+import { PoolBusy, WorkerFailed, type ToolPool } from "./pool.js"
 import { resultText, seconds } from "./result.js"
 import { toArgv, type ToolEntry } from "./tools.js"
 
@@ -14,11 +12,18 @@ import { toArgv, type ToolEntry } from "./tools.js"
 const EXIT_UNKNOWN_TOOL = 127
 const EXIT_TIMEOUT = 124
 const EXIT_CANCELLED = 130
+/** sysexits' EX_TEMPFAIL: every worker busy and the queue full; worth retrying. */
+const EXIT_BUSY = 75
 const MAX_BODY_BYTES = 4 * 1024 * 1024
+/** How much more of a refused body is read and dropped so the 413 answer arrives; a client sending more is cut off. */
+const MAX_DISCARDED_BYTES = 4 * MAX_BODY_BYTES
+/** Longest tool name the log shows (SEP-986's limit for a valid one). */
+const MAX_LOGGED_NAME = 128
 
 export interface ServeOptions {
-  readonly config: Config
   readonly tools: ReadonlyArray<ToolEntry>
+  /** Runs every tool call's command, off this thread. */
+  readonly pool: ToolPool
   readonly host: string
   readonly port: number
   readonly timeoutMs: number
@@ -84,23 +89,78 @@ class CallTimedOut extends Error {
 
 const text = (body: string, isError: boolean): CallToolResult => ({ content: [{ type: "text", text: body }], ...(isError ? { isError: true } : {}) })
 
-const readBody = (req: IncomingMessage): Promise<Buffer> =>
+/** Reads and drops the rest of a refused body, so the client gets to read the answer; past a bound it is cut off. */
+const discardRest = (req: IncomingMessage): void => {
+  let dropped = 0
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length
+    if (dropped > MAX_DISCARDED_BYTES) req.destroy()
+  })
+  req.resume()
+}
+
+/** The request body, or "too large" once it passes MAX_BODY_BYTES (declared or sent). */
+const readBody = (req: IncomingMessage): Promise<Buffer | "too large"> =>
   new Promise((resolve, reject) => {
+    if (Number(req.headers["content-length"]) > MAX_BODY_BYTES) {
+      discardRest(req)
+      return resolve("too large")
+    }
     const chunks: Buffer[] = []
     let size = 0
-    req.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer): void => {
       size += chunk.length
-      if (size > MAX_BODY_BYTES) {
-        reject(new Error("request body too large"))
-        req.destroy()
-      } else chunks.push(chunk)
-    })
-    req.on("end", () => resolve(Buffer.concat(chunks)))
+      if (size <= MAX_BODY_BYTES) return void chunks.push(chunk)
+      req.off("data", onData)
+      req.off("end", onEnd)
+      discardRest(req)
+      resolve("too large")
+    }
+    const onEnd = (): void => resolve(Buffer.concat(chunks))
+    req.on("data", onData)
+    req.on("end", onEnd)
     req.on("error", reject)
   })
 
-const jsonError = (res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void => {
-  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }))
+const jsonError = (res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}, id: string | number | null = null): void => {
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }))
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+
+interface InvalidMessage {
+  readonly code: number
+  readonly message: string
+  readonly id: string | number | null
+}
+
+/**
+ * What is wrong with a POSTed JSON value as one JSON-RPC 2.0 message, checked before the SDK
+ * sees it: the SDK answers -32700 (parse error) for any well-formed value that is not a
+ * message, and 202 for an empty batch. MCP has had no batches since 2025-06-18.
+ */
+const invalidMessage = (body: unknown): InvalidMessage | undefined => {
+  if (Array.isArray(body)) return { code: ErrorCode.InvalidRequest, message: "Invalid Request: batches are not supported", id: null }
+  if (!isObject(body)) return { code: ErrorCode.InvalidRequest, message: "Invalid Request: a message is a JSON object", id: null }
+  const id = typeof body["id"] === "string" || typeof body["id"] === "number" ? body["id"] : null
+  const invalid = (message: string, code: number = ErrorCode.InvalidRequest): InvalidMessage => ({ code, message, id })
+  if (body["jsonrpc"] !== "2.0") return invalid('Invalid Request: "jsonrpc" must be "2.0"')
+  if ("id" in body && id === null && "method" in body) return invalid('Invalid Request: "id" must be a string or a number')
+  if (!("method" in body)) return "result" in body || "error" in body ? undefined : invalid('Invalid Request: "method" is missing')
+  if (typeof body["method"] !== "string") return invalid('Invalid Request: "method" must be a string')
+  if ("params" in body && !isObject(body["params"])) return invalid('Invalid params: "params" must be an object', ErrorCode.InvalidParams)
+  return undefined
+}
+
+/**
+ * A tool name as the log line shows it: anything but letters, digits, punctuation and symbols
+ * (line breaks, escape sequences, spaces, invisible format characters) is escaped, and so is
+ * the escape character itself, so a name can neither forge nor hide log lines.
+ */
+export const logName = (name: unknown): string => {
+  const text = typeof name === "string" ? name : name === undefined ? "(none)" : (JSON.stringify(name) ?? String(name))
+  const shown = text.length > MAX_LOGGED_NAME ? `${text.slice(0, MAX_LOGGED_NAME)}…` : text
+  return shown.replace(/[^\p{L}\p{N}\p{P}\p{S}]|\\/gu, (ch) => (ch === "\\" ? "\\\\" : `\\u{${ch.codePointAt(0)!.toString(16)}}`))
 }
 
 /**
@@ -109,17 +169,23 @@ const jsonError = (res: ServerResponse, status: number, code: number, message: s
  * its own command instance and captured output.
  */
 export const startServer = async (options: ServeOptions): Promise<RunningServer> => {
-  const { config, tools, timeoutMs, log } = options
+  const { tools, pool, timeoutMs, log } = options
   const byName = new Map(tools.map((tool) => [tool.name, tool]))
   const definitions = tools.map((tool) => tool.definition)
   const inFlight = new InFlight()
   const loopback = isLoopback(options.host)
   const boundName = bracket(options.host.toLowerCase())
 
-  const logCall = (name: string, code: number, started: number): void => log(`tool ${name} exit ${code} ${Math.round(performance.now() - started)}ms`)
+  const logCall = (name: unknown, code: number, started: number): void => log(`tool ${logName(name)} exit ${code} ${Math.round(performance.now() - started)}ms`)
 
-  const callTool = async (name: string, args: Record<string, unknown> | undefined, requestId: string | number, requestSignal: AbortSignal): Promise<CallToolResult> => {
+  /** tools/call, checked by hand rather than by the SDK's schema, so that malformed params are answered (and logged) like any call. */
+  const callTool = async (params: unknown, requestId: string | number, requestSignal: AbortSignal): Promise<CallToolResult> => {
     const started = performance.now()
+    const { name, arguments: args } = isObject(params) ? params : {}
+    if (typeof name !== "string") {
+      logCall(name, EXIT_UNKNOWN_TOOL, started)
+      throw new McpError(ErrorCode.InvalidParams, "tools/call needs the tool's name as a string")
+    }
     const tool = byName.get(name)
     if (!tool) {
       logCall(name, EXIT_UNKNOWN_TOOL, started)
@@ -135,22 +201,26 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
     const onRequestAbort = (): void => controller.abort(new CancelledByClient())
     requestSignal.addEventListener("abort", onRequestAbort, { once: true })
     const timer = setTimeout(() => controller.abort(new CallTimedOut()), timeoutMs)
-    const captured = captureIO(controller.signal)
     try {
-      const stopped = new Promise<"stopped">((resolve) => controller.signal.addEventListener("abort", () => resolve("stopped"), { once: true }))
-      const outcome = await Promise.race([runCommand(tool.cls, tool.id, parsed.argv, captured.io, config), stopped])
-      if (outcome === "stopped") {
-        // The command was told to stop through io.signal (the interpreters end their worker);
-        // whatever it still does is not waited for.
-        if (controller.signal.reason instanceof CallTimedOut) {
-          logCall(name, EXIT_TIMEOUT, started)
-          return text(`Tool ${name} timed out after ${seconds(timeoutMs)} s`, true)
-        }
+      const outcome = await pool.run({ id: tool.id, argv: parsed.argv }, controller.signal)
+      logCall(name, outcome.code, started)
+      return text(resultText(outcome.stdout, outcome.stderr, outcome.code), outcome.code !== 0)
+    } catch (error) {
+      if (error instanceof CallTimedOut) {
+        logCall(name, EXIT_TIMEOUT, started)
+        return text(`Tool ${name} timed out after ${seconds(timeoutMs)} s`, true)
+      }
+      if (error instanceof CancelledByClient) {
         logCall(name, EXIT_CANCELLED, started)
         return text(`Tool ${name} was cancelled.`, true)
       }
-      logCall(name, outcome, started)
-      return text(resultText(captured.stdout(), captured.stderr(), outcome), outcome !== 0)
+      if (error instanceof PoolBusy) {
+        logCall(name, EXIT_BUSY, started)
+        return text(`Tool ${name} was not run: ${error.message}; try again later.`, true)
+      }
+      logCall(name, 1, started)
+      if (error instanceof WorkerFailed) return text(resultText(`Error: ${error.message}\n`, "", 1), true)
+      throw error
     } finally {
       clearTimeout(timer)
       requestSignal.removeEventListener("abort", onRequestAbort)
@@ -161,9 +231,11 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
   const mcpServer = (): Server => {
     const server = new Server({ name: "toolkit", version: TOOLKIT_VERSION }, { capabilities: { tools: { listChanged: false } } })
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: definitions as never }))
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      callTool(request.params.name, request.params.arguments as Record<string, unknown> | undefined, extra.requestId, extra.signal)
-    )
+    // Not setRequestHandler(CallToolRequestSchema): its parse turns malformed params into a raw schema dump.
+    server.fallbackRequestHandler = async (request, extra) => {
+      if (request.method === "tools/call") return callTool(request.params, extra.requestId, extra.signal)
+      throw new McpError(ErrorCode.MethodNotFound, "Method not found")
+    }
     return server
   }
 
@@ -196,24 +268,27 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
       jsonError(res, 405, -32000, "Method not allowed.", { allow: "POST" })
       return
     }
-    let raw: Buffer
-    try {
-      raw = await readBody(req)
-    } catch {
-      jsonError(res, 413, -32600, "Request body too large")
+    const raw = await readBody(req)
+    if (raw === "too large") {
+      jsonError(res, 413, ErrorCode.InvalidRequest, `Request body too large: at most ${MAX_BODY_BYTES / (1024 * 1024)} MiB`)
       return
     }
     let body: unknown
     try {
       body = JSON.parse(raw.toString("utf8"))
     } catch {
-      jsonError(res, 400, -32700, "Parse error")
+      jsonError(res, 400, ErrorCode.ParseError, "Parse error")
       return
     }
-    for (const message of Array.isArray(body) ? body : [body]) {
-      const m = message as { method?: unknown; params?: { requestId?: unknown } }
-      if (m?.method === "notifications/cancelled") inFlight.cancel(m.params?.requestId)
+    const invalid = invalidMessage(body)
+    if (invalid) {
+      // A tools/call that never reaches callTool is still a call, and every call is logged.
+      if (isObject(body) && body["method"] === "tools/call") logCall(isObject(body["params"]) ? body["params"]["name"] : undefined, EXIT_UNKNOWN_TOOL, performance.now())
+      jsonError(res, 400, invalid.code, invalid.message, {}, invalid.id)
+      return
     }
+    const message = body as { method?: unknown; params?: { requestId?: unknown } }
+    if (message.method === "notifications/cancelled") inFlight.cancel(message.params?.requestId)
     const server = mcpServer()
     const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
     res.on("close", () => {

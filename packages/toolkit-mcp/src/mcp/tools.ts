@@ -1,6 +1,7 @@
 import type { Config } from "@oclif/core"
 import type { ToolKind } from "../runtime/base.js"
 import { flagsOf, type FlagDef, type FlagMap } from "../runtime/defaults.js"
+import { EXPLICIT_VALUE_MARK } from "../runtime/argv.js"
 import { optionMeta } from "../runtime/options.js"
 import { loadCommand, toolName, type CommandClass } from "../runtime/tree.js"
 
@@ -91,17 +92,21 @@ const matches = (value: unknown, json: string): boolean => {
 }
 
 const token = (name: string, value: string): string[] =>
-  // `--opt=value` keeps a value such as "-" or "-5" from being read as an option.
-  value.startsWith("-") ? [`--${name}=${value}`] : [`--${name}`, value]
+  // `--opt=value` keeps a value such as "-", "-5" or "--other-option" from being read as an
+  // option, and carries a leading explicit-value mark through unchanged (argv.ts).
+  value.startsWith("-") || value.startsWith(EXPLICIT_VALUE_MARK) ? [`--${name}=${value}`] : [`--${name}`, value]
 
 /**
  * Turns tool arguments back into command-line tokens (`{file: "x"}` → `--file x`; booleans as
- * `--flag true|false`). Values are taken literally: no response-file expansion. An argument the
- * schema does not allow gives the error text instead.
+ * `--flag true|false`). Values are taken literally: no response-file expansion. Arguments that
+ * are not an object, or that the schema does not allow, give the error text instead.
  */
-export const toArgv = (tool: ToolEntry, args: Record<string, unknown> | undefined): { argv: string[] } | { error: string } => {
+export const toArgv = (tool: ToolEntry, args: unknown): { argv: string[] } | { error: string } => {
+  const given = args === undefined ? {} : args
+  if (typeof given !== "object" || given === null || Array.isArray(given)) return { error: `Arguments for tool ${tool.name} must be an object.` }
   const argv: string[] = []
-  for (const [name, value] of Object.entries(args ?? {})) {
+  // Own keys, "__proto__" included: JSON.parse makes it an ordinary key, and it names no option.
+  for (const [name, value] of Object.entries(given)) {
     const def = Object.hasOwn(tool.flags, name) ? tool.flags[name] : undefined
     if (!def) return { error: `Unknown argument '${name}' for tool ${tool.name}.` }
     const json = optionMeta(def).json

@@ -22,6 +22,31 @@ export const normalizeBooleans = (argv: readonly string[], booleans: ReadonlySet
   return out
 }
 
+/**
+ * Marks a value given as `--name=value`. oclif takes a value that spells one of the command's
+ * flags (`--string1=--ignore-case`) for a missing value; a marked value never does, and the
+ * string options' parser takes the mark off again. NUL cannot occur in a real command line.
+ */
+export const EXPLICIT_VALUE_MARK = "\u0000"
+
+/** The value itself: a marked value loses its mark. */
+export const unmarkValue = (value: string): string => (value.startsWith(EXPLICIT_VALUE_MARK) ? value.slice(1) : value)
+
+/** Marks every `--name=value` value of the given options (before any `--`); see EXPLICIT_VALUE_MARK. */
+export const markExplicitValues = (argv: readonly string[], names: ReadonlySet<string>): string[] => {
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!
+    if (token === "--") {
+      out.push(...argv.slice(i))
+      break
+    }
+    const eq = token.indexOf("=")
+    out.push(token.startsWith("--") && eq !== -1 && names.has(token.slice(2, eq)) ? `${token.slice(0, eq + 1)}${EXPLICIT_VALUE_MARK}${token.slice(eq + 1)}` : token)
+  }
+  return out
+}
+
 /** True when `--name` or `--name=…` appears before any `--`. */
 export const hasOption = (argv: readonly string[], name: string): boolean => {
   for (const token of argv) {

@@ -1,9 +1,8 @@
 import { Command, type Interfaces } from "@oclif/core"
-import { normalizeBooleans } from "./argv.js"
 import { flagsOf, withConfiguredDefaults, type FlagMap } from "./defaults.js"
 import { ToolkitError } from "./errors.js"
 import { processIO, type CommandIO } from "./io.js"
-import { booleanFlagNames } from "./options.js"
+import { parserArgv } from "./options.js"
 
 /** How a command behaves, for MCP tool annotations. */
 export type ToolKind = "read" | "write" | "delete" | "network"
@@ -27,7 +26,7 @@ export abstract class ToolkitCommand extends Command {
     input: Interfaces.Input<F, B, A>
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
     const flags = flagsOf(input as { flags?: unknown; baseFlags?: unknown })
-    const argv = normalizeBooleans(this.argv, booleanFlagNames(flags))
+    const argv = parserArgv(this.argv, flags)
     const withDefaults = await withConfiguredDefaults(this.config, this.io, this.commandId, flags as FlagMap, argv)
     return this.parse({ ...input, flags: withDefaults as unknown as Interfaces.FlagInput<F>, baseFlags: {} as Interfaces.FlagInput<B> }, argv)
   }

@@ -2,10 +2,10 @@ import { statSync } from "node:fs"
 import { Parser, type Config } from "@oclif/core"
 import { Effect } from "effect"
 import { ConfigStore, type ConfigEntry } from "@stoat/core/profiles"
-import { hasOption } from "./argv.js"
+import { hasOption, markExplicitValues } from "./argv.js"
 import { errorMessage, ToolkitError } from "./errors.js"
 import type { CommandIO } from "./io.js"
-import { optionMeta } from "./options.js"
+import { markedFlagNames, optionMeta } from "./options.js"
 import { withStore } from "./store.js"
 import { commandIds, isUnder, loadCommand } from "./tree.js"
 
@@ -31,6 +31,8 @@ export type FlagDef = {
   readonly options?: readonly string[]
   readonly default?: unknown
   readonly description?: string
+  /** Options that cannot be given together with this one. */
+  readonly exclusive?: readonly string[]
 }
 export type FlagMap = Record<string, FlagDef>
 
@@ -43,6 +45,12 @@ export interface Level {
 export const levelLabel = (level: Level): string => [level.topic, ...level.path].join(" ")
 export const levelKey = (level: Level): string => level.path.join(" ")
 const levelNode = (level: Level): string => [level.topic, ...level.path].join(":")
+
+/** The options that exclude `name`, in either direction of `exclusive`. */
+export const excludedBy = (flags: FlagMap, name: string): string[] =>
+  Object.entries(flags)
+    .filter(([other, def]) => other !== name && (def.exclusive?.includes(name) || flags[name]?.exclusive?.includes(other)))
+    .map(([other]) => other)
 
 export const flagsOf = (cls: { flags?: unknown; baseFlags?: unknown }): FlagMap => ({ ...(cls.baseFlags as FlagMap | undefined), ...(cls.flags as FlagMap | undefined) })
 
@@ -76,8 +84,12 @@ export const optionsAtLevel = async (config: Config, level: Level): Promise<Map<
   return byName
 }
 
+// `--name=value`, so a stored value that looks like an option is still a value (argv.ts).
 const valueTokens = (name: string, def: FlagDef, tokens: ReadonlyArray<string>): string[] =>
-  def.multiple ? tokens.flatMap((token) => [`--${name}`, token]) : [`--${name}`, ...tokens]
+  markExplicitValues(
+    tokens.map((token) => `--${name}=${token}`),
+    markedFlagNames({ [name]: def })
+  )
 
 /** Parses a value with the command's own flag, in a sandbox parse; throws the parser's message. */
 export const parseValue = async (name: string, def: FlagDef, tokens: ReadonlyArray<string>): Promise<unknown> => {
@@ -150,7 +162,8 @@ export const withConfiguredDefaults = async (config: Config, io: CommandIO, id: 
   const patched: Record<string, FlagDef> = { ...flags }
   for (const [name, def] of configurableFlags(flags)) {
     const found = known.get(name)
-    if (!found || hasOption(argv, name)) continue
+    // The command line wins over a default, also over the default of an option it excludes.
+    if (!found || hasOption(argv, name) || excludedBy(flags, name).some((other) => hasOption(argv, other))) continue
     let value: unknown
     try {
       value = await parseValue(name, def, found.entry.tokens)

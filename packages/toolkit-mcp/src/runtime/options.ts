@@ -1,4 +1,5 @@
 import { Flags } from "@oclif/core"
+import { markExplicitValues, normalizeBooleans, unmarkValue } from "./argv.js"
 
 /**
  * Option definitions. Every command declares its options with these helpers, which are plain
@@ -11,6 +12,8 @@ export interface OptionMeta {
   readonly json: JsonType
   /** Never configurable through `config` (e.g. secrets). */
   readonly immutable?: boolean
+  /** A free-text option whose parser takes off the explicit-value mark (argv.ts). */
+  readonly marksExplicitValues?: boolean
 }
 
 // An enumerable symbol, so that a spread copy of a flag (config defaults swap the default in a
@@ -46,7 +49,7 @@ const numberFlag = Flags.custom<number>({
 })
 
 export const Opt = {
-  string: Flags.string,
+  string: ((options: any) => tag(Flags.string({ ...options, parse: async (input: string) => unmarkValue(input) }), { json: "string", marksExplicitValues: true })) as typeof Flags.string,
   /** A string from a fixed set. */
   oneOf: <const T extends string>(values: readonly T[], options: { description: string; default?: T; required?: boolean }) =>
     Flags.string({ ...options, options: [...values] }),
@@ -58,6 +61,14 @@ export const Opt = {
   immutable: <T extends object>(definition: T): T => tag(definition, { ...optionMeta(definition), immutable: true })
 }
 
+/** Names of the free-text options, whose `--name=value` values are marked (argv.ts). */
+export const markedFlagNames = (flags: Record<string, unknown>): Set<string> =>
+  new Set(Object.entries(flags).filter(([, def]) => optionMeta(def).marksExplicitValues === true).map(([name]) => name))
+
 /** Names of flags that take an explicit true|false value. */
 export const booleanFlagNames = (flags: Record<string, unknown>): Set<string> =>
   new Set(Object.entries(flags).filter(([, def]) => optionMeta(def).json === "boolean").map(([name]) => name))
+
+/** A command's argv as oclif gets to parse it: bare booleans made explicit, `=` values marked. */
+export const parserArgv = (argv: readonly string[], flags: Record<string, unknown>): string[] =>
+  markExplicitValues(normalizeBooleans(argv, booleanFlagNames(flags)), markedFlagNames(flags))

@@ -4,6 +4,7 @@ import { ToolkitCommand } from "../../runtime/base.js"
 import {
   commandsAt,
   configurableFlags,
+  excludedBy,
   flagsOf,
   levelKey,
   levelLabel,
@@ -34,7 +35,10 @@ export default class ConfigCommand extends ToolkitCommand {
 
   async run(): Promise<number> {
     const request = await this.request()
-    if (request.level.topic === "") return this.showAll()
+    if (request.level.topic === "") {
+      if (request.set.length > 0 || request.unset.length > 0) this.fail("options need a level: toolkit config <topic> [group...] [action] --option value")
+      return this.showAll()
+    }
     const { level } = request
     const label = levelLabel(level)
     if (level.topic === "config") this.fail("the config topic itself cannot be configured")
@@ -61,6 +65,7 @@ export default class ConfigCommand extends ToolkitCommand {
       }
     }
     for (const name of request.unset) if (request.set.some((s) => s.name === name)) problems.push(`--${name} is both set and unset`)
+    if (problems.length === 0) problems.push(...(await this.exclusiveDefaults(request)))
     if (problems.length > 0) {
       for (const problem of problems) this.line(`Error: ${problem}`)
       return 1
@@ -114,6 +119,32 @@ export default class ConfigCommand extends ToolkitCommand {
       set.push({ name, tokens })
     }
     return { level, set, unset }
+  }
+
+  /**
+   * Defaults that would leave a command below the level with defaults for two options it takes
+   * only one of (strings report --in-file and --string): on the command line one of them then
+   * always clashes with the other's default.
+   */
+  private async exclusiveDefaults(request: Request): Promise<string[]> {
+    const { level } = request
+    const entries = await topicEntries(this.io, level.topic)
+    const setNames = new Set(request.set.map((s) => s.name))
+    const problems = new Set<string>()
+    for (const id of commandsAt(this.config, level)) {
+      const flags = flagsOf(await loadCommand(this.config, id))
+      const path = id.split(":").slice(1)
+      const chain = new Set(Array.from({ length: path.length + 1 }, (_, depth) => path.slice(0, depth).join(" ")))
+      const configured = new Set(entries.filter((e) => chain.has(e.action) && !(e.action === levelKey(level) && request.unset.includes(e.option))).map((e) => e.option))
+      for (const name of setNames) configured.add(name)
+      for (const name of setNames)
+        for (const other of excludedBy(flags, name))
+          if (configured.has(other)) {
+            const [a, b] = [name, other].sort()
+            problems.add(`--${a} and --${b} of ${displayId(id)} cannot both have defaults: the command takes only one of them`)
+          }
+    }
+    return [...problems]
   }
 
   /** The reason an option cannot be set at a level, for the error message. */

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { OAuthProfiles } from "@stoat/core/profiles"
 import { ToolkitCommand } from "../../runtime/base.js"
 import { Opt } from "../../runtime/options.js"
+import { redactUrlCredentials } from "../../runtime/redact.js"
 import { withStore } from "../../runtime/store.js"
 
 const REQUEST_TIMEOUT_MS = 30_000
@@ -25,6 +26,7 @@ export default class Token extends ToolkitCommand {
     const body = new URLSearchParams({ grant_type: "client_credentials" })
     const scope = flags.scope ?? profile.scope
     if (scope !== undefined && scope !== "") body.set("scope", scope)
+    const endpoint = redactUrlCredentials(profile.tokenUrl)
     const credentials = Buffer.from(`${formEncode(profile.clientId)}:${formEncode(profile.clientSecret)}`).toString("base64")
     let response: Response
     try {
@@ -32,11 +34,11 @@ export default class Token extends ToolkitCommand {
         method: "POST",
         headers: { authorization: `Basic ${credentials}`, "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
         body,
-        signal: AbortSignal.any([this.io.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
       })
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause
-      this.fail(`token request to ${profile.tokenUrl} failed: ${cause?.code ?? cause?.message ?? (error as Error).message}`)
+      this.fail(`token request to ${endpoint} failed: ${redactUrlCredentials(cause?.code ?? cause?.message ?? (error as Error).message)}`)
     }
     const text = await response.text()
     let json: Record<string, unknown> = {}
@@ -47,10 +49,10 @@ export default class Token extends ToolkitCommand {
     }
     if (!response.ok) {
       const detail = typeof json["error"] === "string" ? `${json["error"]}${typeof json["error_description"] === "string" ? `: ${json["error_description"]}` : ""}` : response.statusText
-      this.fail(`token request to ${profile.tokenUrl} failed: HTTP ${response.status} ${detail}`)
+      this.fail(`token request to ${endpoint} failed: HTTP ${response.status} ${detail}`)
     }
     const token = json["access_token"]
-    if (typeof token !== "string" || token === "") this.fail(`token endpoint ${profile.tokenUrl} returned no access_token`)
+    if (typeof token !== "string" || token === "") this.fail(`token endpoint ${endpoint} returned no access_token`)
     this.line(token)
   }
 }

@@ -1,6 +1,6 @@
 import { fleschReadingEase, formatFlesch } from "../../engine/strings.js"
 import { ToolkitCommand } from "../../runtime/base.js"
-import { readInput } from "../../runtime/files.js"
+import { INPUT_LIMIT, readInput } from "../../runtime/files.js"
 import { Opt } from "../../runtime/options.js"
 
 export default class FleschReadingEase extends ToolkitCommand {
@@ -8,7 +8,7 @@ export default class FleschReadingEase extends ToolkitCommand {
   static override description =
     "Prints the Flesch reading-ease score of the input file (0-100, higher is easier), its band, and the sentence, word and syllable counts."
   static override flags = {
-    "in-file": Opt.string({ description: "Path of the text", required: true })
+    "in-file": Opt.string({ description: `Path of the text, a regular file of at most ${INPUT_LIMIT}`, required: true })
   }
 
   async run(): Promise<void> {

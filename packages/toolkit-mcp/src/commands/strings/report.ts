@@ -1,6 +1,6 @@
 import { formatStringReport, stringReport } from "../../engine/strings.js"
 import { ToolkitCommand } from "../../runtime/base.js"
-import { readInput } from "../../runtime/files.js"
+import { INPUT_LIMIT, readInput } from "../../runtime/files.js"
 import { Opt } from "../../runtime/options.js"
 
 export default class Report extends ToolkitCommand {
@@ -8,8 +8,8 @@ export default class Report extends ToolkitCommand {
   static override description =
     "Prints character, word, sentence and paragraph counts, averages, estimated pages and reading time, the Flesch score, the longest and the most common word of a text given as a file or a string."
   static override flags = {
-    "in-file": Opt.string({ description: "Path of the text (give this or --string)" }),
-    string: Opt.string({ description: "The text itself (give this or --in-file)" }),
+    "in-file": Opt.string({ description: `Path of the text, a regular file of at most ${INPUT_LIMIT} (give this or --string)`, exclusive: ["string"] }),
+    string: Opt.string({ description: "The text itself (give this or --in-file)", exclusive: ["in-file"] }),
     "words-per-minute": Opt.integer({ description: "Reading speed used for the reading time", default: 238, min: 1, max: 10_000 })
   }
 

@@ -65,7 +65,7 @@ export default class ServeHtml extends ToolkitCommand {
     const address = server.address()
     const port = typeof address === "object" && address !== null ? address.port : flags.port
     this.line(`Serving ${basename(file)} at http://localhost:${port}/ (files from ${join(root, "")}); press Ctrl+C to stop`)
-    await waitForStop(this.io.signal)
+    await waitForStop()
     await new Promise<void>((ok) => server.close(() => ok()))
     server.closeAllConnections()
   }

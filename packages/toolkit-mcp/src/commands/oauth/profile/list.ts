@@ -1,11 +1,12 @@
 import { Effect } from "effect"
 import { OAuthProfiles } from "@stoat/core/profiles"
 import { ToolkitCommand } from "../../../runtime/base.js"
+import { redactUrlCredentials } from "../../../runtime/redact.js"
 import { withStore } from "../../../runtime/store.js"
 
 export default class ProfileList extends ToolkitCommand {
   static override summary = "List OAuth2 client profiles"
-  static override description = "Lists the saved OAuth profiles with their token endpoint, client id and scope. Secrets are shown only as (set)."
+  static override description = "Lists the saved OAuth profiles with their token endpoint, client id and scope. Secrets are shown only as (set), credentials in a token URL as ***."
   static override flags = {}
 
   async run(): Promise<void> {
@@ -18,7 +19,7 @@ export default class ProfileList extends ToolkitCommand {
     this.line(
       profiles
         .map((p) =>
-          [p.name, `  token url: ${p.tokenUrl}`, `  client id: ${p.clientId}`, `  scope: ${p.scope ?? "(none)"}`, `  client secret: ${p.hasSecret ? "(set)" : "(not set)"}`].join("\n")
+          [p.name, `  token url: ${redactUrlCredentials(p.tokenUrl)}`, `  client id: ${p.clientId}`, `  scope: ${p.scope ?? "(none)"}`, `  client secret: ${p.hasSecret ? "(set)" : "(not set)"}`].join("\n")
         )
         .join("\n\n")
     )

@@ -1,0 +1,53 @@
+/**
+ * A tool-call worker thread (bundled as dist/mcp/tool-worker.js; pool.ts starts it). It loads
+ * the command tree once, then runs one job at a time with captured output and replies with the
+ * exit code and output. Stopping a call means terminating this thread.
+ */
+import { parentPort, workerData } from "node:worker_threads"
+import { Config } from "@oclif/core"
+import { errorMessage } from "../runtime/errors.js"
+import { captureIO } from "../runtime/io.js"
+import { runCommand } from "../runtime/run.js"
+import { loadCommand } from "../runtime/tree.js"
+import type { ToolJob, ToolOutcome, ToolReply } from "./pool.js"
+
+export interface ToolWorkerData {
+  readonly toolkitToolWorker: 1
+  /** The package root, for oclif's Config.load. */
+  readonly root: string
+  /** Ids of the served commands, loaded before the worker says it is ready. */
+  readonly commands: readonly string[]
+}
+
+/** What one call may print (stdout and stderr together); the command is stopped past it. */
+export const MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+const OUTPUT_LIMIT_NOTE = `Error: the command printed more than ${MAX_OUTPUT_BYTES / (1024 * 1024)} MiB, the most a tool call returns; it was stopped\n`
+
+const run = async (config: Config, job: ToolJob): Promise<ToolOutcome> => {
+  const captured = captureIO(MAX_OUTPUT_BYTES)
+  const code = await runCommand(await loadCommand(config, job.id), job.id, job.argv, captured.io, config)
+  if (!captured.exceeded()) return { code, stdout: captured.stdout(), stderr: captured.stderr() }
+  const stdout = captured.stdout()
+  return { code: 1, stdout: `${stdout}${stdout === "" || stdout.endsWith("\n") ? "" : "\n"}${OUTPUT_LIMIT_NOTE}`, stderr: captured.stderr() }
+}
+
+const data = workerData as Partial<ToolWorkerData> | null
+const port = parentPort
+// Only serve when started as a tool worker, so importing this module elsewhere is harmless.
+if (port !== null && data?.toolkitToolWorker === 1) {
+  const config = Config.load(data.root!).then(async (loaded) => {
+    for (const id of data.commands ?? []) await loadCommand(loaded, id)
+    return loaded
+  })
+  // A worker that cannot load the commands fails (its 'error' event) rather than saying ready.
+  void config.then(() => port.postMessage({ type: "ready" } satisfies ToolReply))
+  port.on("message", (job: ToolJob) => {
+    config
+      .then((loaded) => run(loaded, job))
+      .then(
+        (outcome): ToolReply => ({ type: "done", outcome }),
+        (error: unknown): ToolReply => ({ type: "failed", message: errorMessage(error) })
+      )
+      .then((reply) => port.postMessage(reply))
+  })
+}
