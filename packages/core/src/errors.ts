@@ -1,4 +1,4 @@
-import { Cause, Data, Option } from "effect"
+import { Cause, Data, Option, Predicate } from "effect"
 import type { ErrorCode, ErrorInfo } from "@stoat/wire"
 
 /** Fields every expected failure carries: a human message and the thing it is about. */
@@ -7,69 +7,129 @@ interface Subject {
   readonly subject?: string
 }
 
+/** Marks Stoat's own expected failures, so they are recognised by brand rather than by shape. */
+export const StoatErrorTypeId: unique symbol = Symbol.for("@stoat/core/StoatError")
+export type StoatErrorTypeId = typeof StoatErrorTypeId
+
+/** What every Stoat error is: a tagged, yieldable error with its wire `code` and the brand. */
+export interface StoatErrorShape<Tag extends string, Code extends ErrorCode> extends Cause.YieldableError {
+  readonly _tag: Tag
+  readonly subject?: string
+  readonly code: Code
+  readonly [StoatErrorTypeId]: StoatErrorTypeId
+}
+
+/**
+ * The base of every error class: a tagged error that carries its wire `code` and the
+ * `StoatErrorTypeId` brand. The type argument adds fields beyond message and subject.
+ */
+const StoatErrorClass = <const Tag extends string, const Code extends ErrorCode>(tag: Tag, code: Code) => {
+  class Base extends Data.TaggedError(tag)<Subject> {
+    readonly code: Code = code
+  }
+  Object.defineProperty(Base.prototype, StoatErrorTypeId, { value: StoatErrorTypeId })
+  return Base as unknown as new <Extra extends Record<string, unknown> = {}>(args: Subject & Extra) => StoatErrorShape<Tag, Code> & Readonly<Extra>
+}
+
 // One class per wire code. Frontends branch on `code`, never on `message`.
-export class NotFound extends Data.TaggedError("NotFound")<Subject> { readonly code = "not_found" as const }
-export class Broken extends Data.TaggedError("Broken")<Subject> { readonly code = "broken" as const }
-export class NameTaken extends Data.TaggedError("NameTaken")<Subject> { readonly code = "name_taken" as const }
-export class InvalidSpec extends Data.TaggedError("InvalidSpec")<Subject> { readonly code = "invalid_spec" as const }
-export class ImageNotDownloaded extends Data.TaggedError("ImageNotDownloaded")<Subject> { readonly code = "image_not_downloaded" as const }
-export class RecipeNotApplicable extends Data.TaggedError("RecipeNotApplicable")<Subject> { readonly code = "recipe_not_applicable" as const }
-export class InUse extends Data.TaggedError("InUse")<Subject> { readonly code = "in_use" as const }
-export class GitRequired extends Data.TaggedError("GitRequired")<Subject> { readonly code = "git_required" as const }
-export class NotRunning extends Data.TaggedError("NotRunning")<Subject> { readonly code = "not_running" as const }
-export class AlreadyRunning extends Data.TaggedError("AlreadyRunning")<Subject> { readonly code = "already_running" as const }
-export class NoDisk extends Data.TaggedError("NoDisk")<Subject> { readonly code = "no_disk" as const }
-export class ImmutableField extends Data.TaggedError("ImmutableField")<Subject> { readonly code = "immutable_field" as const }
-export class DiskShrink extends Data.TaggedError("DiskShrink")<Subject> { readonly code = "disk_shrink" as const }
-export class CannotReach extends Data.TaggedError("CannotReach")<Subject> { readonly code = "cannot_reach" as const }
-export class UnknownLog extends Data.TaggedError("UnknownLog")<Subject> { readonly code = "unknown_log" as const }
-export class Timeout extends Data.TaggedError("Timeout")<Subject> { readonly code = "timeout" as const }
-export class Canceled extends Data.TaggedError("Canceled")<Subject> { readonly code = "canceled" as const }
-export class Usage extends Data.TaggedError("Usage")<Subject> { readonly code = "usage" as const }
-export class ConfirmationRequired extends Data.TaggedError("ConfirmationRequired")<Subject> { readonly code = "confirmation_required" as const }
-export class AccessDenied extends Data.TaggedError("AccessDenied")<Subject> { readonly code = "access_denied" as const }
-export class RateLimited extends Data.TaggedError("RateLimited")<Subject> { readonly code = "rate_limited" as const }
-export class LockOutOfDate extends Data.TaggedError("LockOutOfDate")<Subject> { readonly code = "lock_out_of_date" as const }
-export class Internal extends Data.TaggedError("Internal")<Subject> { readonly code = "internal" as const }
-export class QemuMissing extends Data.TaggedError("QemuMissing")<Subject> { readonly code = "qemu_missing" as const }
-export class KvmUnusable extends Data.TaggedError("KvmUnusable")<Subject> { readonly code = "kvm_unusable" as const }
-export class QemuStartFailed extends Data.TaggedError("QemuStartFailed")<Subject> { readonly code = "qemu_start_failed" as const }
-export class MonitorUnreachable extends Data.TaggedError("MonitorUnreachable")<Subject> { readonly code = "monitor_unreachable" as const }
-export class MonitorRejected extends Data.TaggedError("MonitorRejected")<Subject> { readonly code = "monitor_rejected" as const }
-export class NoConsolePassword extends Data.TaggedError("NoConsolePassword")<Subject> { readonly code = "no_console_password" as const }
-export class ShareInvalid extends Data.TaggedError("ShareInvalid")<Subject> { readonly code = "share_invalid" as const }
-export class NoXattr extends Data.TaggedError("NoXattr")<Subject> { readonly code = "no_xattr" as const }
-export class ScreenshotFailed extends Data.TaggedError("ScreenshotFailed")<Subject> { readonly code = "screenshot_failed" as const }
-export class DownloadFailed extends Data.TaggedError("DownloadFailed")<Subject> { readonly code = "download_failed" as const }
-export class DownloadStalled extends Data.TaggedError("DownloadStalled")<Subject> { readonly code = "download_stalled" as const }
-export class ChecksumMismatch extends Data.TaggedError("ChecksumMismatch")<Subject> { readonly code = "checksum_mismatch" as const }
-export class NoSuchImage extends Data.TaggedError("NoSuchImage")<Subject> { readonly code = "no_such_image" as const }
-export class CapabilityUnavailable extends Data.TaggedError("CapabilityUnavailable")<Subject & { readonly reason: string }> {
-  readonly code = "capability_unavailable" as const
-}
-export class LimitReached extends Data.TaggedError("LimitReached")<Subject & { readonly needed_mb: number; readonly available_mb: number }> {
-  readonly code = "limit_reached" as const
-}
+export class NotFound extends StoatErrorClass("NotFound", "not_found") {}
+export class Broken extends StoatErrorClass("Broken", "broken") {}
+export class NameTaken extends StoatErrorClass("NameTaken", "name_taken") {}
+export class InvalidSpec extends StoatErrorClass("InvalidSpec", "invalid_spec") {}
+export class ImageNotDownloaded extends StoatErrorClass("ImageNotDownloaded", "image_not_downloaded") {}
+export class RecipeNotApplicable extends StoatErrorClass("RecipeNotApplicable", "recipe_not_applicable") {}
+export class InUse extends StoatErrorClass("InUse", "in_use") {}
+export class GitRequired extends StoatErrorClass("GitRequired", "git_required") {}
+export class NotRunning extends StoatErrorClass("NotRunning", "not_running") {}
+export class AlreadyRunning extends StoatErrorClass("AlreadyRunning", "already_running") {}
+export class NoDisk extends StoatErrorClass("NoDisk", "no_disk") {}
+export class ImmutableField extends StoatErrorClass("ImmutableField", "immutable_field") {}
+export class DiskShrink extends StoatErrorClass("DiskShrink", "disk_shrink") {}
+export class CannotReach extends StoatErrorClass("CannotReach", "cannot_reach") {}
+export class UnknownLog extends StoatErrorClass("UnknownLog", "unknown_log") {}
+export class Timeout extends StoatErrorClass("Timeout", "timeout") {}
+export class Canceled extends StoatErrorClass("Canceled", "canceled") {}
+export class Usage extends StoatErrorClass("Usage", "usage") {}
+export class ConfirmationRequired extends StoatErrorClass("ConfirmationRequired", "confirmation_required") {}
+export class AccessDenied extends StoatErrorClass("AccessDenied", "access_denied") {}
+export class RateLimited extends StoatErrorClass("RateLimited", "rate_limited") {}
+export class LockOutOfDate extends StoatErrorClass("LockOutOfDate", "lock_out_of_date") {}
+export class Internal extends StoatErrorClass("Internal", "internal") {}
+export class QemuMissing extends StoatErrorClass("QemuMissing", "qemu_missing") {}
+export class KvmUnusable extends StoatErrorClass("KvmUnusable", "kvm_unusable") {}
+export class QemuStartFailed extends StoatErrorClass("QemuStartFailed", "qemu_start_failed") {}
+export class MonitorUnreachable extends StoatErrorClass("MonitorUnreachable", "monitor_unreachable") {}
+export class MonitorRejected extends StoatErrorClass("MonitorRejected", "monitor_rejected") {}
+export class NoConsolePassword extends StoatErrorClass("NoConsolePassword", "no_console_password") {}
+export class ShareInvalid extends StoatErrorClass("ShareInvalid", "share_invalid") {}
+export class NoXattr extends StoatErrorClass("NoXattr", "no_xattr") {}
+export class ScreenshotFailed extends StoatErrorClass("ScreenshotFailed", "screenshot_failed") {}
+export class DownloadFailed extends StoatErrorClass("DownloadFailed", "download_failed") {}
+export class DownloadStalled extends StoatErrorClass("DownloadStalled", "download_stalled") {}
+export class ChecksumMismatch extends StoatErrorClass("ChecksumMismatch", "checksum_mismatch") {}
+export class NoSuchImage extends StoatErrorClass("NoSuchImage", "no_such_image") {}
+export class CapabilityUnavailable extends StoatErrorClass("CapabilityUnavailable", "capability_unavailable")<{ readonly reason: string }> {}
+export class LimitReached extends StoatErrorClass("LimitReached", "limit_reached")<{ readonly needed_mb: number; readonly available_mb: number }> {}
+
+/**
+ * The one map from wire code to error class. `satisfies` makes a code without a class (or a
+ * class filed under another code) a compile error; the `StoatError` union is derived from it.
+ */
+export const ERROR_CLASSES = {
+  not_found: NotFound,
+  broken: Broken,
+  name_taken: NameTaken,
+  invalid_spec: InvalidSpec,
+  image_not_downloaded: ImageNotDownloaded,
+  recipe_not_applicable: RecipeNotApplicable,
+  in_use: InUse,
+  git_required: GitRequired,
+  not_running: NotRunning,
+  already_running: AlreadyRunning,
+  no_disk: NoDisk,
+  immutable_field: ImmutableField,
+  disk_shrink: DiskShrink,
+  cannot_reach: CannotReach,
+  unknown_log: UnknownLog,
+  timeout: Timeout,
+  canceled: Canceled,
+  usage: Usage,
+  confirmation_required: ConfirmationRequired,
+  access_denied: AccessDenied,
+  rate_limited: RateLimited,
+  lock_out_of_date: LockOutOfDate,
+  internal: Internal,
+  qemu_missing: QemuMissing,
+  kvm_unusable: KvmUnusable,
+  qemu_start_failed: QemuStartFailed,
+  monitor_unreachable: MonitorUnreachable,
+  monitor_rejected: MonitorRejected,
+  no_console_password: NoConsolePassword,
+  share_invalid: ShareInvalid,
+  no_xattr: NoXattr,
+  screenshot_failed: ScreenshotFailed,
+  download_failed: DownloadFailed,
+  download_stalled: DownloadStalled,
+  checksum_mismatch: ChecksumMismatch,
+  no_such_image: NoSuchImage,
+  capability_unavailable: CapabilityUnavailable,
+  limit_reached: LimitReached
+} as const satisfies { readonly [C in ErrorCode]: abstract new (...args: never) => { readonly code: C; readonly [StoatErrorTypeId]: StoatErrorTypeId } }
+
+/** Every expected failure of Stoat: one class per wire code. */
+export type StoatError = InstanceType<(typeof ERROR_CLASSES)[ErrorCode]>
+
+/** True for Stoat's own expected failures (by brand, not by the shape of `_tag` and `code`). */
+export const isStoatError = (value: unknown): value is StoatError => Predicate.hasProperty(value, StoatErrorTypeId)
 
 /** For `catch:` of I/O that should not fail: "<what>: <cause>" as an `internal` error. */
 export const internalError = (what: string) => (cause: unknown) =>
   new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
-export type StoatError =
-  | NotFound | Broken | NameTaken | InvalidSpec | ImageNotDownloaded | RecipeNotApplicable | InUse | GitRequired
-  | NotRunning | AlreadyRunning | NoDisk | ImmutableField | DiskShrink | CannotReach | UnknownLog | Timeout | Canceled
-  | Usage | ConfirmationRequired | AccessDenied | RateLimited | LockOutOfDate | Internal | QemuMissing | KvmUnusable
-  | QemuStartFailed | MonitorUnreachable | MonitorRejected | NoConsolePassword | ShareInvalid | NoXattr
-  | ScreenshotFailed | DownloadFailed | DownloadStalled | ChecksumMismatch | NoSuchImage | CapabilityUnavailable
-  | LimitReached
-
-const isStoatError = (value: unknown): value is StoatError =>
-  typeof value === "object" && value !== null && "_tag" in value && "code" in value && typeof (value as { code: unknown }).code === "string"
-
 /** The one mapping from any failure to the wire ErrorInfo. A defect (a bug) becomes `internal`. */
 export const toErrorInfo = (failure: unknown): ErrorInfo => {
   if (isStoatError(failure)) {
-    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = { code: failure.code as ErrorCode, message: failure.message }
+    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = { code: failure.code, message: failure.message }
     if (failure.subject !== undefined) info.subject = failure.subject
     if (failure instanceof CapabilityUnavailable) info.reason = failure.reason
     if (failure instanceof LimitReached) {
