@@ -82,6 +82,8 @@ export const toolkit = (home: Home, args: string[], options: ToolkitOptions = {}
       const raw = Buffer.concat(out)
       resolvePromise({ code: code ?? -1, stdout: raw.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), raw })
     })
+    // A command may exit before it read all of its input (EPIPE): that is its answer, not an error here.
+    child.stdin.on("error", () => undefined)
     child.stdin.end(options.input ?? "")
   })
 
@@ -215,6 +217,12 @@ export const busiestThread = async (pid: number, ms = 600): Promise<{ tid: numbe
     if (used > best.ticks) best = { tid, ticks: used }
   }
   return best
+}
+
+/** The nice value of one thread of `pid` (Linux /proc, field 19 of stat). */
+export const threadNice = (pid: number, tid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16])
 }
 
 export const threadAlive = (pid: number, tid: number): boolean => {

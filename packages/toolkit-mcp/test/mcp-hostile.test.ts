@@ -4,7 +4,7 @@ import { request } from "node:http"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { busiestThread, connect, HELLO_BF, serve, tempHome, textOf, threadAlive, toolkit, waitUntil, type Home, type Serving } from "./helpers.js"
+import { busiestThread, connect, HELLO_BF, serve, tempHome, textOf, threadAlive, threadNice, toolkit, waitUntil, type Home, type Serving } from "./helpers.js"
 
 /**
  * The hostile run of issue 12, reproduction by reproduction, against real `toolkit mcp serve`
@@ -85,6 +85,13 @@ describe("1. memory: /dev/zero and endless output", () => {
     })
   })
 
+  it("stdin is read up to the input limit on the command line", async () => {
+    expect(await toolkit(home, ["interpreters", "brainfuck", "--file", "-"], { input: Buffer.alloc(5 * 1024 * 1024), memoryLimitKb: MEMORY_LIMIT_KB, killAfterMs: BLOCKED_MS })).toMatchObject({
+      code: 1,
+      stdout: "Error: stdin holds more than 4 MiB\n"
+    })
+  })
+
   it("a program printing forever is stopped at the output limit of a call", async () => {
     home.file("spew.bf", "++++++++[>++++++++<-]>+[.]") // "AAAA…" forever
     const result = await call("interpreters_brainfuck", { file: "spew.bf" })
@@ -130,7 +137,8 @@ describe("2. blocking: FIFOs, huge files, quadratic work", () => {
     const first = await Promise.race([client.listTools().then(() => "tools/list"), pending.then(() => "call")])
     expect(first).toBe("tools/list")
     const busy = await busiestThread(server.proc.pid!, 300)
-    expect(busy.tid).not.toBe(server.proc.pid) // the comparison runs on a worker thread
+    expect(busy.tid).not.toBe(server.proc.pid) // the comparison runs on a worker thread,
+    expect(threadNice(server.proc.pid!, busy.tid)).toBe(10) // below the main thread's priority
     controller.abort("changed my mind")
     await expect(pending).rejects.toThrow()
     await server.waitForStderr(/tool strings_levenshtein-distance exit 130 \d+ms/)

@@ -3,6 +3,8 @@
  * the command tree once, then runs one job at a time with captured output and replies with the
  * exit code and output. Stopping a call means terminating this thread.
  */
+import { readlinkSync } from "node:fs"
+import { setPriority } from "node:os"
 import { parentPort, workerData } from "node:worker_threads"
 import { Config } from "@oclif/core"
 import { errorMessage } from "../runtime/errors.js"
@@ -23,6 +25,18 @@ export interface ToolWorkerData {
 export const MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 const OUTPUT_LIMIT_NOTE = `Error: the command printed more than ${MAX_OUTPUT_BYTES / (1024 * 1024)} MiB, the most a tool call returns; it was stopped\n`
 
+/** Nice value of a worker thread: calls are batch work, the main thread answers requests. */
+const WORKER_NICE = 10
+
+/** Linux gives each thread its own nice value, set through the thread's id. */
+const lowerThreadPriority = (): void => {
+  try {
+    setPriority(Number(readlinkSync("/proc/thread-self").split("/").pop()), WORKER_NICE)
+  } catch {
+    // Not Linux, or not allowed: the thread keeps the process's priority.
+  }
+}
+
 const run = async (config: Config, job: ToolJob): Promise<ToolOutcome> => {
   const captured = captureIO(MAX_OUTPUT_BYTES)
   const code = await runCommand(await loadCommand(config, job.id), job.id, job.argv, captured.io, config)
@@ -35,6 +49,7 @@ const data = workerData as Partial<ToolWorkerData> | null
 const port = parentPort
 // Only serve when started as a tool worker, so importing this module elsewhere is harmless.
 if (port !== null && data?.toolkitToolWorker === 1) {
+  lowerThreadPriority()
   const config = Config.load(data.root!).then(async (loaded) => {
     for (const id of data.commands ?? []) await loadCommand(loaded, id)
     return loaded
