@@ -1,8 +1,9 @@
-import { Context, Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { mkdirSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { DataRoot } from "./data-root.js"
 import { InUse, InvalidSpec, Timeout } from "./errors.js"
+import { pollUntil } from "./platform/poll.js"
 
 type Database = import("better-sqlite3").Database
 
@@ -69,6 +70,7 @@ const open = (path: string) =>
 
 const release = (db: Database) =>
   Effect.sync(() => {
+    if (!db.open) return
     try {
       if (db.inTransaction) db.exec("ROLLBACK")
     } finally {
@@ -76,23 +78,18 @@ const release = (db: Database) =>
     }
   })
 
+/** Busy lock: look again after 5 ms, doubling up to every 100 ms. */
+const LOCK_RETRY = Schedule.union(Schedule.exponential(Duration.millis(5)), Schedule.spaced(Duration.millis(100)))
+
+/** Opens the lock file and takes the lock, looking again while it is busy; the wait itself stays interruptible. */
 const acquireBlocking = (path: string, what: string, wait: Duration.Duration) =>
-  Effect.acquireRelease(
-    Effect.gen(function* () {
-      const db = yield* open(path)
-      const deadline = Date.now() + Duration.toMillis(wait)
-      let pause = 5
-      while (!(yield* tryAcquire(db, path))) {
-        if (Date.now() > deadline) {
-          db.close()
-          return yield* new Timeout({ message: `timed out waiting for the ${what} lock (${path})`, subject: path })
-        }
-        yield* Effect.sleep(Duration.millis(pause))
-        pause = Math.min(pause * 2, 100)
-      }
-      return db
-    }),
-    release
+  Effect.flatMap(Effect.acquireRelease(open(path), release), (db) =>
+    pollUntil(tryAcquire(db, path), {
+      schedule: LOCK_RETRY,
+      until: (acquired) => acquired,
+      within: wait,
+      onTimeout: () => new Timeout({ message: `timed out waiting for the ${what} lock (${path})`, subject: path })
+    })
   )
 
 export const makeLocks = (rootLock: string, vmLock: (vm: string) => string, wait = Duration.minutes(2)): Context.Tag.Service<Locks> => ({

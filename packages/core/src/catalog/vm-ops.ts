@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { mkdir, readFile, rm, stat } from "node:fs/promises"
 import { join } from "node:path"
-import { Duration, Effect, Schema } from "effect"
+import { Clock, Duration, Effect, Schedule, Schema } from "effect"
 import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../data-root.js"
 import {
@@ -22,6 +22,7 @@ import { Guests } from "../guests.js"
 import { HostProbe } from "../host.js"
 import { readLimits } from "../limits.js"
 import { Locks } from "../locks.js"
+import { elapsedSince, pollUntil } from "../platform/poll.js"
 import { validateVmName } from "../names.js"
 import { allocateSshPort, validateForwards } from "../net.js"
 import { Hypervisor } from "../ports.js"
@@ -216,33 +217,37 @@ const cloudInitDone = (record: OkRecord) =>
 const waitReachable = (record: OkRecord, timeoutMs: number) =>
   Effect.gen(function* () {
     const transport = yield* GuestTransport
-    const started = Date.now()
+    const started = yield* Clock.currentTimeMillis
     yield* (yield* Hypervisor).awaitSshd(vmRef(record), timeoutMs)
-    while (true) {
+    const attempt = Effect.gen(function* () {
       if (!(yield* isRunning(record))) {
         return yield* new CannotReach({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name })
       }
       // One long attempt at a time: an abandoned connection lingers in QEMU's user-mode network and
       // reaches sshd later as a stray, and dropbear refuses a guest's sixth unauthenticated connection.
-      if (yield* transport.probe(record.config.sshport, Math.min(10_000, Math.max(1000, timeoutMs - (Date.now() - started))))) {
-        const ready = record.config.backend === "cloudinit" ? yield* cloudInitDone(record) : true
-        if (ready) return Date.now() - started
-      }
-      if (Date.now() - started > timeoutMs) {
-        return yield* new Timeout({ message: `VM "${record.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
-      }
-      yield* Effect.sleep(Duration.millis(150))
-    }
+      const left = timeoutMs - (yield* elapsedSince(started))
+      if (!(yield* transport.probe(record.config.sshport, Math.min(10_000, Math.max(1000, left))))) return false
+      return record.config.backend === "cloudinit" ? yield* cloudInitDone(record) : true
+    })
+    yield* pollUntil(attempt, {
+      schedule: Schedule.spaced(Duration.millis(150)),
+      until: (ready) => ready,
+      within: Duration.millis(Math.max(0, timeoutMs - (yield* elapsedSince(started)))),
+      onTimeout: () => new Timeout({ message: `VM "${record.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+    })
+    return yield* elapsedSince(started)
   })
 
 const waitStopped = (record: OkRecord, timeoutMs: number) =>
   Effect.gen(function* () {
-    const started = Date.now()
-    while (yield* isRunning(record)) {
-      if (Date.now() - started > timeoutMs) return yield* new Timeout({ message: `VM "${record.name}" still running after ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
-      yield* Effect.sleep(Duration.millis(200))
-    }
-    return Date.now() - started
+    const started = yield* Clock.currentTimeMillis
+    yield* pollUntil(isRunning(record), {
+      schedule: Schedule.spaced(Duration.millis(200)),
+      until: (running) => !running,
+      within: Duration.millis(timeoutMs),
+      onTimeout: () => new Timeout({ message: `VM "${record.name}" still running after ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+    })
+    return yield* elapsedSince(started)
   })
 
 /** Checks the RAM limit and the host-memory floor; a person may override the floor (`up -y`), an agent never. */
@@ -364,10 +369,10 @@ export const waitVm = defineOperation({
       const until = input.until ?? "reachable"
       const timeoutMs = (input.timeout_seconds ?? 300) * 1000
       if (input.healthy) {
-        const started = Date.now()
+        const started = yield* Clock.currentTimeMillis
         yield* waitApplied(record, timeoutMs)
         const healthy = yield* waitHealth(input.vm, started + timeoutMs)
-        return { vm: input.vm, until: "applied", reached: true, waited_ms: Date.now() - started, healthy }
+        return { vm: input.vm, until: "applied", reached: true, waited_ms: yield* elapsedSince(started), healthy }
       }
       const waited =
         until === "stopped"
@@ -382,30 +387,32 @@ export const waitVm = defineOperation({
 /** Polls the stored health of every configured recipe until each is decided; true only when all are ok. */
 const waitHealth = (vm: string, deadline: number) =>
   Effect.gen(function* () {
-    while (true) {
-      const { config } = yield* loadVm(vm)
-      const states = config.recipes.map((name) => config.applied[name]?.health ?? "unknown")
-      if (states.every((state) => state !== "unknown")) return states.every((state) => state === "ok")
-      if (Date.now() > deadline) return yield* new Timeout({ message: `recipe health of VM "${vm}" not known in time`, subject: vm })
-      yield* Effect.sleep(Duration.millis(300))
-    }
+    const states = Effect.map(loadVm(vm), ({ config }) => config.recipes.map((name) => config.applied[name]?.health ?? "unknown"))
+    const decided = yield* pollUntil(states, {
+      schedule: Schedule.spaced(Duration.millis(300)),
+      until: (all) => all.every((state) => state !== "unknown"),
+      within: Duration.millis(Math.max(0, deadline - (yield* Clock.currentTimeMillis))),
+      onTimeout: () => new Timeout({ message: `recipe health of VM "${vm}" not known in time`, subject: vm })
+    })
+    return decided.every((state) => state === "ok")
   })
 
 /** `applied` keys off the apply log's final `done` line; a VM with no recipes has nothing to apply. */
 const waitApplied = (record: OkRecord, timeoutMs: number) =>
   Effect.gen(function* () {
-    const started = Date.now()
+    const started = yield* Clock.currentTimeMillis
     const waited = yield* waitReachable(record, timeoutMs)
     if (record.config.recipes.length === 0) return waited
     const log = join(record.dir, "last-provision.log")
-    while (true) {
-      const text = yield* Effect.promise(() => readFile(log, "utf8").catch(() => ""))
-      const last = text.trimEnd().split("\n").pop() ?? ""
-      if (last === "done") return Date.now() - started
-      if (last.startsWith("FAILED:") || last.startsWith("CANCELLED:")) return yield* new CannotReach({ message: `recipes did not apply: ${last}`, subject: record.name })
-      if (Date.now() - started > timeoutMs) return yield* new Timeout({ message: `recipes not applied within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
-      yield* Effect.sleep(Duration.millis(300))
-    }
+    const lastLine = Effect.map(Effect.promise(() => readFile(log, "utf8").catch(() => "")), (text) => text.trimEnd().split("\n").pop() ?? "")
+    const last = yield* pollUntil(lastLine, {
+      schedule: Schedule.spaced(Duration.millis(300)),
+      until: (line) => line === "done" || line.startsWith("FAILED:") || line.startsWith("CANCELLED:"),
+      within: Duration.millis(Math.max(0, timeoutMs - (yield* elapsedSince(started)))),
+      onTimeout: () => new Timeout({ message: `recipes not applied within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+    })
+    if (last !== "done") return yield* new CannotReach({ message: `recipes did not apply: ${last}`, subject: record.name })
+    return yield* elapsedSince(started)
   })
 
 // ---------------------------------------------------------------------------------------------
