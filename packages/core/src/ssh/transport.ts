@@ -3,7 +3,7 @@ import { readFile as readLocalFile, rename, rm } from "node:fs/promises"
 import { connect as netConnect } from "node:net"
 import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
-import { type Context, Effect, Either, Layer, type Scope } from "effect"
+import { type Context, Data, Deferred, Duration, Effect, Layer, Option, RcMap, type Scope, SynchronizedRef } from "effect"
 import { AccessDenied, CannotReach, Internal, NotFound } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../transport.js"
 import { guestCommand } from "./quote.js"
@@ -22,6 +22,8 @@ export interface GuestTransportOptions {
   readonly defaultMaxOutputBytes?: number
   /** How long a killed channel may take to confirm its close before exec returns anyway. */
   readonly killGraceMs?: number
+  /** A VM's pooled connection is closed after this long without a call. */
+  readonly idleTimeoutMs?: number
 }
 
 const DEFAULTS = {
@@ -29,7 +31,8 @@ const DEFAULTS = {
   keepaliveIntervalMs: 15_000,
   maxChannelsPerConnection: 8,
   defaultMaxOutputBytes: 64 * 1024 * 1024,
-  killGraceMs: 1_000
+  killGraceMs: 1_000,
+  idleTimeoutMs: 5 * 60_000
 }
 
 const PROBE_TIMEOUT_MS = 2_000
@@ -41,17 +44,30 @@ const READ_CHUNK = 64 * 1024
 const SFTP_NO_SUCH_FILE = 2
 const SFTP_PERMISSION_DENIED = 3
 
-/** One pooled ssh connection. */
+/** One ssh connection of a VM's line. */
 interface Conn {
-  readonly key: string
-  readonly vm: string
   readonly client: Client
-  /** Settles once: resolved on `ready`, rejected on any failure before it. */
-  readonly ready: Promise<void>
-  readonly fail: (cause: Error) => void
+  /** False once the connection failed, closed or was dropped: the line dials anew. */
   alive: boolean
   sftp: Promise<SFTPWrapper> | undefined
   readonly channels: Effect.Semaphore
+}
+
+/** The pool key: one line per VM target, compared by value (`Data.struct`). */
+type LineKey = SshTarget
+const lineKey = (target: SshTarget): LineKey => Data.struct({ vm: target.vm, port: target.port, user: target.user, privateKeyPath: target.privateKeyPath })
+
+/** A VM's line: its current connection, dialled on demand and redialled once it has died. */
+interface Line {
+  /** The live connection; callers arriving while one is dialled share that dial and its outcome. */
+  readonly connect: Effect.Effect<Conn, CannotReach>
+  /** Closes the established connection (calls on it fail as lost); the next call dials anew. */
+  readonly drop: Effect.Effect<void>
+}
+
+const closeConn = (conn: Conn) => {
+  conn.alive = false
+  conn.client.end()
 }
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
@@ -149,112 +165,114 @@ export const makeGuestTransport = (
       return mod.default ?? mod
     })
 
-    const conns = new Map<string, Conn>()
-
-    const forget = (conn: Conn) => {
-      conn.alive = false
-      if (conns.get(conn.key) === conn) conns.delete(conn.key)
-    }
-
-    const closeConn = (conn: Conn) => {
-      forget(conn)
-      conn.fail(new Error("connection released"))
-      conn.client.end()
-    }
-
-    const open = (target: SshTarget, key: string): Conn => {
-      const client = new ssh2.Client()
-      let resolve!: () => void
-      let reject!: (cause: Error) => void
-      const ready = new Promise<void>((res, rej) => {
-        resolve = res
-        reject = rej
-      })
-      // Awaited by whoever asked; a failure nobody waits for is not an unhandled rejection.
-      ready.catch(() => undefined)
-      const conn: Conn = {
-        key,
-        vm: target.vm,
-        client,
-        ready,
-        fail: reject,
-        alive: true,
-        sftp: undefined,
-        channels: Effect.unsafeMakeSemaphore(config.maxChannelsPerConnection)
-      }
-      client.on("ready", () => {
-        // Released while the handshake ran: nobody tracks this client any more.
-        if (!conn.alive) return void client.end()
-        // Small request/response packets: Nagle would add ~40 ms to every exec.
-        client.setNoDelay(true)
-        resolve()
-      })
-      client.on("error", (error: Error) => {
-        forget(conn)
-        reject(error)
-      })
-      client.on("close", () => {
-        forget(conn)
-        reject(new Error("connection closed"))
-      })
-      readLocalFile(target.privateKeyPath).then(
-        (privateKey) => {
-          if (!conn.alive) return
-          try {
-            client.connect({
-              host: "127.0.0.1",
-              port: target.port,
-              username: target.user,
-              privateKey,
-              readyTimeout: config.readyTimeoutMs,
-              keepaliveInterval: config.keepaliveIntervalMs,
-              keepaliveCountMax: 3,
-              // Local VMs with fresh host keys, as the original's StrictHostKeyChecking=no.
-              hostVerifier: () => true
-            })
-          } catch (error) {
-            forget(conn)
-            reject(error instanceof Error ? error : new Error(String(error)))
+    /** Dials one connection: resolved on `ready`, failed on any error before it, ended if interrupted. */
+    const dial = (target: SshTarget): Effect.Effect<Conn, CannotReach> =>
+      Effect.flatMap(Effect.makeSemaphore(config.maxChannelsPerConnection), (channels) =>
+        Effect.async<Conn, CannotReach>((resume) => {
+          const client = new ssh2.Client()
+          const conn: Conn = { client, alive: true, sftp: undefined, channels }
+          let settled = false
+          const settle = (outcome: Effect.Effect<Conn, CannotReach>) => {
+            if (settled) return
+            settled = true
+            resume(outcome)
           }
-        },
-        (error: Error) => {
-          forget(conn)
-          reject(new Error(`cannot read ssh key ${target.privateKeyPath}: ${error.message}`))
-        }
+          const failed = (cause: unknown) => {
+            conn.alive = false
+            settle(Effect.fail(unreachable(target, cause)))
+          }
+          client.on("ready", () => {
+            // Small request/response packets: Nagle would add ~40 ms to every exec.
+            client.setNoDelay(true)
+            settle(Effect.succeed(conn))
+          })
+          client.on("error", failed)
+          client.on("close", () => failed(new Error("connection closed")))
+          readLocalFile(target.privateKeyPath).then(
+            (privateKey) => {
+              if (settled) return
+              try {
+                client.connect({
+                  host: "127.0.0.1",
+                  port: target.port,
+                  username: target.user,
+                  privateKey,
+                  readyTimeout: config.readyTimeoutMs,
+                  keepaliveInterval: config.keepaliveIntervalMs,
+                  keepaliveCountMax: 3,
+                  // Local VMs with fresh host keys, as the original's StrictHostKeyChecking=no.
+                  hostVerifier: () => true
+                })
+              } catch (error) {
+                failed(error)
+              }
+            },
+            (error: Error) => failed(new Error(`cannot read ssh key ${target.privateKeyPath}: ${error.message}`))
+          )
+          return Effect.sync(() => {
+            settled = true
+            closeConn(conn)
+          })
+        })
       )
-      return conn
-    }
-
-    const connection = (target: SshTarget): Effect.Effect<Conn, CannotReach> =>
-      Effect.suspend(() => {
-        const key = `${target.vm}\0${target.port}\0${target.user}\0${target.privateKeyPath}`
-        let conn = conns.get(key)
-        if (conn === undefined || !conn.alive) {
-          conn = open(target, key)
-          conns.set(key, conn)
-        }
-        const chosen = conn
-        return Effect.as(Effect.tryPromise({ try: () => chosen.ready, catch: (cause) => unreachable(target, cause) }), chosen)
-      })
 
     /**
-     * Runs `use` on a pooled connection. A pooled connection can die between calls (guest
+     * A line lives in its pool entry's scope: the dial runs in that scope (a caller interrupted
+     * while waiting does not abandon a half-open connection), and closing the scope (idle, or the
+     * transport's end) closes the connection.
+     */
+    const makeLine = (key: LineKey): Effect.Effect<Line, never, Scope.Scope> =>
+      Effect.gen(function* () {
+        const scope = yield* Effect.scope
+        const current = yield* SynchronizedRef.make(Option.none<Deferred.Deferred<Conn, CannotReach>>())
+        /** The established connection of a finished dial, if any. */
+        const established = (attempt: Deferred.Deferred<Conn, CannotReach>) =>
+          Effect.flatMap(Deferred.poll(attempt), (done) => (Option.isNone(done) ? Effect.succeed(Option.none<Conn>()) : Effect.option(done.value)))
+        const connect = SynchronizedRef.modifyEffect(current, (held) =>
+          Effect.gen(function* () {
+            if (Option.isSome(held)) {
+              const done = yield* Deferred.poll(held.value)
+              if (Option.isNone(done)) return [held.value, held] as const
+              const conn = yield* established(held.value)
+              if (Option.isSome(conn) && conn.value.alive) return [held.value, held] as const
+              if (Option.isSome(conn)) closeConn(conn.value)
+            }
+            const attempt = yield* Deferred.make<Conn, CannotReach>()
+            yield* Effect.forkIn(Effect.intoDeferred(dial(key), attempt), scope)
+            return [attempt, Option.some(attempt)] as const
+          })
+        ).pipe(Effect.flatMap(Deferred.await))
+        const drop = Effect.flatMap(SynchronizedRef.get(current), (held) =>
+          Option.isNone(held) ? Effect.void : Effect.map(established(held.value), Option.map(closeConn))
+        )
+        yield* Effect.addFinalizer(() => drop)
+        return { connect, drop }
+      })
+
+    const lines = yield* RcMap.make({ lookup: makeLine, idleTimeToLive: Duration.millis(config.idleTimeoutMs) })
+
+    /** Runs `use` with the target's line held, so it is not closed as idle meanwhile. */
+    const withLine = <A, E>(target: SshTarget, use: (line: Line) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.scoped(Effect.flatMap(RcMap.get(lines, lineKey(target)), use))
+
+    const connection = (target: SshTarget): Effect.Effect<Conn, CannotReach> => withLine(target, (line) => line.connect)
+
+    /**
+     * Runs `use` on the VM's pooled connection. A pooled connection can die between calls (guest
      * rebooted, sshd restarted) before we notice: `use` fails with `Retry` when it found the
-     * connection dead before having any effect on the guest, and then runs once more on a
-     * fresh connection.
+     * connection dead before having any effect on the guest; that connection is dropped and `use`
+     * runs once more on a fresh one.
      */
     const onConnection = <A, E>(target: SshTarget, use: (conn: Conn) => Effect.Effect<A, E>): Effect.Effect<A, Exclude<E, Retry> | CannotReach> =>
-      Effect.gen(function* () {
-        for (let attempt = 0; ; attempt++) {
-          const conn = yield* connection(target)
-          const result = yield* Effect.either(use(conn))
-          if (Either.isRight(result)) return result.right
-          const error = result.left
-          if (!(error instanceof Retry)) return yield* Effect.fail(error as Exclude<E, Retry>)
-          closeConn(conn)
-          if (attempt > 0) return yield* unreachable(target, error.cause)
-        }
-      })
+      withLine(target, (line) =>
+        Effect.flatMap(line.connect, (conn) => Effect.tapError(use(conn), (error) => Effect.sync(() => error instanceof Retry && closeConn(conn))))
+      ).pipe(
+        Effect.retry({ times: 1, while: (error) => error instanceof Retry }),
+        Effect.catchIf(
+          (error): error is Extract<typeof error, Retry> => error instanceof Retry,
+          (error) => Effect.fail(unreachable(target, error.cause))
+        )
+      ) as Effect.Effect<A, Exclude<E, Retry> | CannotReach>
 
     /** `Retry` when the connection is gone, else the mapped error. */
     const deadOr = <E>(conn: Conn, cause: unknown, otherwise: () => E): E | Retry =>
@@ -495,23 +513,19 @@ export const makeGuestTransport = (
       })
 
     // One probe per port at a time: `wait` loops may run concurrently, the guest sees one client.
-    const probeLocks = new Map<number, Effect.Semaphore>()
+    // A port's gate lives only while a probe holds or awaits it.
+    const probeGates = yield* RcMap.make({ lookup: (_port: number) => Effect.makeSemaphore(1) })
     const probe: Transport["probe"] = (port, timeoutMs = PROBE_TIMEOUT_MS) =>
-      Effect.suspend(() => {
-        let lock = probeLocks.get(port)
-        if (lock === undefined) {
-          lock = Effect.unsafeMakeSemaphore(1)
-          probeLocks.set(port, lock)
-        }
-        return lock.withPermits(1)(probeOnce(port, timeoutMs))
-      })
+      Effect.scoped(Effect.flatMap(RcMap.get(probeGates, port), (gate) => gate.withPermits(1)(probeOnce(port, timeoutMs))))
 
     const release: Transport["release"] = (vm) =>
-      Effect.sync(() => {
-        for (const conn of [...conns.values()]) if (vm === undefined || conn.vm === vm) closeConn(conn)
-      })
-
-    yield* Effect.addFinalizer(() => release())
+      Effect.flatMap(RcMap.keys(lines), (keys) =>
+        Effect.forEach(
+          keys.filter((key) => vm === undefined || key.vm === vm),
+          (key) => withLine(key, (line) => line.drop),
+          { discard: true }
+        )
+      )
 
     return { exec, readFile, writeFile, upload, download, probe, release }
   })

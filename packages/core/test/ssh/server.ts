@@ -29,6 +29,8 @@ export interface TestSshServer {
   readonly files: string
   /** TCP connections accepted so far. */
   connections: number
+  /** Client connections open right now. */
+  readonly openConnections: () => number
   /** Signals the client asked for (`KILL`, …), in order. */
   readonly signals: Array<string>
   /** Commands received, in order. */
@@ -93,6 +95,7 @@ export const startTestServer = async (): Promise<TestSshServer> => {
     clientKey,
     files,
     connections: 0,
+    openConnections: () => clients.size,
     signals: [],
     commands: [],
     dropAll: () => {

@@ -246,6 +246,71 @@ describe("connection pool", () => {
   })
 })
 
+describe("pool lifetime", () => {
+  const dialFailures = <A, E>(effects: ReadonlyArray<Effect.Effect<A, E>>) => run(Effect.all(effects.map((e) => Effect.flip(e)), { concurrency: "unbounded" }))
+
+  it("concurrent first calls to one VM, execs and SFTP mixed, share one connection", async () => {
+    const own = await freshTransport()
+    const before = server.connections
+    writeFileSync(join(server.files, "shared.txt"), "s")
+    const execs = Array.from({ length: 6 }, (_, i) => Effect.map(own.exec(target, ["echo", String(i)]), (out) => text(out.stdout)))
+    const reads = Array.from({ length: 4 }, () => Effect.map(own.readFile(target, join(server.files, "shared.txt")), (got) => text(got.data)))
+    const outs = await run(Effect.all([...execs, ...reads], { concurrency: "unbounded" }))
+    expect(outs).toEqual(["0\n", "1\n", "2\n", "3\n", "4\n", "5\n", "s", "s", "s", "s"])
+    expect(server.connections - before).toBe(1)
+  })
+
+  it("concurrent first calls to a VM whose sshd never answers share one failed dial; the next call dials again", async () => {
+    const silent = await startSilentListener()
+    try {
+      const own = await run(Scope.extend(makeGuestTransport({ readyTimeoutMs: 300 }), scope))
+      const booting = { ...target, vm: "booting", port: silent.port }
+      const errors = await dialFailures(Array.from({ length: 5 }, () => own.exec(booting, ["true"])))
+      expect(errors.map((e) => e._tag)).toEqual(Array.from({ length: 5 }, () => "CannotReach"))
+      expect(silent.accepted()).toBe(1)
+      // A failed dial is not remembered: the next call tries again.
+      expect((await failure(own.exec(booting, ["true"])))._tag).toBe("CannotReach")
+      expect(silent.accepted()).toBe(2)
+    } finally {
+      await silent.close()
+    }
+  })
+
+  it("closes a VM's connection once it has been idle, never during a call, and dials again on the next call", async () => {
+    const own = await run(Scope.extend(makeGuestTransport({ idleTimeoutMs: 150 }), scope))
+    const idle = { ...target, vm: "idle" }
+    const before = server.connections
+    const open = server.openConnections()
+    // A call longer than the idle time keeps its connection: idleness counts from the last call's end.
+    expect(text((await run(own.exec(idle, ["sh", "-c", "sleep 0.5; echo done"]))).stdout)).toBe("done\n")
+    expect(server.connections - before).toBe(1)
+    await expect.poll(() => server.openConnections(), { timeout: 10_000 }).toBe(open)
+    expect(text((await run(own.exec(idle, ["echo", "back"]))).stdout)).toBe("back\n")
+    expect(server.connections - before).toBe(2)
+  })
+
+  it("redials once after a dropped connection, and the calls after it share the new one", async () => {
+    const own = await freshTransport()
+    const before = server.connections
+    await run(own.exec(target, ["true"]))
+    server.dropAll()
+    await expect.poll(() => server.openConnections(), { timeout: 5_000 }).toBe(0)
+    const outs = await run(Effect.all(Array.from({ length: 10 }, (_, i) => own.exec(target, ["echo", String(i)])), { concurrency: "unbounded" }))
+    expect(outs.map((out) => text(out.stdout))).toEqual(Array.from({ length: 10 }, (_, i) => `${i}\n`))
+    expect(server.connections - before).toBe(2)
+  })
+
+  it("closes every pooled connection when the transport's scope closes", async () => {
+    const own = Effect.runSync(Scope.make())
+    const transport = await run(Scope.extend(makeGuestTransport(), own))
+    const open = server.openConnections()
+    await run(transport.exec({ ...target, vm: "scoped" }, ["true"]))
+    expect(server.openConnections()).toBe(open + 1)
+    await run(Scope.close(own, Exit.void))
+    await expect.poll(() => server.openConnections(), { timeout: 5_000 }).toBe(open)
+  })
+})
+
 describe("probe", () => {
   it("is true only once the SSH- banner arrives", async () => {
     expect(await run(transport.probe(server.port, 2_000))).toBe(true)
