@@ -1,7 +1,7 @@
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { mkdir, stat, access, constants } from "node:fs/promises"
-import { Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer, Option } from "effect"
 import { InvalidSpec } from "./errors.js"
 
 /** Directory names under the data root that are never VMs. */
@@ -71,13 +71,18 @@ export const dataRootAt = (root: string): Layer.Layer<DataRoot> => {
   return Layer.succeed(DataRoot, { ...paths, ensure: ensureAt(paths) })
 }
 
-export const resolveDataRoot = (env: NodeJS.ProcessEnv = process.env): string =>
-  env["STOAT_HOME"] && env["STOAT_HOME"] !== "" ? resolve(env["STOAT_HOME"]) : join(homedir(), ".stoat")
+const rootFrom = (home: string | undefined): string => (home !== undefined && home !== "" ? resolve(home) : join(homedir(), ".stoat"))
+
+/** For code outside Effect (a CLI command's plain path helper): `$STOAT_HOME` or `~/.stoat`. */
+export const resolveDataRoot = (env: NodeJS.ProcessEnv = process.env): string => rootFrom(env["STOAT_HOME"])
+
+/** `STOAT_HOME` through `Config` (so a `ConfigProvider` can supply it); empty or unset means `~/.stoat`. */
+export const DataRootConfig: Config.Config<string> = Config.map(Config.option(Config.string("STOAT_HOME")), (home) => rootFrom(Option.getOrUndefined(home)))
 
 /** The data root named by `$STOAT_HOME`. Fails typed when it names a file rather than a folder. */
 export const DataRootLive: Layer.Layer<DataRoot, InvalidSpec> = Layer.unwrapEffect(
   Effect.gen(function* () {
-    const root = resolveDataRoot()
+    const root = yield* Effect.orDie(DataRootConfig)
     const existing = yield* Effect.promise(() => stat(root).catch(() => undefined))
     if (existing && !existing.isDirectory()) return yield* unusable(root, "it is not a directory")
     return dataRootAt(root)

@@ -1,6 +1,6 @@
 import { access, constants, readFile } from "node:fs/promises"
 import { delimiter, join } from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer, Option } from "effect"
 
 /** Facts about the host that operations read: programs on PATH, free memory, a graphical session. */
 export class HostProbe extends Context.Tag("stoat/HostProbe")<
@@ -26,16 +26,23 @@ export const findOnPath = async (program: string, path = process.env["PATH"] ?? 
   return undefined
 }
 
+const optional = (name: string) => Config.map(Config.option(Config.string(name)), Option.getOrElse(() => ""))
+
+/** `$PATH` through `Config`. */
+const PathConfig: Config.Config<string> = optional("PATH")
+
+/** `STOAT_GRAPHICAL=0|1` forces the answer; otherwise a session has `DISPLAY` or `WAYLAND_DISPLAY`. */
+export const GraphicalConfig: Config.Config<boolean> = Config.map(
+  Config.all([optional("STOAT_GRAPHICAL"), optional("DISPLAY"), optional("WAYLAND_DISPLAY")]),
+  ([forced, display, wayland]) => (forced === "0" || forced === "1" ? forced === "1" : Boolean(display || wayland))
+)
+
 export const HostProbeLive = Layer.succeed(HostProbe, {
-  which: (program) => Effect.promise(() => findOnPath(program)),
+  which: (program) => Effect.flatMap(Effect.orDie(PathConfig), (path) => Effect.promise(() => findOnPath(program, path))),
   memAvailableMb: Effect.promise(async () => {
     const text = await readFile("/proc/meminfo", "utf8").catch(() => "")
     const match = /^MemAvailable:\s+(\d+) kB/m.exec(text)
     return match ? Math.floor(Number(match[1]) / 1024) : 0
   }),
-  graphical: Effect.sync(() => {
-    const forced = process.env["STOAT_GRAPHICAL"]
-    if (forced === "0" || forced === "1") return forced === "1"
-    return Boolean(process.env["DISPLAY"] || process.env["WAYLAND_DISPLAY"])
-  })
+  graphical: Effect.orDie(GraphicalConfig)
 })
