@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { request } from "node:http"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -160,6 +161,28 @@ export const serve = (home: Home, args: string[] = ["--port", "0"], options: { m
     })
   })
 
+export interface RawRequest {
+  readonly method?: string
+  readonly headers?: Record<string, string>
+  readonly body?: string | Buffer
+}
+
+/**
+ * One plain HTTP request to an MCP endpoint, for what no SDK client would send (JSON and SSE
+ * are accepted as a client would). Fails when no answer came within `timeoutMs`.
+ */
+export const rawHttp = (url: string, { method = "POST", headers = {}, body }: RawRequest, timeoutMs = 15_000): Promise<{ status: number; text: string }> =>
+  new Promise((resolvePromise, reject) => {
+    const req = request(url, { method, headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } }, (res) => {
+      let text = ""
+      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+      res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, text }))
+    })
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
+    req.on("error", reject)
+    req.end(body)
+  })
+
 /** A real MCP SDK client over Streamable HTTP. */
 export const connect = async (url: string): Promise<Client> => {
   const client = new Client({ name: "toolkit-test", version: "1.0.0" })
@@ -217,6 +240,17 @@ export const busiestThread = async (pid: number, ms = 600): Promise<{ tid: numbe
     if (used > best.ticks) best = { tid, ticks: used }
   }
   return best
+}
+
+/**
+ * Waits until no thread of `pid` keeps a core busy (at most a fifth of a 200 ms window), for
+ * example until workers that replace terminated ones have started, so that busiestThread then
+ * finds the thread of the call under test.
+ */
+export const waitForQuiet = async (pid: number, timeoutMs = 20_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) if ((await busiestThread(pid, 200)).ticks <= 4) return
+  throw new Error(`process ${pid} stayed busy for ${timeoutMs} ms`)
 }
 
 /** The nice value of one thread of `pid` (Linux /proc, field 19 of stat). */

@@ -1,10 +1,9 @@
 import { execFileSync } from "node:child_process"
-import { openSync, closeSync, ftruncateSync } from "node:fs"
-import { request } from "node:http"
+import { closeSync, ftruncateSync, openSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { busiestThread, connect, HELLO_BF, serve, tempHome, textOf, threadAlive, threadNice, toolkit, waitUntil, type Home, type Serving } from "./helpers.js"
+import { busiestThread, connect, HELLO_BF, rawHttp, serve, tempHome, textOf, threadAlive, threadNice, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
 
 /**
  * The hostile run of issue 12, reproduction by reproduction, against real `toolkit mcp serve`
@@ -37,18 +36,13 @@ const callLines = (s: Serving, from: number): string[] =>
     .filter((line) => line.startsWith("tool "))
 
 /** A raw JSON-RPC POST, for messages no SDK client sends. */
-const rawRpc = async (body: string, url = server.url): Promise<{ status: number; json: any }> => {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body,
-    signal: AbortSignal.timeout(BLOCKED_MS)
-  })
-  const text = await response.text()
-  return { status: response.status, json: text === "" ? undefined : JSON.parse(text) }
+const rawRpc = async (body: string): Promise<{ status: number; json: any }> => {
+  const { status, text } = await rawHttp(server.url, { body }, BLOCKED_MS)
+  return { status, json: text === "" ? undefined : JSON.parse(text) }
 }
 
-const SMALL = 20_000
+/** Two strings this long are the most levenshtein-distance compares: seconds of work here. */
+const LONGEST_PAIR = 20_000
 
 beforeAll(async () => {
   home = tempHome()
@@ -130,9 +124,10 @@ describe("2. blocking: FIFOs, huge files, quadratic work", () => {
   })
 
   it("while a long strings call runs on a worker, tools/list is answered first; cancelling it ends that worker", async () => {
+    await waitForQuiet(server.proc.pid!)
     const controller = new AbortController()
     const started = server.stderr().length
-    const pending = client.callTool({ name: "strings_levenshtein-distance", arguments: { string1: "a".repeat(SMALL), string2: "b".repeat(SMALL) } }, undefined, { signal: controller.signal })
+    const pending = client.callTool({ name: "strings_levenshtein-distance", arguments: { string1: "a".repeat(LONGEST_PAIR), string2: "b".repeat(LONGEST_PAIR) } }, undefined, { signal: controller.signal })
     pending.catch(() => undefined)
     const first = await Promise.race([client.listTools().then(() => "tools/list"), pending.then(() => "call")])
     expect(first).toBe("tools/list")
@@ -150,7 +145,7 @@ describe("2. blocking: FIFOs, huge files, quadratic work", () => {
     const quick = await serve(home, ["--profile", "everything", "--port", "0", "--tool-timeout-ms", "100"], { memoryLimitKb: MEMORY_LIMIT_KB })
     const quickClient = await connect(quick.url)
     try {
-      expect(await call("strings_levenshtein-distance", { string1: "a".repeat(SMALL), string2: "b".repeat(SMALL) }, quickClient)).toEqual({
+      expect(await call("strings_levenshtein-distance", { string1: "a".repeat(LONGEST_PAIR), string2: "b".repeat(LONGEST_PAIR) }, quickClient)).toEqual({
         text: "Tool strings_levenshtein-distance timed out after 0.1 s",
         isError: true
       })
@@ -176,6 +171,7 @@ describe("2. a full pool", () => {
   })
 
   it("queued calls wait for a worker, can be cancelled while waiting, and run once one is free", async () => {
+    await waitForQuiet(single.proc.pid!)
     const looping = new AbortController()
     const loop = singleClient.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: looping.signal })
     loop.catch(() => undefined)
@@ -211,17 +207,7 @@ describe("2. a full pool", () => {
 })
 
 describe("4. an oversized body", () => {
-  const post = (headers: Record<string, string>, body: Buffer): Promise<{ status: number; text: string }> =>
-    new Promise((resolve, reject) => {
-      const req = request(server.url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } }, (res) => {
-        let text = ""
-        res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }))
-      })
-      req.setTimeout(BLOCKED_MS, () => req.destroy(new Error("no answer")))
-      req.on("error", reject)
-      req.end(body)
-    })
+  const post = (headers: Record<string, string>, body: Buffer) => rawHttp(server.url, { headers, body }, BLOCKED_MS)
   const tooLarge = { jsonrpc: "2.0", error: { code: -32600, message: "Request body too large: at most 4 MiB" }, id: null }
 
   it("answers 413 with a JSON-RPC error instead of resetting the connection", async () => {

@@ -1,9 +1,8 @@
 import { readFileSync } from "node:fs"
-import { request } from "node:http"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { bfPrinting, busiestThread, connect, HELLO_BF, serve, tempHome, textOf, threadAlive, toolkit, waitUntil, type Home, type Serving } from "./helpers.js"
+import { bfPrinting, busiestThread, connect, HELLO_BF, rawHttp, serve, tempHome, textOf, threadAlive, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
 
 /**
  * A real `toolkit mcp serve` process and a real MCP SDK client over Streamable HTTP.
@@ -33,16 +32,9 @@ const call = async (name: string, args: Record<string, unknown>) => {
   return { text: textOf(result), isError: result.isError === true }
 }
 
-/** A raw POST to the server with chosen headers; resolves with the status code. */
-const rawPost = (url: string, headers: Record<string, string>, method = "POST"): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const req = request(url, { method, headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } }, (res) => {
-      res.resume()
-      resolve(res.statusCode ?? 0)
-    })
-    req.on("error", reject)
-    req.end(method === "POST" ? JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) : undefined)
-  })
+/** A raw tools/list POST (or another method, without a body) with chosen headers; resolves with the status code. */
+const rawPost = async (url: string, headers: Record<string, string>, method = "POST"): Promise<number> =>
+  (await rawHttp(url, { method, headers, ...(method === "POST" ? { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) } : {}) })).status
 
 beforeAll(async () => {
   home = tempHome()
@@ -266,6 +258,7 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
   })
 
   it("a call past the timeout returns 'Tool <name> timed out after N s' and its interpreter is stopped", async () => {
+    await waitForQuiet(server.proc.pid!)
     const pending = call("interpreters_brainfuck", { file: "loop.bf" })
     const busy = await busiestThread(server.proc.pid!)
     expect(busy.tid).not.toBe(server.proc.pid) // the program runs in a worker thread, not on the event loop
@@ -277,6 +270,7 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
   })
 
   it("a call the client cancels stops its interpreter and is logged", async () => {
+    await waitForQuiet(server.proc.pid!) // the worker replacing the one the timeout stopped has started
     const controller = new AbortController()
     const pending = client.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: controller.signal })
     pending.catch(() => undefined)

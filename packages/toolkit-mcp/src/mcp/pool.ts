@@ -59,6 +59,8 @@ const describeFailure = (error: Error, heapLimitMb: number): string =>
   (error as NodeJS.ErrnoException).code === "ERR_WORKER_OUT_OF_MEMORY" ? `the command ran out of memory (a tool call may use ${heapLimitMb} MB)` : `the command's worker failed: ${error.message}`
 
 export class ToolPool {
+  /** Spawned, still loading the commands: they take jobs only once ready, so a call never waits behind a start-up while another worker is free. */
+  private readonly starting = new Set<Worker>()
   private readonly idle: Worker[] = []
   private readonly running = new Map<Worker, Pending>()
   private readonly queue: Pending[] = []
@@ -75,7 +77,6 @@ export class ToolPool {
     const started: Array<Promise<void>> = []
     while (this.live < this.options.size) {
       const worker = this.spawn()
-      this.idle.push(worker)
       started.push(
         new Promise<void>((resolve, reject) => {
           const onMessage = (reply: ToolReply): void => {
@@ -98,7 +99,7 @@ export class ToolPool {
   run(job: ToolJob, signal: AbortSignal): Promise<ToolOutcome> {
     if (this.closed) return Promise.reject(new WorkerFailed("the server is shutting down"))
     if (signal.aborted) return Promise.reject(signal.reason)
-    const waitsForWorker = this.idle.length === 0 && this.live >= this.options.size
+    const waitsForWorker = this.idle.length === 0
     if (waitsForWorker && this.queue.length >= this.options.maxQueued) return Promise.reject(new PoolBusy(`the server is busy: ${this.queue.length} calls are waiting`))
     return new Promise<ToolOutcome>((resolve, reject) => {
       const pending: Pending = { job, signal, resolve, reject, onAbort: () => this.abort(pending) }
@@ -111,15 +112,18 @@ export class ToolPool {
   async close(): Promise<void> {
     this.closed = true
     for (const pending of [...this.queue.splice(0), ...this.running.values()]) this.finish(pending, () => pending.reject(new WorkerFailed("the server is shutting down")))
-    const workers = [...this.idle.splice(0), ...this.running.keys()]
+    const workers = [...this.starting, ...this.idle.splice(0), ...this.running.keys()]
+    this.starting.clear()
     this.running.clear()
     this.live = 0
     await Promise.all(workers.map((worker) => worker.terminate()))
   }
 
   private dispatch(): void {
+    // A worker lost to a crash is replaced only when a call needs one.
+    if (this.queue.length > 0 && this.idle.length === 0 && this.live < this.options.size) this.spawn()
     while (this.queue.length > 0) {
-      const worker = this.idle.pop() ?? (this.live < this.options.size ? this.spawn() : undefined)
+      const worker = this.idle.pop()
       if (!worker) return
       const pending = this.queue.shift()!
       this.running.set(worker, pending)
@@ -130,6 +134,7 @@ export class ToolPool {
   private spawn(): Worker {
     const worker = new Worker(this.options.script, { workerData: this.options.workerData, resourceLimits: { maxOldGenerationSizeMb: this.options.heapLimitMb } })
     this.live++
+    this.starting.add(worker)
     worker.on("message", (reply: ToolReply) => this.settle(worker, reply))
     worker.on("error", (error: Error) => this.lost(worker, error))
     worker.on("exit", (code: number) => this.lost(worker, new Error(`exited with code ${code}`)))
@@ -142,23 +147,33 @@ export class ToolPool {
   }
 
   private settle(worker: Worker, reply: ToolReply): void {
+    if (reply.type === "ready") {
+      if (this.starting.delete(worker)) this.idle.push(worker)
+      return this.dispatch()
+    }
     const pending = this.running.get(worker)
-    if (!pending || reply.type === "ready") return
+    if (!pending) return
     this.running.delete(worker)
     this.idle.push(worker)
     this.finish(pending, () => (reply.type === "done" ? pending.resolve(reply.outcome) : pending.reject(new WorkerFailed(reply.message))))
     this.dispatch()
   }
 
-  /** A worker ended on its own. Its call fails; a replacement starts only when a call needs one. */
+  /**
+   * A worker ended on its own. Its call fails; a replacement starts only when a call needs one.
+   * A worker that never became ready fails the oldest waiting call, so a worker script that
+   * cannot start makes calls fail instead of starting workers forever.
+   */
   private lost(worker: Worker, error: Error): void {
-    const pending = this.running.get(worker)
+    const starting = this.starting.delete(worker)
     const index = this.idle.indexOf(worker)
-    if (!pending && index === -1) return
-    if (pending) this.running.delete(worker)
-    else this.idle.splice(index, 1)
+    const pending = starting ? this.queue.shift() : this.running.get(worker)
+    if (!starting && pending === undefined && index === -1) return
+    this.running.delete(worker)
+    if (index !== -1) this.idle.splice(index, 1)
     this.live--
-    if (pending) this.finish(pending, () => pending.reject(new WorkerFailed(describeFailure(error, this.options.heapLimitMb))))
+    const failure = starting ? `a tool worker did not start: ${error.message}` : describeFailure(error, this.options.heapLimitMb)
+    if (pending) this.finish(pending, () => pending.reject(new WorkerFailed(failure)))
     this.dispatch()
   }
 
@@ -171,7 +186,7 @@ export class ToolPool {
       this.running.delete(worker)
       this.live--
       void worker.terminate()
-      if (!this.closed) this.idle.push(this.spawn())
+      if (!this.closed) this.spawn()
     }
     pending.reject(pending.signal.reason)
     this.dispatch()

@@ -157,7 +157,7 @@ const invalidMessage = (body: unknown): InvalidMessage | undefined => {
  * (line breaks, escape sequences, spaces, invisible format characters) is escaped, and so is
  * the escape character itself, so a name can neither forge nor hide log lines.
  */
-export const logName = (name: unknown): string => {
+const logName = (name: unknown): string => {
   const text = typeof name === "string" ? name : name === undefined ? "(none)" : (JSON.stringify(name) ?? String(name))
   const shown = text.length > MAX_LOGGED_NAME ? `${text.slice(0, MAX_LOGGED_NAME)}…` : text
   return shown.replace(/[^\p{L}\p{N}\p{P}\p{S}]|\\/gu, (ch) => (ch === "\\" ? "\\\\" : `\\u{${ch.codePointAt(0)!.toString(16)}}`))
@@ -165,8 +165,8 @@ export const logName = (name: unknown): string => {
 
 /**
  * The profile's tools over stateless Streamable HTTP at /mcp: every POST gets a fresh
- * low-level SDK Server and transport; each tool call runs its command in this process with
- * its own command instance and captured output.
+ * low-level SDK Server and transport; each tool call runs its command on a pool worker with
+ * its own command instance and captured output, so this thread stays free for requests.
  */
 export const startServer = async (options: ServeOptions): Promise<RunningServer> => {
   const { tools, pool, timeoutMs, log } = options

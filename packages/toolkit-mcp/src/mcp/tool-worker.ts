@@ -22,7 +22,7 @@ export interface ToolWorkerData {
 }
 
 /** What one call may print (stdout and stderr together); the command is stopped past it. */
-export const MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+const MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 const OUTPUT_LIMIT_NOTE = `Error: the command printed more than ${MAX_OUTPUT_BYTES / (1024 * 1024)} MiB, the most a tool call returns; it was stopped\n`
 
 /** Nice value of a worker thread: calls are batch work, the main thread answers requests. */

@@ -1,26 +1,23 @@
 import { existsSync, readFileSync, statSync } from "node:fs"
 import { ToolkitError } from "./errors.js"
 
+/** Replaces each token before a `--` by what `each` makes of it; `--` and all after it stay as they are. */
+const eachOptionToken = (argv: readonly string[], each: (token: string, index: number) => string[]): string[] => {
+  const end = argv.indexOf("--")
+  const options = end === -1 ? argv : argv.slice(0, end)
+  return [...options.flatMap((token, index) => each(token, index)), ...(end === -1 ? [] : argv.slice(end))]
+}
+
 /**
  * `--flag` with no explicit value means `--flag true` for our booleans, which otherwise take
  * `true|false` (the form tool calls use).
  */
-export const normalizeBooleans = (argv: readonly string[], booleans: ReadonlySet<string>): string[] => {
-  const out: string[] = []
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]!
-    out.push(token)
-    if (token === "--") {
-      out.push(...argv.slice(i + 1))
-      break
-    }
-    if (token.startsWith("--") && !token.includes("=") && booleans.has(token.slice(2))) {
-      const next = argv[i + 1]?.toLowerCase()
-      if (next !== "true" && next !== "false") out.push("true")
-    }
-  }
-  return out
-}
+export const normalizeBooleans = (argv: readonly string[], booleans: ReadonlySet<string>): string[] =>
+  eachOptionToken(argv, (token, i) => {
+    if (!token.startsWith("--") || token.includes("=") || !booleans.has(token.slice(2))) return [token]
+    const next = argv[i + 1]?.toLowerCase()
+    return next === "true" || next === "false" ? [token] : [token, "true"]
+  })
 
 /**
  * Marks a value given as `--name=value`. oclif takes a value that spells one of the command's
@@ -33,19 +30,11 @@ export const EXPLICIT_VALUE_MARK = "\u0000"
 export const unmarkValue = (value: string): string => (value.startsWith(EXPLICIT_VALUE_MARK) ? value.slice(1) : value)
 
 /** Marks every `--name=value` value of the given options (before any `--`); see EXPLICIT_VALUE_MARK. */
-export const markExplicitValues = (argv: readonly string[], names: ReadonlySet<string>): string[] => {
-  const out: string[] = []
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]!
-    if (token === "--") {
-      out.push(...argv.slice(i))
-      break
-    }
+export const markExplicitValues = (argv: readonly string[], names: ReadonlySet<string>): string[] =>
+  eachOptionToken(argv, (token) => {
     const eq = token.indexOf("=")
-    out.push(token.startsWith("--") && eq !== -1 && names.has(token.slice(2, eq)) ? `${token.slice(0, eq + 1)}${EXPLICIT_VALUE_MARK}${token.slice(eq + 1)}` : token)
-  }
-  return out
-}
+    return [token.startsWith("--") && eq !== -1 && names.has(token.slice(2, eq)) ? `${token.slice(0, eq + 1)}${EXPLICIT_VALUE_MARK}${token.slice(eq + 1)}` : token]
+  })
 
 /** True when `--name` or `--name=…` appears before any `--`. */
 export const hasOption = (argv: readonly string[], name: string): boolean => {
@@ -87,23 +76,15 @@ const splitLine = (line: string): string[] => {
  */
 export const expandResponseFiles = (argv: readonly string[], depth = 0): string[] => {
   if (depth > 10) throw new ToolkitError("Response files are nested too deeply")
-  const out: string[] = []
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]!
-    if (token === "--") {
-      out.push(...argv.slice(i))
-      break
-    }
-    if (token.length > 1 && token.startsWith("@")) {
-      const path = token.slice(1)
-      if (!existsSync(path) || !statSync(path).isFile()) throw new ToolkitError(`Response file not found '${path}'`)
-      const tokens = readFileSync(path, "utf8")
-        .split(/\r?\n/)
-        .map((line) => line.trim())
-        .filter((line) => line !== "" && !line.startsWith("#"))
-        .flatMap(splitLine)
-      out.push(...expandResponseFiles(tokens, depth + 1))
-    } else out.push(token)
-  }
-  return out
+  return eachOptionToken(argv, (token) => {
+    if (token.length <= 1 || !token.startsWith("@")) return [token]
+    const path = token.slice(1)
+    if (!existsSync(path) || !statSync(path).isFile()) throw new ToolkitError(`Response file not found '${path}'`)
+    const tokens = readFileSync(path, "utf8")
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== "" && !line.startsWith("#"))
+      .flatMap(splitLine)
+    return expandResponseFiles(tokens, depth + 1)
+  })
 }

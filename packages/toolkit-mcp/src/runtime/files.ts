@@ -6,10 +6,10 @@ import type { CommandIO } from "./io.js"
 
 /** The most any one input (a file, stdin) may hold; option descriptions state it as INPUT_LIMIT. */
 export const MAX_INPUT_BYTES = 4 * 1024 * 1024
-export const INPUT_LIMIT = "4 MiB"
+export const INPUT_LIMIT = `${MAX_INPUT_BYTES / (1024 * 1024)} MiB`
 
 const kindOf = (stats: Stats): string =>
-  stats.isDirectory() ? "a directory" : stats.isFIFO() ? "a FIFO" : stats.isCharacterDevice() || stats.isBlockDevice() ? "a device" : stats.isSocket() ? "a socket" : "not a regular file"
+  stats.isDirectory() ? "a directory" : stats.isFIFO() ? "a FIFO" : stats.isCharacterDevice() || stats.isBlockDevice() ? "a device" : stats.isSocket() ? "a socket" : "a special file"
 
 const reason = (error: unknown): string => {
   const code = (error as NodeJS.ErrnoException).code

@@ -64,7 +64,7 @@ export interface Captured {
 }
 
 /** Thrown into the command by the write that crosses a tool call's output limit, to stop it. */
-export class OutputLimitExceeded extends ToolkitError {}
+class OutputLimitExceeded extends ToolkitError {}
 
 /** Captures a command's output, keeping at most `limitBytes` of stdout and stderr together. */
 export const captureIO = (limitBytes: number): Captured => {

@@ -7,11 +7,13 @@ import { PoolBusy, ToolPool, WorkerFailed, type PoolOptions } from "../../src/mc
 
 /**
  * The pool with real worker threads running a small stand-in for the tool worker: "echo"
- * answers with its argv, "spin" never ends, "oom" allocates until V8 gives up.
+ * answers with its argv, "spin" never ends, "oom" allocates until V8 gives up, "throw" fails.
  */
 const WORKER = `
+import { existsSync } from "node:fs"
 import { parentPort } from "node:worker_threads"
-parentPort.postMessage({ type: "ready" })
+// With a file "hang" next to it, a new worker never finishes starting.
+if (!existsSync(new URL("./hang", import.meta.url))) parentPort.postMessage({ type: "ready" })
 parentPort.on("message", (job) => {
   if (job.id === "spin") for (;;) {}
   if (job.id === "oom") { const hoard = []; for (;;) hoard.push(new Array(1e6).fill(hoard.length)) }
@@ -56,6 +58,21 @@ describe("ToolPool", () => {
     expect((await next).stdout).toBe("after")
   })
 
+  it("a job goes to a ready worker, not to the replacement of a terminated one that is still starting", async () => {
+    const p = makePool({ size: 2 })
+    await p.prewarm()
+    writeFileSync(join(dir, "hang"), "")
+    try {
+      const controller = new AbortController()
+      const spinning = p.run({ id: "spin", argv: [] }, controller.signal)
+      controller.abort(new Error("stop"))
+      await expect(spinning).rejects.toThrow("stop")
+      expect((await p.run({ id: "echo", argv: ["served"] }, never)).stdout).toBe("served")
+    } finally {
+      rmSync(join(dir, "hang"))
+    }
+  })
+
   it("aborting a queued job removes it without touching the running one", async () => {
     const p = makePool({ maxQueued: 5 })
     const hold = new AbortController()
@@ -93,8 +110,15 @@ describe("ToolPool", () => {
     expect((await p.run({ id: "echo", argv: ["same"] }, never)).stdout).toBe("same")
   })
 
-  it("prewarm rejects when a worker cannot start, and close rejects what is still waiting", async () => {
+  it("a worker that cannot start fails prewarm, and fails calls instead of being started again forever", async () => {
     await expect(makePool({ script: pathToFileURL(join(dir, "missing.mjs")) }).prewarm()).rejects.toBeInstanceOf(WorkerFailed)
+    await pool!.close()
+    const broken = makePool({ script: pathToFileURL(join(dir, "missing.mjs")), maxQueued: 5 })
+    const calls = [1, 2, 3].map(() => broken.run({ id: "echo", argv: [] }, never))
+    for (const call of calls) await expect(call).rejects.toThrow(/^a tool worker did not start: /)
+  })
+
+  it("close rejects what is still running or waiting", async () => {
     const p = makePool()
     const running = expect(p.run({ id: "spin", argv: [] }, never)).rejects.toThrow("the server is shutting down")
     const queued = expect(p.run({ id: "echo", argv: [] }, never)).rejects.toThrow("the server is shutting down")
