@@ -3,7 +3,7 @@ import { readFile as readLocalFile, rename, rm } from "node:fs/promises"
 import { connect as netConnect } from "node:net"
 import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
-import { type Context, Data, Deferred, Duration, Effect, Layer, Option, RcMap, type Scope, SynchronizedRef } from "effect"
+import { type Context, Data, Deferred, Duration, Effect, Layer, Option, RcMap, Schedule, type Scope, SynchronizedRef } from "effect"
 import { AccessDenied, CannotReach, Internal, NotFound } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../transport.js"
 import { guestCommand } from "./quote.js"
@@ -143,6 +143,13 @@ const sftpFailure = (target: SshTarget, conn: Conn, path: string, cause: unknown
 }
 
 type SftpError = CannotReach | NotFound | AccessDenied | Internal
+
+/** The server answered an exec request with failure: no command started on the guest. */
+class ExecRefused {
+  constructor(readonly cause: unknown) {}
+}
+const isExecRefused = (cause: unknown) => cause instanceof Error && cause.message === "Unable to exec"
+const EXEC_REFUSED_RETRIES = Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(4))
 
 /** Node-style callback → Promise, for the few SFTP calls used. */
 const call = <A>(register: (done: (err: Error | undefined | null, value: A) => void) => void) =>
@@ -357,8 +364,13 @@ export const makeGuestTransport = (
               const channel = yield* Effect.acquireRelease(
                 Effect.tryPromise({
                   try: () => call<ClientChannel>((done) => conn.client.exec(command, done)),
-                  catch: (cause) => deadOr(conn, cause, () => unreachable(target, cause))
-                }),
+                  catch: (cause) => (isExecRefused(cause) && conn.alive ? new ExecRefused(cause) : deadOr(conn, cause, () => unreachable(target, cause)))
+                }).pipe(
+                  // sshd may refuse a new exec for a moment while it tears down a killed one (dropbear
+                  // right after a cancelled command): nothing ran, so asking again is safe.
+                  Effect.retry({ schedule: EXEC_REFUSED_RETRIES, while: (error) => error instanceof ExecRefused }),
+                  Effect.catchIf((error): error is ExecRefused => error instanceof ExecRefused, (error) => unreachable(target, error.cause))
+                ),
                 // Interrupted or finished: a still-open channel is killed, never left running.
                 (channel) => Effect.sync(() => killChannel(channel))
               )

@@ -31,6 +31,8 @@ export interface TestSshServer {
   connections: number
   /** Client connections open right now. */
   readonly openConnections: () => number
+  /** Refuse this many of the next exec requests (as dropbear may right after a killed command). */
+  refuseExecs: number
   /** Signals the client asked for (`KILL`, …), in order. */
   readonly signals: Array<string>
   /** Commands received, in order. */
@@ -96,6 +98,7 @@ export const startTestServer = async (): Promise<TestSshServer> => {
     files,
     connections: 0,
     openConnections: () => clients.size,
+    refuseExecs: 0,
     signals: [],
     commands: [],
     dropAll: () => {
@@ -132,7 +135,11 @@ export const startTestServer = async (): Promise<TestSshServer> => {
       session.on("eof", () => {
         ;(session as unknown as { _ending: boolean })._ending = false
       })
-      session.on("exec", (accept, _reject, info) => {
+      session.on("exec", (accept, reject, info) => {
+        if (state.refuseExecs > 0) {
+          state.refuseExecs--
+          return reject()
+        }
         state.commands.push(info.command)
         runExec(state, accept(), info.command, (c) => (child = c))
       })

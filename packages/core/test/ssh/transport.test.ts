@@ -209,6 +209,26 @@ describe("connection pool", () => {
     expect(text((await run(transport.exec(target, ["echo", "ok"]))).stdout)).toBe("ok\n")
   })
 
+  it("asks again when sshd refuses an exec for a moment, on the same connection", async () => {
+    await run(transport.exec(target, ["true"]))
+    const connections = server.connections
+    server.refuseExecs = 2
+    const out = await run(transport.exec(target, ["echo", "again"]))
+    expect(out.exitCode).toBe(0)
+    expect(text(out.stdout)).toBe("again\n")
+    expect(server.refuseExecs).toBe(0)
+    expect(server.connections).toBe(connections)
+  })
+
+  it("an exec sshd keeps refusing fails CannotReach, and nothing ran", async () => {
+    const before = server.commands.length
+    server.refuseExecs = 100
+    const error = await failure(transport.exec(target, ["echo", "never"]))
+    server.refuseExecs = 0
+    expect(error).toMatchObject({ code: "cannot_reach" })
+    expect(server.commands.length).toBe(before)
+  })
+
   it("release(vm) closes that VM's connection", async () => {
     const own = await freshTransport()
     const before = server.connections
