@@ -5,6 +5,8 @@ import type { ErrorCode, ErrorInfo } from "@stoat/wire"
 interface Subject {
   readonly message: string
   readonly subject?: string
+  /** The errno (`EACCES`, `ENOSPC`, …) when a file-system call failed. */
+  readonly errno?: string
 }
 
 /** Marks Stoat's own expected failures, so they are recognised by brand rather than by shape. */
@@ -15,6 +17,7 @@ export type StoatErrorTypeId = typeof StoatErrorTypeId
 export interface StoatErrorShape<Tag extends string, Code extends ErrorCode> extends Cause.YieldableError {
   readonly _tag: Tag
   readonly subject?: string
+  readonly errno?: string
   readonly code: Code
   readonly [StoatErrorTypeId]: StoatErrorTypeId
 }

@@ -1,11 +1,10 @@
-import { readdir, readFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
 import { parse } from "smol-toml"
 import { Json, type Guest } from "@stoat/wire"
 import { DataRoot } from "./data-root.js"
+import * as fs from "./platform/fs.js"
 import { InvalidSpec, NotFound } from "./errors.js"
-import { isNotFound } from "./files.js"
 import { closest } from "./names.js"
 
 export type GuestDef = Omit<Guest, "source">
@@ -247,20 +246,20 @@ export interface LoadedGuests {
 export class Guests extends Context.Tag("stoat/Guests")<
   Guests,
   {
-    readonly list: Effect.Effect<ReadonlyArray<Guest>, InvalidSpec>
-    readonly get: (name: string) => Effect.Effect<Guest, NotFound | InvalidSpec>
+    readonly list: Effect.Effect<ReadonlyArray<Guest>, InvalidSpec | fs.FsError>
+    readonly get: (name: string) => Effect.Effect<Guest, NotFound | InvalidSpec | fs.FsError>
   }
 >() {}
 
 const bundledMap = new Map(BUNDLED_GUESTS.map((guest) => [guest.name, guest]))
 
-export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<Guest>, InvalidSpec> =>
+export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<Guest>, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
-    const names = yield* Effect.promise(() => readdir(dir).catch((error: unknown) => (isNotFound(error) ? [] : Promise.reject(error))))
+    const names = yield* fs.listDirectory(dir)
     const result = new Map<string, Guest>(BUNDLED_GUESTS.map((guest) => [guest.name, { ...guest, source: "bundled" as const }]))
     for (const file of names.filter((name) => name.endsWith(".toml")).sort()) {
       const path = join(dir, file)
-      const text = yield* Effect.promise(() => readFile(path, "utf8"))
+      const text = yield* fs.readFileString(path)
       const loaded = loadGuestFile(path, text, bundledMap)
       if (Either.isLeft(loaded)) return yield* loaded.left
       result.set(loaded.right.guest.name, { ...loaded.right.guest, source: loaded.right.merged ? "bundled+user" : "user" })

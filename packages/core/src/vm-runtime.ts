@@ -1,8 +1,9 @@
-import { mkdir, stat } from "node:fs/promises"
+import { stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { DataRoot, type DataRootPaths } from "./data-root.js"
-import { Broken, Internal, internalError, InvalidSpec, NotFound, NotRunning, type StoatError } from "./errors.js"
+import * as fs from "./platform/fs.js"
+import { Broken, NotRunning, type StoatError } from "./errors.js"
 import { Hypervisor, type BootPlan, type VmRef } from "./ports.js"
 import { clientKeyPair, guestHostKeyPair } from "./keys.js"
 import type { SshTarget } from "./transport.js"
@@ -20,7 +21,7 @@ export const vmRef = (record: VmRecord): VmRef => ({ name: record.name, dir: rec
  * A VM that must parse and name a known guest: broken ones (as `ls` shows them) answer `broken`
  * with the reason, so nothing acts on — or rewrites — a VM that is not whole.
  */
-export const loadVm = (name: string): Effect.Effect<OkRecord, NotFound | Broken | Internal | InvalidSpec, VmStore | Guests> =>
+export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsError, VmStore | Guests> =>
   Effect.gen(function* () {
     const record = yield* (yield* VmStore).get(name)
     const reason =
@@ -59,7 +60,7 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
     const hypervisor = yield* Hypervisor
     const config: VmConfig = record.config
     const workShare = root.sharedDir(record.name)
-    yield* Effect.tryPromise({ try: () => mkdir(workShare, { recursive: true }), catch: internalError("cannot create the shared folder") })
+    yield* fs.makeDirectory(workShare)
     const base = {
       vm: vmRef(record),
       ramMb: config.ram,

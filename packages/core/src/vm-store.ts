@@ -1,12 +1,14 @@
-import { readdir, readFile, rm, stat } from "node:fs/promises"
+import { readFile, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer } from "effect"
 import { DataRoot, isReservedDir } from "./data-root.js"
-import { NotFound, Internal, internalError } from "./errors.js"
-import { isNotFound, writeFileAtomic } from "./files.js"
+import { NotFound, internalError } from "./errors.js"
+import { isNotFound } from "./files.js"
 import { closest } from "./names.js"
 import { parseVmToml, renderVmToml, salvageSshPort, type VmConfig } from "./vm-config.js"
 import { warn } from "./warnings.js"
+import * as fs from "./platform/fs.js"
+import type { FsError } from "./platform/fs.js"
 
 export type VmRecord =
   | { readonly kind: "ok"; readonly name: string; readonly dir: string; readonly config: VmConfig }
@@ -17,13 +19,13 @@ export class VmStore extends Context.Tag("stoat/VmStore")<
   VmStore,
   {
     /** Every VM, broken ones included, sorted by name. */
-    readonly list: Effect.Effect<ReadonlyArray<VmRecord>, Internal>
+    readonly list: Effect.Effect<ReadonlyArray<VmRecord>, FsError>
     /** One VM; not_found names the closest existing VM. */
-    readonly get: (name: string) => Effect.Effect<VmRecord, NotFound | Internal>
+    readonly get: (name: string) => Effect.Effect<VmRecord, FsError>
     readonly exists: (name: string) => Effect.Effect<boolean>
     /** Replaces vm.toml atomically. */
-    readonly write: (name: string, config: VmConfig) => Effect.Effect<void, Internal>
-    readonly remove: (name: string) => Effect.Effect<void, Internal>
+    readonly write: (name: string, config: VmConfig) => Effect.Effect<void, FsError>
+    readonly remove: (name: string) => Effect.Effect<void, FsError>
   }
 >() {}
 
@@ -61,18 +63,16 @@ export const notFoundVm = (name: string, known: ReadonlyArray<string>): NotFound
 export const VmStoreLive = Layer.effect(
   VmStore,
   Effect.map(DataRoot, (root) => {
-    const list = Effect.tryPromise({
-      try: async () => {
-        const entries = await readdir(root.root, { withFileTypes: true }).catch((error: unknown) => {
-          if (isNotFound(error)) return []
-          throw error
-        })
-        const names = entries.filter((entry) => entry.isDirectory() && !isReservedDir(entry.name)).map((entry) => entry.name)
-        const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name))))
-        return records.filter((record): record is VmRecord => record !== undefined).sort((a, b) => a.name.localeCompare(b.name))
-      },
-      catch: internalError(`cannot read ${root.root}`)
-    })
+    const list = Effect.flatMap(fs.listDirectoryEntries(root.root), (entries) =>
+      Effect.tryPromise({
+        try: async () => {
+          const names = entries.filter((entry) => entry.isDirectory() && !isReservedDir(entry.name)).map((entry) => entry.name)
+          const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name))))
+          return records.filter((record): record is VmRecord => record !== undefined).sort((a, b) => a.name.localeCompare(b.name))
+        },
+        catch: internalError(`cannot read ${root.root}`)
+      })
+    )
     const get = (name: string) =>
       Effect.gen(function* () {
         const record = isReservedDir(name)
@@ -92,19 +92,8 @@ export const VmStoreLive = Layer.effect(
             () => false
           )
         ),
-      write: (name: string, config: VmConfig) =>
-        Effect.tryPromise({
-          try: () => writeFileAtomic(join(root.vmDir(name), "vm.toml"), renderVmToml(config)),
-          catch: internalError(`cannot write ${name}/vm.toml`)
-        }),
-      remove: (name: string) =>
-        Effect.tryPromise({
-          try: async () => {
-            await rm(root.vmDir(name), { recursive: true, force: true })
-            await rm(root.sharedDir(name), { recursive: true, force: true })
-          },
-          catch: internalError(`cannot delete VM ${name}`)
-        })
+      write: (name: string, config: VmConfig) => fs.writeFileAtomic(join(root.vmDir(name), "vm.toml"), renderVmToml(config)),
+      remove: (name: string) => Effect.zipRight(fs.remove(root.vmDir(name)), fs.remove(root.sharedDir(name)))
     }
   })
 )

@@ -1,9 +1,9 @@
-import { readdir, readFile, rm, stat } from "node:fs/promises"
+import { readdir, readFile, stat } from "node:fs/promises"
 import { basename, join } from "node:path"
 import { Effect, Schema } from "effect"
 import { CapabilityReport, PruneResult, type Capability } from "@stoat/wire"
 import { DataRoot } from "../data-root.js"
-import { Internal } from "../errors.js"
+import * as fs from "../platform/fs.js"
 import { HostProbe } from "../host.js"
 import { catalogFile, findImage } from "../images/index.js"
 import { Locks } from "../locks.js"
@@ -89,7 +89,7 @@ export const prune = defineOperation({
             for (const item of items) {
               yield* item.class === "broken_vm"
                 ? store.remove(basename(item.path))
-                : Effect.tryPromise({ try: () => rm(item.path, { force: true }), catch: (cause) => new Internal({ message: `cannot remove ${item.path}: ${String(cause)}` }) })
+                : fs.remove(item.path, { force: true })
             }
           }
           return { dry_run: input.apply !== true, items }

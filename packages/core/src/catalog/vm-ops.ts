@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { mkdir, readFile, rm, stat } from "node:fs/promises"
+import { readFile, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Clock, Duration, Effect, Schedule, Schema } from "effect"
 import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
@@ -22,6 +22,7 @@ import { Guests } from "../guests.js"
 import { HostProbe } from "../host.js"
 import { readLimits } from "../limits.js"
 import { Locks } from "../locks.js"
+import * as fs from "../platform/fs.js"
 import { elapsedSince, pollUntil } from "../platform/poll.js"
 import { validateVmName } from "../names.js"
 import { allocateSshPort, validateForwards } from "../net.js"
@@ -73,18 +74,14 @@ const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<v
     const root = yield* DataRoot
     const dir = root.vmDir(name)
     // Not recursive: a folder that already stands there is somebody's, and a failed create must not remove it.
-    yield* Effect.tryPromise({
-      try: () => mkdir(dir),
-      catch: (cause) =>
-        (cause as { code?: string }).code === "EEXIST"
-          ? new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
-          : internalError("cannot create the VM folder")(cause)
-    })
-    const filled = Effect.zipRight(
-      fill(dir),
-      Effect.tryPromise({ try: () => mkdir(root.sharedDir(name), { recursive: true }), catch: internalError("cannot create the shared folder") })
+    yield* fs.makeDirectory(dir, { recursive: false }).pipe(
+      Effect.catchIf(
+        (error) => error.errno === "EEXIST",
+        () => new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
+      )
     )
-    yield* Effect.onError(filled, () => Effect.promise(() => rm(dir, { recursive: true, force: true })))
+    const filled = Effect.zipRight(fill(dir), fs.makeDirectory(root.sharedDir(name)))
+    yield* Effect.onError(filled, () => Effect.ignore(fs.remove(dir)))
   })
 
 /** A requested disk size outside DISK_RANGE is invalid_spec naming the range (a 512-byte disk is no use to anyone). */
@@ -758,10 +755,10 @@ export const screenshotVm = defineOperation({
     Effect.gen(function* () {
       const record = yield* loadVm(input.vm)
       const folder = join(record.dir, "screenshots")
-      yield* Effect.tryPromise({ try: () => mkdir(folder, { recursive: true }), catch: internalError("cannot create the screenshots folder") })
+      yield* fs.makeDirectory(folder)
       const stamp = new Date().toISOString().replace(/[:]/g, "").replace(/\.\d+Z$/, "Z")
       let path = input.path ?? join(folder, `${stamp}.png`)
-      for (let n = 2; input.path === undefined && (yield* Effect.promise(() => stat(path).then(() => true, () => false))); n++) {
+      for (let n = 2; input.path === undefined && (yield* fs.exists(path)); n++) {
         path = join(folder, `${stamp}-${n}.png`)
       }
       const shot = yield* (yield* Hypervisor).screenshot(vmRef(record), path)

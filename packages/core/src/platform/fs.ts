@@ -1,0 +1,128 @@
+/**
+ * The file system as Effects with typed failures. Every failure names the path and carries the
+ * errno, and is one of Stoat's errors chosen by what the user can do about it:
+ *
+ * | errno                               | error          | wire code       |
+ * |-------------------------------------|----------------|-----------------|
+ * | ENOENT                              | `NotFound`     | `not_found`     |
+ * | EACCES, EPERM, EROFS                | `AccessDenied` | `access_denied` |
+ * | EISDIR, ENOTDIR, EEXIST, ELOOP, ENAMETOOLONG | `InvalidSpec` | `invalid_spec` |
+ * | ENOSPC, EDQUOT                      | `LimitReached` | `limit_reached` (`available_mb` = free space) |
+ * | anything else                       | `Internal`     | `internal`      |
+ */
+import * as nodeFs from "node:fs/promises"
+import type { Dirent, MakeDirectoryOptions, RmOptions, Stats } from "node:fs"
+import { dirname } from "node:path"
+import { Effect, Option } from "effect"
+import { AccessDenied, Internal, InvalidSpec, LimitReached, NotFound } from "../errors.js"
+import { writeFileAtomic as writeAtomicPromise } from "../files.js"
+
+export type FsError = NotFound | AccessDenied | InvalidSpec | LimitReached | Internal
+
+const errnoOf = (cause: unknown): string | undefined => {
+  const code = (cause as { code?: unknown } | null)?.code
+  return typeof code === "string" ? code : undefined
+}
+
+const REASONS: Record<string, string> = {
+  ENOENT: "no such file or directory",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EROFS: "read-only file system",
+  EISDIR: "it is a directory",
+  ENOTDIR: "a part of the path is not a directory",
+  EEXIST: "something is already there",
+  ELOOP: "too many symbolic links",
+  ENAMETOOLONG: "the name is too long",
+  ENOSPC: "no space left on the device",
+  EDQUOT: "the disk quota is exceeded"
+}
+
+const MiB = 1024 * 1024
+
+/** Free space (MiB) of the file system holding `path`'s folder; 0 when it cannot be told. */
+const freeMb = (path: string): Effect.Effect<number> =>
+  Effect.promise(() =>
+    nodeFs.statfs(dirname(path)).then(
+      (info) => Math.floor((info.bavail * info.bsize) / MiB),
+      () => 0
+    )
+  )
+
+/**
+ * The typed error for a failed file-system call: `what` says what was being done ("create the
+ * VM folder"), `bytes` how much a write needed (for ENOSPC).
+ */
+export const fsError = (what: string, path: string, cause: unknown, bytes = 0): Effect.Effect<never, FsError> => {
+  const errno = errnoOf(cause)
+  const reason = (errno !== undefined ? REASONS[errno] : undefined) ?? (cause instanceof Error ? cause.message : String(cause))
+  const message = `cannot ${what} ${path}: ${reason}${errno !== undefined ? ` (${errno})` : ""}`
+  const fields = { message, subject: path, ...(errno !== undefined ? { errno } : {}) }
+  switch (errno) {
+    case "ENOENT":
+      return Effect.fail(new NotFound(fields))
+    case "EACCES":
+    case "EPERM":
+    case "EROFS":
+      return Effect.fail(new AccessDenied(fields))
+    case "EISDIR":
+    case "ENOTDIR":
+    case "EEXIST":
+    case "ELOOP":
+    case "ENAMETOOLONG":
+      return Effect.fail(new InvalidSpec(fields))
+    case "ENOSPC":
+    case "EDQUOT":
+      return Effect.flatMap(freeMb(path), (available) =>
+        Effect.fail(new LimitReached({ ...fields, message: `${message}; free some space`, needed_mb: Math.max(1, Math.ceil(bytes / MiB)), available_mb: available }))
+      )
+    default:
+      return Effect.fail(new Internal(fields))
+  }
+}
+
+/** Runs one promise-returning fs call, its failure typed by `fsError`. */
+export const attempt = <A>(what: string, path: string, run: () => Promise<A>, bytes = 0): Effect.Effect<A, FsError> =>
+  Effect.catchAll(
+    Effect.tryPromise({ try: run, catch: (cause) => cause }),
+    (cause) => fsError(what, path, cause, bytes)
+  )
+
+const isMissing = (error: FsError) => error.errno === "ENOENT" || error.errno === "ENOTDIR"
+
+export const readFileString = (path: string): Effect.Effect<string, FsError> => attempt("read", path, () => nodeFs.readFile(path, "utf8"))
+
+/** The file's text, or none when it does not exist. */
+export const readFileStringIfExists = (path: string): Effect.Effect<Option.Option<string>, FsError> =>
+  readFileString(path).pipe(
+    Effect.map(Option.some),
+    Effect.catchIf(isMissing, () => Effect.succeed(Option.none()))
+  )
+
+/** A folder's entries; a folder that does not exist has none. */
+export const listDirectory = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> =>
+  attempt("list", path, () => nodeFs.readdir(path)).pipe(Effect.catchIf((error) => error.errno === "ENOENT", () => Effect.succeed([])))
+
+export const listDirectoryEntries = (path: string): Effect.Effect<ReadonlyArray<Dirent>, FsError> =>
+  attempt("list", path, () => nodeFs.readdir(path, { withFileTypes: true })).pipe(
+    Effect.catchIf((error) => error.errno === "ENOENT", () => Effect.succeed([]))
+  )
+
+export const makeDirectory = (path: string, options: MakeDirectoryOptions = { recursive: true }): Effect.Effect<void, FsError> =>
+  Effect.asVoid(attempt("create the folder", path, () => nodeFs.mkdir(path, options)))
+
+/** Stats, or none when nothing is at `path`. */
+export const statIfExists = (path: string): Effect.Effect<Option.Option<Stats>, FsError> =>
+  attempt("inspect", path, () => nodeFs.stat(path)).pipe(
+    Effect.map(Option.some),
+    Effect.catchIf(isMissing, () => Effect.succeed(Option.none()))
+  )
+
+export const exists = (path: string): Effect.Effect<boolean, FsError> => Effect.map(statIfExists(path), Option.isSome)
+
+export const remove = (path: string, options: RmOptions = { recursive: true, force: true }): Effect.Effect<void, FsError> =>
+  attempt("remove", path, () => nodeFs.rm(path, options))
+
+/** Replaces `path` atomically (temp file, fsync, rename): readers see the old or the new content. */
+export const writeFileAtomic = (path: string, data: string | Uint8Array, mode?: number): Effect.Effect<void, FsError> =>
+  attempt("write", path, () => writeAtomicPromise(path, data, mode), typeof data === "string" ? Buffer.byteLength(data) : data.byteLength)

@@ -1,0 +1,93 @@
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { afterEach } from "vitest"
+import { createVm, updateVm } from "../../src/catalog/index.js"
+import * as fs from "../../src/platform/fs.js"
+import { harness } from "../lifecycle/harness.js"
+
+const dirs: Array<string> = []
+const scratch = () => {
+  const dir = mkdtempSync(join(tmpdir(), "stoat-fs-"))
+  dirs.push(dir)
+  return dir
+}
+const frozen: Array<string> = []
+afterEach(() => {
+  for (const dir of frozen.splice(0)) execFileSync("chattr", ["-i", dir])
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+/** `chattr +i`: even root may not create entries in the folder; undone after the test. */
+const immutable = (dir: string) => {
+  execFileSync("chattr", ["+i", dir])
+  frozen.push(dir)
+}
+
+describe("typed file-system failures", () => {
+  it.effect("a file where a folder should be is invalid_spec naming the path, with the errno", () =>
+    Effect.gen(function* () {
+      const file = join(scratch(), "plain")
+      writeFileSync(file, "x")
+      const error = yield* Effect.flip(fs.makeDirectory(join(file, "sub")))
+      expect(error).toMatchObject({ _tag: "InvalidSpec", code: "invalid_spec", subject: join(file, "sub"), errno: "ENOTDIR" })
+      expect(error.message).toContain(join(file, "sub"))
+      const write = yield* Effect.flip(fs.writeFileAtomic(join(file, "vm.toml"), "x"))
+      // Its folder is made first, over the file: EEXIST, still invalid_spec naming the path.
+      expect(write).toMatchObject({ code: "invalid_spec", errno: "EEXIST", subject: join(file, "vm.toml") })
+    })
+  )
+
+  it.effect("reading a folder as a file is invalid_spec (EISDIR); a missing file is not_found", () =>
+    Effect.gen(function* () {
+      const dir = scratch()
+      expect(yield* Effect.flip(fs.readFileString(dir))).toMatchObject({ code: "invalid_spec", errno: "EISDIR", subject: dir })
+      expect(yield* Effect.flip(fs.readFileString(join(dir, "absent")))).toMatchObject({ code: "not_found", errno: "ENOENT" })
+      expect(yield* fs.readFileStringIfExists(join(dir, "absent"))).toEqual(Option.none())
+      expect(yield* fs.statIfExists(join(dir, "absent", "deeper"))).toEqual(Option.none())
+      expect(yield* fs.listDirectory(join(dir, "absent"))).toEqual([])
+    })
+  )
+
+  it.effect("a folder nobody may write to is access_denied (EPERM), even for root", () =>
+    Effect.gen(function* () {
+      const dir = scratch()
+      immutable(dir)
+      const error = yield* Effect.flip(fs.writeFileAtomic(join(dir, "vm.toml"), "x"))
+      expect(error).toMatchObject({ _tag: "AccessDenied", code: "access_denied", errno: "EPERM", subject: join(dir, "vm.toml") })
+      expect(yield* Effect.flip(fs.makeDirectory(join(dir, "sub")))).toMatchObject({ code: "access_denied" })
+    })
+  )
+
+  it.effect("a full device is limit_reached with the free space; other errnos are a typed internal, never a defect", () =>
+    Effect.gen(function* () {
+      const full = yield* Effect.flip(fs.attempt("write", "/dev/full", () => import("node:fs/promises").then((m) => m.writeFile("/dev/full", "x"))))
+      expect(full).toMatchObject({ _tag: "LimitReached", code: "limit_reached", errno: "ENOSPC", subject: "/dev/full", needed_mb: 1 })
+      expect(full._tag === "LimitReached" && typeof full.available_mb).toBe("number")
+      const io = yield* Effect.flip(fs.attempt("write", "/proc/version", () => import("node:fs/promises").then((m) => m.writeFile("/proc/version", "x"))))
+      expect(io).toMatchObject({ _tag: "Internal", code: "internal", errno: "EIO", subject: "/proc/version" })
+    })
+  )
+})
+
+describe("operations on a data root that will not take the write", () => {
+  it("create: a file standing where the VM's shared folder goes answers invalid_spec naming it, and leaves no VM", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "shared"), { recursive: true })
+    writeFileSync(h.sharedDir("web"), "not a folder")
+    const error = await h.fail(createVm, { name: "web", image: "tiny" })
+    expect(error).toMatchObject({ code: "invalid_spec", subject: h.sharedDir("web") })
+    expect(h.vmFolders()).toEqual([])
+  })
+
+  it("update: a VM folder that refuses writes answers access_denied naming vm.toml, not internal", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    immutable(h.vmDir("web"))
+    const error = await h.fail(updateVm, { vm: "web", cpus: 3 })
+    expect(error).toMatchObject({ code: "access_denied", subject: join(h.vmDir("web"), "vm.toml") })
+  })
+})
