@@ -90,4 +90,14 @@ describe("operations on a data root that will not take the write", () => {
     const error = await h.fail(updateVm, { vm: "web", cpus: 3 })
     expect(error).toMatchObject({ code: "access_denied", subject: join(h.vmDir("web"), "vm.toml") })
   })
+
+  it("update secrets: a secrets.toml that does not parse is invalid_spec naming the file, without quoting it", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    const file = join(h.vmDir("web"), "secrets.toml")
+    writeFileSync(file, 'broken = "hunter2', { mode: 0o600 })
+    const error = await h.fail(updateVm, { vm: "web", secrets: { hello: { token: "s3cret" } } })
+    expect(error).toMatchObject({ code: "invalid_spec", subject: file })
+    expect(JSON.stringify(error)).not.toMatch(/hunter2|s3cret/)
+  })
 })
