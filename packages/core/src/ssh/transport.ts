@@ -226,7 +226,9 @@ export const makeGuestTransport = (
     /**
      * A line lives in its pool entry's scope: the dial runs in that scope (a caller interrupted
      * while waiting does not abandon a half-open connection), and closing the scope (idle, or the
-     * transport's end) closes the connection.
+     * transport's end) closes the connection. A dead connection is replaced inside its line, not
+     * by `RcMap.invalidate`: in effect 3.22 an entry invalidated while still referenced removes,
+     * once finally released, whichever newer entry then holds its key from the map.
      */
     const makeLine = (key: LineKey): Effect.Effect<Line, never, Scope.Scope> =>
       Effect.gen(function* () {
