@@ -17,7 +17,7 @@ import { vmFiles } from "../src/argv.js"
 import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
 import { waitForSshBanner } from "../src/tiny/probe.js"
-import { call, freePort, ok, requireQemu, tinyCacheDir } from "./support.js"
+import { call, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
 
 const realQemu = () => execFileSync("sh", ["-c", "command -v qemu-system-x86_64"], { encoding: "utf8" }).trim()
 
@@ -135,23 +135,7 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
     image = await buildTinyGuest({ cacheDir: join(tinyCacheDir, "debs"), outDir: join(tinyCacheDir, "image") })
     root = await mkdtemp(join(tmpdir(), "stoat-accel-start-"))
     bin = join(root, "bin")
-    const vm = { name: "kvm_victim", dir: join(root, "kvm_victim") }
-    await mkdir(vm.dir)
-    const work = join(root, "shared", vm.name)
-    await mkdir(work, { recursive: true })
-    const hostKey = join(root, "guest_host_ed25519_key")
-    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", hostKey])
-    plan = {
-      vm,
-      ramMb: 256,
-      cpus: 1,
-      sshPort: await freePort(),
-      forwards: [],
-      kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
-      workShare: work,
-      display: "vnc",
-      guestIdentity: { authorizedKeys: "", hostKeyPath: hostKey, hostname: vm.name }
-    }
+    plan = await tinyGuestPlan(root, image, "kvm_victim")
   }, 600_000)
 
   const killVm = async () => {

@@ -15,7 +15,7 @@ import { vmFiles } from "../src/argv.js"
 import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
 import { waitForSshBanner } from "../src/tiny/probe.js"
-import { call, elapsed, freePort, ok, requireQemu, tinyCacheDir } from "./support.js"
+import { call, elapsed, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
 
 const exists = (path: string) => access(path).then(() => true, () => false)
 
@@ -46,27 +46,12 @@ describe("QEMU hypervisor with the tiny guest", () => {
     requireQemu()
     image = await buildTinyGuest({ cacheDir: join(tinyCacheDir, "debs"), outDir: join(tinyCacheDir, "image") })
     root = await mkdtemp(join(tmpdir(), "stoat-life-"))
-    vm = { name: "tiny_test", dir: join(root, "tiny_test") }
-    await mkdir(vm.dir)
-    const work = join(root, "shared", vm.name)
-    await mkdir(work, { recursive: true })
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "client", "-f", join(root, "id_stoat")])
+    plan = await tinyGuestPlan(root, image, "tiny_test")
+    vm = plan.vm
     disk = join(vm.dir, "disk.qcow2")
     await ok(root, (h) => h.createDisk(disk, "256M"))
-    const hostKey = join(root, "guest_host_ed25519_key")
-    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", hostKey])
-    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "client", "-f", join(root, "id_stoat")])
-    plan = {
-      vm,
-      ramMb: 256,
-      cpus: 1,
-      sshPort: await freePort(),
-      forwards: [],
-      disk,
-      kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
-      workShare: work,
-      display: "vnc",
-      guestIdentity: { authorizedKeys: await readFile(join(root, "id_stoat.pub"), "utf8"), hostKeyPath: hostKey, hostname: vm.name }
-    }
+    plan = { ...plan, disk, guestIdentity: { ...plan.guestIdentity!, authorizedKeys: await readFile(join(root, "id_stoat.pub"), "utf8") } }
   }, 600_000)
 
   afterAll(async () => {

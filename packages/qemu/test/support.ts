@@ -1,10 +1,13 @@
 import { execFileSync } from "node:child_process"
+import { existsSync } from "node:fs"
+import { mkdir } from "node:fs/promises"
 import { createServer } from "node:net"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { type Context, Effect, Either, Layer } from "effect"
-import { dataRootAt, Hypervisor } from "@stoat/core"
+import { dataRootAt, Hypervisor, type BootPlan } from "@stoat/core"
 import { makeQemuHypervisor } from "../src/hypervisor.js"
+import type { TinyGuestImage } from "../src/tiny/build.js"
 
 /** These tests drive real QEMU: a missing binary is a failure, never a skip. */
 export const requireQemu = (): void => {
@@ -46,3 +49,28 @@ export const freePort = (): Promise<number> =>
   })
 
 export const elapsed = (since: number) => Math.round(performance.now() - since)
+
+/**
+ * A VM folder `root/name`, its work share and a guest host key, and a plan that boots the tiny
+ * guest from them (256 MiB, one CPU, a free SSH port); `extra` overrides any field.
+ */
+export const tinyGuestPlan = async (root: string, image: TinyGuestImage, name: string, extra: Partial<BootPlan> = {}): Promise<BootPlan> => {
+  const vm = { name, dir: join(root, name) }
+  await mkdir(vm.dir)
+  const workShare = join(root, "shared", name)
+  await mkdir(workShare, { recursive: true })
+  const hostKeyPath = join(root, "guest_host_ed25519_key")
+  if (!existsSync(hostKeyPath)) execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", hostKeyPath])
+  return {
+    vm,
+    ramMb: 256,
+    cpus: 1,
+    sshPort: await freePort(),
+    forwards: [],
+    kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
+    workShare,
+    display: "vnc",
+    guestIdentity: { authorizedKeys: "", hostKeyPath, hostname: name },
+    ...extra
+  }
+}
