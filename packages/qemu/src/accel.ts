@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { AccelProbe } from "@stoat/core"
+import { stderrMessage } from "./run.js"
 import { CpioWriter } from "./tiny/cpio.js"
 
 /**
@@ -159,13 +160,6 @@ const runProbe = (qemu: string, args: ReadonlyArray<string>, timeoutMs: number) 
     child.on("close", () => finish(stdout.includes(PROBE_MARKER) ? "marker" : "exited"))
   })
 
-const lastLine = (text: string) =>
-  text
-    .split("\n")
-    .map((line) => line.replace(/^[\w./-]*qemu[\w-]*: /, "").trim())
-    .filter((line) => line !== "" && !/^warning:/i.test(line))
-    .pop()
-
 /** The verdict in words a person can act on. */
 const verdictOf = (run: ProbeRun, source: "kernel" | "payload", timeoutMs: number): AccelVerdict => {
   const what = source === "kernel" ? "a 64-bit guest kernel" : "a 64-bit test payload"
@@ -184,7 +178,7 @@ const verdictOf = (run: ProbeRun, source: "kernel" | "payload", timeoutMs: numbe
     case "timeout":
       return { accel: "tcg", source, detail: `KVM present but a 64-bit guest does not run: no console output in ${Math.round(timeoutMs / 1000)} s; VMs run under TCG, which is slower` }
     default:
-      return { accel: "tcg", source, detail: `KVM unusable (${lastLine(run.stderr) ?? "QEMU exited under -accel kvm"}); VMs run under TCG, which is slower` }
+      return { accel: "tcg", source, detail: `KVM unusable (${stderrMessage(run.stderr, "QEMU exited under -accel kvm", { lines: 1, skipWarnings: true })}); VMs run under TCG, which is slower` }
   }
 }
 
@@ -248,7 +242,8 @@ export class AccelCache {
 
   async write(qemu: string, verdict: AccelVerdict): Promise<void> {
     const record: CachedVerdict = { ...verdict, boot: await bootId(), qemu }
-    // Best effort: an unwritable data root only costs a probe next time.
+    // Best effort, and in place: an unwritable or missing data root (doctor never creates one)
+    // only costs a probe next time, and a torn file reads as no verdict.
     await writeFile(this.file, JSON.stringify(record)).catch(() => undefined)
   }
 

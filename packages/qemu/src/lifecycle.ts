@@ -1,12 +1,12 @@
 import { spawn } from "node:child_process"
-import { open, readFile, stat, unlink, writeFile } from "node:fs/promises"
+import { open, readFile, stat, unlink } from "node:fs/promises"
 import { Effect } from "effect"
-import { AlreadyRunning, Internal, NotRunning, QemuStartFailed, ShareInvalid, type BootPlan, type RunState, type VmRef } from "@stoat/core"
+import { AlreadyRunning, Internal, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { isAlive, ownsVm, readRunState } from "./process.js"
 import { qmpExecute } from "./qmp.js"
 import { stderrMessage } from "./run.js"
-import { TINY_SSHD_MARKER } from "./tiny/probe.js"
+import { readConsoleFrom, TINY_SSHD_MARKER } from "./tiny/probe.js"
 import { toDropbearKey, writeVmInitrd } from "./tiny/vm-initrd.js"
 
 const POLL_MS = 50
@@ -144,7 +144,7 @@ export const startVm = (
       return yield* failed(`QEMU exited right after starting VM "${vm.name}"${tail ? `; console: ${tail}` : ""}`)
     }
     // Best effort: without the record, readiness just probes SSH without waiting for the console line.
-    yield* Effect.promise(() => writeFile(files.boot, JSON.stringify(boot)).catch(() => undefined))
+    yield* Effect.promise(() => writeFileAtomic(files.boot, JSON.stringify(boot)).catch(() => undefined))
     return state
   })
 
@@ -177,7 +177,7 @@ export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> 
     let pending = ""
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      const chunk = yield* Effect.promise(() => readFrom(files.console, offset))
+      const chunk = yield* Effect.promise(() => readConsoleFrom(files.console, offset))
       offset += chunk.length
       pending += chunk.toString("utf8")
       if (pending.includes(marker)) return true
@@ -186,20 +186,6 @@ export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> 
       yield* Effect.sleep(SSHD_POLL_MS)
     }
   })
-
-const readFrom = async (path: string, offset: number): Promise<Buffer> => {
-  const handle = await open(path, "r").catch(() => undefined)
-  if (!handle) return Buffer.alloc(0)
-  try {
-    const { size } = await handle.stat()
-    if (size <= offset) return Buffer.alloc(0)
-    const buffer = Buffer.alloc(Math.min(size - offset, 1 << 20))
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset)
-    return buffer.subarray(0, bytesRead)
-  } finally {
-    await handle.close()
-  }
-}
 
 /** Size of the console log now: what a start appends comes after it. */
 export const consoleSize = (vm: VmRef): Effect.Effect<number> =>
@@ -212,18 +198,18 @@ export const consoleSize = (vm: VmRef): Effect.Effect<number> =>
  * (its own `console=ttyS0`) or a cloud image. Every guest is watched for a QMP run state of
  * `internal-error` or `guest-panicked`.
  */
-export const KVM_SILENCE_MS = { directKernel: 4_000, cloudImage: 8_000, otherwise: 3_000 } as const
+const KVM_SILENCE_MS = { directKernel: 4_000, cloudImage: 8_000, otherwise: 3_000 } as const
 
 const WATCH_POLL_MS = 100
 const WATCH_QMP_EVERY = 5
 
 /** The reason a VM started under KVM is not running, or undefined once it shows it is. */
-export const watchKvmStart = (plan: BootPlan, consoleOffset: number, silenceMs?: number): Effect.Effect<string | undefined> =>
+export const watchKvmStart = (plan: BootPlan, consoleOffset: number): Effect.Effect<string | undefined> =>
   Effect.gen(function* () {
     const vm = plan.vm
     const files = vmFiles(vm.dir)
     const talks = plan.kernel !== undefined || plan.seedIso !== undefined
-    const budget = silenceMs ?? (plan.kernel !== undefined ? KVM_SILENCE_MS.directKernel : talks ? KVM_SILENCE_MS.cloudImage : KVM_SILENCE_MS.otherwise)
+    const budget = plan.kernel !== undefined ? KVM_SILENCE_MS.directKernel : talks ? KVM_SILENCE_MS.cloudImage : KVM_SILENCE_MS.otherwise
     const runState = qmpExecute<{ readonly status?: string }>(files.qmp, "query-status", undefined, { subject: vm.name, connectTimeoutMs: 1_000, commandTimeoutMs: 1_000 }).pipe(
       Effect.map((reply) => reply.status),
       Effect.orElseSucceed(() => undefined)

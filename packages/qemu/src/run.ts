@@ -39,11 +39,14 @@ export const runProgram = (
     })
   })
 
-/** The useful part of a QEMU tool's stderr: its last non-empty lines without the "program: " prefixes. */
-export const stderrMessage = (stderr: string, fallback: string): string => {
+/**
+ * The useful part of a QEMU tool's stderr: its last non-empty lines (`lines`, default 3) without
+ * the "program: " prefixes, and without `warning:` lines when `skipWarnings` is set.
+ */
+export const stderrMessage = (stderr: string, fallback: string, options: { readonly lines?: number; readonly skipWarnings?: boolean } = {}): string => {
   const lines = stderr
     .split("\n")
     .map((line) => line.replace(/^[\w./-]*qemu[\w-]*: /, "").trim())
-    .filter((line) => line !== "")
-  return lines.length > 0 ? lines.slice(-3).join("; ") : fallback
+    .filter((line) => line !== "" && !(options.skipWarnings === true && /^warning:/i.test(line)))
+  return lines.length > 0 ? lines.slice(-(options.lines ?? 3)).join("; ") : fallback
 }

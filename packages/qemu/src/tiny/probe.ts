@@ -53,23 +53,13 @@ export async function waitForConsoleLine(
   let offset = opts.fromOffset ?? 0
   let pending = ""
   for (;;) {
-    const fh = await open(path, "r").catch(() => undefined)
-    if (fh) {
-      try {
-        const { size } = await fh.stat()
-        if (size > offset) {
-          const buf = Buffer.alloc(size - offset)
-          const { bytesRead } = await fh.read(buf, 0, buf.length, offset)
-          offset += bytesRead
-          pending += buf.toString("utf8", 0, bytesRead)
-          const lines = pending.split("\n")
-          pending = lines.pop() ?? ""
-          const hit = lines.find((l) => (typeof pattern === "string" ? l.includes(pattern) : pattern.test(l)))
-          if (hit !== undefined) return hit.replace(/\r$/, "")
-        }
-      } finally {
-        await fh.close()
-      }
+    for (let chunk = await readConsoleFrom(path, offset); chunk.length > 0; chunk = await readConsoleFrom(path, offset)) {
+      offset += chunk.length
+      pending += chunk.toString("utf8")
+      const lines = pending.split("\n")
+      pending = lines.pop() ?? ""
+      const hit = lines.find((l) => (typeof pattern === "string" ? l.includes(pattern) : pattern.test(l)))
+      if (hit !== undefined) return hit.replace(/\r$/, "")
     }
     if (opts.isAlive && !opts.isAlive()) throw new Error(`VM exited before its console showed ${String(pattern)}`)
     if (Date.now() >= deadline) throw new Error(`console ${path} did not show ${String(pattern)} within ${timeoutMs} ms`)
@@ -77,8 +67,23 @@ export async function waitForConsoleLine(
   }
 }
 
+/** What a console log holds past `offset` (at most 1 MiB at a time); nothing when it is missing. */
+export async function readConsoleFrom(path: string, offset: number): Promise<Buffer> {
+  const handle = await open(path, "r").catch(() => undefined)
+  if (!handle) return Buffer.alloc(0)
+  try {
+    const { size } = await handle.stat()
+    if (size <= offset) return Buffer.alloc(0)
+    const buffer = Buffer.alloc(Math.min(size - offset, 1 << 20))
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset)
+    return buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+}
+
 /**
- * Readiness for the tiny guest: its console says sshd is starting, then the banner answers.
+ * Readiness for the tiny guest: its console says sshd listens, then the banner answers.
  * `consoleOffset` is the console log's size before QEMU was started.
  */
 export async function waitForTinyGuestSsh(opts: {
