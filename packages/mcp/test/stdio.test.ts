@@ -32,6 +32,14 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     for (const absent of ["recipe_new", "ssh_command", "global_logs", "pull"]) expect(tools.map((t) => t.name)).not.toContain(absent)
   })
 
+  it("is the same server as `stoat mcp serve` and `stoat -q mcp` (the fast path and oclif's)", async () => {
+    for (const command of [["mcp", "serve"], ["-q", "mcp"], ["mcp", "serve", "--quiet"]]) {
+      const other = await stdioClient(home, [], command)
+      expect((await other.listTools()).tools.map((tool) => tool.name)).toEqual(TOOLS)
+      await other.close()
+    }
+  })
+
   it("gives every tool a closed input schema without host-only fields, an output schema and all four annotations", async () => {
     const { tools } = await client.listTools()
     for (const tool of tools) {
