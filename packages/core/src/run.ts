@@ -42,7 +42,7 @@ const subjectOf = (raw: unknown): string | undefined => {
 }
 
 /** One line in stoat.log per call: who, what, which VM, how long, outcome. Never argument values. */
-export const auditCall = (context: ExecutionContext, operation: Operation, vm: string | undefined, ms: number, outcome: string) =>
+export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
   Effect.flatMap(DataRoot, (root) => {
     const line = `${new Date().toISOString()} INFO op=${operation.key} tool=${operation.tool} entrypoint=${context.entrypoint} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
     // The log is best effort: a missing logs/ folder (a data root never written to) is not created by a read.

@@ -101,6 +101,18 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     expect(log).toMatch(/tool=vm_status entrypoint=mcp request=\S+ vm=nope ms=\d+ outcome=error:not_found/)
     expect(log).not.toContain("s3cret-argument")
   })
+
+  it("audits refusals that happen before any operation runs: unknown tools (plain names only) and host-only fields", async () => {
+    await client.callTool({ name: "no_such_tool", arguments: {} })
+    await client.callTool({ name: "evil\ntool=forged", arguments: {} })
+    await client.callTool({ name: "create", arguments: { name: "x1", image: "tiny", iso: "/etc/passwd" } })
+    const log = readFileSync(join(home, "logs", "stoat.log"), "utf8")
+    expect(log).toMatch(/op=- tool=no_such_tool entrypoint=mcp request=\S+ ms=0 outcome=error:usage/)
+    expect(log).toMatch(/op=- tool=<invalid> entrypoint=mcp request=\S+ ms=0 outcome=error:usage/)
+    expect(log).not.toContain("tool=forged")
+    expect(log).toMatch(/op=vm\.create tool=create entrypoint=mcp request=\S+ ms=0 outcome=error:usage/)
+    expect(log).not.toContain("/etc/passwd")
+  })
 })
 
 describe("fuzzed arguments to the read tools of the real process (fast-check)", () => {
