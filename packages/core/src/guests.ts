@@ -78,7 +78,7 @@ export const BUNDLED_GUESTS: ReadonlyArray<GuestDef> = [
     cmd: { download: "wget -O", useradd: "adduser -D {name}" },
     backend: {},
     log_path: "/var/log/messages"
-  } as GuestDef,
+  },
   systemdGuest("ubuntu", apt, { filename_hints: ["ubuntu", "noble", "jammy", "focal"], skip_9p: false }),
   systemdGuest("debian", apt, { aliases: ["debian-family"], filename_hints: ["debian", "trixie", "bookworm"], skip_9p: true }),
   systemdGuest("fedora", dnf, { aliases: ["rpm-family"], filename_hints: ["fedora"], skip_9p: false }),
@@ -213,7 +213,8 @@ const fromFile = (file: GuestFileType): GuestDef => ({
   pkg: { setup: file.pkg.setup, install: file.pkg.install, env: file.pkg.env ?? {}, runtime_packages: file.pkg.runtime_packages },
   svc: file.svc,
   cmd: Object.fromEntries(Object.entries(file.cmd ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)),
-  backend: file.backend ?? {}
+  backend: file.backend ?? {},
+  ...(file.log_path !== undefined ? { log_path: file.log_path } : {})
 })
 
 const mergeGuest = (base: GuestDef, over: typeof GuestOverride.Type): GuestDef => {
@@ -232,6 +233,7 @@ const mergeGuest = (base: GuestDef, over: typeof GuestOverride.Type): GuestDef =
     ...(over.seed_packages ? { seed_packages: over.seed_packages } : {}),
     ...(over.pkg ? { pkg: { ...base.pkg, ...over.pkg, env: over.pkg.env ?? base.pkg.env } } : {}),
     ...(over.svc ? { svc: over.svc } : {}),
+    ...(over.log_path !== undefined ? { log_path: over.log_path } : {}),
     ...(over.cmd ? { cmd: { ...base.cmd, ...(over.cmd as Record<string, string>) } } : {}),
     // A [backend.x] table replaces the bundled one whole.
     ...(over.backend ? { backend: { ...base.backend, ...over.backend } } : {})
