@@ -1,14 +1,14 @@
 import { Args } from "@oclif/core"
-import { execInGuest } from "@stoat/core"
+import { execInGuest, streamBytes } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 import { cliState } from "../state.js"
 
 export default class Exec extends StoatCommand {
   static override summary = "Run a command in a VM"
   static override description =
-    "Run a command in a running VM over SSH. Every word after the VM name, flags included, is the guest command's argv (a leading -- is dropped); stoat's own flags (--json, -q) go before the VM name. Exits with the guest command's status; with --json exits 0 when the command ran."
+    "Run a command in a running VM over SSH. Every word after the VM name, flags included, is the guest command's argv (a leading -- is dropped); stoat's own flags (--json, -q) go before the VM name. The guest's stdout and stderr are written as the bytes they are. Exits with the guest command's status; with --json exits 0 when the command ran, and a stream that is not UTF-8 comes as <stream>_base64. Stops the command after 600 s (use a background job for longer work)."
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
-  static override examples = ["stoat exec dev uname -a", "stoat exec dev ls -la /etc", "stoat exec --json dev -- cat /etc/os-release"]
+  static override examples = ["stoat exec dev uname -a", "stoat exec dev ls -la /etc", "stoat exec --json dev -- cat /etc/os-release", "stoat exec dev -- sh -c 'echo $HOME'"]
 
   async run(): Promise<void> {
     const { args } = await this.parse(Exec)
@@ -16,11 +16,10 @@ export default class Exec extends StoatCommand {
     const words = cliState.guest ?? []
     if (words.length === 0) return this.failWith({ code: "usage", message: "missing command: stoat exec <vm> <cmd...>" })
     const result = await this.call(execInGuest, { vm: args.vm, argv: words, timeout_seconds: 600 })
-    const stdout = result.stdout ?? Buffer.from(result.stdout_base64 ?? "", "base64").toString("latin1")
-    const stderr = result.stderr ?? Buffer.from(result.stderr_base64 ?? "", "base64").toString("latin1")
-    this.emit({ vm: args.vm, exit_code: result.exit_code, stdout, stderr }, () => {
-      process.stdout.write(stdout)
-      process.stderr.write(stderr)
+    this.emit({ vm: args.vm, ...result }, () => {
+      process.stdout.write(streamBytes(result, "stdout"))
+      process.stderr.write(streamBytes(result, "stderr"))
+      if (result.message !== undefined) process.stderr.write(`stoat: exec: ${result.message}\n`)
     })
     if (!this.json && result.exit_code !== 0) this.exit(result.exit_code)
   }
