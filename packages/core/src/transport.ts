@@ -1,5 +1,5 @@
 import { Context, type Effect } from "effect"
-import type { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Timeout } from "./errors.js"
+import type { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Timeout, Usage } from "./errors.js"
 
 /** How to reach one VM's sshd: always loopback, the VM's forwarded port. */
 export interface SshTarget {
@@ -30,8 +30,11 @@ export interface ExecOutput {
   readonly truncated: boolean
 }
 
-/** What an SFTP call can fail with; `capability_unavailable` (reason `sftp`) when the guest has no SFTP server. */
-export type SftpError = CannotReach | NotFound | AccessDenied | CapabilityUnavailable | Internal
+/**
+ * What an SFTP call can fail with: `capability_unavailable` (reason `sftp`) when the guest has no
+ * SFTP server, `usage` for a directory where a file was meant.
+ */
+export type SftpError = CannotReach | NotFound | AccessDenied | CapabilityUnavailable | Usage | Internal
 
 /**
  * The port through which core reaches into a guest. Commands are argv arrays, quoted for the

@@ -287,7 +287,8 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       // One byte past the limit tells a file that goes on (even one whose stat size is 0, as in /proc) from one that ends there.
       const read = yield* orShell(transport.readFile(session.target, request.path, { offset, maxBytes: limit + 1 }), readViaShell(session, request.path, offset, limit + 1))
       const data = read.data.subarray(0, limit)
-      const size = Math.max(read.size, offset + read.data.length)
+      // A stat size of 0 with bytes read is a /proc-like file: count what was read.
+      const size = read.data.length > 0 ? Math.max(read.size, offset + read.data.length) : read.size
       return { ...textOrBase64(data), size, truncated: read.data.length > limit }
     })
 

@@ -4,7 +4,7 @@ import { connect as netConnect } from "node:net"
 import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
 import { type Context, Data, Deferred, Duration, Effect, Layer, Option, RcMap, Schedule, type Scope, SynchronizedRef } from "effect"
-import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound } from "../errors.js"
+import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SftpError, type SshTarget } from "../transport.js"
 import { guestCommand } from "./quote.js"
 
@@ -146,6 +146,7 @@ const sftpFailure = (target: SshTarget, conn: Conn, path: string, cause: unknown
   const code = (cause as { code?: unknown } | null)?.code
   if (code === SFTP_NO_SUCH_FILE || code === "ENOENT" || code === "ENOTDIR")
     return new NotFound({ message: `no such file or directory: ${path} (VM ${target.vm})`, subject: path })
+  if (code === "EISDIR") return new Usage({ message: `${path} is a directory (VM ${target.vm}); list it with list_dir`, subject: path })
   if (code === SFTP_PERMISSION_DENIED || code === "EACCES" || code === "EPERM")
     return new AccessDenied({ message: `permission denied: ${path} (VM ${target.vm}, user ${target.user})`, subject: path })
   if (!conn.alive) return lost(target)
