@@ -7,7 +7,6 @@ import { bytesField, lossyText, textOrBase64 } from "./encoding.js"
 import {
   ENABLED_SCRIPTS,
   LIST_SCRIPT,
-  PARENTS_SCRIPT,
   PS_SCRIPT,
   READ_SCRIPT,
   script,
@@ -134,7 +133,7 @@ export const helperFailure = (session: GuestSession, out: ExecOutput, subject: s
   const stderr = lossyText(out.stderr)
   if (/Permission denied|Operation not permitted|Read-only file system/i.test(stderr))
     return new AccessDenied({ message: `permission denied: ${subject} (VM ${vm}, user ${target.user})`, subject })
-  if (/No such file|Not a directory|does not exist/i.test(stderr)) return new NotFound({ message: `no such file or directory: ${subject} (VM ${vm})`, subject })
+  if (/No such file|Not a directory|does not exist|Directory nonexistent|nonexistent directory/i.test(stderr)) return new NotFound({ message: `no such file or directory: ${subject} (VM ${vm})`, subject })
   if (/Is a directory/i.test(stderr)) return new Usage({ message: `${subject} is a directory (VM ${vm}); use list_dir`, subject })
   return new Internal({ message: `${what} on VM ${vm} failed with exit status ${out.exitCode}: ${firstLine(stderr) || "no error output"}`, subject })
 }
@@ -302,7 +301,11 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
         yield* viaShell(yield* asRoot(session, script("write", WRITE_SCRIPT, shellArgs), "write_file as_root"))
         return result
       }
-      if (request.parents) yield* helper(session, script("mkdir", PARENTS_SCRIPT, [request.path]), request.path, "write_file parents")
+      // Creating the folders takes a command anyway: the write goes along in the same one.
+      if (request.parents) {
+        yield* viaShell(script("write", WRITE_SCRIPT, shellArgs))
+        return result
+      }
       yield* orShell(
         transport.writeFile(session.target, request.path, request.content, { mode, append: request.append }),
         viaShell(script("write", WRITE_SCRIPT, shellArgs))

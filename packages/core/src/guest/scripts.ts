@@ -67,9 +67,6 @@ export const WRITE_SCRIPT = [
   'chmod "$3" -- "$1"'
 ].join("\n")
 
-/** Creates the parent directory of `$1` as the ssh user (write_file parents=true over SFTP). */
-export const PARENTS_SCRIPT = 'exec mkdir -p -- "$(dirname -- "$1")"'
-
 /** Processes: procps first; busybox's ps has neither -e nor etime. */
 export const PS_SCRIPT = "ps -eo pid,ppid,user,etime,args 2>/dev/null || exec ps -o pid,ppid,user,args"
 

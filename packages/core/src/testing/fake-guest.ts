@@ -17,7 +17,7 @@ import { Effect, Layer, type Context } from "effect"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../transport.js"
 import type { FakeHypervisorState } from "./fake-hypervisor.js"
-import { LIST_SCRIPT, PARENTS_SCRIPT, PS_SCRIPT, READ_SCRIPT, STAT_SCRIPT, TAIL_SCRIPT, TIMEOUT_SCRIPT, WRITE_SCRIPT } from "../guest/scripts.js"
+import { LIST_SCRIPT, PS_SCRIPT, READ_SCRIPT, STAT_SCRIPT, TAIL_SCRIPT, TIMEOUT_SCRIPT, WRITE_SCRIPT } from "../guest/scripts.js"
 
 export interface FakeGuestFile {
   data: Uint8Array
@@ -163,14 +163,12 @@ const guestScript = (body: string, args: ReadonlyArray<string>, context: FakeExe
       const start = Number(args[1])
       return { exitCode: 0, stdout: Buffer.concat([Buffer.from(`${data.length}\n`), data.subarray(start, start + Number(args[2]))]) }
     }
-    case PARENTS_SCRIPT:
     case WRITE_SCRIPT: {
       const parent = posix.dirname(path)
-      if (body === PARENTS_SCRIPT || args[3] === "p") {
+      if (args[3] === "p") {
         if (fs.isDenied(parent)) return failed(`mkdir: ${parent}: Permission denied`)
         fs.mkdirp(parent)
       }
-      if (body === PARENTS_SCRIPT) return { exitCode: 0 }
       if (fs.isDenied(path)) return failed(`sh: can't create ${path}: Permission denied`)
       if (fs.dirs.has(path)) return failed(`${path}: Is a directory`)
       if (!fs.dirs.has(parent)) return failed(`sh: can't create ${path}: No such file or directory`)

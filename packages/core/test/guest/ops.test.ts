@@ -127,12 +127,12 @@ describe("write_file", () => {
     expect([...h.fs.files.get("/tmp/bin")!.data]).toEqual([0xff, 0x00])
   })
 
-  it("parents=true creates the missing folders first; without it a missing folder is not_found", async () => {
+  it("parents=true creates the missing folders in the same command as the write; without it a missing folder is not_found", async () => {
     const h = await running()
     expect(await h.fail(writeFileOp, { vm: "web", path: "/srv/app/conf", content: "x" })).toMatchObject({ code: "not_found" })
     await h.ok(writeFileOp, { vm: "web", path: "/srv/app/conf", content: "x", parents: true })
     expect(h.fs.readText("/srv/app/conf")).toBe("x")
-    expect(h.guest.execs.map((entry) => entry.argv)).toEqual([["sh", "-c", GuestScripts.PARENTS_SCRIPT, "stoat_mkdir", "/srv/app/conf"]])
+    expect(h.guest.execs.map((entry) => entry.argv)).toEqual([["sh", "-c", GuestScripts.WRITE_SCRIPT, "stoat_write", "/srv/app/conf", "w", "0644", "p"]])
   })
 
   it("a path the user may not write is access_denied; bad mode or base64 is usage", async () => {
