@@ -7,7 +7,12 @@ import * as fs from "./platform/fs.js"
 import { InvalidSpec, NotFound } from "./errors.js"
 import { closest } from "./names.js"
 
-export type GuestDef = Omit<Guest, "source">
+/**
+ * A guest definition as core uses it: the wire Guest plus `log_path`, the system log tail_log
+ * reads, which the wire DTO (contract v3) does not carry.
+ */
+export type LoadedGuest = Guest & { readonly log_path?: string }
+export type GuestDef = Omit<LoadedGuest, "source">
 
 const systemdSvc = {
   enable: "systemctl enable {name}",
@@ -241,24 +246,24 @@ const mergeGuest = (base: GuestDef, over: typeof GuestOverride.Type): GuestDef =
 }
 
 export interface LoadedGuests {
-  readonly guests: ReadonlyArray<Guest>
-  readonly byName: ReadonlyMap<string, Guest>
+  readonly guests: ReadonlyArray<LoadedGuest>
+  readonly byName: ReadonlyMap<string, LoadedGuest>
 }
 
 export class Guests extends Context.Tag("stoat/Guests")<
   Guests,
   {
-    readonly list: Effect.Effect<ReadonlyArray<Guest>, InvalidSpec | fs.FsError>
-    readonly get: (name: string) => Effect.Effect<Guest, NotFound | InvalidSpec | fs.FsError>
+    readonly list: Effect.Effect<ReadonlyArray<LoadedGuest>, InvalidSpec | fs.FsError>
+    readonly get: (name: string) => Effect.Effect<LoadedGuest, NotFound | InvalidSpec | fs.FsError>
   }
 >() {}
 
 const bundledMap = new Map(BUNDLED_GUESTS.map((guest) => [guest.name, guest]))
 
-export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<Guest>, InvalidSpec | fs.FsError> =>
+export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<LoadedGuest>, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
     const names = yield* fs.listDirectory(dir)
-    const result = new Map<string, Guest>(BUNDLED_GUESTS.map((guest) => [guest.name, { ...guest, source: "bundled" as const }]))
+    const result = new Map<string, LoadedGuest>(BUNDLED_GUESTS.map((guest) => [guest.name, { ...guest, source: "bundled" as const }]))
     for (const file of names.filter((name) => name.endsWith(".toml")).sort()) {
       const path = join(dir, file)
       const text = yield* fs.readFileString(path)

@@ -32,8 +32,6 @@ export const Guest = Schema.Struct({
   }),
   cmd: StringMap,
   backend: Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Json }) }),
-  /** The guest's system log, which tail_log reads (as root) when given neither unit nor path. */
-  log_path: Schema.optional(Schema.String),
   source: Schema.Literal("bundled", "user", "bundled+user")
 })
 export type Guest = typeof Guest.Type

@@ -1,8 +1,7 @@
 import { Effect } from "effect"
-import type { Guest } from "@stoat/wire"
 import { DataRoot } from "../data-root.js"
 import type { StoatError } from "../errors.js"
-import { Guests } from "../guests.js"
+import { Guests, type LoadedGuest } from "../guests.js"
 import type { Hypervisor } from "../ports.js"
 import type { SshTarget } from "../transport.js"
 import { loadVm, requireRunning, sshTarget } from "../vm-runtime.js"
@@ -12,11 +11,11 @@ import type { VmStore } from "../vm-store.js"
 export interface GuestSession {
   readonly vm: string
   readonly target: SshTarget
-  readonly guest: Guest
+  readonly guest: LoadedGuest
 }
 
 /** A VM without a known guest (`os = ""`): plain POSIX, nothing the definitions add. */
-const UNKNOWN_GUEST: Guest = {
+const UNKNOWN_GUEST: LoadedGuest = {
   name: "",
   init: "rc",
   shell: "/bin/sh",
