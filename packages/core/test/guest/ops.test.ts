@@ -1,6 +1,5 @@
-import { Cause, Effect, Exit, Option } from "effect"
 import { describe, expect, it } from "vitest"
-import type { ErrorInfo, Guest } from "@stoat/wire"
+import type { Guest } from "@stoat/wire"
 import {
   execInGuest,
   listDirOp,
@@ -15,12 +14,12 @@ import {
   writeFileOp
 } from "../../src/catalog/guest-ops.js"
 import { createVm, startVm } from "../../src/catalog/vm-ops.js"
-import { accessOf } from "../../src/catalog/operation.js"
-import { toErrorInfo } from "../../src/errors.js"
+import { accessOf, type Operation } from "../../src/catalog/operation.js"
 import { GuestScripts, makeGuestOps, parsePs, type GuestSession } from "../../src/guest/index.js"
 import { BUNDLED_GUESTS } from "../../src/guests.js"
 import { FakeGuestState, makeFakeGuest, type FakeExecHandler } from "../../src/testing/index.js"
 import { harness } from "../lifecycle/harness.js"
+import { fails, ok } from "./run.js"
 
 const MiB = 1024 * 1024
 
@@ -44,18 +43,13 @@ const direct = (guest: string, user: string, handler?: FakeExecHandler) => {
   return { state, ops, session, argvs }
 }
 
-const ok = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
-const fails = async <A, E>(effect: Effect.Effect<A, E>): Promise<ErrorInfo> => {
-  const exit = await Effect.runPromiseExit(effect)
-  if (Exit.isSuccess(exit)) throw new Error(`expected a failure, got ${JSON.stringify(exit.value)}`)
-  if (Option.isNone(Cause.failureOption(exit.cause))) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
-  return toErrorInfo(exit.cause)
-}
 
 describe("access levels of the guest tools (seed 000 table)", () => {
   it("read tools need observe, changing tools manage, exec and write_file as_root exec", () => {
-    for (const op of [readFileOp, listDirOp, statOp, psOp, svcStatusOp, tailLogOp]) expect(accessOf(op, {} as never), op.tool).toBe("observe")
-    for (const op of [writeFileOp, pkgInstallOp, svcOp, useraddOp]) expect(accessOf(op, {} as never), op.tool).toBe("manage")
+    const observe: ReadonlyArray<Operation> = [readFileOp, listDirOp, statOp, psOp, svcStatusOp, tailLogOp]
+    const manage: ReadonlyArray<Operation> = [writeFileOp, pkgInstallOp, svcOp, useraddOp]
+    for (const op of observe) expect(accessOf(op, {}), op.tool).toBe("observe")
+    for (const op of manage) expect(accessOf(op, {}), op.tool).toBe("manage")
     expect(accessOf(writeFileOp, { as_root: false } as never)).toBe("manage")
     expect(accessOf(writeFileOp, { as_root: true } as never)).toBe("exec")
     expect(accessOf(execInGuest, {} as never)).toBe("exec")
@@ -409,7 +403,7 @@ describe("reachability", () => {
   it("a stopped VM is not_running and a VM whose sshd is not up is cannot_reach saying call wait first, for every guest tool", async () => {
     const h = await running()
     h.guest.unreachablePorts.add(h.port)
-    const calls: Array<[typeof readFileOp | typeof psOp, Record<string, unknown>]> = [
+    const calls: Array<[Operation, Record<string, unknown>]> = [
       [readFileOp, { path: "/etc/motd" }],
       [writeFileOp, { path: "/tmp/x", content: "x" }],
       [listDirOp, { path: "/" }],
@@ -425,5 +419,20 @@ describe("reachability", () => {
     const stopped = harness()
     await stopped.ok(createVm, { name: "cold", image: "tiny" })
     for (const [op, input] of calls) expect((await stopped.fail(op, { vm: "cold", ...input })).code, op.tool).toBe("not_running")
+  })
+})
+
+describe("a silent answer", () => {
+  it("a read-only helper that came back with no exit status and no output is asked once more; a write is not", async () => {
+    let calls = 0
+    const flaky = direct("tiny", "root", () => (++calls === 1 ? { exitCode: 255 } : { exitCode: 0, stdout: "3\t81a4\t0\troot\tregular file\n" }))
+    expect(await ok(flaky.ops.stat(flaky.session, "/etc/x"))).toMatchObject({ name: "x", size: 3 })
+    expect(flaky.argvs()).toHaveLength(2)
+    const silent = direct("tiny", "root", () => ({ exitCode: 255 }))
+    expect(await fails(silent.ops.stat(silent.session, "/etc/x"))).toMatchObject({ code: "internal" })
+    expect(silent.argvs()).toHaveLength(2)
+    const write = direct("tiny", "root", () => ({ exitCode: 255 }))
+    await fails(write.ops.writeFile(write.session, { path: "/a/b", content: Buffer.from("x"), mode: "0644", append: true, parents: true, asRoot: false }))
+    expect(write.argvs()).toHaveLength(1)
   })
 })

@@ -8,25 +8,18 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, wr
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomBytes } from "node:crypto"
-import { Cause, Effect, Exit, Option, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { ErrorInfo, Guest } from "@stoat/wire"
-import { toErrorInfo } from "../../src/errors.js"
+import type { Guest } from "@stoat/wire"
 import { makeGuestOps, streamBytes, type GuestSession } from "../../src/guest/index.js"
 import { BUNDLED_GUESTS } from "../../src/guests.js"
 import { makeGuestTransport } from "../../src/ssh/transport.js"
 import { sftpIdentity, startTestServer, type TestSshServer } from "../ssh/server.js"
+import { fails, ok } from "./run.js"
 
 type Ops = ReturnType<typeof makeGuestOps>
 const tiny: Guest = { ...BUNDLED_GUESTS.find((guest) => guest.name === "tiny")!, source: "bundled" }
-const ok = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
-const fails = async <A, E>(effect: Effect.Effect<A, E>): Promise<ErrorInfo> => {
-  const exit = await Effect.runPromiseExit(effect)
-  if (Exit.isSuccess(exit)) throw new Error(`expected a failure, got ${JSON.stringify(exit.value)}`)
-  if (Option.isNone(Cause.failureOption(exit.cause))) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
-  return toErrorInfo(exit.cause)
-}
 
 /** One server + transport + GuestOps per SFTP mode, and a scratch folder the sftp-server user may write. */
 const world = (sftp: "serve" | "refuse" | "exit") => {
