@@ -10,6 +10,7 @@ import { BIN, dataOf, errorOf, run, stdioClient, tempHome, writeVm } from "./hel
 const TOOLS = [
   "list_vms", "vm_status", "list_guests", "guest_info", "doctor", "version", "create", "start", "stop", "wait", "destroy",
   "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot", "exec",
+  "read_file", "list_dir", "stat", "ps", "svc_status", "tail_log", "write_file", "pkg_install", "svc", "useradd",
   "list_images", "prune", "capabilities"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
