@@ -5,10 +5,12 @@ import { HostProbeLive } from "./host.js"
 import { LocksLive } from "./locks.js"
 import { VmStoreLive } from "./vm-store.js"
 import { LazyGuestTransportLive } from "./transport-lazy.js"
+import { JobsLive } from "./guest/jobs.js"
 
 /** Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the stack. */
 export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
-  Layer.merge(LazyGuestTransportLive)
+  Layer.merge(LazyGuestTransportLive),
+  (base) => Layer.provideMerge(JobsLive, base)
 )

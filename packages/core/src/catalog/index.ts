@@ -1,5 +1,6 @@
 import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-ops.js"
 import { execInGuest } from "./guest-ops.js"
+import { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./job-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
@@ -12,6 +13,7 @@ export * from "./read-ops.js"
 export * from "./vm-ops.js"
 export * from "./snapshot-ops.js"
 export * from "./guest-ops.js"
+export * from "./job-ops.js"
 export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
 
@@ -39,6 +41,12 @@ export const catalog: ReadonlyArray<Operation> = [
   restoreSnapshot,
   deleteSnapshot,
   execInGuest,
+  execBackground,
+  jobStatus,
+  jobWait,
+  jobOutput,
+  jobKill,
+  listJobs,
   listImagesOp,
   pullImage,
   prune,

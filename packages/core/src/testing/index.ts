@@ -9,8 +9,10 @@ import { LocksLive } from "../locks.js"
 import { NotRunning } from "../errors.js"
 import { Hypervisor, type RunState } from "../ports.js"
 import { VmStoreLive } from "../vm-store.js"
+import { JobsLive } from "../guest/jobs.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { FakeJobs } from "./fake-jobs.js"
 export {
   defaultExecHandler,
   FakeGuest,
@@ -63,7 +65,8 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
-    Layer.merge(FakeGuest(guest, state))
+    Layer.merge(FakeGuest(guest, state)),
+    (base) => Layer.provideMerge(JobsLive, base)
   )
 }
 
