@@ -1,5 +1,6 @@
 import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-ops.js"
 import { execInGuest } from "./guest-ops.js"
+import { copyFrom, copyTo } from "./copy-ops.js"
 import { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./job-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
@@ -14,6 +15,7 @@ export * from "./vm-ops.js"
 export * from "./snapshot-ops.js"
 export * from "./guest-ops.js"
 export * from "./job-ops.js"
+export * from "./copy-ops.js"
 export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
 
@@ -47,6 +49,8 @@ export const catalog: ReadonlyArray<Operation> = [
   jobOutput,
   jobKill,
   listJobs,
+  copyTo,
+  copyFrom,
   listImagesOp,
   pullImage,
   prune,
