@@ -6,7 +6,7 @@
 
 /** Where a job's files live on the guest: `out`, `err`, `pid` (at launch) and `exit` (on completion). */
 export const JOBS_DIR = "/run/stoat/jobs"
-export const jobDir = (id: string): string => `${JOBS_DIR}/${id}`
+export const jobDir = (id: string, base = JOBS_DIR): string => `${base}/${id}`
 
 /** Launcher exit codes that mean the job never started (anything else is a shell failure). */
 export const LAUNCH_NO_DIR = 90
@@ -67,11 +67,13 @@ export const SIGNAL_NO_PROCESS = 93
 /**
  * Sends signal `$2` to the job whose pid file is in folder `$1`: to its whole process group (the
  * job leads its own session when the guest has setsid, so its children get it too), else to the
- * pid alone. The name is checked first so a name the guest's `kill` does not know is told apart
- * from a job that just ended. (busybox `kill` takes no `--`, so the group is written `-PID`.)
+ * pid alone. The name is checked first so a name the guest does not know is told apart from a
+ * job that just ended. Written `kill -SIG -PID`: the one spelling of a group signal that both
+ * dash and busybox take (dash reads `-s SIG -PID` as options, busybox has no `--`).
  */
 export const JOB_SIGNAL = [
-  `kill -l "$2" >/dev/null 2>&1 || exit ${SIGNAL_REFUSED}`,
+  // `trap` knows the same names as `kill` and says so portably (dash's `kill -l NAME` does not exist).
+  `( trap '' "$2" ) 2>/dev/null || exit ${SIGNAL_REFUSED}`,
   `p=$(cat "$1/pid" 2>/dev/null); case $p in ""|*[!0-9]*) exit ${SIGNAL_NO_PROCESS} ;; esac`,
-  `kill -s "$2" "-$p" 2>/dev/null || kill -s "$2" "$p" 2>/dev/null || exit ${SIGNAL_NO_PROCESS}`
+  `kill -"$2" "-$p" 2>/dev/null || kill -"$2" "$p" 2>/dev/null || exit ${SIGNAL_NO_PROCESS}`
 ].join("\n")

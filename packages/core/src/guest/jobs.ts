@@ -116,7 +116,12 @@ class WaitTimedOut extends Data.TaggedError("WaitTimedOut") {}
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim()
 
-export const makeJobs = Effect.gen(function* () {
+export interface JobsOptions {
+  /** The guest folder holding job folders (tests against a host shell use a temp folder). */
+  readonly jobsDir?: string
+}
+
+export const makeJobs = (options: JobsOptions = {}) => Effect.gen(function* () {
   const root = yield* DataRoot
   const transport = yield* GuestTransport
   const locks = yield* Locks
@@ -160,7 +165,7 @@ export const makeJobs = Effect.gen(function* () {
   const start = (target: SshTarget, job: StartJob) =>
     Effect.gen(function* () {
       const id = `j-${randomBytes(4).toString("hex")}`
-      const dir = jobDir(id)
+      const dir = jobDir(id, options.jobsDir)
       const vmDir = root.vmDir(target.vm)
       const record: JobRecord = { argv: [...job.argv], user: target.user, ...(job.cwd !== undefined ? { cwd: job.cwd } : {}), dir, started: new Date().toISOString() }
       // Recorded before it is launched, so a job never runs unlisted; a launch that fails takes its entry back out.
@@ -249,4 +254,6 @@ export const makeJobs = Effect.gen(function* () {
   return { start, status, wait, output, kill, list } satisfies Context.Tag.Service<Jobs>
 })
 
-export const JobsLive: Layer.Layer<Jobs, never, DataRoot | GuestTransport | Locks> = Layer.effect(Jobs, makeJobs)
+export const jobsLayer = (options: JobsOptions = {}): Layer.Layer<Jobs, never, DataRoot | GuestTransport | Locks> => Layer.effect(Jobs, makeJobs(options))
+
+export const JobsLive = jobsLayer()
