@@ -50,7 +50,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   // A failed test may leave its job running on this host: end every job group this suite started.
-  for (const id of readdirSync(jobsDir)) {
+  for (const id of readdirSync(jobsDir).filter((name) => name.startsWith("j-"))) {
     const pid = Number(readFileSync(join(jobsDir, id, "pid"), { encoding: "utf8", flag: "a+" }))
     try {
       if (pid > 1) process.kill(-pid, "SIGKILL")
