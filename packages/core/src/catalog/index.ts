@@ -1,6 +1,7 @@
 import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-ops.js"
 import { execInGuest } from "./guest-ops.js"
 import { copyFrom, copyTo } from "./copy-ops.js"
+import { sshCommand } from "./ssh-ops.js"
 import { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./job-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
@@ -16,6 +17,7 @@ export * from "./snapshot-ops.js"
 export * from "./guest-ops.js"
 export * from "./job-ops.js"
 export * from "./copy-ops.js"
+export * from "./ssh-ops.js"
 export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
 
@@ -51,6 +53,7 @@ export const catalog: ReadonlyArray<Operation> = [
   listJobs,
   copyTo,
   copyFrom,
+  sshCommand,
   listImagesOp,
   pullImage,
   prune,

@@ -8,6 +8,13 @@
 export const JOBS_DIR = "/run/stoat/jobs"
 export const jobDir = (id: string, base = JOBS_DIR): string => `${base}/${id}`
 
+/**
+ * The launcher's last word. dropbear may close the session of a command that left a background
+ * process without sending its exit status (the client then sees none); this line says the
+ * wrapper was started all the same.
+ */
+export const LAUNCHED = "stoat-job-launched"
+
 /** Launcher exit codes that mean the job never started (anything else is a shell failure). */
 export const LAUNCH_NO_DIR = 90
 export const LAUNCH_NO_CWD = 91
@@ -40,7 +47,8 @@ export const JOB_LAUNCHER = [
   `if [ -n "$c" ]; then cd "$c" || exit ${LAUNCH_NO_CWD}; fi`,
   "trap '' HUP",
   's=; command -v setsid >/dev/null 2>&1 && s=setsid',
-  '$s sh -c "$w" stoat_job "$d" "$@" </dev/null >/dev/null 2>&1 &'
+  '$s sh -c "$w" stoat_job "$d" "$@" </dev/null >/dev/null 2>&1 &',
+  `echo ${LAUNCHED}`
 ].join("\n")
 
 /**

@@ -13,6 +13,7 @@ import {
   JOB_SIGNAL,
   JOB_WRAPPER,
   jobDir,
+  LAUNCHED,
   LAUNCH_NO_CWD,
   LAUNCH_NO_DIR,
   SIGNAL_NO_PROCESS,
@@ -172,7 +173,7 @@ export const makeJobs = (options: JobsOptions = {}) => Effect.gen(function* () {
       yield* withLocks(updateJobs(vmDir, (jobs) => [...jobs, [id, record]]))
       const launched = script(target, JOB_LAUNCHER, [JOB_WRAPPER, dir, job.cwd ?? "", ...job.argv], job.env).pipe(
         Effect.flatMap((output): Effect.Effect<void, JobsError> => {
-          if (output.exitCode === 0) return Effect.void
+          if (output.exitCode === 0 || text(output.stdout) === LAUNCHED) return Effect.void
           if (output.exitCode === LAUNCH_NO_DIR)
             return Effect.fail(new AccessDenied({ message: `cannot create the job folder ${dir} on VM ${target.vm} as ${target.user}: ${text(output.stderr)}`, subject: dir }))
           if (output.exitCode === LAUNCH_NO_CWD)

@@ -11,7 +11,7 @@
  */
 import { posix } from "node:path"
 import { constants as osConstants } from "node:os"
-import { JOB_FACTS, JOB_LAUNCHER, JOB_SIGNAL, JOBS_DIR, LAUNCH_NO_CWD, LAUNCH_NO_DIR, SIGNAL_NO_PROCESS, SIGNAL_REFUSED } from "../guest/job-scripts.js"
+import { JOB_FACTS, JOB_LAUNCHER, LAUNCHED, JOB_SIGNAL, JOBS_DIR, LAUNCH_NO_CWD, LAUNCH_NO_DIR, SIGNAL_NO_PROCESS, SIGNAL_REFUSED } from "../guest/job-scripts.js"
 import { type FakeExecHandler, type FakeExecResult, type FakeGuestFs, type FakeGuestState } from "./fake-guest.js"
 
 interface FakeProcess {
@@ -105,7 +105,7 @@ export class FakeJobs {
       const result = inner(argv, { ...context, ...(cwd !== "" ? { cwd } : {}), input: new Uint8Array() })
       this.finish(fs, dir, result.exitCode, result.stdout, result.stderr)
     }
-    return { exitCode: 0 }
+    return { exitCode: 0, stdout: `${LAUNCHED}\n` }
   }
 
   private pidOf(fs: FakeGuestFs, dir: string): number | undefined {

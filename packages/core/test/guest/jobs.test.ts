@@ -83,6 +83,20 @@ describe("exec_bg and the job tools (fake guest)", () => {
     expect(launch.options.env).toEqual({ FOO: "$(id)'" })
   })
 
+  it("a launch whose exit status sshd never sent still counts when the launcher said it started the job", async () => {
+    const { h, start, registry } = await world()
+    const jobsHandler = h.guest.execHandler
+    h.guest.execHandler = (argv, context) => {
+      const result = jobsHandler(argv, context)
+      return argv[2] === JOB_LAUNCHER ? { ...result, exitCode: 255 } : result
+    }
+    const { job_id } = await start(["sleep", "100"])
+    expect((await h.ok(jobStatus, { vm: "web", job_id })).state).toBe("running")
+    h.guest.execHandler = (argv, context) => (argv[2] === JOB_LAUNCHER ? { exitCode: 255 } : jobsHandler(argv, context))
+    expect((await h.fail(execBackground, { vm: "web", argv: ["true"] })).code).toBe("internal")
+    expect(Object.keys(registry().jobs)).toEqual([job_id])
+  })
+
   it("a job that is not a sleep runs at once: output, offsets, stderr, base64 and the cap", async () => {
     const { h, start } = await world()
     const { job_id } = await start(["echo", "hello", "world"])
