@@ -1,7 +1,8 @@
-import { readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ACCESS_ORDER, catalog } from "@stoat/core"
+import { FakeJobs } from "@stoat/core/testing"
 import { buildRegistry } from "../src/index.js"
 import { dataOf, errorOf, inProcess } from "./helpers.js"
 
@@ -12,16 +13,38 @@ const tools = [...buildRegistry().values()]
 const guestTools = tools.filter((entry) => entry.operation.access !== null)
 /** Minimal valid arguments for each guest tool on VM `vm`. */
 const guestArgs: Record<string, (vm: string) => Record<string, unknown>> = {
-  exec: (vm) => ({ vm, argv: ["true"] })
+  exec: (vm) => ({ vm, argv: ["true"] }),
+  exec_bg: (vm) => ({ vm, argv: ["true"] }),
+  job_status: (vm) => ({ vm, job_id: SEEDED_JOB }),
+  job_wait: (vm) => ({ vm, job_id: SEEDED_JOB, timeout_seconds: 1 }),
+  job_output: (vm) => ({ vm, job_id: SEEDED_JOB }),
+  job_kill: (vm) => ({ vm, job_id: SEEDED_JOB }),
+  list_jobs: (vm) => ({ vm }),
+  copy_to: (vm) => ({ vm, local: "host.txt", remote: "/tmp/host.txt" }),
+  copy_from: (vm) => ({ vm, local: "guest.txt", remote: "/tmp/guest.txt" })
+}
+/** A finished job every VM's registry and guest know, so the job tools have something to act on. */
+const SEEDED_JOB = "j-0000000a"
+
+const seedGuestTools = (h: Harness, vm: string) => {
+  const dir = `/run/stoat/jobs/${SEEDED_JOB}`
+  writeFileSync(join(h.root, vm, "jobs.toml"), `schema = 1\n[jobs.${SEEDED_JOB}]\nargv = ["true"]\nuser = "root"\ndir = "${dir}"\nstarted = "2026-01-01T00:00:00Z"\n`)
+  h.guest.fs(vm).write(`${dir}/out`, "")
+  h.guest.fs(vm).write(`${dir}/exit`, "0\n")
+  h.guest.fs(vm).write("/tmp/guest.txt", "from the guest")
+  mkdirSync(join(h.root, "shared", vm), { recursive: true })
+  writeFileSync(join(h.root, "shared", vm, "host.txt"), "from the host")
 }
 
 describe("agent_access: the access matrix (seed 000 'VM access levels')", () => {
   let h: Harness
   beforeAll(async () => {
     h = await inProcess()
+    new FakeJobs().install(h.guest)
     for (const level of LEVELS) {
       dataOf(await h.client.callTool({ name: "create", arguments: { name: `vm-${level}`, image: "tiny", agent_access: level } }))
       dataOf(await h.client.callTool({ name: "start", arguments: { vm: `vm-${level}` } }))
+      seedGuestTools(h, `vm-${level}`)
     }
   })
   afterAll(async () => h?.close())

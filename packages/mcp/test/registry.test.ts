@@ -7,7 +7,8 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   list_vms: "read", vm_status: "read", list_images: "read", list_guests: "read", guest_info: "read", logs: "read", doctor: "read",
   capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
   snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
-  prune: "destructive", exec: "exec"
+  prune: "destructive", exec: "exec", exec_bg: "exec", job_kill: "exec", job_status: "read", job_wait: "read", job_output: "read",
+  list_jobs: "read", copy_to: "exec", copy_from: "exec"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
