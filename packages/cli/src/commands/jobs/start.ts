@@ -10,7 +10,8 @@ export default class JobsStart extends StoatCommand {
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
   static override flags = {
     cwd: Flags.string({ description: "absolute guest directory to run in" }),
-    env: Flags.string({ description: "NAME=value for the job's environment (repeatable)", multiple: true })
+    // Non-greedy: the word after the value is the VM name, not a second value.
+    env: Flags.string({ description: "NAME=value for the job's environment (repeatable)", multiple: true, multipleNonGreedy: true })
   }
   static override examples = [
     "stoat jobs start dev -- make -j4 test",
