@@ -6,30 +6,42 @@ export interface PreParsed {
   readonly help: boolean
   /**
    * The words oclif parses: `--json` and help flags taken out, a global `-q` before the command
-   * moved after it (every command takes `--quiet`), and for `exec` nothing after the VM name.
+   * moved after it (every command takes `--quiet`), and for `exec`, `ssh` and `jobs start`
+   * nothing after the VM name.
    */
   readonly rest: string[]
-  /** `exec [flags] <vm> <cmd...>`: the guest command, with an optional leading `--` dropped. */
+  /** `exec|ssh|jobs start [flags] <vm> <cmd...>`: the guest command, with an optional leading `--` dropped. */
   readonly guest: string[] | undefined
 }
 
 const QUIET = new Set(["-q", "--quiet", "--no-interactive"])
-/** exec's own flags that take a value in the next word, so that value is not read as the VM name. */
-const EXEC_VALUE_FLAGS = new Set(["--timeout"])
 const HELP = new Set(["-h", "--help"])
 
 /**
- * Stoat's own words end at a `--` terminator and, for `exec`, at the VM name: everything after
- * it is the guest command, flags included (`stoat exec dev ls -la`), so `--json` or `-h` there
- * belong to the guest too. Stoat's flags for exec go before the VM name.
+ * Commands whose trailing words are a guest command: after `words` positional words (the command
+ * path and the VM), everything is the guest's, flags included. `valueFlags` are the command's own
+ * flags that take the next word as their value (`--cwd /tmp`), so that word is not a positional.
+ */
+const GUEST_COMMANDS: Record<string, { readonly words: number; readonly valueFlags: ReadonlySet<string> }> = {
+  exec: { words: 2, valueFlags: new Set(["--timeout"]) },
+  ssh: { words: 2, valueFlags: new Set() },
+  "jobs start": { words: 3, valueFlags: new Set(["--cwd", "--env"]) }
+}
+
+const guestCommandOf = (positionals: ReadonlyArray<string>) => GUEST_COMMANDS[positionals[0] ?? ""] ?? GUEST_COMMANDS[positionals.slice(0, 2).join(" ")]
+
+/**
+ * Stoat's own words end at a `--` terminator and, for `exec`, `ssh` and `jobs start`, at the VM
+ * name: everything after it is the guest command, flags included (`stoat exec dev ls -la`), so
+ * `--json` or `-h` there belong to the guest too. Stoat's flags for those go before the VM name.
  */
 export const preParse = (argv: ReadonlyArray<string>): PreParsed => {
   const rest: string[] = []
+  const positionals: string[] = []
   let json = false
   let quiet = false
   let help = false
   let guest: string[] | undefined
-  let command: string | undefined
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i]!
     if (word === "--") {
@@ -38,13 +50,16 @@ export const preParse = (argv: ReadonlyArray<string>): PreParsed => {
     }
     if (word === "--json") json = true
     else if (HELP.has(word)) help = true
-    else if (command === undefined && QUIET.has(word)) quiet = true
+    else if (positionals.length === 0 && QUIET.has(word)) quiet = true
     else {
       rest.push(word)
-      if (command === "exec" && EXEC_VALUE_FLAGS.has(word) && i + 1 < argv.length) rest.push(argv[++i]!)
-      if (word.startsWith("-")) continue
-      if (command === undefined) command = word
-      else if (command === "exec") {
+      if (word.startsWith("-")) {
+        if (guestCommandOf(positionals)?.valueFlags.has(word) && i + 1 < argv.length) rest.push(argv[++i]!)
+        continue
+      }
+      positionals.push(word)
+      const spec = guestCommandOf(positionals)
+      if (spec !== undefined && positionals.length === spec.words) {
         const words = argv.slice(i + 1)
         guest = words[0] === "--" ? words.slice(1) : words
         break
@@ -53,7 +68,7 @@ export const preParse = (argv: ReadonlyArray<string>): PreParsed => {
   }
   const noWords = rest.length === 0
   if (quiet) rest.splice(rest.includes("--") ? rest.indexOf("--") : rest.length, 0, "--quiet")
-  return { json, help: help || command === "help" || noWords, rest, guest }
+  return { json, help: help || positionals[0] === "help" || noWords, rest, guest }
 }
 
 /** The words naming what `help` should explain: the command's positional words, without a leading `help`. */

@@ -1,7 +1,8 @@
-import { readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ACCESS_ORDER, accessOf, catalog } from "@stoat/core"
+import { FakeJobs } from "@stoat/core/testing"
 import { buildRegistry } from "../src/index.js"
 import { dataOf, errorOf, inProcess } from "./helpers.js"
 
@@ -23,7 +24,27 @@ const guestArgs: Record<string, (vm: string) => Record<string, unknown>> = {
   write_file_as_root: (vm) => ({ vm, path: "/tmp/matrix", content: "x", as_root: true }),
   pkg_install: (vm) => ({ vm, packages: ["curl"] }),
   svc: (vm) => ({ vm, name: "sshd", action: "restart" }),
-  useradd: (vm) => ({ vm, name: "alice" })
+  useradd: (vm) => ({ vm, name: "alice" }),
+  exec_bg: (vm) => ({ vm, argv: ["true"] }),
+  job_status: (vm) => ({ vm, job_id: SEEDED_JOB }),
+  job_wait: (vm) => ({ vm, job_id: SEEDED_JOB, timeout_seconds: 1 }),
+  job_output: (vm) => ({ vm, job_id: SEEDED_JOB }),
+  job_kill: (vm) => ({ vm, job_id: SEEDED_JOB }),
+  list_jobs: (vm) => ({ vm }),
+  copy_to: (vm) => ({ vm, local: "host.txt", remote: "/tmp/host.txt" }),
+  copy_from: (vm) => ({ vm, local: "guest.txt", remote: "/tmp/guest.txt" })
+}
+/** A finished job every VM's registry and guest know, so the job tools have something to act on. */
+const SEEDED_JOB = "j-0000000a"
+
+const seedGuestTools = (h: Harness, vm: string) => {
+  const dir = `/run/stoat/jobs/${SEEDED_JOB}`
+  writeFileSync(join(h.root, vm, "jobs.toml"), `schema = 1\n[jobs.${SEEDED_JOB}]\nargv = ["true"]\nuser = "root"\ndir = "${dir}"\nstarted = "2026-01-01T00:00:00Z"\n`)
+  h.guest.fs(vm).write(`${dir}/out`, "")
+  h.guest.fs(vm).write(`${dir}/exit`, "0\n")
+  h.guest.fs(vm).write("/tmp/guest.txt", "from the guest")
+  mkdirSync(join(h.root, "shared", vm), { recursive: true })
+  writeFileSync(join(h.root, "shared", vm, "host.txt"), "from the host")
 }
 /** What an allowed call answers on the (fake) tiny guest, which has no service or package manager and no useradd. */
 const TINY_LACKS = new Set(["svc_status", "svc", "pkg_install", "useradd"])
@@ -37,10 +58,12 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
   let h: Harness
   beforeAll(async () => {
     h = await inProcess()
+    new FakeJobs().install(h.guest)
     for (const level of LEVELS) {
       dataOf(await h.client.callTool({ name: "create", arguments: { name: `vm-${level}`, image: "tiny", agent_access: level } }))
       dataOf(await h.client.callTool({ name: "start", arguments: { vm: `vm-${level}` } }))
       h.guest.fs(`vm-${level}`).write("/etc/hostname", `vm-${level}\n`)
+      seedGuestTools(h, `vm-${level}`)
     }
   })
   afterAll(async () => h?.close())

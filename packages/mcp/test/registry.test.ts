@@ -8,7 +8,9 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
   snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
   prune: "destructive", exec: "exec", read_file: "read", list_dir: "read", stat: "read", ps: "read", svc_status: "read", tail_log: "read",
-  write_file: "exec", pkg_install: "exec", svc: "exec", useradd: "exec"
+  write_file: "exec", pkg_install: "exec", svc: "exec", useradd: "exec",
+  exec_bg: "exec", job_kill: "exec", job_status: "read", job_wait: "read", job_output: "read",
+  list_jobs: "read", copy_to: "exec", copy_from: "exec"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },

@@ -11,10 +11,11 @@ const TOOLS = [
   "list_vms", "vm_status", "list_guests", "guest_info", "doctor", "version", "create", "start", "stop", "wait", "destroy",
   "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot", "exec",
   "read_file", "list_dir", "stat", "ps", "svc_status", "tail_log", "write_file", "pkg_install", "svc", "useradd",
+  "exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs", "copy_to", "copy_from",
   "list_images", "prune", "capabilities"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
-const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force"]
+const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force", "unconfined"]
 
 describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
   const home = tempHome()

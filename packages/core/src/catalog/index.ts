@@ -1,5 +1,8 @@
 import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-ops.js"
 import { execInGuest, guestOperations } from "./guest-ops.js"
+import { copyFrom, copyTo } from "./copy-ops.js"
+import { sshCommand } from "./ssh-ops.js"
+import { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./job-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
@@ -12,6 +15,9 @@ export * from "./read-ops.js"
 export * from "./vm-ops.js"
 export * from "./snapshot-ops.js"
 export * from "./guest-ops.js"
+export * from "./job-ops.js"
+export * from "./copy-ops.js"
+export * from "./ssh-ops.js"
 export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
 
@@ -40,6 +46,15 @@ export const catalog: ReadonlyArray<Operation> = [
   deleteSnapshot,
   execInGuest,
   ...guestOperations,
+  execBackground,
+  jobStatus,
+  jobWait,
+  jobOutput,
+  jobKill,
+  listJobs,
+  copyTo,
+  copyFrom,
+  sshCommand,
   listImagesOp,
   pullImage,
   prune,

@@ -10,8 +10,10 @@ import { NotRunning } from "../errors.js"
 import { Hypervisor, type RunState } from "../ports.js"
 import { VmStoreLive } from "../vm-store.js"
 import { GuestOpsLive } from "../guest/ops.js"
+import { JobsLive } from "../guest/jobs.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { FakeJobs } from "./fake-jobs.js"
 export {
   defaultExecHandler,
   FakeGuest,
@@ -64,7 +66,8 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
-    Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state))))
+    Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),
+    (base) => Layer.provideMerge(JobsLive, base)
   )
 }
 

@@ -8,6 +8,7 @@ import { catalog, createVm, startVm } from "../../src/catalog/index.js"
 import type { Operation } from "../../src/catalog/operation.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { runOperation } from "../../src/run.js"
+import { FakeJobs } from "../../src/testing/index.js"
 import { harness, type Harness } from "./harness.js"
 
 /** Operations that may legitimately block until their own timeout (waiting for a state). */
@@ -74,6 +75,8 @@ const inputFor = (operation: Operation) => {
 /** A data root with a stopped VM, a running one, a broken one and a live one. */
 const world = async (): Promise<Harness> => {
   const h = harness()
+  // The guest answers the background-job scripts, so exec_bg and job_* reach their handlers.
+  new FakeJobs().install(h.guest)
   await h.ok(createVm, { name: "a", image: "tiny" })
   await h.ok(createVm, { name: "b", image: "tiny" })
   await h.ok(startVm, { vm: "b" })
