@@ -68,8 +68,8 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
   else args.push("-display", "none", "-vnc", `unix:${qemuOpt(files.vnc)}`)
 
   if (plan.kernel !== undefined) {
-    // qboot is QEMU's minimal firmware: enough for a direct kernel boot (and the ACPI power button), faster than SeaBIOS.
-    args.push("-bios", "qboot.rom", "-kernel", plan.kernel.path, "-initrd", options.initrd ?? plan.kernel.initrd, "-append", plan.kernel.append)
+    // SeaBIOS, not the slightly faster qboot: qboot cannot place the VM generation ID (the guest hangs before its kernel runs).
+    args.push("-kernel", plan.kernel.path, "-initrd", options.initrd ?? plan.kernel.initrd, "-append", plan.kernel.append)
   }
   // Firmware boots the ISO first only while the OS is not installed. A direct kernel boot
   // claims bootindex 0 itself, so then the drives get none.

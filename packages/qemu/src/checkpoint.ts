@@ -1,7 +1,7 @@
 import { createWriteStream } from "node:fs"
-import { readFile, rename, stat, unlink } from "node:fs/promises"
+import { readFile, stat, unlink } from "node:fs/promises"
 import { createServer } from "node:net"
-import { join, resolve } from "node:path"
+import { join, relative, resolve } from "node:path"
 import { Effect } from "effect"
 import {
   CapabilityUnavailable,
@@ -81,21 +81,24 @@ interface BlockInfo {
 }
 
 /**
- * Moves the disk's contents to `layer` and puts a fresh overlay at the disk's path on top of
- * it: the file is renamed under QEMU (which keeps its descriptor), the overlay made, then QEMU
- * switched onto it. A failure before QEMU switched puts the original file back.
+ * Puts a fresh overlay on top of the disk and switches QEMU onto it. The old file keeps its
+ * name: QEMU reopens a backing file by name (read-only) when its role changes, so a moved file
+ * would be replaced under it by whatever now holds that name. A failure before the switch
+ * removes the overlay; after it, the pointer names the new top before anything else happens.
  */
-const switchDisk = (qmp: Qmp, vm: VmRef, disk: string, layer: string, virtualSize: number, format: string) =>
+const switchDisk = (qmp: Qmp, request: CheckpointRequest, vm: VmRef, virtualSize: number, format: string) =>
   Effect.gen(function* () {
-    yield* Effect.tryPromise({ try: () => rename(disk, layer), catch: (cause) => new Internal({ message: `cannot move ${disk} to ${layer}: ${errorText(cause)}`, subject: vm.name }) })
-    const putBack = Effect.promise(() => unlink(disk).catch(() => undefined).then(() => rename(layer, disk)).catch(() => undefined))
     yield* Effect.onError(
       Effect.zipRight(
-        img.qemuImg(["create", "-q", "-f", "qcow2", "-F", format, "-b", layer, "-u", disk, String(virtualSize)], disk),
-        qmp.execute("blockdev-snapshot-sync", { device: DISK_ID, "snapshot-file": disk, format: "qcow2", mode: "existing" })
+        img.qemuImg(["create", "-q", "-f", "qcow2", "-F", format, "-b", request.disk, "-u", request.top, String(virtualSize)], request.top),
+        qmp.execute("blockdev-snapshot-sync", { device: DISK_ID, "snapshot-file": request.top, format: "qcow2", mode: "existing" })
       ),
-      () => putBack
+      () => Effect.promise(() => unlink(request.top).catch(() => undefined))
     )
+    yield* Effect.tryPromise({
+      try: () => writeFileAtomic(request.topPointer, `${relative(vm.dir, request.top)}\n`),
+      catch: (cause) => new Internal({ message: `VM "${vm.name}" now writes to ${request.top} but ${request.topPointer} cannot say so: ${errorText(cause)}`, subject: vm.name })
+    })
   })
 
 /** Sends the paused guest's state to `socket` and waits until QEMU reports the migration completed. */
@@ -126,7 +129,7 @@ const migrationBlocker = (qmp: Qmp) =>
 
 /**
  * The checkpoint: QMP `stop`, the disk switched onto a new overlay (the old image becomes the
- * frozen layer), RAM and device state migrated into the folder, `cont`. Everything between
+ * checkpoint's frozen disk), RAM and device state migrated into the folder, `cont`. Everything between
  * `stop` and `cont` runs uninterruptibly, and `cont` always runs, so the source never stays paused.
  */
 export const checkpointVm = (
@@ -175,7 +178,7 @@ export const checkpointVm = (
               const paused = Effect.gen(function* () {
                 yield* qmp.execute("stop")
                 const stopped = Date.now()
-                yield* switchDisk(qmp, vm, request.disk, request.layer, disk.virtualSize, disk.format)
+                yield* switchDisk(qmp, request, vm, disk.virtualSize, disk.format)
                 yield* migrateTo(qmp, vm, files.migration)
                 yield* Effect.tryPromise({ try: () => receiver.done, catch: fail("the state did not reach its file") })
                 return Date.now() - stopped
@@ -188,7 +191,7 @@ export const checkpointVm = (
       })
     )
     const stateBytes = yield* Effect.promise(() => stat(saved.state).then((info) => info.size, () => 0))
-    return { pausedMs, stateBytes, ramMb: plan.ramMb, cpus: plan.cpus }
+    return { pausedMs, stateFile: saved.state, stateBytes, ramMb: plan.ramMb, cpus: plan.cpus }
   })
 
 const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, QemuStartFailed> =>
@@ -208,6 +211,9 @@ export const resumeVm = (qemu: string, folder: string, target: ResumePlan) =>
     return { ...state, accel: saved.accel }
   })
 
-/** `qemu-img rebase -b ""`: copies what the disk reads from its backing chain into it, so it stands alone. */
-export const flattenDisk = (path: string): Effect.Effect<void, Internal | QemuMissing> =>
-  Effect.asVoid(img.qemuImg(["rebase", "-q", "-f", "qcow2", "-b", "", path], path))
+/** `qemu-img rebase` in safe mode: what the disk reads through the dropped layers is copied into it. */
+export const rebaseDisk = (path: string, backing: string | undefined): Effect.Effect<void, Internal | QemuMissing> =>
+  Effect.gen(function* () {
+    const format = backing === undefined ? undefined : (yield* img.diskInfo(backing).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: path })))).format
+    yield* img.qemuImg(["rebase", "-q", "-f", "qcow2", "-b", backing ?? "", ...(format !== undefined ? ["-F", format] : []), path], path)
+  })

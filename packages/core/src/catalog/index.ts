@@ -2,6 +2,7 @@ import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-o
 import { execInGuest } from "./guest-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
+import { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./checkpoint-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
 import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, stoatLog, updateVm, vmLogs, waitVm } from "./vm-ops.js"
 import type { Operation } from "./operation.js"
@@ -14,6 +15,7 @@ export * from "./snapshot-ops.js"
 export * from "./guest-ops.js"
 export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
+export * from "./checkpoint-ops.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -38,6 +40,10 @@ export const catalog: ReadonlyArray<Operation> = [
   saveSnapshot,
   restoreSnapshot,
   deleteSnapshot,
+  takeCheckpoint,
+  listCheckpoints,
+  deleteCheckpoint,
+  forkCheckpoint,
   execInGuest,
   listImagesOp,
   pullImage,

@@ -1,5 +1,5 @@
-import { readFile, rename, writeFile } from "node:fs/promises"
-import { join } from "node:path"
+import { readFile, writeFile } from "node:fs/promises"
+import { join, relative } from "node:path"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, QemuStartFailed } from "../errors.js"
@@ -26,8 +26,8 @@ export class FakeHypervisorState {
   checkpointPausedMs = 120
   /** Folder each resumed VM was resumed from, by VM folder. */
   readonly resumedFrom = new Map<string, string>()
-  /** Disks flattened (made independent of their backing files). */
-  readonly flattened: string[] = []
+  /** Disks rebased, with the backing file each was left on (undefined: it stands alone). */
+  readonly rebased: Array<{ readonly path: string; readonly backing: string | undefined }> = []
 }
 
 /** The plan a resume runs: the checkpointed VM's, with the new VM's folder, disk, port and share. */
@@ -130,16 +130,15 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         const current = yield* Effect.mapError(disk(request.disk), (error) => new Internal({ message: error.message, subject: vm.name }))
         yield* Effect.tryPromise({
           try: async () => {
-            await rename(request.disk, request.layer)
-            await writeFile(request.disk, "")
+            await writeFile(request.top, "")
+            await writeFile(request.topPointer, `${relative(vm.dir, request.top)}\n`)
             await writeFile(join(request.folder, "state"), `fake state of ${vm.name}`)
             await writeFile(join(request.folder, "plan.json"), JSON.stringify(entry.plan))
           },
           catch: (cause) => new Internal({ message: `fake checkpoint: ${cause instanceof Error ? cause.message : String(cause)}`, subject: vm.name })
         })
-        state.disks.set(request.layer, current)
-        state.disks.set(request.disk, { size: current.size, backing: request.layer, snapshots: [] })
-        return { pausedMs: state.checkpointPausedMs, stateBytes: 1024, ramMb: entry.plan.ramMb, cpus: entry.plan.cpus }
+        state.disks.set(request.top, { size: current.size, backing: request.disk, snapshots: [] })
+        return { pausedMs: state.checkpointPausedMs, stateFile: join(request.folder, "state"), stateBytes: Buffer.byteLength(`fake state of ${vm.name}`), ramMb: entry.plan.ramMb, cpus: entry.plan.cpus }
       }),
     resume: (folder, target) =>
       Effect.gen(function* () {
@@ -157,13 +156,13 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         state.resumedFrom.set(target.vm.dir, folder)
         return { running: true, pid: 4242, startedAt, accel: state.accel }
       }),
-    flattenDisk: (path) =>
+    rebaseDisk: (path, backing) =>
       Effect.flatMap(
         Effect.mapError(disk(path), (error) => new Internal({ message: error.message, subject: path })),
         (found) =>
           Effect.sync(() => {
-            state.disks.set(path, { size: found.size, snapshots: found.snapshots })
-            state.flattened.push(path)
+            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backing !== undefined ? { backing } : {}) })
+            state.rebased.push({ path, backing })
           })
       ),
     validate: () => Effect.void,
