@@ -69,7 +69,8 @@ export const forkCheckpoint = defineOperation({
     vm: VmName,
     checkpoint: CheckpointName,
     name: Schema.String.annotations({ description: "New VM name (with count: the prefix of name-1…name-N)" }),
-    count: Schema.optional(IntRange(1, MAX_FORKS_PER_CALL)).annotations({ description: `How many forks (1..${MAX_FORKS_PER_CALL}); named name-1…name-N` })
+    count: Schema.optional(IntRange(1, MAX_FORKS_PER_CALL)).annotations({ description: `How many forks (1..${MAX_FORKS_PER_CALL}); named name-1…name-N` }),
+    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds each fork may take to answer SSH (default 60)" })
   }),
   output: ForkResult,
   annotations: MUTATE,
@@ -78,7 +79,10 @@ export const forkCheckpoint = defineOperation({
   run: (input, context) =>
     Effect.gen(function* () {
       const names = input.count === undefined ? [input.name] : Array.from({ length: input.count }, (_, index) => `${input.name}-${index + 1}`)
-      const forked = yield* (yield* Checkpoints).fork(input.vm, input.checkpoint, names, context.progress)
+      const forked = yield* (yield* Checkpoints).fork(input.vm, input.checkpoint, names, {
+        ...(context.progress !== undefined ? { progress: context.progress } : {}),
+        ...(input.timeout_seconds !== undefined ? { readyTimeoutMs: input.timeout_seconds * 1000 } : {})
+      })
       const views = yield* viewVms(forked.forks.map((fork) => fork.record))
       return {
         source: input.vm,

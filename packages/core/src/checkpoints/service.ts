@@ -40,8 +40,8 @@ export const MAX_FORKS_PER_CALL = 16
 /** A checkpoint folder younger than this may be one another process is still taking. */
 const TEMP_GRACE_MS = 10 * 60 * 1000
 
-/** How long a fork may take from its QEMU starting to its sshd answering. */
-const FORK_READY_TIMEOUT_MS = 60_000
+/** How long a fork may take by default from its QEMU starting to its sshd answering. */
+export const FORK_READY_TIMEOUT_MS = 60_000
 
 export interface Dependents {
   readonly checkpoints: ReadonlyArray<string>
@@ -69,7 +69,12 @@ export class Checkpoints extends Context.Tag("stoat/Checkpoints")<
     readonly list: (vm?: string) => Effect.Effect<ReadonlyArray<Checkpoint>, StoatError>
     /** Deletes a checkpoint's state; its disk layer stays part of the VM's disk, so forks keep working. */
     readonly remove: (vm: string, name: string) => Effect.Effect<void, StoatError>
-    readonly fork: (vm: string, checkpoint: string, names: ReadonlyArray<string>, progress?: Progress) => Effect.Effect<ForkedVms, StoatError>
+    readonly fork: (
+      vm: string,
+      checkpoint: string,
+      names: ReadonlyArray<string>,
+      options?: { readonly progress?: Progress; readonly readyTimeoutMs?: number }
+    ) => Effect.Effect<ForkedVms, StoatError>
     /** What a VM's destruction would take with it or break. */
     readonly dependents: (record: OkRecord) => Effect.Effect<Dependents, StoatError>
     /** Copies into each (stopped) dependent VM's disk what it reads from this VM's folder; returns their names. */
@@ -262,7 +267,7 @@ const make = Effect.gen(function* () {
       { discard: true }
     )
 
-  const fork = (vm: string, checkpoint: string, names: ReadonlyArray<string>, progress?: Progress) =>
+  const fork = (vm: string, checkpoint: string, names: ReadonlyArray<string>, options: { readonly progress?: Progress; readonly readyTimeoutMs?: number } = {}) =>
     Effect.gen(function* () {
       for (const name of names) {
         const invalid = validateVmName(name)
@@ -290,14 +295,15 @@ const make = Effect.gen(function* () {
             }
           })
         )
-        return yield* Effect.forEach(names, (name) => startFork(name, folder, file, `${vm}@${checkpoint}`, progress), { concurrency: "unbounded" })
+        const timeoutMs = options.readyTimeoutMs ?? FORK_READY_TIMEOUT_MS
+        return yield* Effect.forEach(names, (name) => startFork(name, folder, file, `${vm}@${checkpoint}`, timeoutMs, options.progress), { concurrency: "unbounded" })
       })
       // All or nothing: one fork that fails (or a Ctrl-C) takes the others of this call with it.
       const forks = yield* Effect.onExit(program, (exit) => (Exit.isSuccess(exit) ? Effect.void : discard(made)))
       return { forks, tookMs: yield* elapsedSince(started) }
     })
 
-  const startFork = (name: string, folder: string, file: CheckpointFile, from: string, progress?: Progress) =>
+  const startFork = (name: string, folder: string, file: CheckpointFile, from: string, timeoutMs: number, progress?: Progress) =>
     Effect.gen(function* () {
       const record = yield* loadVm(name)
       const started = yield* Clock.currentTimeMillis
@@ -309,8 +315,8 @@ const make = Effect.gen(function* () {
       yield* pollUntil(transport.probe(record.config.sshport, 2_000), {
         schedule: Schedule.spaced(Duration.millis(50)),
         until: (ready) => ready,
-        within: Duration.millis(FORK_READY_TIMEOUT_MS),
-        onTimeout: () => new Timeout({ message: `fork "${name}" did not answer ssh within ${FORK_READY_TIMEOUT_MS / 1000} s`, subject: name })
+        within: Duration.millis(timeoutMs),
+        onTimeout: () => new Timeout({ message: `fork "${name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: name })
       })
       yield* setForkIdentity(sshTarget(root, record), file.mounts)
       const readyMs = yield* elapsedSince(started)
@@ -390,7 +396,7 @@ const make = Effect.gen(function* () {
     create: (vm, name, progress) => provided(create(vm, name, progress)),
     list: (vm) => provided(list(vm)),
     remove: (vm, name) => provided(remove(vm, name)),
-    fork: (vm, checkpoint, names, progress) => provided(fork(vm, checkpoint, names, progress)),
+    fork: (vm, checkpoint, names, options) => provided(fork(vm, checkpoint, names, options)),
     dependents: (record) => provided(dependents(record)),
     detachDependents: (record) => provided(detachDependents(record)),
     orphans: provided(orphans)
