@@ -56,7 +56,7 @@ describe("stoat mcp --http 127.0.0.1:<port> with real SDK clients", () => {
     const [a, b] = await Promise.all([httpClient(server.url), httpClient(other)])
     try {
       const [listA, listB] = await Promise.all([a.listTools(), b.listTools()])
-      expect(listA.tools.length).toBe(24)
+      expect(listA.tools.length).toBe(28)
       expect(listB.tools.map((t) => t.name)).toEqual(listA.tools.map((t) => t.name))
       const [vmsA, vmsB] = await Promise.all([a.callTool({ name: "list_vms", arguments: {} }), b.callTool({ name: "list_vms", arguments: {} })])
       expect(dataOf(vmsA)).toEqual(dataOf(vmsB))

@@ -9,7 +9,8 @@ import { BIN, dataOf, errorOf, run, stdioClient, tempHome, writeVm } from "./hel
 /** Every tool the server registers, in catalog order (seed 000 names; version and screenshot are ours). */
 const TOOLS = [
   "list_vms", "vm_status", "list_guests", "guest_info", "doctor", "version", "create", "start", "stop", "wait", "destroy",
-  "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot", "exec",
+  "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot",
+  "checkpoint", "list_checkpoints", "delete_checkpoint", "fork", "exec",
   "list_images", "prune", "capabilities"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */

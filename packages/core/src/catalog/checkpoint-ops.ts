@@ -16,8 +16,8 @@ export const takeCheckpoint = defineOperation({
   input: Schema.Struct({ vm: VmName, name: CheckpointName }),
   output: CheckpointResult,
   annotations: MUTATE,
-  // It runs commands in the guest (unmounting and remounting its shares).
-  access: "manage",
+  // Lifecycle, like snapshot: the only guest commands are stoat's own (shares, identity), never an agent's.
+  access: null,
   run: (input, context) =>
     Effect.map(
       Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.create(input.vm, input.name, context.progress)),
@@ -74,8 +74,7 @@ export const forkCheckpoint = defineOperation({
   }),
   output: ForkResult,
   annotations: MUTATE,
-  // Each fork runs stoat's setup commands in a copy of the source guest.
-  access: "manage",
+  access: null,
   run: (input, context) =>
     Effect.gen(function* () {
       const names = input.count === undefined ? [input.name] : Array.from({ length: input.count }, (_, index) => `${input.name}-${index + 1}`)
