@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -50,4 +50,13 @@ export const homeWith = (files: Record<string, string>): string => {
     writeFileSync(join(home, path), text)
   }
   return home
+}
+
+/** The e2e suites need QEMU; without it they fail loudly instead of skipping. */
+export const requireQemu = (): void => {
+  try {
+    execFileSync("qemu-system-x86_64", ["--version"], { stdio: "ignore" })
+  } catch {
+    throw new Error("qemu-system-x86_64 is not installed: the e2e suite boots real VMs (run scripts/setup.sh)")
+  }
 }

@@ -3,16 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from "
 import { homedir, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { result, stoat, tempHome } from "../helpers.js"
-
-/** The e2e suites need QEMU; without it they fail loudly instead of skipping. */
-const requireQemu = () => {
-  try {
-    execFileSync("qemu-system-x86_64", ["--version"], { stdio: "ignore" })
-  } catch {
-    throw new Error("qemu-system-x86_64 is not installed: the e2e suite boots real VMs (run scripts/setup.sh)")
-  }
-}
+import { requireQemu, result, stoat, tempHome } from "../helpers.js"
 
 const home = tempHome()
 const env = { STOAT_HOME: home, STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image") }
