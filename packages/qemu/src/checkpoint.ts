@@ -120,6 +120,13 @@ const migrateTo = (qmp: Qmp, vm: VmRef, socket: string) =>
     }
   })
 
+/** The file QEMU writes the VM's disk to now (the top of its chain). */
+const writtenDisk = (qmp: Qmp) =>
+  Effect.map(qmp.execute<ReadonlyArray<BlockInfo>>("query-block"), (blocks) => {
+    const image = blocks.find((block) => block.device === DISK_ID)?.inserted
+    return image?.file ?? image?.image?.filename
+  })
+
 /** Why QEMU would refuse to migrate this VM now (a mounted 9p share, for one), or undefined. */
 const migrationBlocker = (qmp: Qmp) =>
   Effect.map(qmp.execute<{ readonly "blocked-reasons"?: ReadonlyArray<string> }>("query-migrate"), (info) => {
@@ -151,8 +158,8 @@ export const checkpointVm = (
         reason: "restart_required"
       })
     }
-    if (plan.disk === undefined || resolve(plan.disk) !== resolve(request.disk)) {
-      return yield* new CapabilityUnavailable({ message: `VM "${vm.name}" runs without the disk ${request.disk}`, subject: vm.name, reason: "disk_required" })
+    if (plan.disk === undefined) {
+      return yield* new CapabilityUnavailable({ message: `VM "${vm.name}" runs without a disk; only a VM with one can be checkpointed`, subject: vm.name, reason: "disk_required" })
     }
     const disk = yield* img.diskInfo(request.disk).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: vm.name })))
     const fail = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${errorText(cause)}`, subject: vm.name })
@@ -169,6 +176,10 @@ export const checkpointVm = (
           files.qmp,
           (qmp) =>
             Effect.gen(function* () {
+              const current = yield* writtenDisk(qmp)
+              if (current === undefined || resolve(current) !== resolve(request.disk)) {
+                return yield* new Internal({ message: `VM "${vm.name}" writes to ${current ?? "no disk"}, not ${request.disk}; its disk.top does not match the running QEMU`, subject: vm.name })
+              }
               const blocker = yield* migrationBlocker(qmp)
               if (blocker !== undefined) {
                 return yield* new CapabilityUnavailable({ message: `QEMU cannot save the state of VM "${vm.name}": ${blocker}`, subject: vm.name, reason: "migration_blocked" })
