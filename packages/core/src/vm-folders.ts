@@ -1,8 +1,11 @@
 import { Effect } from "effect"
 import { DataRoot } from "./data-root.js"
 import { InvalidSpec, LimitReached } from "./errors.js"
+import { HostProbe } from "./host.js"
 import { readLimits } from "./limits.js"
 import * as fs from "./platform/fs.js"
+import { isRunning } from "./vm-runtime.js"
+import { VmStore } from "./vm-store.js"
 
 /** max_vms counts every VM in the data root, broken ones included. */
 export const checkVmCount = (count: number, name: string) =>
@@ -26,4 +29,49 @@ export const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.E
     )
     const filled = Effect.zipRight(fill(dir), fs.makeDirectory(root.sharedDir(name)))
     yield* Effect.onError(filled, () => Effect.ignore(fs.remove(dir)))
+  })
+
+export interface MemoryNeed {
+  /** The VM (or first VM) the refusal is about. */
+  readonly subject: string
+  readonly neededMb: number
+  /** "starting \"dev\"", "forking 3 VMs": how the message names the request. */
+  readonly what: string
+  /** What a person can change instead, e.g. "lower ram_mb with update". */
+  readonly fix: string
+  /** The same when the host lacks memory (where an override exists, it is named here). */
+  readonly floorFix?: string
+}
+
+/**
+ * Checks the RAM limit (max_ram_mb, against the VMs running now other than the subject) and the
+ * host-memory floor, which only a person may override (`up -y`).
+ */
+export const checkMemory = (need: MemoryNeed, overrideFloor: boolean) =>
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const limits = yield* readLimits(root.configToml)
+    const needed = need.neededMb
+    if (limits.max_ram_mb !== undefined) {
+      const all = yield* (yield* VmStore).list
+      let used = 0
+      for (const other of all) if (other.kind === "ok" && other.name !== need.subject && (yield* isRunning(other))) used += other.config.ram
+      if (used + needed > limits.max_ram_mb) {
+        return yield* new LimitReached({
+          message: `${need.what} needs ${needed} MiB but max_ram_mb = ${limits.max_ram_mb} leaves ${Math.max(0, limits.max_ram_mb - used)} MiB; ${need.fix}`,
+          subject: need.subject,
+          needed_mb: needed,
+          available_mb: Math.max(0, limits.max_ram_mb - used)
+        })
+      }
+    }
+    const available = yield* (yield* HostProbe).memAvailableMb
+    if (needed > available && !overrideFloor) {
+      return yield* new LimitReached({
+        message: `${need.what} needs ${needed} MiB but the host has ${available} MiB available; ${need.floorFix ?? need.fix}`,
+        subject: need.subject,
+        needed_mb: needed,
+        available_mb: available
+      })
+    }
   })

@@ -44,7 +44,7 @@ import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord 
 import { VmStore } from "../vm-store.js"
 import { Checkpoints } from "../checkpoints/index.js"
 import { resolveTemplate } from "../vm-template.js"
-import { checkVmCount, makeVmFolder } from "../vm-folders.js"
+import { checkMemory, checkVmCount, makeVmFolder } from "../vm-folders.js"
 import { writeSecrets } from "../secrets.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
@@ -226,36 +226,6 @@ const waitStopped = (record: OkRecord, timeoutMs: number) =>
     return yield* elapsedSince(started)
   })
 
-/** Checks the RAM limit and the host-memory floor; a person may override the floor (`up -y`), an agent never. */
-const checkMemory = (record: OkRecord, context: ExecutionContext, force: boolean) =>
-  Effect.gen(function* () {
-    const root = yield* DataRoot
-    const limits = yield* readLimits(root.configToml)
-    const needed = record.config.ram
-    if (limits.max_ram_mb !== undefined) {
-      const all = yield* (yield* VmStore).list
-      let used = 0
-      for (const other of all) if (other.kind === "ok" && other.name !== record.name && (yield* isRunning(other))) used += other.config.ram
-      if (used + needed > limits.max_ram_mb) {
-        return yield* new LimitReached({
-          message: `starting "${record.name}" needs ${needed} MiB but max_ram_mb = ${limits.max_ram_mb} leaves ${Math.max(0, limits.max_ram_mb - used)} MiB; lower ram_mb with update`,
-          subject: record.name,
-          needed_mb: needed,
-          available_mb: Math.max(0, limits.max_ram_mb - used)
-        })
-      }
-    }
-    const available = yield* (yield* HostProbe).memAvailableMb
-    if (needed > available && !(force && context.entrypoint === "cli")) {
-      return yield* new LimitReached({
-        message: `starting "${record.name}" needs ${needed} MiB but the host has ${available} MiB available; lower ram_mb with update${context.entrypoint === "cli" ? " or pass -y" : ", or ask a person to run stoat up -y"}`,
-        subject: record.name,
-        needed_mb: needed,
-        available_mb: available
-      })
-    }
-  })
-
 export const startVm = defineOperation({
   key: "vm.start",
   tool: "start",
@@ -280,7 +250,17 @@ export const startVm = defineOperation({
           if (yield* isRunning(record)) return false
           yield* locks.withRootLock(
             Effect.gen(function* () {
-              yield* checkMemory(record, context, input.force === true)
+              yield* checkMemory(
+                {
+                  subject: record.name,
+                  neededMb: record.config.ram,
+                  what: `starting "${record.name}"`,
+                  fix: "lower ram_mb with update",
+                  floorFix: `lower ram_mb with update${context.entrypoint === "cli" ? " or pass -y" : ", or ask a person to run stoat up -y"}`
+                },
+                // A person may override the floor, an agent never.
+                input.force === true && context.entrypoint === "cli"
+              )
               const graphical = yield* (yield* HostProbe).graphical
               const display = graphical && record.config.display !== "vnc" ? "window" : "vnc"
               const plan = yield* bootPlan(record, display)

@@ -7,6 +7,7 @@ import type { ExecutionContext } from "../catalog/operation.js"
 import { DataRoot } from "../data-root.js"
 import { Broken, InUse, internalError, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
 import { Guests } from "../guests.js"
+import { HostProbe } from "../host.js"
 import { Locks } from "../locks.js"
 import { validateVmName } from "../names.js"
 import { allocateSshPort } from "../net.js"
@@ -15,7 +16,7 @@ import { elapsedSince, pollUntil } from "../platform/poll.js"
 import { Hypervisor } from "../ports.js"
 import { GuestTransport } from "../transport.js"
 import type { VmConfig } from "../vm-config.js"
-import { checkVmCount, makeVmFolder } from "../vm-folders.js"
+import { checkMemory, checkVmCount, makeVmFolder } from "../vm-folders.js"
 import { diskPath, isRunning, loadVm, requireRunning, sshTarget, topPointerPath, vmRef, type OkRecord } from "../vm-runtime.js"
 import { VmStore } from "../vm-store.js"
 import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
@@ -85,7 +86,7 @@ export class Checkpoints extends Context.Tag("stoat/Checkpoints")<
 >() {}
 
 const make = Effect.gen(function* () {
-  const context = yield* Effect.context<DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks>()
+  const context = yield* Effect.context<DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks | HostProbe>()
   const root = yield* DataRoot
   const store = yield* VmStore
   const hypervisor = yield* Hypervisor
@@ -284,6 +285,10 @@ const make = Effect.gen(function* () {
             const taken = names.find((name) => all.some((record) => record.name === name))
             if (taken !== undefined) return yield* new NameTaken({ message: `VM "${taken}" already exists`, subject: taken })
             yield* checkVmCount(all.length + names.length - 1, names[0] ?? vm)
+            yield* checkMemory(
+              { subject: names[0] ?? vm, neededMb: file.ram_mb * names.length, what: `forking ${names.length} VM${names.length > 1 ? "s" : ""} of ${file.ram_mb} MiB`, fix: "fork fewer" },
+              false
+            )
             const { applied, forwards: _forwards, ...copied } = source.config
             for (const name of names) {
               const now = yield* store.list
@@ -391,7 +396,7 @@ const make = Effect.gen(function* () {
     return found.sort()
   })
 
-  const provided = <A, E>(effect: Effect.Effect<A, E, DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks>) => Effect.provide(effect, context)
+  const provided = <A, E>(effect: Effect.Effect<A, E, DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks | HostProbe>) => Effect.provide(effect, context)
   return Checkpoints.of({
     create: (vm, name, progress) => provided(create(vm, name, progress)),
     list: (vm) => provided(list(vm)),
@@ -403,5 +408,5 @@ const make = Effect.gen(function* () {
   })
 })
 
-/** Needs the data root, the VM store, guests, the hypervisor, the guest transport and locks. */
+/** Needs the data root, the VM store, guests, the hypervisor, the guest transport, locks and the host probe. */
 export const CheckpointsLive = Layer.effect(Checkpoints, make)

@@ -193,6 +193,18 @@ describe("fork", () => {
     expect(h.vmFolders()).toEqual(["src", "w-2"])
   })
 
+  it("forks that need more memory than the host has, or than max_ram_mb leaves, are limit_reached; nothing is made", async () => {
+    const { h } = await prepared()
+    h.memAvailableMb = 700
+    const short = await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 3 })
+    expect(short).toMatchObject({ code: "limit_reached", needed_mb: 768, available_mb: 700 })
+    h.memAvailableMb = 16_384
+    h.writeConfig("[limits]\nmax_ram_mb = 512\n")
+    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 2 })).toMatchObject({ code: "limit_reached", available_mb: 256 })
+    expect(h.vmFolders()).toEqual(["src"])
+    await h.ok(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "one" })
+  })
+
   it("a fork whose QEMU fails to start takes its siblings with it: no folder, no process", async () => {
     const { h } = await prepared()
     h.hypervisor.resumeError = "QEMU failed to start: could not set up host forwarding rule"
