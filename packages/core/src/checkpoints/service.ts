@@ -12,7 +12,7 @@ import { Locks } from "../locks.js"
 import { validateVmName } from "../names.js"
 import { allocateSshPort } from "../net.js"
 import * as fs from "../platform/fs.js"
-import { elapsedSince, pollUntil } from "../platform/poll.js"
+import { elapsedSince } from "../platform/poll.js"
 import { Hypervisor } from "../ports.js"
 import { GuestTransport } from "../transport.js"
 import type { VmConfig } from "../vm-config.js"
@@ -317,15 +317,17 @@ const make = Effect.gen(function* () {
         hypervisor.resume(folder, { vm: vmRef(record), sshPort: record.config.sshport, disk: diskPath(record), workShare: root.sharedDir(name) })
       )
       progress?.({ type: "log", data: { line: `fork ${name}: running from ${from} (${yield* elapsedSince(started)} ms)` } })
-      yield* pollUntil(transport.probe(record.config.sshport, 2_000), {
-        schedule: Schedule.spaced(Duration.millis(50)),
-        until: (ready) => ready,
-        within: Duration.millis(timeoutMs),
-        onTimeout: () => new Timeout({ message: `fork "${name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: name })
-      })
-      yield* setForkIdentity(sshTarget(root, record), file.mounts)
+      // A resumed guest's network is up already: connect at once (no separate banner probe), and
+      // try again only while its sshd is not answering yet.
+      yield* setForkIdentity(sshTarget(root, record), file.mounts).pipe(
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)), while: (error) => error._tag === "CannotReach" }),
+        Effect.timeoutFail({
+          duration: Duration.millis(timeoutMs),
+          onTimeout: () => new Timeout({ message: `fork "${name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: name })
+        })
+      )
       const readyMs = yield* elapsedSince(started)
-      progress?.({ type: "log", data: { line: `fork ${name}: ssh answers (${readyMs} ms)` } })
+      progress?.({ type: "log", data: { line: `fork ${name}: ready with its own hostname and shares (${readyMs} ms)` } })
       return { record, readyMs }
     })
 
