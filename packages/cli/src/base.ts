@@ -1,3 +1,4 @@
+import { createInterface } from "node:readline/promises"
 import { Command, Flags } from "@oclif/core"
 import type { Operation } from "@stoat/core"
 import { encodeLine, event, resultError, resultOk, type ErrorInfo } from "@stoat/wire"
@@ -27,6 +28,17 @@ export abstract class StoatCommand extends Command {
     input: unknown,
     options: { interactive?: boolean; showProgress?: boolean } = {}
   ): Promise<O> {
+    const outcome = await this.attempt(operation, input, options)
+    if (!outcome.ok) return this.failWith(outcome.error)
+    return outcome.value
+  }
+
+  /** Runs the operation and answers its outcome, failure included, for a command that reacts to it. */
+  protected async attempt<I, O>(
+    operation: Operation<I, O, any>,
+    input: unknown,
+    options: { interactive?: boolean; showProgress?: boolean } = {}
+  ): Promise<{ ok: true; value: O } | { ok: false; error: ErrorInfo }> {
     let lastPercent = -1
     const outcome = await execute(operation, input, {
       ...(options.interactive !== undefined ? { interactive: options.interactive } : {}),
@@ -46,8 +58,24 @@ export abstract class StoatCommand extends Command {
     })
     if (lastPercent >= 0 && process.stderr.isTTY) process.stderr.write("\n")
     await disposeRuntime()
-    if (!outcome.ok) return this.failWith(outcome.error)
-    return outcome.value
+    return outcome
+  }
+
+  /**
+   * Asks a person at a terminal to confirm a deletion (`question` ends in "?"); without one (or
+   * with --json/-q) it is confirmation_required naming `subject`. Exits 1 on any answer but yes.
+   */
+  protected async confirmOrExit(question: string, subject: string, quiet: boolean): Promise<void> {
+    if (this.json || quiet || process.stdin.isTTY !== true) {
+      return this.failWith({ code: "confirmation_required", message: `${question.replace(/\?$/, "")} needs confirmation; pass -y`, subject })
+    }
+    const prompt = createInterface({ input: process.stdin, output: process.stderr })
+    const answer = await prompt.question(`${question} [y/N] `)
+    prompt.close()
+    if (!/^y(es)?$/i.test(answer.trim())) {
+      process.stderr.write("not deleted\n")
+      return this.exit(1)
+    }
   }
 
   /** Prints the result: the envelope with `--json`, else whatever `render` writes. */

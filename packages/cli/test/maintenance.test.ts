@@ -42,7 +42,7 @@ describe("stoat prune", () => {
 })
 
 describe("stoat capabilities", () => {
-  it("reports schema 1 with the unavailable runtime proposals and per-VM access limits", async () => {
+  it("reports schema 1 with checkpoints and forks available, the remaining runtime proposal unavailable, and per-VM access limits", async () => {
     const home = homeWith({ "box/vm.toml": 'os = "tiny"\nsshport = 2200\nagent_access = "observe"\n' })
     const run = await stoat(["capabilities", "box", "--json"], { STOAT_HOME: home })
     const report = result(run.stdout)["data"]
@@ -50,7 +50,9 @@ describe("stoat capabilities", () => {
     const byName = Object.fromEntries(report.capabilities.map((entry: { name: string }) => [entry.name, entry]))
     expect(byName["mcp.guest.observe"].status).toBe("supported")
     expect(byName["mcp.guest.exec"]).toMatchObject({ status: "limited", limits: [{ code: "agent_access_required", value: "exec" }] })
-    expect(report.unavailable.map((entry: { name: string }) => entry.name)).toEqual(["runtime.fork", "runtime.continuation"])
+    expect(byName["vm.fork"]).toMatchObject({ status: "supported", scope: "vm" })
+    expect(byName["vm.checkpoint"]).toMatchObject({ status: "supported", scope: "vm" })
+    expect(report.unavailable.map((entry: { name: string }) => entry.name)).toEqual(["runtime.continuation"])
   })
 })
 

@@ -2,6 +2,7 @@ import { Context, type Effect } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import type {
   AlreadyRunning,
+  CapabilityUnavailable,
   InvalidSpec,
   Internal,
   MonitorRejected,
@@ -71,6 +72,43 @@ export interface LocalImage {
   readonly append: string
 }
 
+/**
+ * Where a checkpoint of a running VM goes. `disk`, the file the VM writes to now, is frozen from
+ * then on (forks are built on it, and the running QEMU keeps reading it by that name, so it is
+ * never moved); the VM goes on writing to a new overlay at `top`, whose backing file is `disk`.
+ */
+export interface CheckpointRequest {
+  readonly disk: string
+  readonly top: string
+  /**
+   * Written, the moment the VM writes to `top`, with `top`'s path relative to the VM folder: a
+   * crash right after still leaves the VM's disk found (see diskPath).
+   */
+  readonly topPointer: string
+  /** A folder the provider fills with the RAM and device state and whatever it needs to resume it. */
+  readonly folder: string
+}
+
+/** What the provider saved. */
+export interface CheckpointTaken {
+  /** How long the guest was paused (the disk switch and the state written). */
+  readonly pausedMs: number
+  /** The file in the folder holding the RAM and device state (a change to it makes the checkpoint unusable). */
+  readonly stateFile: string
+  readonly stateBytes: number
+  readonly ramMb: number
+  readonly cpus: number
+}
+
+/** What differs between a checkpoint's source and a VM resumed from it; every device stays the same. */
+export interface ResumePlan {
+  readonly vm: VmRef
+  readonly sshPort: number
+  /** The new VM's disk: an overlay on the checkpoint's layer. */
+  readonly disk: string
+  readonly workShare: string
+}
+
 export interface DiskInfo {
   readonly virtualSize: number
   readonly actualSize: number
@@ -104,6 +142,22 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly restoreSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | AlreadyRunning>
     readonly deleteSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | MonitorUnreachable | MonitorRejected>
     readonly screenshot: (vm: VmRef, out: string) => Effect.Effect<{ readonly width: number; readonly height: number; readonly bytes: number }, ScreenshotFailed | NotRunning>
+    /**
+     * Pauses a running VM as briefly as it can, switches it from `request.disk` onto a fresh
+     * overlay at `request.top`, saves RAM and device state into `request.folder`, and lets it run on. The
+     * guest must have no 9p share mounted (QEMU refuses to migrate one): capability_unavailable.
+     */
+    readonly checkpoint: (
+      vm: VmRef,
+      request: CheckpointRequest
+    ) => Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | MonitorUnreachable | MonitorRejected | Internal | QemuMissing>
+    /** Starts a new VM running from a checkpoint folder, warm: same devices, its own disk, port and share. */
+    readonly resume: (folder: string, plan: ResumePlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    /**
+     * Copies into a disk what it reads through its backing chain above `backing`, then makes
+     * `backing` its backing file (none: it stands alone). The disk must not be in use.
+     */
+    readonly rebaseDisk: (path: string, backing: string | undefined) => Effect.Effect<void, Internal | QemuMissing>
     readonly validate: (plan: BootPlan) => Effect.Effect<void, InvalidSpec | Timeout>
     /** Builds (or reuses) a locally assembled image such as `tiny`; stages are reported as they happen. */
     readonly localImage: (id: string, onStage?: (line: string) => void) => Effect.Effect<LocalImage, Internal>

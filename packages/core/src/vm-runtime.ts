@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises"
-import { join } from "node:path"
+import { readFileSync } from "node:fs"
+import { isAbsolute, join } from "node:path"
 import { Effect } from "effect"
 import { DataRoot, type DataRootPaths } from "./data-root.js"
 import * as fs from "./platform/fs.js"
@@ -44,7 +45,28 @@ export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning
     running ? Effect.void : Effect.fail(new NotRunning({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name }))
   )
 
-export const diskPath = (record: VmRecord): string => join(record.dir, "disk.qcow2")
+/** Names the overlay a VM writes to after a checkpoint (relative to its folder); absent until the first one. */
+export const topPointerPath = (dir: string): string => join(dir, "disk.top")
+
+/**
+ * The disk file a VM writes to: `disk.qcow2`, or after a checkpoint the overlay `disk.top` names
+ * (a checkpoint freezes the file the VM wrote to, which the running QEMU still reads by its name,
+ * so the new top gets a new name rather than the old file being moved).
+ */
+export const diskPath = (record: VmRecord): string => {
+  const top = readTopPointer(record.dir)
+  return top === undefined ? join(record.dir, "disk.qcow2") : join(record.dir, top)
+}
+
+const readTopPointer = (dir: string): string | undefined => {
+  try {
+    const top = readFileSync(topPointerPath(dir), "utf8").trim()
+    // Only a plain path inside the VM folder counts: the pointer is ours, but the folder is the user's.
+    return top !== "" && !isAbsolute(top) && !top.split("/").includes("..") ? top : undefined
+  } catch {
+    return undefined
+  }
+}
 
 export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => ({
   vm: record.name,

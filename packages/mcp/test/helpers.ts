@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process"
+import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -169,4 +169,13 @@ export const unreachableVm = async (client: Client, guest: FakeGuestState, name:
   dataOf(await client.callTool({ name: "create", arguments: { name, image: "tiny" } }))
   const vm = dataOf<{ ssh_port: number }>(await client.callTool({ name: "start", arguments: { vm: name } }))
   guest.unreachablePorts.add(vm.ssh_port)
+}
+
+/** The e2e suites need QEMU; without it they fail loudly instead of skipping. */
+export const requireQemu = (): void => {
+  try {
+    execFileSync("qemu-system-x86_64", ["--version"], { stdio: "ignore" })
+  } catch {
+    throw new Error("qemu-system-x86_64 is not installed: the e2e suite boots real VMs (run scripts/setup.sh)")
+  }
 }

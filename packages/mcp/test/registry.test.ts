@@ -38,7 +38,7 @@ describe("the tool registry is the catalog", () => {
 
   it("offers confirm exactly on the deleting tools", () => {
     const confirmable = tools.filter((t) => "confirm" in (t.inputSchema["properties"] as object)).map((t) => t.name)
-    expect(confirmable.sort()).toEqual(["delete_snapshot", "destroy", "prune", "restore"])
+    expect(confirmable.sort()).toEqual(["delete_checkpoint", "delete_snapshot", "destroy", "prune", "restore"])
   })
 
   it("renders inputs without arguments as a closed empty object", () => {

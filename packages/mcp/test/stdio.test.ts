@@ -9,7 +9,8 @@ import { BIN, dataOf, errorOf, run, stdioClient, tempHome, writeVm } from "./hel
 /** Every tool the server registers, in catalog order (seed 000 names; version and screenshot are ours). */
 const TOOLS = [
   "list_vms", "vm_status", "list_guests", "guest_info", "doctor", "version", "create", "start", "stop", "wait", "destroy",
-  "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot", "exec",
+  "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot",
+  "checkpoint", "list_checkpoints", "delete_checkpoint", "fork", "exec",
   "read_file", "list_dir", "stat", "ps", "svc_status", "tail_log", "write_file", "pkg_install", "svc", "useradd",
   "exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs", "copy_to", "copy_from",
   "list_images", "prune", "capabilities"

@@ -11,8 +11,10 @@ export interface VmFiles {
   readonly initrd: string
   /** The guest host key converted to dropbear's format. */
   readonly hostKey: string
-  /** What the last start recorded: where its console output begins, and the line that means sshd listens. */
+  /** What the last start recorded: where its console output begins, the line that means sshd listens, the plan. */
   readonly boot: string
+  /** Where QEMU sends a checkpoint's RAM and device state while one is being taken. */
+  readonly migration: string
 }
 
 export const vmFiles = (dir: string): VmFiles => ({
@@ -22,7 +24,8 @@ export const vmFiles = (dir: string): VmFiles => ({
   console: join(dir, "console.log"),
   initrd: join(dir, "initrd.img"),
   hostKey: join(dir, "host_key.dropbear"),
-  boot: join(dir, "boot.json")
+  boot: join(dir, "boot.json"),
+  migration: join(dir, "migrate.sock")
 })
 
 /** The drive id of the VM's disk; QMP snapshot commands address it by this name. */
@@ -36,7 +39,12 @@ export interface ArgvOptions {
   readonly initrd?: string
   /** Default true: QEMU forks into the background once it is set up (the pidfile is written either way). */
   readonly daemonize?: boolean
+  /** Resume from this saved RAM and device state (a checkpoint's state file) instead of booting. */
+  readonly incomingState?: string
 }
+
+/** A word for /bin/sh: QEMU runs `exec:` migration URIs through the shell. */
+export const shellWord = (value: string): string => `'${value.replace(/'/g, "'\\''")}'`
 
 /** QEMU option values separate keys with commas; a literal comma is written twice. */
 export const qemuOpt = (value: string): string => value.replace(/,/g, ",,")
@@ -60,8 +68,8 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
   else args.push("-display", "none", "-vnc", `unix:${qemuOpt(files.vnc)}`)
 
   if (plan.kernel !== undefined) {
-    // qboot is QEMU's minimal firmware: enough for a direct kernel boot (and the ACPI power button), faster than SeaBIOS.
-    args.push("-bios", "qboot.rom", "-kernel", plan.kernel.path, "-initrd", options.initrd ?? plan.kernel.initrd, "-append", plan.kernel.append)
+    // SeaBIOS, not the slightly faster qboot: qboot cannot place the VM generation ID (the guest hangs before its kernel runs).
+    args.push("-kernel", plan.kernel.path, "-initrd", options.initrd ?? plan.kernel.initrd, "-append", plan.kernel.append)
   }
   // Firmware boots the ISO first only while the OS is not installed. A direct kernel boot
   // claims bootindex 0 itself, so then the drives get none.
@@ -91,6 +99,10 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
     "-netdev", `user,id=n0,${forwards.map((forward) => `hostfwd=tcp:127.0.0.1:${forward.host}-:${forward.guest}`).join(",")}`,
     "-device", "virtio-net-pci,netdev=n0",
     "-device", "virtio-rng-pci",
+    // A VM generation ID: a VM resumed from a checkpoint sees a new one and the guest kernel
+    // reseeds its RNG, so forks of one state do not share random numbers. Every VM has the
+    // device, so a checkpoint's source and its forks have the same device set.
+    "-device", "vmgenid,guid=auto",
     "-chardev", `file,id=con0,path=${qemuOpt(files.console)},append=on`,
     "-serial", "chardev:con0",
     "-qmp", `unix:${qemuOpt(files.qmp)},server=on,wait=off`,
@@ -103,6 +115,7 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
     args.push("-virtfs", `local,path=${qemuOpt(share.host)},mount_tag=${qemuOpt(share.tag)},security_model=mapped-xattr,id=share${index}`)
   })
   args.push("-pidfile", files.pidfile)
+  if (options.incomingState !== undefined) args.push("-incoming", `exec:cat ${shellWord(options.incomingState)}`)
   if (options.daemonize !== false) args.push("-daemonize")
   return args
 }

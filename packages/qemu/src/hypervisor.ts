@@ -4,6 +4,7 @@ import { AlreadyRunning, DataRoot, findOnPath, Hypervisor, Internal, InvalidSpec
 import { access } from "node:fs/promises"
 import { AccelCache, accelSetting, type AccelSetting, type AccelVerdict } from "./accel.js"
 import { vmFiles } from "./argv.js"
+import { checkpointVm, rebaseDisk, resumeVm } from "./checkpoint.js"
 import { awaitSshd, consoleSize, startVm, stopVm, watchKvmStart } from "./lifecycle.js"
 import { readRunState } from "./process.js"
 import * as img from "./qemu-img.js"
@@ -114,6 +115,9 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
         restoreSnapshot: snapshots.restoreSnapshot,
         deleteSnapshot: snapshots.deleteSnapshot,
         screenshot,
+        checkpoint: checkpointVm,
+        resume: (folder, plan) => Effect.flatMap(qemuPath, (qemu) => resumeVm(qemu, folder, plan)),
+        rebaseDisk,
         validate: validatePlan,
         localImage: (id, onStage) =>
           id === "tiny"

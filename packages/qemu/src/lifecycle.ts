@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process"
-import { open, readFile, stat, unlink } from "node:fs/promises"
+import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
 import { Effect } from "effect"
-import { AlreadyRunning, Internal, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type RunState, type VmRef } from "@stoat/core"
+import { AlreadyRunning, Internal, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { isAlive, ownsVm, readRunState } from "./process.js"
-import { qmpExecute } from "./qmp.js"
+import { qmpExecute, withQmp } from "./qmp.js"
 import { stderrMessage } from "./run.js"
 import { readConsoleFrom, TINY_SSHD_MARKER } from "./tiny/probe.js"
 import { toDropbearKey, writeVmInitrd } from "./tiny/vm-initrd.js"
@@ -105,13 +105,44 @@ const launch = (qemu: string, args: ReadonlyArray<string>) =>
 
 const removeStale = (paths: ReadonlyArray<string>) => Effect.promise(() => Promise.all(paths.map((path) => unlink(path).catch(() => undefined))))
 
+/** A saved RAM and device state to resume instead of booting, with the initrd the saved guest booted from. */
+export interface ResumeFrom {
+  readonly state: string
+  readonly initrd?: string
+}
+
+/**
+ * A hard link where the file system allows one (instant whatever the size), else a copy. Safe
+ * because nothing rewrites these files in place: a new initrd replaces the old by rename.
+ */
+export const linkOrCopy = async (from: string, to: string): Promise<void> => {
+  const temp = `${to}.tmp-${process.pid}`
+  await unlink(temp).catch(() => undefined)
+  await link(from, temp).catch(() => copyFile(from, temp))
+  await rename(temp, to)
+}
+
+/** The VM's own initrd: written for its identity at a boot, or the saved guest's when resuming. */
+const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, QemuStartFailed> => {
+  if (resume === undefined) return writeIdentity(plan)
+  const saved = resume.initrd
+  if (saved === undefined || plan.kernel === undefined) return Effect.succeed(undefined)
+  const initrd = vmFiles(plan.vm.dir).initrd
+  return Effect.tryPromise({
+    try: () => linkOrCopy(saved, initrd).then(() => initrd),
+    catch: (cause) => new QemuStartFailed({ message: `cannot prepare the guest's initrd from ${saved}: ${errorText(cause)}`, subject: plan.vm.name })
+  })
+}
+
 /**
  * Starts QEMU detached: it daemonizes once devices and sockets are ready, so by the time this
  * returns the pidfile and QMP socket exist. Stoat may exit; the pidfile is the only record.
+ * With `resume`, QEMU loads a saved state instead of booting and is let run once it has.
  */
 export const startVm = (
   plan: BootPlan,
-  host: { readonly qemu: string; readonly accel: "kvm" | "tcg" }
+  host: { readonly qemu: string; readonly accel: "kvm" | "tcg" },
+  resume?: ResumeFrom
 ): Effect.Effect<RunState, QemuStartFailed | AlreadyRunning | ShareInvalid> =>
   Effect.gen(function* () {
     const vm = plan.vm
@@ -119,15 +150,22 @@ export const startVm = (
     const before = yield* Effect.promise(() => readRunState(vm))
     if (before.running) return yield* new AlreadyRunning({ message: `VM "${vm.name}" is already running (pid ${before.pid})`, subject: vm.name })
     yield* checkShares(plan)
-    const initrd = yield* writeIdentity(plan)
+    const initrd = yield* prepareInitrd(plan, resume)
     const diskFormat = plan.disk !== undefined ? yield* diskFormatOf(plan.disk) : undefined
     const args = qemuArgs(plan, {
       accel: host.accel,
       ...(initrd !== undefined ? { initrd } : {}),
-      ...(diskFormat !== undefined ? { diskFormat } : {})
+      ...(diskFormat !== undefined ? { diskFormat } : {}),
+      ...(resume !== undefined ? { incomingState: resume.state } : {})
     })
     yield* removeStale([files.pidfile, files.qmp, files.vnc, files.boot])
-    const boot: BootRecord = { console_offset: yield* consoleSize(vm), ...(plan.kernel !== undefined ? { sshd_marker: TINY_SSHD_MARKER } : {}) }
+    const boot: BootRecord = {
+      console_offset: yield* consoleSize(vm),
+      // A resumed guest's sshd already listens: it prints no such line again.
+      ...(plan.kernel !== undefined && resume === undefined ? { sshd_marker: TINY_SSHD_MARKER } : {}),
+      plan,
+      accel: host.accel
+    }
 
     const failed = (message: string) => new QemuStartFailed({ message, subject: vm.name })
     const result = yield* launch(host.qemu, args).pipe(
@@ -143,17 +181,57 @@ export const startVm = (
       const tail = yield* Effect.promise(() => readFile(files.console, "utf8").then((text) => text.trim().split("\n").slice(-3).join("; "), () => ""))
       return yield* failed(`QEMU exited right after starting VM "${vm.name}"${tail ? `; console: ${tail}` : ""}`)
     }
-    // Best effort: without the record, readiness just probes SSH without waiting for the console line.
+    if (resume !== undefined) {
+      yield* runResumed(vm).pipe(
+        Effect.tapError(() => Effect.promise(() => readRunState(vm).then((now) => now.pid !== undefined && void process.kill(now.pid, "SIGKILL")))),
+        Effect.mapError((error) => failed(`VM "${vm.name}" did not resume from ${resume.state}: ${error.message}`))
+      )
+    }
+    // Best effort: without the record, readiness just probes SSH without waiting for the console line
+    // (a resumed guest prints none: its sshd already listens), and the VM cannot be checkpointed.
     yield* Effect.promise(() => writeFileAtomic(files.boot, JSON.stringify(boot)).catch(() => undefined))
     return state
   })
 
-/** Written by each start into the VM folder, read by `awaitSshd` (possibly in another process). */
-interface BootRecord {
+const RESUME_POLL_MS = 20
+
+/** Waits until QEMU has loaded the incoming state, then lets the guest run (a checkpoint saves it paused). */
+const runResumed = (vm: VmRef) =>
+  withQmp(
+    vmFiles(vm.dir).qmp,
+    (qmp) =>
+      Effect.gen(function* () {
+        for (;;) {
+          const { status } = yield* qmp.execute<{ readonly status: string }>("query-status")
+          if (status === "running") return
+          if (status === "paused" || status === "postmigrate" || status === "prelaunch") return yield* qmp.execute("cont")
+          if (status !== "inmigrate") {
+            const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
+            return yield* new MonitorRejected({ message: migration["error-desc"] ?? `the guest is ${status} after loading its state`, subject: vm.name })
+          }
+          yield* Effect.sleep(RESUME_POLL_MS)
+        }
+      }),
+    { subject: vm.name, commandTimeoutMs: 30_000 }
+  ).pipe(Effect.timeoutFail({ duration: 120_000, onTimeout: () => new MonitorRejected({ message: "loading the state took over 120 s", subject: vm.name }) }))
+
+/** Written by each start into the VM folder, read by `awaitSshd` and `checkpoint` (possibly in another process). */
+export interface BootRecord {
   readonly console_offset: number
   /** The console line the guest prints once sshd listens; only guests Stoat assembles print one. */
   readonly sshd_marker?: string
+  /** What this QEMU runs, so a checkpoint of it can be resumed with the very same devices. */
+  readonly plan?: BootPlan
+  readonly accel?: "kvm" | "tcg"
 }
+
+export const readBootRecord = (vm: VmRef): Effect.Effect<Partial<BootRecord> | undefined> =>
+  Effect.promise(() =>
+    readFile(vmFiles(vm.dir).boot, "utf8")
+      .then((text) => JSON.parse(text) as Partial<BootRecord> | null)
+      .then((record) => record ?? undefined)
+      .catch(() => undefined)
+  )
 
 const SSHD_POLL_MS = 25
 
@@ -166,11 +244,7 @@ const SSHD_POLL_MS = 25
 export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
-    const record = yield* Effect.promise(() =>
-      readFile(files.boot, "utf8")
-        .then((text) => JSON.parse(text) as Partial<BootRecord> | null)
-        .catch(() => undefined)
-    )
+    const record = yield* readBootRecord(vm)
     const marker = record?.sshd_marker
     if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
     let offset = record.console_offset

@@ -42,6 +42,6 @@ export const SnapshotAction = Schema.Struct({
 /** MCP snapshot/restore/list_snapshots/delete_snapshot answer with the resulting list. */
 export const Snapshots = Schema.Struct({ snapshots: Schema.Array(Snapshot) })
 
-export const PruneClass = Schema.Literal("broken_vm", "partial_download", "orphaned_image")
+export const PruneClass = Schema.Literal("broken_vm", "partial_download", "orphaned_image", "orphaned_checkpoint")
 export const PruneItem = Schema.Struct({ class: PruneClass, path: Schema.String })
 export const PruneResult = Schema.Struct({ dry_run: Schema.Boolean, items: Schema.Array(PruneItem) })

@@ -1,30 +1,31 @@
-import { createInterface } from "node:readline/promises"
 import { Args, Flags } from "@oclif/core"
 import { destroyVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 
 export default class Rm extends StoatCommand {
   static override summary = "Delete a VM"
-  static override description = "Delete a stopped VM with its disk, snapshots and shared folder. Asks first; without a terminal (or with --json/-q) pass -y."
+  static override description =
+    "Delete a stopped VM with its disk, snapshots, checkpoints and shared folder. Asks first, and again naming them when checkpoints or VMs forked or cloned from it depend on it (those get their own copy of its data); without a terminal (or with --json/-q) pass -y."
   static override aliases = ["delete", "destroy"]
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
-  static override flags = { yes: Flags.boolean({ char: "y", description: "do not ask" }) }
+  static override flags = { yes: Flags.boolean({ char: "y", description: "do not ask (dependents included)" }) }
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Rm)
+    let detach = flags.yes
     if (!flags.yes) {
-      if (this.json || flags.quiet || process.stdin.isTTY !== true) {
-        return this.failWith({ code: "confirmation_required", message: `deleting "${args.vm}" needs confirmation; pass -y`, subject: args.vm })
-      }
-      const prompt = createInterface({ input: process.stdin, output: process.stderr })
-      const answer = await prompt.question(`delete VM "${args.vm}" and its disk? [y/N] `)
-      prompt.close()
-      if (!/^y(es)?$/i.test(answer.trim())) {
-        process.stderr.write("not deleted\n")
-        return this.exit(1)
-      }
+      await this.confirmOrExit(`delete VM "${args.vm}" and its disk?`, args.vm, flags.quiet)
+      const first = await this.attempt(destroyVm, { vm: args.vm })
+      if (first.ok) return this.report(first.value)
+      if (first.error.code !== "confirmation_required") return this.failWith(first.error)
+      process.stderr.write(`${first.error.message}\n`)
+      await this.confirmOrExit(`delete "${args.vm}" anyway?`, args.vm, flags.quiet)
+      detach = true
     }
-    const result = await this.call(destroyVm, { vm: args.vm })
+    this.report(await this.call(destroyVm, { vm: args.vm, detach_dependents: detach }))
+  }
+
+  private report(result: { readonly name: string; readonly destroyed: boolean }): void {
     this.emit({ deleted: result.destroyed, name: result.name }, () => this.line(`deleted ${result.name}`))
   }
 }

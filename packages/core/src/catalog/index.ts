@@ -5,6 +5,7 @@ import { sshCommand } from "./ssh-ops.js"
 import { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./job-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
+import { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./checkpoint-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
 import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, stoatLog, updateVm, vmLogs, waitVm } from "./vm-ops.js"
 import type { Operation } from "./operation.js"
@@ -20,6 +21,7 @@ export * from "./copy-ops.js"
 export * from "./ssh-ops.js"
 export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
+export * from "./checkpoint-ops.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -44,6 +46,10 @@ export const catalog: ReadonlyArray<Operation> = [
   saveSnapshot,
   restoreSnapshot,
   deleteSnapshot,
+  takeCheckpoint,
+  listCheckpoints,
+  deleteCheckpoint,
+  forkCheckpoint,
   execInGuest,
   ...guestOperations,
   execBackground,

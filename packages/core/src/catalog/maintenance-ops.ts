@@ -8,6 +8,7 @@ import { HostProbe } from "../host.js"
 import { catalogFile, findImage } from "../images/index.js"
 import { Locks } from "../locks.js"
 import { Hypervisor } from "../ports.js"
+import { Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
 import { effectiveAccess, ACCESS_ORDER } from "../vm-config.js"
 import { VmStore, type VmRecord } from "../vm-store.js"
 import { STOAT_VERSION } from "../version.js"
@@ -17,7 +18,7 @@ import { defineOperation, DESTRUCTIVE, READ } from "./operation.js"
 /** A partial download younger than this may still be in progress in another process. */
 const PART_GRACE_MS = 2 * 60 * 1000
 
-type PruneClass = "broken_vm" | "partial_download" | "orphaned_image"
+type PruneClass = "broken_vm" | "partial_download" | "orphaned_image" | "orphaned_checkpoint"
 
 /** Image files a VM still needs: its catalog file, iso and base (broken files are scanned for paths). */
 const referencedImages = async (records: ReadonlyArray<VmRecord>, files: ReadonlyArray<string>): Promise<Set<string>> => {
@@ -44,7 +45,7 @@ export const prune = defineOperation({
   cli: "prune",
   title: "Remove stale files",
   description:
-    "Find stale files: partial downloads untouched for 2 minutes (always), broken VMs (broken=true; never a running one) and images no VM uses (images=true). A dry run unless apply=true.",
+    "Find stale files: partial downloads untouched for 2 minutes and orphaned checkpoint files (abandoned or unusable checkpoints, disk layers no disk reads) always, broken VMs (broken=true; never a running one) and images no VM uses (images=true). A dry run unless apply=true.",
   kind: "command",
   input: Schema.Struct({ apply: Schema.optional(Schema.Boolean), broken: Schema.optional(Schema.Boolean), images: Schema.optional(Schema.Boolean) }),
   output: PruneResult,
@@ -66,6 +67,7 @@ export const prune = defineOperation({
             const info = yield* Effect.promise(() => stat(join(root.isos, file)).catch(() => undefined))
             if (info && now - info.mtimeMs >= PART_GRACE_MS) items.push({ class: "partial_download", path: join(root.isos, file) })
           }
+          for (const path of yield* (yield* Checkpoints).orphans) items.push({ class: "orphaned_checkpoint", path })
           const records = yield* store.list
           if (input.broken) {
             for (const record of records) {
@@ -89,7 +91,7 @@ export const prune = defineOperation({
             for (const item of items) {
               yield* item.class === "broken_vm"
                 ? store.remove(basename(item.path))
-                : fs.remove(item.path, { force: true })
+                : fs.remove(item.path, { force: true, recursive: item.class === "orphaned_checkpoint" })
             }
           }
           return { dry_run: input.apply !== true, items }
@@ -163,6 +165,23 @@ export const capabilities = defineOperation({
           target?.mode === "live"
             ? capability("vm.snapshot", "limited", "vm", { limits: [{ code: "disk_required" }] })
             : capability("vm.snapshot", qemuOk ? "supported" : "unsupported", target ? "vm" : "host"),
+          target?.mode === "live"
+            ? capability("vm.checkpoint", "limited", "vm", { limits: [{ code: "disk_required" }] })
+            : capability("vm.checkpoint", qemuOk ? "supported" : "unsupported", target ? "vm" : "host", {
+                requirements: [{ kind: "vm_state", name: "running", value: "the source runs" }],
+                limits: [{ code: "shares_remounted", value: "9p shares are unmounted in the guest during the checkpoint" }, ...(qemuOk ? [] : [missing])]
+              }),
+          target?.mode === "live"
+            ? capability("vm.fork", "limited", "vm", { limits: [{ code: "disk_required" }] })
+            : capability("vm.fork", qemuOk ? "supported" : "unsupported", target ? "vm" : "host", {
+                requirements: [{ kind: "checkpoint", name: "checkpoint", value: "a usable checkpoint of the source" }],
+                limits: [
+                  { code: "max_forks_per_call", value: String(MAX_FORKS_PER_CALL) },
+                  { code: "same_accelerator", value: "forks run under the accelerator the checkpoint was taken under" },
+                  { code: "same_devices", value: "forks keep the source's RAM size, vCPUs and devices at the checkpoint" },
+                  ...(qemuOk ? [] : [missing])
+                ]
+              }),
           capability("recipes", "unsupported", "host", notBuilt),
           capability("project.operations", "unsupported", "project", projectState === "absent" ? { limits: [{ code: "project_file_required" }], ...notBuilt } : notBuilt),
           guestLevel("observe"),
@@ -171,7 +190,7 @@ export const capabilities = defineOperation({
           capability("cli.guest.shell", "supported", "host"),
           capability("host.diagnostics", "supported", "host")
         ],
-        unavailable: [capability("runtime.fork", "unsupported", "vm", notBuilt), capability("runtime.continuation", "unsupported", "vm", notBuilt)]
+        unavailable: [capability("runtime.continuation", "unsupported", "vm", notBuilt)]
       }
     })
 })

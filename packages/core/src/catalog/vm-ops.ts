@@ -10,6 +10,7 @@ import {
   NotFound,
   AlreadyRunning,
   CannotReach,
+  ConfirmationRequired,
   DiskShrink,
   ImmutableField,
   internalError,
@@ -41,7 +42,9 @@ import {
 } from "../vm-config.js"
 import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord } from "../vm-runtime.js"
 import { VmStore } from "../vm-store.js"
+import { Checkpoints } from "../checkpoints/index.js"
 import { resolveTemplate } from "../vm-template.js"
+import { checkMemory, checkVmCount, makeVmFolder } from "../vm-folders.js"
 import { writeSecrets } from "../secrets.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
@@ -59,30 +62,6 @@ const requireKnownRecipes = (names: ReadonlyArray<string> | undefined) =>
   names === undefined || names.length === 0
     ? Effect.void
     : Effect.fail(new NotFound({ message: `no recipe root declares recipe "${names[0]}" (this build ships no recipes yet)`, subject: names[0] ?? "" }))
-
-/** max_vms counts every VM in the data root, broken ones included. */
-const checkVmCount = (count: number, name: string) =>
-  Effect.flatMap(Effect.flatMap(DataRoot, (root) => readLimits(root.configToml)), (limits) =>
-    limits.max_vms !== undefined && count >= limits.max_vms
-      ? Effect.fail(new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: name, needed_mb: 0, available_mb: 0 }))
-      : Effect.void
-  )
-
-/** Makes a VM folder and fills it; a failure part way removes the folder, so a failed create or clone leaves nothing. */
-const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<void, E, R>) =>
-  Effect.gen(function* () {
-    const root = yield* DataRoot
-    const dir = root.vmDir(name)
-    // Not recursive: a folder that already stands there is somebody's, and a failed create must not remove it.
-    yield* fs.makeDirectory(dir, { recursive: false }).pipe(
-      Effect.catchIf(
-        (error) => error.errno === "EEXIST",
-        () => new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
-      )
-    )
-    const filled = Effect.zipRight(fill(dir), fs.makeDirectory(root.sharedDir(name)))
-    yield* Effect.onError(filled, () => Effect.ignore(fs.remove(dir)))
-  })
 
 /** A requested disk size outside DISK_RANGE is invalid_spec naming the range (a 512-byte disk is no use to anyone). */
 const checkDiskSize = (disk: string | undefined) => {
@@ -247,36 +226,6 @@ const waitStopped = (record: OkRecord, timeoutMs: number) =>
     return yield* elapsedSince(started)
   })
 
-/** Checks the RAM limit and the host-memory floor; a person may override the floor (`up -y`), an agent never. */
-const checkMemory = (record: OkRecord, context: ExecutionContext, force: boolean) =>
-  Effect.gen(function* () {
-    const root = yield* DataRoot
-    const limits = yield* readLimits(root.configToml)
-    const needed = record.config.ram
-    if (limits.max_ram_mb !== undefined) {
-      const all = yield* (yield* VmStore).list
-      let used = 0
-      for (const other of all) if (other.kind === "ok" && other.name !== record.name && (yield* isRunning(other))) used += other.config.ram
-      if (used + needed > limits.max_ram_mb) {
-        return yield* new LimitReached({
-          message: `starting "${record.name}" needs ${needed} MiB but max_ram_mb = ${limits.max_ram_mb} leaves ${Math.max(0, limits.max_ram_mb - used)} MiB; lower ram_mb with update`,
-          subject: record.name,
-          needed_mb: needed,
-          available_mb: Math.max(0, limits.max_ram_mb - used)
-        })
-      }
-    }
-    const available = yield* (yield* HostProbe).memAvailableMb
-    if (needed > available && !(force && context.entrypoint === "cli")) {
-      return yield* new LimitReached({
-        message: `starting "${record.name}" needs ${needed} MiB but the host has ${available} MiB available; lower ram_mb with update${context.entrypoint === "cli" ? " or pass -y" : ", or ask a person to run stoat up -y"}`,
-        subject: record.name,
-        needed_mb: needed,
-        available_mb: available
-      })
-    }
-  })
-
 export const startVm = defineOperation({
   key: "vm.start",
   tool: "start",
@@ -301,7 +250,17 @@ export const startVm = defineOperation({
           if (yield* isRunning(record)) return false
           yield* locks.withRootLock(
             Effect.gen(function* () {
-              yield* checkMemory(record, context, input.force === true)
+              yield* checkMemory(
+                {
+                  subject: record.name,
+                  neededMb: record.config.ram,
+                  what: `starting "${record.name}"`,
+                  fix: "lower ram_mb with update",
+                  floorFix: `lower ram_mb with update${context.entrypoint === "cli" ? " or pass -y" : ", or ask a person to run stoat up -y"}`
+                },
+                // A person may override the floor, an agent never.
+                input.force === true && context.entrypoint === "cli"
+              )
               const graphical = yield* (yield* HostProbe).graphical
               const display = graphical && record.config.display !== "vnc" ? "window" : "vnc"
               const plan = yield* bootPlan(record, display)
@@ -420,15 +379,22 @@ export const destroyVm = defineOperation({
   tool: "destroy",
   cli: "rm",
   title: "Delete a VM",
-  description: "Delete a stopped VM: its folder, disk, snapshots and shared directory. Refuses a running VM. Broken VMs can be deleted.",
+  description:
+    "Delete a stopped VM: its folder, disk, snapshots, checkpoints and shared directory. Refuses a running VM. Broken VMs can be deleted. A VM with checkpoints, or with VMs forked or cloned from its disk, answers confirmation_required naming them until detach_dependents=true: then its checkpoints go with it and each (stopped) dependent VM gets its own copy of the data it read from this VM.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName }),
+  input: Schema.Struct({
+    vm: VmName,
+    detach_dependents: Schema.optional(Schema.Boolean).annotations({
+      description: "Also delete its checkpoints and copy into dependent VMs' disks what they read from this VM's (they must be stopped)"
+    })
+  }),
   output: DestroyResult,
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>
     Effect.gen(function* () {
       const store = yield* VmStore
+      const checkpoints = yield* Checkpoints
       yield* (yield* Locks).withRootLock(
         Effect.gen(function* () {
           // Looked up under the lock: a parallel rm that got there first has already removed it (not_found).
@@ -436,6 +402,20 @@ export const destroyVm = defineOperation({
           // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
           if (yield* isRunning(record)) {
             return yield* new AlreadyRunning({ message: `VM "${input.vm}" is running; stop it first (stoat down ${input.vm})`, subject: input.vm })
+          }
+          if (record.kind === "ok") {
+            const dependents = yield* checkpoints.dependents(record)
+            if ((dependents.checkpoints.length > 0 || dependents.vms.length > 0) && input.detach_dependents !== true) {
+              const parts = [
+                ...(dependents.checkpoints.length > 0 ? [`checkpoints ${dependents.checkpoints.join(", ")}`] : []),
+                ...(dependents.vms.length > 0 ? [`VMs built on its disk: ${dependents.vms.map((vm) => `${vm.name}${vm.running ? " (running)" : ""}`).join(", ")}`] : [])
+              ]
+              return yield* new ConfirmationRequired({
+                message: `VM "${input.vm}" has ${parts.join("; ")}. Deleting it deletes its checkpoints${dependents.vms.length > 0 ? " and copies into those VMs the data they read from it" : ""}; confirm with detach_dependents=true (stoat rm -y ${input.vm})`,
+                subject: input.vm
+              })
+            }
+            yield* checkpoints.detachDependents(record)
           }
           yield* store.remove(input.vm)
         })

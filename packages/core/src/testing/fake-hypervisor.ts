@@ -1,8 +1,9 @@
-import { writeFile } from "node:fs/promises"
+import { readFile, writeFile } from "node:fs/promises"
+import { join, relative } from "node:path"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
-import { AlreadyRunning, DiskShrink, Internal, NoDisk, NotFound, NotRunning } from "../errors.js"
-import { Hypervisor, type BootPlan } from "../ports.js"
+import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, QemuStartFailed } from "../errors.js"
+import { Hypervisor, type BootPlan, type ResumePlan } from "../ports.js"
 import { diskSizeBytes } from "../vm-config.js"
 
 /** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
@@ -15,7 +16,22 @@ export class FakeHypervisorState {
   startNotice: string | undefined = undefined
   /** Set to a message to make every createDisk fail with `internal` (a failing `qemu-img create`). */
   createDiskError: string | undefined = undefined
+  /** Set to make checkpoints refuse as QEMU does while a 9p share is mounted (capability_unavailable). */
+  migrationBlocker: string | undefined = undefined
+  /** Set to make every resume fail with `qemu_start_failed` (after its folder and disk were made). */
+  resumeError: string | undefined = undefined
+  /** Set to hold every resume until the promise settles (to interrupt one part way). */
+  resumeGate: Promise<void> | undefined = undefined
+  /** Paused time a checkpoint reports. */
+  checkpointPausedMs = 120
+  /** Folder each resumed VM was resumed from, by VM folder. */
+  readonly resumedFrom = new Map<string, string>()
+  /** Disks rebased, with the backing file each was left on (undefined: it stands alone). */
+  readonly rebased: Array<{ readonly path: string; readonly backing: string | undefined }> = []
 }
+
+/** The plan a resume runs: the checkpointed VM's, with the new VM's folder, disk, port and share. */
+const resumedPlan = (saved: BootPlan, target: ResumePlan): BootPlan => ({ ...saved, vm: target.vm, sshPort: target.sshPort, disk: target.disk, workShare: target.workShare, forwards: [] })
 
 export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Service<Hypervisor> => {
   const disk = (path: string) => {
@@ -104,6 +120,51 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
       state.running.has(vm.dir)
         ? Effect.succeed({ width: 640, height: 480, bytes: 0 })
         : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name })),
+    checkpoint: (vm, request) =>
+      Effect.gen(function* () {
+        const entry = state.running.get(vm.dir)
+        if (!entry) return yield* new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name })
+        if (state.migrationBlocker !== undefined) {
+          return yield* new CapabilityUnavailable({ message: `QEMU cannot save the state of VM "${vm.name}": ${state.migrationBlocker}`, subject: vm.name, reason: "migration_blocked" })
+        }
+        const current = yield* Effect.mapError(disk(request.disk), (error) => new Internal({ message: error.message, subject: vm.name }))
+        yield* Effect.tryPromise({
+          try: async () => {
+            await writeFile(request.top, "")
+            await writeFile(request.topPointer, `${relative(vm.dir, request.top)}\n`)
+            await writeFile(join(request.folder, "state"), `fake state of ${vm.name}`)
+            await writeFile(join(request.folder, "plan.json"), JSON.stringify(entry.plan))
+          },
+          catch: (cause) => new Internal({ message: `fake checkpoint: ${cause instanceof Error ? cause.message : String(cause)}`, subject: vm.name })
+        })
+        state.disks.set(request.top, { size: current.size, backing: request.disk, snapshots: [] })
+        return { pausedMs: state.checkpointPausedMs, stateFile: join(request.folder, "state"), stateBytes: Buffer.byteLength(`fake state of ${vm.name}`), ramMb: entry.plan.ramMb, cpus: entry.plan.cpus }
+      }),
+    resume: (folder, target) =>
+      Effect.gen(function* () {
+        if (state.running.has(target.vm.dir)) return yield* new AlreadyRunning({ message: `VM ${target.vm.name} is already running`, subject: target.vm.name })
+        const gate = state.resumeGate
+        if (gate !== undefined) yield* Effect.promise(() => gate)
+        if (state.resumeError !== undefined) return yield* new QemuStartFailed({ message: state.resumeError, subject: target.vm.name })
+        const saved = yield* Effect.tryPromise({
+          try: () => readFile(join(folder, "plan.json"), "utf8").then((text) => JSON.parse(text) as BootPlan),
+          catch: () => new QemuStartFailed({ message: `checkpoint ${folder} has no saved plan`, subject: target.vm.name })
+        })
+        state.starts++
+        const startedAt = new Date().toISOString()
+        state.running.set(target.vm.dir, { plan: resumedPlan(saved, target), startedAt })
+        state.resumedFrom.set(target.vm.dir, folder)
+        return { running: true, pid: 4242, startedAt, accel: state.accel }
+      }),
+    rebaseDisk: (path, backing) =>
+      Effect.flatMap(
+        Effect.mapError(disk(path), (error) => new Internal({ message: error.message, subject: path })),
+        (found) =>
+          Effect.sync(() => {
+            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backing !== undefined ? { backing } : {}) })
+            state.rebased.push({ path, backing })
+          })
+      ),
     validate: () => Effect.void,
     localImage: (id) => Effect.succeed({ kernel: `/fake/${id}/vmlinux`, initrd: `/fake/${id}/initrd.img`, append: "console=ttyS0" })
   }

@@ -11,6 +11,7 @@ import { Hypervisor, type RunState } from "../ports.js"
 import { VmStoreLive } from "../vm-store.js"
 import { GuestOpsLive } from "../guest/ops.js"
 import { JobsLive } from "../guest/jobs.js"
+import { CheckpointsLive } from "../checkpoints/index.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export { FakeJobs } from "./fake-jobs.js"
@@ -67,7 +68,8 @@ export const testLayer = (options: TestLayerOptions = {}) => {
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),
-    (base) => Layer.provideMerge(JobsLive, base)
+    (base) => Layer.provideMerge(JobsLive, base),
+    (services) => Layer.provideMerge(CheckpointsLive, services)
   )
 }
 

@@ -1,0 +1,149 @@
+import { randomBytes } from "node:crypto"
+import { Effect } from "effect"
+import { CapabilityUnavailable, CannotReach, type Timeout } from "../errors.js"
+import { GuestTransport, type SshTarget } from "../transport.js"
+import type { GuestMount } from "./layout.js"
+
+/*
+ * The guest side of a checkpoint, as POSIX sh scripts run over SSH. Values travel as positional
+ * arguments (quoted by the transport), never spliced into the script. `$0` names the script, so a
+ * scripted fake guest can tell them apart.
+ */
+
+/** Mounts 9p shares given as (tag, mount point, options) triples, skipping mounted ones; exit 4 naming those that failed. */
+const MOUNT_TRIPLES = `failed=
+while [ $# -ge 3 ]; do
+  mounted=
+  while read -r src dir type rest; do [ "$type" = 9p ] && [ "$dir" = "$2" ] && mounted=1; done < /proc/mounts
+  [ -n "$mounted" ] || { mkdir -p "$2" && mount -t 9p -o "$3" "$1" "$2"; } || failed="$failed $2"
+  shift 3
+done
+[ -z "$failed" ] || { echo "cannot mount:$failed" >&2; exit 4; }`
+
+/**
+ * Unmounts every 9p share (QEMU refuses to save a guest with one mounted) and prints each as
+ * "tag<TAB>mount point<TAB>options". One that is busy is named on stderr with exit 3, after the
+ * ones already unmounted are mounted again.
+ */
+const UNMOUNT_SHARES = `tab=$(printf '\\t')
+list=
+while read -r src dir type options rest; do
+  [ "$type" = 9p ] && list="$list$src$tab$dir$tab$options
+"
+done < /proc/mounts
+[ -n "$list" ] || exit 0
+sync
+done=
+while IFS="$tab" read -r tag dir options; do
+  [ -n "$dir" ] || continue
+  if umount "$dir" 2>/dev/null; then
+    done="$done$tag$tab$dir$tab$options
+"
+  else
+    printf '%s' "$done" | while IFS="$tab" read -r t d o; do mount -t 9p -o "$o" "$t" "$d"; done
+    echo "$dir" >&2
+    exit 3
+  fi
+done <<EOF
+$list
+EOF
+printf '%s' "$done"`
+
+/** A fork's own identity: hostname (and machine id where the guest keeps one), then its shares. */
+const FORK_IDENTITY = `h=$1
+id=$2
+shift 2
+hostname "$h"
+echo "$h" > /etc/hostname
+[ -f /etc/hosts ] && sed -i "s/^127\\.0\\.1\\.1[[:space:]].*/127.0.1.1	$h/" /etc/hosts
+[ -s /etc/machine-id ] && echo "$id" > /etc/machine-id
+${MOUNT_TRIPLES}`
+
+const SCRIPTS = {
+  "stoat-unmount-shares": UNMOUNT_SHARES,
+  "stoat-mount-shares": MOUNT_TRIPLES,
+  "stoat-fork-identity": FORK_IDENTITY
+} as const
+
+export type GuestScript = keyof typeof SCRIPTS
+
+/** argv for a script: as root directly, else through sudo (cloud guests log in as a sudoer). */
+export const scriptArgv = (target: SshTarget, script: GuestScript, args: ReadonlyArray<string>): string[] => [
+  ...(target.user === "root" ? [] : ["sudo", "-n"]),
+  "sh",
+  "-c",
+  SCRIPTS[script],
+  script,
+  ...args
+]
+
+const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
+
+/** What the transport reports when the channel closed without the command's exit status. */
+const NO_EXIT_STATUS = 255
+
+/**
+ * Runs a script; each is safe to run twice. Right after a guest was paused or resumed, dropbear
+ * now and then closes the first channel without sending the exit status (seen as 255 with no
+ * output), so that one answer is asked again, twice at most.
+ */
+const run = (target: SshTarget, script: GuestScript, args: ReadonlyArray<string>) =>
+  Effect.flatMap(GuestTransport, (transport) => {
+    const once = transport.exec(target, scriptArgv(target, script, args), { timeoutMs: 30_000, maxOutputBytes: 65_536 })
+    const lost = (output: { readonly exitCode: number; readonly stdout: Uint8Array; readonly stderr: Uint8Array }) =>
+      output.exitCode === NO_EXIT_STATUS && output.stdout.length === 0 && output.stderr.length === 0
+    return Effect.flatMap(once, (first) => (lost(first) ? Effect.flatMap(once, (second) => (lost(second) ? once : Effect.succeed(second))) : Effect.succeed(first)))
+  })
+
+const triples = (mounts: ReadonlyArray<GuestMount>) => mounts.flatMap((mount) => [mount.tag, mount.dir, mount.options])
+
+const failedScript = (target: SshTarget, what: string, output: { readonly exitCode: number; readonly stderr: Uint8Array }) =>
+  new CannotReach({ message: `VM "${target.vm}": ${what} (exit ${output.exitCode}: ${text(output.stderr).trim().slice(0, 300)})`, subject: target.vm })
+
+/** Unmounts the guest's 9p shares; a busy one is capability_unavailable naming it. */
+export const unmountShares = (target: SshTarget): Effect.Effect<ReadonlyArray<GuestMount>, CapabilityUnavailable | CannotReach | Timeout, GuestTransport> =>
+  Effect.gen(function* () {
+    const output = yield* run(target, "stoat-unmount-shares", [])
+    if (output.exitCode === 3) {
+      const dir = text(output.stderr).trim().split("\n").pop() ?? "?"
+      return yield* new CapabilityUnavailable({
+        message: `the share mounted at ${dir} in VM "${target.vm}" is in use (a process has files open there), and QEMU cannot save a guest with a 9p share mounted; close them and retry`,
+        subject: dir,
+        reason: "share_in_use"
+      })
+    }
+    if (output.exitCode !== 0) return yield* failedScript(target, "cannot unmount its shares", output)
+    return text(output.stdout)
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => {
+        const [tag = "", dir = "", options = ""] = line.split("\t")
+        return { tag, dir, options }
+      })
+  })
+
+/**
+ * Mounts shares again (the source, after its checkpoint), on a new connection: one opened before
+ * the pause can lose the answer to the next command.
+ */
+export const mountShares = (target: SshTarget, mounts: ReadonlyArray<GuestMount>) =>
+  mounts.length === 0
+    ? Effect.void
+    : Effect.flatMap(GuestTransport, (transport) =>
+        Effect.zipRight(
+          transport.release(target.vm),
+          Effect.flatMap(run(target, "stoat-mount-shares", triples(mounts)), (output) =>
+            output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot mount its shares again", output))
+          )
+        )
+      )
+
+/** A valid hostname from a VM name (VM names may hold '_' and '.', and end in '-'). */
+export const hostnameFor = (name: string): string =>
+  name.replace(/[^A-Za-z0-9-]+/g, "-").replace(/^-+/, "").slice(0, 63).replace(/-+$/, "") || "stoat"
+
+/** Gives a fork its own hostname and machine id and mounts its own shares where the source had them. */
+export const setForkIdentity = (target: SshTarget, mounts: ReadonlyArray<GuestMount>) =>
+  Effect.flatMap(run(target, "stoat-fork-identity", [hostnameFor(target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
+    output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot take its own identity", output))
+  )

@@ -1,0 +1,230 @@
+import { createWriteStream } from "node:fs"
+import { readFile, stat, unlink } from "node:fs/promises"
+import { createServer } from "node:net"
+import { join, relative, resolve } from "node:path"
+import { Effect } from "effect"
+import {
+  CapabilityUnavailable,
+  Internal,
+  MonitorRejected,
+  NotRunning,
+  QemuStartFailed,
+  writeFileAtomic,
+  type BootPlan,
+  type CheckpointRequest,
+  type CheckpointTaken,
+  type MonitorUnreachable,
+  type QemuMissing,
+  type ResumePlan,
+  type VmRef
+} from "@stoat/core"
+import { DISK_ID, vmFiles } from "./argv.js"
+import { linkOrCopy, readBootRecord, startVm } from "./lifecycle.js"
+import { readRunState } from "./process.js"
+import * as img from "./qemu-img.js"
+import { withQmp, type Qmp } from "./qmp.js"
+
+/** What a checkpoint folder holds for QEMU, beside what core keeps there. */
+export const checkpointFiles = (folder: string) => ({
+  state: join(folder, "state"),
+  initrd: join(folder, "initrd.img"),
+  /** The plan and accelerator the saved QEMU ran with: a resume needs the same devices. */
+  qemu: join(folder, "qemu.json")
+})
+
+interface SavedQemu {
+  readonly plan: BootPlan
+  readonly accel: "kvm" | "tcg"
+}
+
+const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+
+/** Migration bandwidth while the guest is paused anyway: as fast as the host writes (bytes/s). */
+const UNLIMITED_BANDWIDTH = 1024 ** 4
+const MIGRATE_POLL_MS = 10
+const MIGRATE_TIMEOUT_MS = 300_000
+
+/**
+ * Receives one migration stream on a unix socket and writes it to `out`; completes once the file
+ * holds all of it. Receiving it ourselves (rather than `exec:cat > file`) tells us exactly when
+ * the state is on disk: QEMU does not wait for an exec child to finish writing.
+ */
+const receiveState = (socketPath: string, out: string) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly done: Promise<number>; readonly close: () => void }, Internal>((resume) => {
+      let settle: { ok: (bytes: number) => void; fail: (error: Error) => void } | undefined
+      const done = new Promise<number>((ok, fail) => (settle = { ok, fail }))
+      // Unobserved until the caller awaits it; a failure before then must not be unhandled.
+      done.catch(() => undefined)
+      const server = createServer((socket) => {
+        server.close()
+        const file = createWriteStream(out, { mode: 0o600 })
+        let bytes = 0
+        socket.on("data", (chunk: Buffer) => (bytes += chunk.length))
+        socket.on("error", (error) => settle?.fail(error))
+        file.on("error", (error) => settle?.fail(error))
+        file.on("close", () => settle?.ok(bytes))
+        socket.pipe(file)
+      })
+      server.once("error", (error) => resume(Effect.fail(new Internal({ message: `cannot listen on ${socketPath}: ${error.message}`, subject: socketPath }))))
+      unlink(socketPath)
+        .catch(() => undefined)
+        .then(() => server.listen(socketPath, () => resume(Effect.succeed({ done, close: () => server.close() }))))
+      return Effect.sync(() => server.close())
+    }),
+    (receiver) => Effect.promise(() => (receiver.close(), unlink(socketPath).catch(() => undefined)))
+  )
+
+interface BlockInfo {
+  readonly device: string
+  readonly inserted?: { readonly file?: string; readonly image?: { readonly filename?: string } }
+}
+
+/**
+ * Puts a fresh overlay on top of the disk and switches QEMU onto it. The old file keeps its
+ * name: QEMU reopens a backing file by name (read-only) when its role changes, so a moved file
+ * would be replaced under it by whatever now holds that name. A failure before the switch
+ * removes the overlay; after it, the pointer names the new top before anything else happens.
+ */
+const switchDisk = (qmp: Qmp, request: CheckpointRequest, vm: VmRef, virtualSize: number, format: string) =>
+  Effect.gen(function* () {
+    yield* Effect.onError(
+      Effect.zipRight(
+        img.qemuImg(["create", "-q", "-f", "qcow2", "-F", format, "-b", request.disk, "-u", request.top, String(virtualSize)], request.top),
+        qmp.execute("blockdev-snapshot-sync", { device: DISK_ID, "snapshot-file": request.top, format: "qcow2", mode: "existing" })
+      ),
+      () => Effect.promise(() => unlink(request.top).catch(() => undefined))
+    )
+    yield* Effect.tryPromise({
+      try: () => writeFileAtomic(request.topPointer, `${relative(vm.dir, request.top)}\n`),
+      catch: (cause) => new Internal({ message: `VM "${vm.name}" now writes to ${request.top} but ${request.topPointer} cannot say so: ${errorText(cause)}`, subject: vm.name })
+    })
+  })
+
+/** Sends the paused guest's state to `socket` and waits until QEMU reports the migration completed. */
+const migrateTo = (qmp: Qmp, vm: VmRef, socket: string) =>
+  Effect.gen(function* () {
+    yield* qmp.execute("migrate", { uri: `unix:${socket}` })
+    const started = Date.now()
+    for (;;) {
+      const info = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
+      if (info.status === "completed") return
+      if (info.status === "failed" || info.status === "cancelled") {
+        return yield* new MonitorRejected({ message: `saving the state of VM "${vm.name}" failed: ${info["error-desc"] ?? info.status}`, subject: vm.name })
+      }
+      if (Date.now() - started > MIGRATE_TIMEOUT_MS) {
+        yield* qmp.execute("migrate_cancel").pipe(Effect.ignore)
+        return yield* new MonitorRejected({ message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`, subject: vm.name })
+      }
+      yield* Effect.sleep(MIGRATE_POLL_MS)
+    }
+  })
+
+/** The file QEMU writes the VM's disk to now (the top of its chain). */
+const writtenDisk = (qmp: Qmp) =>
+  Effect.map(qmp.execute<ReadonlyArray<BlockInfo>>("query-block"), (blocks) => {
+    const image = blocks.find((block) => block.device === DISK_ID)?.inserted
+    return image?.file ?? image?.image?.filename
+  })
+
+/** Why QEMU would refuse to migrate this VM now (a mounted 9p share, for one), or undefined. */
+const migrationBlocker = (qmp: Qmp) =>
+  Effect.map(qmp.execute<{ readonly "blocked-reasons"?: ReadonlyArray<string> }>("query-migrate"), (info) => {
+    const reasons = info["blocked-reasons"] ?? []
+    return reasons.length > 0 ? reasons.join("; ") : undefined
+  })
+
+/**
+ * The checkpoint: QMP `stop`, the disk switched onto a new overlay (the old image becomes the
+ * checkpoint's frozen disk), RAM and device state migrated into the folder, `cont`. Everything between
+ * `stop` and `cont` runs uninterruptibly, and `cont` always runs, so the source never stays paused.
+ */
+export const checkpointVm = (
+  vm: VmRef,
+  request: CheckpointRequest
+): Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | MonitorUnreachable | MonitorRejected | Internal | QemuMissing> =>
+  Effect.gen(function* () {
+    const files = vmFiles(vm.dir)
+    const saved = checkpointFiles(request.folder)
+    if (!(yield* Effect.promise(() => readRunState(vm))).running) {
+      return yield* new NotRunning({ message: `VM "${vm.name}" is not running; only a running VM can be checkpointed`, subject: vm.name })
+    }
+    const record = yield* readBootRecord(vm)
+    const plan = record?.plan
+    if (plan === undefined || record?.accel === undefined) {
+      return yield* new CapabilityUnavailable({
+        message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs; restart it (stoat down ${vm.name} && stoat up ${vm.name})`,
+        subject: vm.name,
+        reason: "restart_required"
+      })
+    }
+    if (plan.disk === undefined) {
+      return yield* new CapabilityUnavailable({ message: `VM "${vm.name}" runs without a disk; only a VM with one can be checkpointed`, subject: vm.name, reason: "disk_required" })
+    }
+    const disk = yield* img.diskInfo(request.disk).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: vm.name })))
+    const fail = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${errorText(cause)}`, subject: vm.name })
+    if (plan.kernel !== undefined) {
+      yield* Effect.tryPromise({ try: () => linkOrCopy(files.initrd, saved.initrd), catch: fail(`cannot keep the initrd of VM "${vm.name}"`) })
+    }
+    const qemuRecord: SavedQemu = { plan, accel: record.accel }
+    yield* Effect.tryPromise({ try: () => writeFileAtomic(saved.qemu, JSON.stringify(qemuRecord)), catch: fail("cannot write the checkpoint's QEMU record") })
+
+    const pausedMs = yield* Effect.scoped(
+      Effect.gen(function* () {
+        const receiver = yield* receiveState(files.migration, saved.state)
+        return yield* withQmp(
+          files.qmp,
+          (qmp) =>
+            Effect.gen(function* () {
+              const current = yield* writtenDisk(qmp)
+              if (current === undefined || resolve(current) !== resolve(request.disk)) {
+                return yield* new Internal({ message: `VM "${vm.name}" writes to ${current ?? "no disk"}, not ${request.disk}; its disk.top does not match the running QEMU`, subject: vm.name })
+              }
+              const blocker = yield* migrationBlocker(qmp)
+              if (blocker !== undefined) {
+                return yield* new CapabilityUnavailable({ message: `QEMU cannot save the state of VM "${vm.name}": ${blocker}`, subject: vm.name, reason: "migration_blocked" })
+              }
+              yield* qmp.execute("migrate-set-parameters", { "max-bandwidth": UNLIMITED_BANDWIDTH })
+              const { status } = yield* qmp.execute<{ readonly status: string }>("query-status")
+              const paused = Effect.gen(function* () {
+                yield* qmp.execute("stop")
+                const stopped = Date.now()
+                yield* switchDisk(qmp, request, vm, disk.virtualSize, disk.format)
+                yield* migrateTo(qmp, vm, files.migration)
+                yield* Effect.tryPromise({ try: () => receiver.done, catch: fail("the state did not reach its file") })
+                return Date.now() - stopped
+              })
+              // A guest someone else paused stays paused; a running one always runs on.
+              return yield* Effect.uninterruptible(status === "running" ? Effect.ensuring(paused, Effect.ignore(qmp.execute("cont"))) : paused)
+            }),
+          { subject: vm.name, commandTimeoutMs: 60_000 }
+        )
+      })
+    )
+    const stateBytes = yield* Effect.promise(() => stat(saved.state).then((info) => info.size, () => 0))
+    return { pausedMs, stateFile: saved.state, stateBytes, ramMb: plan.ramMb, cpus: plan.cpus }
+  })
+
+const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, QemuStartFailed> =>
+  Effect.tryPromise({
+    try: () => readFile(checkpointFiles(folder).qemu, "utf8").then((text) => JSON.parse(text) as SavedQemu),
+    catch: (cause) => new QemuStartFailed({ message: `checkpoint ${folder} cannot be resumed: its QEMU record is unreadable (${errorText(cause)})`, subject: vm.name })
+  })
+
+/** A new VM from a checkpoint: the saved plan with its own folder, disk, SSH port and share; no port forwards. */
+export const resumeVm = (qemu: string, folder: string, target: ResumePlan) =>
+  Effect.gen(function* () {
+    const saved = yield* readSaved(folder, target.vm)
+    const { guestIdentity: _identity, ...plan } = saved.plan
+    const files = checkpointFiles(folder)
+    const resumed: BootPlan = { ...plan, vm: target.vm, sshPort: target.sshPort, disk: target.disk, workShare: target.workShare, forwards: [] }
+    const state = yield* startVm(resumed, { qemu, accel: saved.accel }, { state: files.state, ...(plan.kernel !== undefined ? { initrd: files.initrd } : {}) })
+    return { ...state, accel: saved.accel }
+  })
+
+/** `qemu-img rebase` in safe mode: what the disk reads through the dropped layers is copied into it. */
+export const rebaseDisk = (path: string, backing: string | undefined): Effect.Effect<void, Internal | QemuMissing> =>
+  Effect.gen(function* () {
+    const format = backing === undefined ? undefined : (yield* img.diskInfo(backing).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: path })))).format
+    yield* img.qemuImg(["rebase", "-q", "-f", "qcow2", "-b", backing ?? "", ...(format !== undefined ? ["-F", format] : []), path], path)
+  })
