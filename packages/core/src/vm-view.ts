@@ -1,4 +1,4 @@
-import type { Guest, Vm, VmStatus } from "@stoat/wire"
+import type { Guest, RecipeDetail, Vm, VmStatus } from "@stoat/wire"
 import type { DataRootPaths } from "./data-root.js"
 import { effectiveAccess } from "./vm-config.js"
 import type { VmRecord } from "./vm-store.js"
@@ -91,19 +91,22 @@ const aggregateHealth = (record: VmRecord): string => {
 export const toVmStatus = (record: VmRecord, vm: Vm): VmStatus => ({
   ...vm,
   health: aggregateHealth(record),
-  recipes_detail:
-    record.kind === "broken"
-      ? []
-      : record.config.recipes.map((name) => {
-          const applied = record.config.applied[name]
-          return {
-            name,
-            applied: applied !== undefined,
-            version: applied?.version ?? "",
-            at: applied?.at ?? "",
-            health: applied?.health ?? "unknown",
-            params: { ...(record.config.params[name] ?? {}) },
-            outputs: { ...(applied?.outputs ?? {}) }
-          }
-        })
+  recipes_detail: recipeDetails(record)
 })
+
+/** Each configured recipe with its applied state, health, params and outputs. */
+export const recipeDetails = (record: VmRecord): RecipeDetail[] =>
+  record.kind === "broken"
+    ? []
+    : record.config.recipes.map((name) => {
+        const applied = record.config.applied[name]
+        return {
+          name,
+          applied: applied !== undefined,
+          version: applied?.version ?? "",
+          at: applied?.at ?? "",
+          health: applied?.health ?? "unknown",
+          params: { ...(record.config.params[name] ?? {}) },
+          outputs: { ...(applied?.outputs ?? {}) }
+        }
+      })

@@ -9,6 +9,7 @@ import { LocksLive } from "../locks.js"
 import { NotRunning } from "../errors.js"
 import { Hypervisor, type RunState } from "../ports.js"
 import { VmStoreLive } from "../vm-store.js"
+import { RecipesLive } from "../recipes/store.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export {
@@ -60,7 +61,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const dataRoot = options.root ? dataRootAt(options.root) : TempDataRoot
   const state = options.hypervisor ?? new FakeHypervisorState()
   const guest = options.guest ?? new FakeGuestState()
-  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
+  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(FakeGuest(guest, state))
