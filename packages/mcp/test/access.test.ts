@@ -12,7 +12,8 @@ const tools = [...buildRegistry().values()]
 const guestTools = tools.filter((entry) => entry.operation.access !== null)
 /** Minimal valid arguments for each guest tool on VM `vm`. */
 const guestArgs: Record<string, (vm: string) => Record<string, unknown>> = {
-  exec: (vm) => ({ vm, argv: ["true"] })
+  exec: (vm) => ({ vm, argv: ["true"] }),
+  apply_recipes: (vm) => ({ vm })
 }
 
 describe("agent_access: the access matrix (seed 000 'VM access levels')", () => {

@@ -7,7 +7,8 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   list_vms: "read", vm_status: "read", list_images: "read", list_guests: "read", guest_info: "read", logs: "read", doctor: "read",
   capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
   snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
-  prune: "destructive", exec: "exec"
+  prune: "destructive", exec: "exec", list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
+  apply_recipes: "exec"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
@@ -31,6 +32,11 @@ describe("the tool registry is the catalog", () => {
       expect(tool, name).toBeDefined()
       expect(tool!.annotations, name).toMatchObject(HINTS[klass])
     }
+  })
+
+  it("keeps recipe scaffolding, the host recipe list and refresh out of MCP, and start cannot apply recipes", () => {
+    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes"]) expect(tools.map((t) => t.name)).not.toContain(absent)
+    expect(Object.keys(tools.find((t) => t.name === "start")!.inputSchema["properties"] as object)).not.toContain("apply")
   })
 
   it("offers confirm exactly on the deleting tools", () => {

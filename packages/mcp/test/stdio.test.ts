@@ -10,7 +10,8 @@ import { BIN, dataOf, errorOf, run, stdioClient, tempHome, writeVm } from "./hel
 const TOOLS = [
   "list_vms", "vm_status", "list_guests", "guest_info", "doctor", "version", "create", "start", "stop", "wait", "destroy",
   "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot", "exec",
-  "list_images", "prune", "capabilities"
+  "list_images", "prune", "capabilities",
+  "list_recipes", "recipe_schema", "check_recipes", "plan_recipes", "apply_recipes"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
 const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force"]
