@@ -173,9 +173,6 @@ version = "1"
 os = ["alpine", "ubuntu", "debian", "fedora", "arch"]
 script = "install.sh"
 
-[scripts]
-alpine = "install-alpine.sh"
-
 [params.user]
 type = "string"
 default = "dev"
@@ -198,15 +195,9 @@ stoat_pkg_setup
 stoat_pkg_install $pkg
 stoat_svc_enable docker
 stoat_svc_start docker
-if id "$STOAT_PARAM_USER" >/dev/null 2>&1; then usermod -aG docker "$STOAT_PARAM_USER"; fi
-echo "socket=/var/run/docker.sock" >> "$STOAT_OUTPUT"
-`,
-    "install-alpine.sh": `set -e
-stoat_pkg_setup
-stoat_pkg_install docker
-stoat_svc_enable docker
-stoat_svc_start docker
-if id "$STOAT_PARAM_USER" >/dev/null 2>&1; then addgroup "$STOAT_PARAM_USER" docker; fi
+if id "$STOAT_PARAM_USER" >/dev/null 2>&1; then
+  if [ "$STOAT_PKGMGR" = apk ]; then addgroup "$STOAT_PARAM_USER" docker; else usermod -aG docker "$STOAT_PARAM_USER"; fi
+fi
 echo "socket=/var/run/docker.sock" >> "$STOAT_OUTPUT"
 `
   },
@@ -217,10 +208,6 @@ description = "Tailscale, joined to your tailnet with an auth key"
 version = "1"
 os = ["alpine", "ubuntu", "debian", "fedora", "arch"]
 script = "install.sh"
-
-[scripts]
-alpine = "install-native.sh"
-arch = "install-native.sh"
 
 [params.authkey]
 type = "secret"
@@ -239,15 +226,11 @@ ip = "the guest's tailnet IPv4 address"
 check = "tailscale version"
 `,
     "install.sh": `set -e
-command -v tailscale >/dev/null || curl -fsSL https://tailscale.com/install.sh | sh
-stoat_svc_enable tailscaled
-stoat_svc_start tailscaled
-tailscale up --authkey="$STOAT_PARAM_AUTHKEY" $([ -n "$STOAT_PARAM_HOSTNAME" ] && echo "--hostname=$STOAT_PARAM_HOSTNAME")
-echo "ip=$(tailscale ip -4 | head -n 1)" >> "$STOAT_OUTPUT"
-`,
-    "install-native.sh": `set -e
-stoat_pkg_setup
-stoat_pkg_install tailscale
+# Alpine and Arch package it; elsewhere Tailscale's own installer adds its repository.
+case "$STOAT_PKGMGR" in
+  apk|pacman) stoat_pkg_setup; stoat_pkg_install tailscale ;;
+  *) command -v tailscale >/dev/null || curl -fsSL https://tailscale.com/install.sh | sh ;;
+esac
 stoat_svc_enable tailscaled
 stoat_svc_start tailscaled
 tailscale up --authkey="$STOAT_PARAM_AUTHKEY" $([ -n "$STOAT_PARAM_HOSTNAME" ] && echo "--hostname=$STOAT_PARAM_HOSTNAME")

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -35,6 +36,26 @@ describe("bundled recipes in the data root", () => {
     }
   })
 
+  it("every bundled recipe loads as schema 3 with outputs and a health check, and every script is valid sh", async () => {
+    const dir = tempDir()
+    await runOk(installBundled(dir))
+    const recipes = makeRecipes(Effect.succeed([{ path: dir, scope: "local" as const, scopeOf: () => "bundled" as const }]), dir)
+    const listed = await runOk(recipes.list)
+    expect(listed.map((r) => r.manifest.name)).toEqual(Object.keys(BUNDLED_RECIPES).sort())
+    for (const recipe of listed) {
+      expect(recipe.manifest.schema, recipe.manifest.name).toBe(3)
+      expect(recipe.manifest.outputs.length, recipe.manifest.name).toBeGreaterThan(0)
+      expect(recipe.manifest.health, recipe.manifest.name).not.toBeNull()
+    }
+    for (const [name, files] of Object.entries(BUNDLED_RECIPES)) {
+      for (const [file, content] of Object.entries(files)) {
+        if (!file.endsWith(".sh")) continue
+        const check = spawnSync("sh", ["-n"], { input: content, encoding: "utf8" })
+        expect(check.status, `${name}/${file}: ${check.stderr}`).toBe(0)
+      }
+    }
+  })
+
   it("an upgrade rewrites files as Stoat wrote them and keeps hand-edited ones", async () => {
     const dir = tempDir()
     await runOk(installBundled(dir))
@@ -49,9 +70,9 @@ describe("bundled recipes in the data root", () => {
     expect(readFileSync(join(dir, "devtools", "install.sh"), "utf8")).toBe(DEVTOOLS["install.sh"])
     expect(readFileSync(join(dir, "build-deps", "install.sh"), "utf8")).toBe(edited)
     // A deleted file comes back.
-    rmSync(join(dir, "docker", "install-alpine.sh"))
+    rmSync(join(dir, "xfce", "install-alpine.sh"))
     await runOk(installBundled(dir))
-    expect(existsSync(join(dir, "docker", "install-alpine.sh"))).toBe(true)
+    expect(existsSync(join(dir, "xfce", "install-alpine.sh"))).toBe(true)
   })
 
   it("refresh rewrites from the embedded copies: edited files backed up, current ones reported, orphans listed", async () => {
