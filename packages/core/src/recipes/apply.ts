@@ -25,6 +25,7 @@ import { recipeDetails } from "../vm-view.js"
 import { durationMs } from "./manifest.js"
 import { decideRun, orderByDepends, recipeHash, redact, requireApplicable, resolveParams, scriptHash, type ResolvedParams, type RunDecision } from "./plan.js"
 import { renderPrelude } from "./prelude.js"
+import { readFirstBootMarkers } from "./first-boot.js"
 import { Recipes, type LoadedRecipe } from "./store.js"
 
 export interface PlannedStep {
@@ -197,10 +198,10 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
     if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running; start it with stoat up ${vm}`, subject: vm })
-    const planned = yield* planApply(vm, only)
+    let planned = yield* planApply(vm, only)
     if (planned.steps.length === 0) return { vm, applied: [], skipped_reason: "no recipes configured", recipes_detail: [] }
-    const { guest, steps } = planned
-    const secrets = steps.flatMap((step) => step.params.secretValues)
+    const { guest } = planned
+    const secrets = planned.steps.flatMap((step) => step.params.secretValues)
     const root = yield* DataRoot
     const transport = yield* GuestTransport
     const target = sshTarget(root, record)
@@ -218,6 +219,24 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
     const body = Effect.gen(function* () {
       log.line(`waiting for ssh on port ${record.config.sshport}…`)
       yield* hooks.waitReachable(record, SSH_WAIT_MS)
+      // A cloud VM's first boot may have run its recipes already: record those, then plan again.
+      if (record.config.mode === "cloud" && Object.keys(record.config.applied).length === 0) {
+        const markers = yield* readFirstBootMarkers(target, planned.steps.map((step) => step.recipe.manifest.name), (argv) => asRoot(guest, target, argv))
+        for (const marker of markers) {
+          const step = planned.steps.find((s) => s.recipe.manifest.name === marker.name)!
+          yield* recordApplied(vm, marker.name, () => ({
+            version: step.recipe.manifest.version,
+            hash: marker.hash,
+            script_hash: marker.scriptHash,
+            at: new Date().toISOString(),
+            health: "unknown",
+            outputs: parseOutputs(marker.outputs, step.recipe.manifest.outputs, secrets)
+          }))
+          log.line(`recorded ${marker.name} from first boot`)
+        }
+        if (markers.length > 0) planned = yield* planApply(vm, only)
+      }
+      const steps = planned.steps
       const ran: string[] = []
       for (const step of steps) {
         const name = step.recipe.manifest.name
