@@ -48,3 +48,7 @@ export const writeSecrets = (vmDir: string, secrets: SecretTable): Effect.Effect
 /** The secrets stored for a VM (none: empty). */
 export const readSecrets = (vmDir: string): Effect.Effect<SecretTable, InvalidSpec | fs.FsError> =>
   Effect.map(readSecretFile(join(vmDir, "secrets.toml")), (raw) => tablesOf(Option.getOrElse(raw, () => ({}))))
+
+/** Which secrets are set, per recipe: names only, for views that show `<set>`. */
+export const setSecretNames = (secrets: SecretTable): Record<string, ReadonlyArray<string>> =>
+  Object.fromEntries(Object.entries(secrets).map(([recipe, table]) => [recipe, Object.keys(table)]))

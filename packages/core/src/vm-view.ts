@@ -88,14 +88,17 @@ const aggregateHealth = (record: VmRecord): string => {
   return states.every((state) => state === "ok") ? "ok" : "unknown"
 }
 
-export const toVmStatus = (record: VmRecord, vm: Vm): VmStatus => ({
+export const toVmStatus = (record: VmRecord, vm: Vm, setSecrets: SetSecrets = {}): VmStatus => ({
   ...vm,
   health: aggregateHealth(record),
-  recipes_detail: recipeDetails(record)
+  recipes_detail: recipeDetails(record, setSecrets)
 })
 
-/** Each configured recipe with its applied state, health, params and outputs. */
-export const recipeDetails = (record: VmRecord): RecipeDetail[] =>
+/** Recipe → names of its secrets that are set (never their values). */
+export type SetSecrets = Readonly<Record<string, ReadonlyArray<string>>>
+
+/** Each configured recipe with its applied state, health, params (set secrets as `<set>`) and outputs. */
+export const recipeDetails = (record: VmRecord, setSecrets: SetSecrets = {}): RecipeDetail[] =>
   record.kind === "broken"
     ? []
     : record.config.recipes.map((name) => {
@@ -106,7 +109,7 @@ export const recipeDetails = (record: VmRecord): RecipeDetail[] =>
           version: applied?.version ?? "",
           at: applied?.at ?? "",
           health: applied?.health ?? "unknown",
-          params: { ...(record.config.params[name] ?? {}) },
+          params: { ...(record.config.params[name] ?? {}), ...Object.fromEntries((setSecrets[name] ?? []).map((secret) => [secret, "<set>"])) },
           outputs: { ...(applied?.outputs ?? {}) }
         }
       })

@@ -16,7 +16,7 @@ import { DataRoot } from "../data-root.js"
 import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
 import { Guests } from "../guests.js"
 import { Locks } from "../locks.js"
-import { readSecrets } from "../secrets.js"
+import { readSecrets, setSecretNames } from "../secrets.js"
 import { quoteWord } from "../ssh/quote.js"
 import { GuestTransport, type SshTarget } from "../transport.js"
 import { isRunning, loadVm, sshTarget, type OkRecord } from "../vm-runtime.js"
@@ -157,7 +157,12 @@ export interface ApplyOutcome {
   readonly recipes_detail: ReadonlyArray<RecipeDetail>
 }
 
-const detailOf = (vm: string) => Effect.map(loadVm(vm), recipeDetails)
+const detailOf = (vm: string) =>
+  Effect.gen(function* () {
+    const record = yield* loadVm(vm)
+    const secrets = yield* readSecrets(record.dir)
+    return recipeDetails(record, setSecretNames(secrets))
+  })
 
 type AppliedEntry = OkRecord["config"]["applied"][string]
 

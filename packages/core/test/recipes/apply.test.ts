@@ -53,6 +53,8 @@ describe("apply", () => {
     const applied = await h.ok(applyRecipes, { vm: "box" })
     expect(readFileSync(join(scratch, "seen"), "utf8")).toBe(SECRET)
     expect(applied.recipes_detail[0]!.outputs).toEqual({ key_echo: "<secret>" })
+    expect(applied.recipes_detail[0]!.params).toEqual({ key: "<set>" })
+    expect((await h.ok(getVm, { vm: "box" })).recipes_detail[0]!.params).toEqual({ key: "<set>" })
     expect(log()).toContain("out <secret>")
     expect(log()).toContain("err <secret>")
     expect(JSON.stringify(applied)).not.toContain(SECRET)
