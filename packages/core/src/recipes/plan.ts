@@ -51,6 +51,8 @@ const paramError = (recipe: string, param: string, why: string) =>
 
 /** Normalises a value to what the script sees (int decimal, bool true/false), or says why it is not one. */
 const typedValue = (type: string, values: ReadonlyArray<string>, value: string): string | { readonly problem: string } => {
+  // No shell string can carry NUL.
+  if (value.includes("\0")) return { problem: "must not contain NUL" }
   if (type === "int") return /^-?\d+$/.test(value.trim()) ? String(Number(value.trim())) : { problem: `expected an integer, got ${JSON.stringify(value)}` }
   if (type === "bool") {
     const lower = value.trim().toLowerCase()

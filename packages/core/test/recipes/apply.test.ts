@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit } from "effect"
@@ -119,6 +119,19 @@ describe("apply", () => {
     expect((await h.ok(planRecipes, { vm: "box" })).plan[0]).toEqual({ name: "base", action: "run", reason: "script changed" })
     expect(h.guest.execs.length).toBe(before)
     expect(await h.fail(applyRecipes, { vm: "box" })).toMatchObject({ code: "not_running" })
+  })
+
+  it("hostile param values reach the script literally: quotes, $(), backticks, newlines; NUL is refused", async () => {
+    const { h, scratch } = await world({ echo: { manifest: '[params.text]\ntype = "string"\ndefault = ""\n', script: 'printf %s "$STOAT_PARAM_TEXT" > "$SCRATCH/text"\n' } })
+    await recipesOf(h, ["echo"])
+    await h.ok(startVm, { vm: "box" })
+    const hostile = `it's $(touch ${scratch}/pwned) \`id\` "q" ; exit 9\nline2 -rf`
+    await h.ok(updateVm, { vm: "box", params: { echo: { text: hostile } } })
+    await h.ok(applyRecipes, { vm: "box" })
+    expect(readFileSync(join(scratch, "text"), "utf8")).toBe(hostile)
+    expect(existsSync(join(scratch, "pwned"))).toBe(false)
+    await h.ok(updateVm, { vm: "box", params: { echo: { text: "a\u0000b" } } })
+    expect(await h.fail(planRecipes, { vm: "box" })).toMatchObject({ code: "invalid_spec", subject: "params.echo.text" })
   })
 
   it("manual recipes run only when named; always recipes every time", async () => {
