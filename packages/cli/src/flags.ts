@@ -8,3 +8,17 @@ export const recipesFlag = (description: string) => Flags.string({ description, 
 
 /** The recipe names of `--recipes` values; `--recipes ""` is the empty list. */
 export const recipeNames = (values: ReadonlyArray<string>): string[] => values.map((value) => value.trim()).filter(Boolean)
+
+/** `--set recipe.param=value` (repeatable) as the update input's params table, or the flag at fault. */
+export const paramTable = (values: ReadonlyArray<string>): Record<string, Record<string, string>> | { readonly bad: string } => {
+  const table: Record<string, Record<string, string>> = {}
+  for (const value of values) {
+    const match = /^([a-z0-9][a-z0-9-]*)\.([a-z][a-z0-9_]*)=(.*)$/s.exec(value)
+    if (!match) return { bad: value }
+    ;(table[match[1]!] ??= {})[match[2]!] = match[3]!
+  }
+  return table
+}
+
+/** The environment variable a `--secret recipe.param` value comes from when no terminal can ask. */
+export const secretEnvName = (recipe: string, param: string): string => `STOAT_SECRET_${recipe}_${param}`.toUpperCase().replaceAll("-", "_")

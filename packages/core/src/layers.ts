@@ -4,12 +4,13 @@ import { GuestsLive } from "./guests.js"
 import { HostProbeLive } from "./host.js"
 import { LocksLive } from "./locks.js"
 import { VmStoreLive } from "./vm-store.js"
+import { RecipesLive } from "./recipes/store.js"
 import { LazyGuestTransportLive } from "./transport-lazy.js"
 import { GuestOpsLive } from "./guest/ops.js"
 import { JobsLive } from "./guest/jobs.js"
 
 /** Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the stack. */
-export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive).pipe(
+export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),

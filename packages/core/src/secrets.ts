@@ -4,27 +4,51 @@ import { parse, stringify } from "smol-toml"
 import { InvalidSpec } from "./errors.js"
 import * as fs from "./platform/fs.js"
 
-type SecretTable = Readonly<Record<string, Readonly<Record<string, string>>>>
+export type SecretTable = Readonly<Record<string, Readonly<Record<string, string>>>>
 
 /**
- * Merges recipe secrets into `<vm>/secrets.toml` (`[recipe] param = "value"`). The file must be
- * exactly 0600; a wider one is refused rather than trusted. Values never appear in errors.
+ * `<vm>/secrets.toml` parsed, or none when absent. The file must be exactly 0600; a wider one is
+ * refused rather than trusted. Errors never quote a value.
  */
+const readSecretFile = (path: string): Effect.Effect<Option.Option<Record<string, unknown>>, InvalidSpec | fs.FsError> =>
+  Effect.gen(function* () {
+    const info = yield* fs.statIfExists(path)
+    if (Option.isNone(info)) return Option.none()
+    const mode = info.value.mode & 0o777
+    if (mode !== 0o600) return yield* new InvalidSpec({ message: `secrets.toml: mode ${mode.toString(8).padStart(4, "0")}, want 0600`, subject: path })
+    const text = yield* fs.readFileString(path)
+    // The parser's message may quote a value: say only that the file does not parse.
+    return Option.some(
+      yield* Effect.try({
+        try: () => parse(text) as Record<string, unknown>,
+        catch: () => new InvalidSpec({ message: "secrets.toml does not parse as TOML; fix or remove it", subject: path })
+      })
+    )
+  })
+
+/** The `[recipe] param = "value"` tables of a parsed file; anything else is ignored. */
+const tablesOf = (raw: Record<string, unknown>): Record<string, Record<string, string>> => {
+  const secrets: Record<string, Record<string, string>> = {}
+  for (const [recipe, params] of Object.entries(raw)) {
+    if (typeof params !== "object" || params === null) continue
+    secrets[recipe] = Object.fromEntries(Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === "string"))
+  }
+  return secrets
+}
+
+/** Merges recipe secrets into `<vm>/secrets.toml` (`[recipe] param = "value"`), written 0600. */
 export const writeSecrets = (vmDir: string, secrets: SecretTable): Effect.Effect<void, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
     const path = join(vmDir, "secrets.toml")
-    let current: Record<string, Record<string, string>> = {}
-    const info = yield* fs.statIfExists(path)
-    if (Option.isSome(info)) {
-      const mode = info.value.mode & 0o777
-      if (mode !== 0o600) return yield* new InvalidSpec({ message: `secrets.toml: mode ${mode.toString(8).padStart(4, "0")}, want 0600`, subject: path })
-      const text = yield* fs.readFileString(path)
-      // The parser's message may quote a value: say only that the file does not parse.
-      current = yield* Effect.try({
-        try: () => parse(text) as Record<string, Record<string, string>>,
-        catch: () => new InvalidSpec({ message: "secrets.toml does not parse as TOML; fix or remove it", subject: path })
-      })
-    }
+    const current = tablesOf(Option.getOrElse(yield* readSecretFile(path), () => ({})))
     for (const [recipe, params] of Object.entries(secrets)) current[recipe] = { ...(current[recipe] ?? {}), ...params }
     yield* fs.writeFileAtomic(path, `${stringify(current)}\n`, 0o600)
   })
+
+/** The secrets stored for a VM (none: empty). */
+export const readSecrets = (vmDir: string): Effect.Effect<SecretTable, InvalidSpec | fs.FsError> =>
+  Effect.map(readSecretFile(join(vmDir, "secrets.toml")), (raw) => tablesOf(Option.getOrElse(raw, () => ({}))))
+
+/** Which secrets are set, per recipe: names only, for views that show `<set>`. */
+export const setSecretNames = (secrets: SecretTable): Record<string, ReadonlyArray<string>> =>
+  Object.fromEntries(Object.entries(secrets).map(([recipe, table]) => [recipe, Object.keys(table)]))

@@ -13,6 +13,8 @@ import { VmStore, type VmRecord } from "./vm-store.js"
 import { unknownGuestReason } from "./vm-view.js"
 import { Guests } from "./guests.js"
 import { resolveConsolePassword, writeSeedIso } from "./cloudinit/index.js"
+import { firstBootUserData } from "./recipes/first-boot.js"
+import type { Recipes } from "./recipes/store.js"
 
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>
 
@@ -76,7 +78,7 @@ export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => (
 })
 
 /** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
-export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | Guests> =>
+export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | Guests | Recipes | VmStore> =>
   Effect.gen(function* () {
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
@@ -127,13 +129,17 @@ const ensureSeed = (record: OkRecord) =>
     if (yield* Effect.promise(() => stat(path).then(() => true, () => false))) return path
     const guest = yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
     const keys = yield* clientKeyPair(root)
+    // Recipes the VM is created with run at first boot; later changes go over ssh.
+    const firstBoot = yield* firstBootUserData(record)
     yield* writeSeedIso({
       path,
       vmName: record.name,
       user: record.config.sshuser === "" ? "stoat" : record.config.sshuser,
       shell: guest.shell,
       authorizedKey: keys.publicKey,
-      consolePassword: resolveConsolePassword(record.config.console_password)
+      consolePassword: resolveConsolePassword(record.config.console_password),
+      userDataExtra: firstBoot === undefined ? undefined : [firstBoot],
+      seedDir: join(record.dir, "ovl", "seed")
     })
     return path
   })

@@ -1,4 +1,4 @@
-import type { Guest, Vm, VmStatus } from "@stoat/wire"
+import type { Guest, RecipeDetail, Vm, VmStatus } from "@stoat/wire"
 import type { DataRootPaths } from "./data-root.js"
 import { effectiveAccess } from "./vm-config.js"
 import type { VmRecord } from "./vm-store.js"
@@ -88,22 +88,28 @@ const aggregateHealth = (record: VmRecord): string => {
   return states.every((state) => state === "ok") ? "ok" : "unknown"
 }
 
-export const toVmStatus = (record: VmRecord, vm: Vm): VmStatus => ({
+export const toVmStatus = (record: VmRecord, vm: Vm, setSecrets: SetSecrets = {}): VmStatus => ({
   ...vm,
   health: aggregateHealth(record),
-  recipes_detail:
-    record.kind === "broken"
-      ? []
-      : record.config.recipes.map((name) => {
-          const applied = record.config.applied[name]
-          return {
-            name,
-            applied: applied !== undefined,
-            version: applied?.version ?? "",
-            at: applied?.at ?? "",
-            health: applied?.health ?? "unknown",
-            params: { ...(record.config.params[name] ?? {}) },
-            outputs: { ...(applied?.outputs ?? {}) }
-          }
-        })
+  recipes_detail: recipeDetails(record, setSecrets)
 })
+
+/** Recipe → names of its secrets that are set (never their values). */
+export type SetSecrets = Readonly<Record<string, ReadonlyArray<string>>>
+
+/** Each configured recipe with its applied state, health, params (set secrets as `<set>`) and outputs. */
+export const recipeDetails = (record: VmRecord, setSecrets: SetSecrets = {}): RecipeDetail[] =>
+  record.kind === "broken"
+    ? []
+    : record.config.recipes.map((name) => {
+        const applied = record.config.applied[name]
+        return {
+          name,
+          applied: applied !== undefined,
+          version: applied?.version ?? "",
+          at: applied?.at ?? "",
+          health: applied?.health ?? "unknown",
+          params: { ...(record.config.params[name] ?? {}), ...Object.fromEntries((setSecrets[name] ?? []).map((secret) => [secret, "<set>"])) },
+          outputs: { ...(applied?.outputs ?? {}) }
+        }
+      })

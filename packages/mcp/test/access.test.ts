@@ -32,7 +32,8 @@ const guestArgs: Record<string, (vm: string) => Record<string, unknown>> = {
   job_kill: (vm) => ({ vm, job_id: SEEDED_JOB }),
   list_jobs: (vm) => ({ vm }),
   copy_to: (vm) => ({ vm, local: "host.txt", remote: "/tmp/host.txt" }),
-  copy_from: (vm) => ({ vm, local: "guest.txt", remote: "/tmp/guest.txt" })
+  copy_from: (vm) => ({ vm, local: "guest.txt", remote: "/tmp/guest.txt" }),
+  apply_recipes: (vm) => ({ vm })
 }
 /** A finished job every VM's registry and guest know, so the job tools have something to act on. */
 const SEEDED_JOB = "j-0000000a"

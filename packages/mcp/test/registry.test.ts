@@ -10,7 +10,9 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   prune: "destructive", exec: "exec", read_file: "read", list_dir: "read", stat: "read", ps: "read", svc_status: "read", tail_log: "read",
   write_file: "exec", pkg_install: "exec", svc: "exec", useradd: "exec",
   exec_bg: "exec", job_kill: "exec", job_status: "read", job_wait: "read", job_output: "read",
-  list_jobs: "read", copy_to: "exec", copy_from: "exec"
+  list_jobs: "read", copy_to: "exec", copy_from: "exec",
+  list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
+  apply_recipes: "exec"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
@@ -34,6 +36,11 @@ describe("the tool registry is the catalog", () => {
       expect(tool, name).toBeDefined()
       expect(tool!.annotations, name).toMatchObject(HINTS[klass])
     }
+  })
+
+  it("keeps recipe scaffolding, the host recipe list and refresh out of MCP, and start cannot apply recipes", () => {
+    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes"]) expect(tools.map((t) => t.name)).not.toContain(absent)
+    expect(Object.keys(tools.find((t) => t.name === "start")!.inputSchema["properties"] as object)).not.toContain("apply")
   })
 
   it("offers confirm exactly on the deleting tools", () => {

@@ -13,7 +13,8 @@ const TOOLS = [
   "checkpoint", "list_checkpoints", "delete_checkpoint", "fork", "exec",
   "read_file", "list_dir", "stat", "ps", "svc_status", "tail_log", "write_file", "pkg_install", "svc", "useradd",
   "exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs", "copy_to", "copy_from",
-  "list_images", "prune", "capabilities"
+  "list_images", "prune", "capabilities",
+  "list_recipes", "recipe_schema", "check_recipes", "plan_recipes", "apply_recipes"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
 const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force", "unconfined"]

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { Int } from "./primitives.js"
+import { RecipeDetail } from "./vm.js"
 
 const StringList = Schema.Array(Schema.String)
 
@@ -79,7 +80,14 @@ export const ApplyPlan = Schema.Struct({
 export const RecipeRefreshed = Schema.Struct({ path: Schema.String, status: Schema.String })
 export const ApplyResult = Schema.Struct({
   vm: Schema.String,
+  /** Recipes that ran this time, in the order they ran. */
   applied: StringList,
-  skipped_reason: Schema.String
+  /** Why nothing ran ("provision in progress", "no recipes configured"); empty otherwise. */
+  skipped_reason: Schema.String,
+  recipes_detail: Schema.Array(RecipeDetail)
 })
+/** `plan` / MCP `plan_recipes`: what apply would run or skip, computed on the host. */
+export const RecipePlan = Schema.Struct({ vm: Schema.String, plan: Schema.Array(ApplyPlan) })
+export const RecipeRefreshList = Schema.Struct({ files: Schema.Array(RecipeRefreshed) })
+export const RecipeCreated = Schema.Struct({ path: Schema.String })
 export const ApplyDryRun = Schema.Struct({ vm: Schema.String, dry_run: Schema.Literal(true), plan: Schema.Array(ApplyPlan) })

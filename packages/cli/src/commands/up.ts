@@ -5,7 +5,7 @@ import { StoatCommand } from "../base.js"
 export default class Up extends StoatCommand {
   static override summary = "Start a VM"
   static override description =
-    "Start a VM. When stdout is not a terminal, or with --json or --wait, waits until SSH answers. A running VM is fine (exit 0). -y ignores the host-memory floor (never the configured RAM limit)."
+    "Start a VM and apply its recipes (unless --no-apply). When stdout is not a terminal, or with --json or --wait, waits until SSH answers. A running VM is fine (exit 0). -y ignores the host-memory floor (never the configured RAM limit)."
   static override aliases = ["start"]
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
   static override flags = {
@@ -22,7 +22,8 @@ export default class Up extends StoatCommand {
       vm: args.vm,
       wait,
       ...(flags.timeout ? { timeout_seconds: flags.timeout } : {}),
-      ...(flags.yes ? { force: true } : {})
+      ...(flags.yes ? { force: true } : {}),
+      apply: !flags["no-apply"]
     }, { showProgress: !flags.quiet })
     this.emit({ vm }, () => this.line(`${vm.name} is running (ssh port ${vm.ssh_port})${wait ? "; ssh is up" : ""}`))
   }

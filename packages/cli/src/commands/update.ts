@@ -1,7 +1,7 @@
 import { Args, Flags } from "@oclif/core"
 import { updateVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
-import { recipeNames, recipesFlag } from "../flags.js"
+import { paramTable, recipeNames, recipesFlag, secretEnvName } from "../flags.js"
 
 export default class Update extends StoatCommand {
   static override summary = "Change a VM's settings"
@@ -17,7 +17,9 @@ export default class Update extends StoatCommand {
     recipes: recipesFlag("replace the recipe list (comma-separated or repeated; \"\" clears)"),
     "agent-access": Flags.string({ options: ["none", "observe", "manage", "exec"], description: "what MCP agents may do in the guest" }),
     display: Flags.string({ options: ["auto", "window", "vnc"], description: "display preference" }),
-    installed: Flags.boolean({ allowNo: true, description: "mark the disk as installed" })
+    installed: Flags.boolean({ allowNo: true, description: "mark the disk as installed" }),
+    set: Flags.string({ description: "recipe param: recipe.param=value (repeatable)", multiple: true, multipleNonGreedy: true }),
+    secret: Flags.string({ description: "recipe secret recipe.param, read from $STOAT_SECRET_<RECIPE>_<PARAM> (repeatable)", multiple: true, multipleNonGreedy: true })
   }
 
   async run(): Promise<void> {
@@ -33,6 +35,23 @@ export default class Update extends StoatCommand {
       ...(flags["agent-access"] !== undefined ? { agent_access: flags["agent-access"] } : {}),
       ...(flags.display !== undefined ? { display: flags.display } : {}),
       ...(flags.installed !== undefined ? { installed: flags.installed } : {})
+    }
+    if (flags.set) {
+      const params = paramTable(flags.set)
+      if ("bad" in params) return this.failWith({ code: "usage", message: `--set ${JSON.stringify(params.bad)}: expected recipe.param=value` })
+      Object.assign(input, { params })
+    }
+    if (flags.secret) {
+      const secrets: Record<string, Record<string, string>> = {}
+      for (const name of flags.secret) {
+        const match = /^([a-z0-9][a-z0-9-]*)\.([a-z][a-z0-9_]*)$/.exec(name)
+        if (!match) return this.failWith({ code: "usage", message: `--secret ${JSON.stringify(name)}: expected recipe.param` })
+        const variable = secretEnvName(match[1]!, match[2]!)
+        const value = process.env[variable]
+        if (value === undefined || value === "") return this.failWith({ code: "usage", message: `--secret ${name}: set $${variable} to the value (it is never read from the command line)` })
+        ;(secrets[match[1]!] ??= {})[match[2]!] = value
+      }
+      Object.assign(input, { secrets })
     }
     if (Object.keys(input).length === 1) return this.failWith({ code: "usage", message: "nothing to change: give at least one flag (see stoat update --help)" })
     const result = await this.call(updateVm, input)

@@ -8,6 +8,7 @@ import { capabilities, prune } from "./maintenance-ops.js"
 import { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./checkpoint-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
 import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, stoatLog, updateVm, vmLogs, waitVm } from "./vm-ops.js"
+import { applyRecipes, checkRecipes, listRecipeEntries, listRecipes, newRecipe, planRecipes, recipeSchema, refreshRecipes } from "./recipe-ops.js"
 import type { Operation } from "./operation.js"
 
 export * from "./operation.js"
@@ -22,6 +23,7 @@ export * from "./ssh-ops.js"
 export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
 export * from "./checkpoint-ops.js"
+export * from "./recipe-ops.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -64,7 +66,15 @@ export const catalog: ReadonlyArray<Operation> = [
   listImagesOp,
   pullImage,
   prune,
-  capabilities
+  capabilities,
+  listRecipes,
+  listRecipeEntries,
+  recipeSchema,
+  checkRecipes,
+  planRecipes,
+  applyRecipes,
+  newRecipe,
+  refreshRecipes
 ]
 
 export const operationByKey = (key: string): Operation | undefined => catalog.find((operation) => operation.key === key)

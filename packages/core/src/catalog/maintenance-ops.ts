@@ -157,8 +157,9 @@ export const capabilities = defineOperation({
         access_policy: { mcp_agent_access_enforced: true, cli_agent_access_enforced: false, cli_commands: ["exec", "cp"] },
         profiles: [
           qemuProfile,
-          capability("recipe-sh", "unsupported", "host", notBuilt),
-          capability("recipe-python3", "unsupported", "host", notBuilt)
+          capability("recipe-sh", "supported", "host"),
+          // python3 recipes need the guest definition to name a python3 package (tiny names none).
+          capability("recipe-python3", "limited", "vm")
         ],
         capabilities: [
           capability("vm.lifecycle", qemuOk ? "supported" : "unsupported", "host", qemuOk ? {} : { limits: [missing] }),
@@ -182,7 +183,7 @@ export const capabilities = defineOperation({
                   ...(qemuOk ? [] : [missing])
                 ]
               }),
-          capability("recipes", "unsupported", "host", notBuilt),
+          capability("recipes", "supported", "host"),
           capability("project.operations", "unsupported", "project", projectState === "absent" ? { limits: [{ code: "project_file_required" }], ...notBuilt } : notBuilt),
           guestLevel("observe"),
           guestLevel("manage"),

@@ -7,6 +7,7 @@ import { Hypervisor, type AccelProbe } from "../ports.js"
 import { STOAT_VERSION } from "../version.js"
 import { VmStore, type VmRecord } from "../vm-store.js"
 import { toVm, toVmStatus } from "../vm-view.js"
+import { readSecrets, setSecretNames } from "../secrets.js"
 import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, READ } from "./operation.js"
 
@@ -65,7 +66,9 @@ export const getVm = defineOperation({
     Effect.gen(function* () {
       const record = yield* (yield* VmStore).get(vm)
       const [view] = yield* viewVms([record])
-      return toVmStatus(record, view!)
+      // Only which secrets are set: a refused (too wide) secrets.toml just shows none.
+      const secrets = yield* Effect.orElseSucceed(readSecrets(record.dir), () => ({}))
+      return toVmStatus(record, view!, setSecretNames(secrets))
     })
 })
 

@@ -46,6 +46,9 @@ import { Checkpoints } from "../checkpoints/index.js"
 import { resolveTemplate } from "../vm-template.js"
 import { checkMemory, checkVmCount, makeVmFolder } from "../vm-folders.js"
 import { writeSecrets } from "../secrets.js"
+import { applyVm, type ApplyHooks } from "../recipes/apply.js"
+import { requireApplicable } from "../recipes/plan.js"
+import { Recipes } from "../recipes/store.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
@@ -57,11 +60,14 @@ const reload = (name: string) => Effect.flatMap(loadVm(name), viewOne)
 // ---------------------------------------------------------------------------------------------
 // create
 
-/** Recipe names must be declared by a recipe root; this build ships none yet, so every name is unknown. */
-const requireKnownRecipes = (names: ReadonlyArray<string> | undefined) =>
-  names === undefined || names.length === 0
-    ? Effect.void
-    : Effect.fail(new NotFound({ message: `no recipe root declares recipe "${names[0]}" (this build ships no recipes yet)`, subject: names[0] ?? "" }))
+/** Each recipe name must be declared by a recipe root (not_found) and run on the guest (recipe_not_applicable). */
+const requireKnownRecipes = (names: ReadonlyArray<string> | undefined, os: string) =>
+  Effect.gen(function* () {
+    if (names === undefined || names.length === 0) return
+    const guest = yield* (yield* Guests).get(os)
+    const recipes = yield* Recipes
+    for (const name of names) yield* requireApplicable(yield* recipes.get(name), guest)
+  })
 
 /** A requested disk size outside DISK_RANGE is invalid_spec naming the range (a 512-byte disk is no use to anyone). */
 const checkDiskSize = (disk: string | undefined) => {
@@ -111,7 +117,6 @@ export const createVm = defineOperation({
       const store = yield* VmStore
       const locks = yield* Locks
       const guests = yield* Guests
-      yield* requireKnownRecipes(input.recipes)
       const template = yield* resolveTemplate(input.image, input.image_path)
       if (input.mode !== undefined && input.mode !== template.mode) {
         return yield* new InvalidSpec({ message: `image ${template.image} makes ${template.mode} VMs; mode ${input.mode} contradicts it`, subject: "mode" })
@@ -119,6 +124,7 @@ export const createVm = defineOperation({
       const os = input.os ?? template.os
       if (os === "") return yield* new InvalidSpec({ message: `cannot tell the guest OS of ${template.image}; pass --os`, subject: "os" })
       const guest = yield* guests.get(os)
+      yield* requireKnownRecipes(input.recipes, guest.name)
       // Build the tiny guest before taking the lock: it can take a while the first time.
       if (template.backend === "direct") yield* hypervisor.localImage(template.image, (line) => context.progress?.({ type: "log", data: { line } }))
       const consolePassword = input.console_password === "random" ? randomBytes(16).toString("hex") : (input.console_password ?? "")
@@ -234,9 +240,15 @@ export const startVm = defineOperation({
   description:
     "Start a stopped VM (already running is fine). Refuses with limit_reached (needed_mb, available_mb) when RAM limits or free host memory do not allow it. With wait=true also waits for SSH; otherwise call wait before any guest tool.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName, ...WaitFields, force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }) }),
+  input: Schema.Struct({
+    vm: VmName,
+    ...WaitFields,
+    force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }),
+    apply: Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" })
+  }),
   output: Vm,
-  hostOnly: ["force"],
+  // Applying runs guest code, which an agent reaches only through apply_recipes (access manage).
+  hostOnly: ["force", "apply"],
   annotations: MUTATE,
   access: null,
   run: (input, context) =>
@@ -273,9 +285,17 @@ export const startVm = defineOperation({
       )
       if (!started) context.progress?.({ type: "log", data: { line: `VM "${input.vm}" is already running` } })
       if (input.wait) yield* waitReachable(record, (input.timeout_seconds ?? 300) * 1000)
+      if (input.apply && record.config.recipes.length > 0) yield* applyVm(input.vm, undefined, context, lifecycleHooks)
       return yield* viewOne(record)
     })
 })
+
+/** What apply needs from the lifecycle: its ssh wait, and a restart for `reboot = true` recipes. */
+export const lifecycleHooks: ApplyHooks = {
+  waitReachable,
+  reboot: (record, context) =>
+    Effect.zipRight(stopVm.run({ vm: record.name }, context), startVm.run({ vm: record.name, wait: true }, context))
+}
 
 export const stopVm = defineOperation({
   key: "vm.stop",
@@ -538,7 +558,7 @@ export const updateVm = defineOperation({
             touch("installed", false)
           }
           if (input.recipes !== undefined && !sameList(input.recipes, config.recipes)) {
-            yield* requireKnownRecipes(input.recipes)
+            yield* requireKnownRecipes(input.recipes, config.os)
             config = { ...config, recipes: input.recipes }
             touch("recipes", false)
           }

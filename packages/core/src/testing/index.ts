@@ -12,6 +12,7 @@ import { VmStoreLive } from "../vm-store.js"
 import { GuestOpsLive } from "../guest/ops.js"
 import { JobsLive } from "../guest/jobs.js"
 import { CheckpointsLive } from "../checkpoints/index.js"
+import { RecipesLive } from "../recipes/store.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export { FakeJobs } from "./fake-jobs.js"
@@ -64,7 +65,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const dataRoot = options.root ? dataRootAt(options.root) : TempDataRoot
   const state = options.hypervisor ?? new FakeHypervisorState()
   const guest = options.guest ?? new FakeGuestState()
-  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
+  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),

@@ -1,0 +1,326 @@
+/**
+ * Apply (reference §7): the provision lock, the host-side plan, then each recipe piped as stdin
+ * to `sh -s` (or `python3 -`) in the guest with the prelude and its params, the apply log,
+ * `[applied.*]` records, one reboot when a recipe asks for it, and health checks.
+ *
+ * Secrets reach the guest only inside the script text on stdin (never argv, never the log);
+ * every line of guest output is masked before anyone sees it.
+ */
+import { randomBytes } from "node:crypto"
+import { appendFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import type { Guest, RecipeDetail } from "@stoat/wire"
+import type { ExecutionContext } from "../catalog/operation.js"
+import { DataRoot } from "../data-root.js"
+import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
+import { Guests } from "../guests.js"
+import { Locks } from "../locks.js"
+import { readSecrets, setSecretNames } from "../secrets.js"
+import { quoteWord } from "../ssh/quote.js"
+import { GuestTransport, type SshTarget } from "../transport.js"
+import { isRunning, loadVm, sshTarget, type OkRecord } from "../vm-runtime.js"
+import { VmStore } from "../vm-store.js"
+import { recipeDetails } from "../vm-view.js"
+import { durationMs } from "./manifest.js"
+import { decideRun, orderByDepends, recipeHash, redact, requireApplicable, resolveParams, scriptHash, type ResolvedParams, type RunDecision } from "./plan.js"
+import { renderPrelude } from "./prelude.js"
+import { readFirstBootMarkers } from "./first-boot.js"
+import { Recipes, type LoadedRecipe } from "./store.js"
+
+export interface PlannedStep {
+  readonly recipe: LoadedRecipe
+  readonly body: string
+  readonly params: ResolvedParams
+  readonly hash: string
+  readonly scriptHash: string
+  readonly decision: RunDecision
+}
+
+export interface ApplyPlanned {
+  readonly record: OkRecord
+  readonly guest: Guest
+  readonly steps: ReadonlyArray<PlannedStep>
+}
+
+/** Steps 2–5 on the host only: targets, order, params and the run-mode filter. Works on a stopped VM. */
+export const planApply = (vm: string, only: ReadonlyArray<string> | undefined) =>
+  Effect.gen(function* () {
+    const record = yield* loadVm(vm)
+    const guest = yield* (yield* Guests).get(record.config.os)
+    const recipes = yield* Recipes
+    const configured = record.config.recipes
+    const stray = (only ?? []).find((name) => !configured.includes(name))
+    if (stray !== undefined) {
+      return yield* new InvalidSpec({ message: `--only: "${stray}" is not one of VM "${vm}"'s recipes (${configured.join(", ") || "none"})`, subject: stray })
+    }
+    const names = only !== undefined && only.length > 0 ? configured.filter((name) => only.includes(name)) : configured
+    const targets: LoadedRecipe[] = []
+    for (const name of names) {
+      const recipe = yield* recipes.get(name)
+      yield* requireApplicable(recipe, guest)
+      targets.push(recipe)
+    }
+    const ordered = yield* orderByDepends(targets, new Set(Object.keys(record.config.applied)))
+    const secrets = yield* readSecrets(record.dir)
+    const facts = { name: record.name, sshUser: sshTarget(yield* DataRoot, record).user }
+    const steps: PlannedStep[] = []
+    for (const recipe of ordered) {
+      const { body } = yield* recipes.script(recipe, guest)
+      const params = yield* resolveParams(recipe.manifest, record.config, secrets, facts)
+      const hashes = { hash: recipeHash(body, params), scriptHash: scriptHash(body) }
+      const named = only?.includes(recipe.manifest.name) ?? false
+      steps.push({ recipe, body, params, ...hashes, decision: decideRun(recipe.manifest, record.config.applied[recipe.manifest.name], hashes, named) })
+    }
+    return { record, guest, steps } satisfies ApplyPlanned
+  })
+
+export const planView = (planned: ApplyPlanned) =>
+  planned.steps.map((step) => ({
+    name: step.recipe.manifest.name,
+    action: step.decision.action,
+    reason: step.decision.reason,
+    ...(step.recipe.manifest.version !== "" ? { version: step.recipe.manifest.version } : {})
+  }))
+
+const exportLines = (env: Readonly<Record<string, string>>) =>
+  Object.entries(env)
+    .map(([name, value]) => `export ${name}=${quoteWord(value)}`)
+    .join("\n")
+
+/**
+ * The whole script as one `{ … }` group, so the shell has parsed all of it before the body runs
+ * and a command in the body that reads stdin cannot swallow the rest (its stdin is /dev/null).
+ */
+export const recipeScript = (guest: Guest, step: Pick<PlannedStep, "recipe" | "body" | "params">, outputPath: string): string => {
+  const env = { STOAT_RECIPE: step.recipe.manifest.name, STOAT_OUTPUT: outputPath, ...step.params.env }
+  const python = guest.pkg.runtime_packages["python3"] ?? "python3"
+  const delimiter = `STOAT_PY_${randomBytes(8).toString("hex")}`
+  const run =
+    step.recipe.manifest.runtime === "python3"
+      ? `command -v python3 >/dev/null 2>&1 || { stoat_pkg_setup && stoat_pkg_install ${quoteWord(python)}; } </dev/null\npython3 - <<'${delimiter}'\n${step.body}\n${delimiter}`
+      : `(\n${step.body}\n) </dev/null`
+  return `{\n${exportLines(env)}\n${renderPrelude(guest)}: > "$STOAT_OUTPUT"\n${run}\n}\n`
+}
+
+export const healthScript = (guest: Guest, check: string, params: ResolvedParams): string =>
+  `{\n${exportLines(params.env)}\n${renderPrelude(guest)}(\n${check}\n) </dev/null\n}\n`
+
+/** Root for recipe scripts: the ssh user when it is root, else through the guest's escalate words. */
+const asRoot = (guest: Guest, target: SshTarget, argv: ReadonlyArray<string>) =>
+  target.user === "root" || guest.escalate.length === 0 ? [...argv] : [...guest.escalate, ...argv]
+
+/** The apply log: truncated per run, one line at a time, also streamed as `log` events. */
+const applyLog = (path: string, context: ExecutionContext, secrets: () => ReadonlyArray<string>) => {
+  writeFileSync(path, "")
+  const line = (text: string) => {
+    const masked = redact(text, secrets())
+    appendFileSync(path, `${masked}\n`)
+    context.progress?.({ type: "log", data: { line: masked } })
+  }
+  /** A sink for guest output: complete lines go to the log, a partial line waits for its end. */
+  const stream = () => {
+    let pending = ""
+    const decoder = new TextDecoder()
+    return {
+      write: (chunk: Uint8Array) => {
+        pending += decoder.decode(chunk, { stream: true })
+        const lines = pending.split("\n")
+        pending = lines.pop() ?? ""
+        for (const text of lines) line(text.replace(/\r$/, ""))
+      },
+      flush: () => {
+        if (pending !== "") line(pending)
+        pending = ""
+      }
+    }
+  }
+  return { line, stream }
+}
+
+const parseOutputs = (text: string, declared: ReadonlyArray<{ readonly name: string }>, secrets: ReadonlyArray<string>) => {
+  const names = new Set(declared.map((output) => output.name))
+  const outputs: Record<string, string> = {}
+  for (const row of text.split("\n")) {
+    const at = row.indexOf("=")
+    if (at <= 0) continue
+    const name = row.slice(0, at).trim()
+    if (names.has(name)) outputs[name] = redact(row.slice(at + 1), secrets)
+  }
+  return outputs
+}
+
+export interface ApplyOutcome {
+  readonly vm: string
+  readonly applied: ReadonlyArray<string>
+  readonly skipped_reason: string
+  readonly recipes_detail: ReadonlyArray<RecipeDetail>
+}
+
+const detailOf = (vm: string) =>
+  Effect.gen(function* () {
+    const record = yield* loadVm(vm)
+    const secrets = yield* readSecrets(record.dir)
+    return recipeDetails(record, setSecretNames(secrets))
+  })
+
+type AppliedEntry = OkRecord["config"]["applied"][string]
+
+/** Read-modify-write of `[applied.<name>]` under the root lock, so a parallel update is not lost. */
+const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | undefined) => AppliedEntry) =>
+  Effect.gen(function* () {
+    const store = yield* VmStore
+    yield* (yield* Locks).withRootLock(
+      Effect.gen(function* () {
+        const fresh = yield* loadVm(vm)
+        yield* store.write(vm, { ...fresh.config, applied: { ...fresh.config.applied, [name]: change(fresh.config.applied[name]) } })
+      })
+    )
+  })
+
+export interface ApplyHooks {
+  /** Waits until the guest answers ssh (the lifecycle's own wait). */
+  readonly waitReachable: (record: OkRecord, timeoutMs: number) => Effect.Effect<unknown, StoatError, any>
+  /** Stops and starts the VM and waits for ssh (for `reboot = true`). */
+  readonly reboot: (record: OkRecord, context: ExecutionContext) => Effect.Effect<unknown, StoatError, any>
+}
+
+const SSH_WAIT_MS = 90_000
+const RECIPE_TIMEOUT_MS = 60 * 60_000
+
+/** The whole apply of one VM. A second apply while one runs answers `applied: []` with the reason. */
+export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext, hooks: ApplyHooks) =>
+  Effect.gen(function* () {
+    const first = yield* loadVm(vm)
+    const lockPath = join(first.dir, "provision.lock")
+    const busy = { vm, applied: [] as string[], skipped_reason: "provision in progress", recipes_detail: yield* detailOf(vm) }
+    return yield* (yield* Locks)
+      .tryLock(lockPath, `provision of VM "${vm}"`, runApply(vm, only, context, hooks))
+      .pipe(Effect.catchIf((error) => error._tag === "InUse" && error.subject === lockPath, () => Effect.succeed(busy)))
+  })
+
+const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext, hooks: ApplyHooks) =>
+  Effect.gen(function* () {
+    const record = yield* loadVm(vm)
+    if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running; start it with stoat up ${vm}`, subject: vm })
+    let planned = yield* planApply(vm, only)
+    if (planned.steps.length === 0) return { vm, applied: [], skipped_reason: "no recipes configured", recipes_detail: [] }
+    const { guest } = planned
+    const secrets = planned.steps.flatMap((step) => step.params.secretValues)
+    const root = yield* DataRoot
+    const transport = yield* GuestTransport
+    const target = sshTarget(root, record)
+    const log = applyLog(join(record.dir, "last-provision.log"), context, () => secrets)
+    let ended = false
+    const failed = (line: string, message: string, subject: string) =>
+      Effect.zipRight(
+        Effect.sync(() => {
+          ended = true
+          log.line(`FAILED: ${line}`)
+        }),
+        Effect.fail(new InvalidSpec({ message: redact(message, secrets), subject }))
+      )
+
+    const body = Effect.gen(function* () {
+      log.line(`waiting for ssh on port ${record.config.sshport}…`)
+      yield* hooks.waitReachable(record, SSH_WAIT_MS)
+      // A cloud VM's first boot may have run its recipes already: record those, then plan again.
+      if (record.config.mode === "cloud" && Object.keys(record.config.applied).length === 0) {
+        const markers = yield* readFirstBootMarkers(target, planned.steps.map((step) => step.recipe.manifest.name), (argv) => asRoot(guest, target, argv))
+        for (const marker of markers) {
+          const step = planned.steps.find((s) => s.recipe.manifest.name === marker.name)!
+          yield* recordApplied(vm, marker.name, () => ({
+            version: step.recipe.manifest.version,
+            hash: marker.hash,
+            script_hash: marker.scriptHash,
+            at: new Date().toISOString(),
+            health: "unknown",
+            outputs: parseOutputs(marker.outputs, step.recipe.manifest.outputs, secrets)
+          }))
+          log.line(`recorded ${marker.name} from first boot`)
+        }
+        if (markers.length > 0) planned = yield* planApply(vm, only)
+      }
+      const steps = planned.steps
+      const ran: string[] = []
+      for (const step of steps) {
+        const name = step.recipe.manifest.name
+        if (step.decision.action === "skip") {
+          log.line(`skipped ${name}: ${step.decision.reason}`)
+          continue
+        }
+        log.line(`=== recipe ${name} ===`)
+        context.progress?.({ type: "stage", data: { recipe: name } })
+        const outputPath = `/tmp/stoat-output.${name}.${randomBytes(6).toString("hex")}`
+        const stdout = log.stream()
+        const stderr = log.stream()
+        const result = yield* transport
+          .exec(target, asRoot(guest, target, ["sh", "-s"]), {
+            stdin: recipeScript(guest, step, outputPath),
+            timeoutMs: RECIPE_TIMEOUT_MS,
+            onStdout: stdout.write,
+            onStderr: stderr.write
+          })
+          .pipe(Effect.catchTag("Timeout", () => failed(`${name} timed out`, `recipe "${name}" timed out`, name)))
+        stdout.flush()
+        stderr.flush()
+        if (result.exitCode !== 0) {
+          const last = Buffer.from(result.stderr).toString("utf8").trim().split("\n").pop() ?? ""
+          return yield* failed(
+            `${name} exited ${result.exitCode}`,
+            `recipe "${name}" failed with exit code ${result.exitCode}${last ? `: ${last}` : ""}; see stoat logs ${vm} --which apply`,
+            name
+          )
+        }
+        const collected = yield* transport.exec(target, asRoot(guest, target, ["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1"', "stoat_output", outputPath]), {
+          timeoutMs: 30_000
+        })
+        const outputs = parseOutputs(Buffer.from(collected.stdout).toString("utf8"), step.recipe.manifest.outputs, secrets)
+        yield* recordApplied(vm, name, () => ({
+          version: step.recipe.manifest.version,
+          hash: step.hash,
+          script_hash: step.scriptHash,
+          at: new Date().toISOString(),
+          health: "unknown",
+          outputs
+        }))
+        ran.push(name)
+      }
+      const rebooter = steps.find((step) => ran.includes(step.recipe.manifest.name) && step.recipe.manifest.reboot)
+      if (rebooter !== undefined && record.config.mode === "disk") {
+        log.line(`rebooting ${vm} to finish ${rebooter.recipe.manifest.name}...`)
+        yield* hooks.reboot(record, context)
+      }
+      // Health of every applied target: a recipe without a check is ok once applied.
+      const unhealthy: string[] = []
+      for (const step of steps) {
+        const name = step.recipe.manifest.name
+        const current = (yield* loadVm(vm)).config.applied[name]
+        if (current === undefined) continue
+        const health = step.recipe.manifest.health
+        let state: "ok" | "failed" = "ok"
+        if (health !== null) {
+          const check = yield* transport
+            .exec(target, ["sh", "-s"], { stdin: healthScript(guest, health.check, step.params), timeoutMs: durationMs(health.timeout) })
+            .pipe(Effect.catchTag("Timeout", () => Effect.succeed({ exitCode: -1, stdout: new Uint8Array(), stderr: new TextEncoder().encode("timed out") })))
+          if (check.exitCode !== 0) {
+            state = "failed"
+            const output = `${Buffer.from(check.stdout).toString("utf8")}${Buffer.from(check.stderr).toString("utf8")}`.trim()
+            log.line(`health check of ${name} failed (exit ${check.exitCode})${output ? `: ${output}` : ""}`)
+            unhealthy.push(`${name}${output ? ` (${output.split("\n").pop()})` : ""}`)
+          }
+        }
+        yield* recordApplied(vm, name, (entry) => ({ ...(entry ?? current), health: state }))
+      }
+      if (unhealthy.length > 0) {
+        return yield* failed(`health check failed: ${unhealthy.join(", ")}`, `health check failed for ${unhealthy.join(", ")}; the recipes stay applied`, unhealthy[0]!.split(" ")[0]!)
+      }
+      log.line("done")
+      return { vm, applied: ran, skipped_reason: "", recipes_detail: yield* detailOf(vm) }
+    })
+    return yield* body.pipe(
+      Effect.onInterrupt(() => Effect.sync(() => log.line("CANCELLED: interrupted"))),
+      // A failure not already logged (ssh never came up, a guest call failed) still ends the log.
+      Effect.tapError((error) => Effect.sync(() => (ended ? undefined : log.line(`FAILED: ${error.message}`))))
+    )
+  })

@@ -1,0 +1,6 @@
+export * from "./manifest.js"
+export * from "./prelude.js"
+export * from "./plan.js"
+export * from "./store.js"
+export * from "./apply.js"
+export { BUNDLED_RECIPES } from "./bundled.js"
