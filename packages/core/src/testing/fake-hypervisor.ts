@@ -15,6 +15,8 @@ export class FakeHypervisorState {
   startNotice: string | undefined = undefined
   /** Set to a message to make every createDisk fail with `internal` (a failing `qemu-img create`). */
   createDiskError: string | undefined = undefined
+  /** Every localImage call: which image, and the root disk it was pinned to (a VM's base). */
+  readonly localImageCalls: Array<{ readonly id: string; readonly rootDisk?: string }> = []
 }
 
 export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Service<Hypervisor> => {
@@ -105,6 +107,16 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         ? Effect.succeed({ width: 640, height: 480, bytes: 0 })
         : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name })),
     validate: () => Effect.void,
-    localImage: (id) => Effect.succeed({ kernel: `/fake/${id}/vmlinux`, initrd: `/fake/${id}/initrd.img`, append: "console=ttyS0" })
+    // Like the QEMU adapter: debian-12-mini boots an overlay of a root disk; tiny is all initrd.
+    localImage: (id, _onStage, options) =>
+      Effect.sync(() => {
+        state.localImageCalls.push({ id, ...(options?.rootDisk !== undefined ? { rootDisk: options.rootDisk } : {}) })
+        return {
+        kernel: `/fake/${id}/vmlinux`,
+        initrd: `/fake/${id}/initrd.img`,
+        append: "console=ttyS0",
+        ...(id === "debian-12-mini" ? { rootDisk: `/fake/${id}/rootfs.qcow2` } : {})
+        }
+      })
   }
 }
