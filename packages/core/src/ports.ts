@@ -118,6 +118,6 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
       id: string,
       onStage?: (line: string) => void,
       options?: { readonly rootDisk?: string }
-    ) => Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach>
+    ) => Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec>
   }
 >() {}

@@ -82,6 +82,8 @@ const debianMiniError = (cause: unknown) => {
       return new CannotReach({ message, subject: DEBIAN_MINI_ID })
     case "gone":
       return new NotFound({ message, subject: DEBIAN_MINI_ID })
+    case "invalid_path":
+      return new InvalidSpec({ message, subject: "STOAT_DEBIAN_MINI_CACHE" })
     case "failed":
       return new Internal({ message, subject: DEBIAN_MINI_ID })
   }
@@ -96,7 +98,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
       const tinyDir = options.tinyCacheDir ?? join(root.root, ".cache", "tiny")
       const debianMiniDir = options.debianMiniCacheDir ?? join(root.root, ".cache", DEBIAN_MINI_ID)
       /** The current debian-12-mini build (made first if needed), or the one a VM's root disk came from. */
-      const debianMini = (onStage?: (line: string) => void, rootDisk?: string): Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach> =>
+      const debianMini = (onStage?: (line: string) => void, rootDisk?: string): Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec> =>
         Effect.map(
           Effect.tryPromise({
             try: async () => {

@@ -40,7 +40,7 @@ export interface DebianMiniImage {
  */
 export class DebianMiniBuildError extends Error {
   constructor(
-    readonly kind: "missing_tool" | "needs_root" | "mirror_unreachable" | "failed" | "gone",
+    readonly kind: "missing_tool" | "needs_root" | "mirror_unreachable" | "invalid_path" | "failed" | "gone",
     message: string
   ) {
     super(message)
@@ -82,6 +82,9 @@ export const BUILD_TOOLS: ReadonlyArray<readonly [program: string, pkg: string]>
 ]
 
 const CURRENT = "current.json"
+
+/** mmdebstrap splits its special hooks (sync-in DIR …) on whitespace, so the cache path goes in plain. */
+const SAFE_HOOK_PATH = /^[^\s"'\\\x00-\x1f]+$/
 
 /** The build a complete manifest in `dir` describes, or undefined when anything is missing or the wrong size. */
 async function readBuild(dir: string): Promise<{ readonly image: DebianMiniImage; readonly manifest: Manifest } | undefined> {
@@ -177,9 +180,12 @@ export async function buildDebianMini(opts: BuildDebianMiniOptions): Promise<Deb
   const existing = await readDebianMini(opts.outDir)
   if (existing) return existing
   const log = opts.onStage ?? (() => {})
+  const debCache = join(opts.cacheDir, "debs")
+  if (!SAFE_HOOK_PATH.test(debCache)) {
+    throw new DebianMiniBuildError("invalid_path", `the ${DEBIAN_MINI_ID} cache folder ${JSON.stringify(debCache)} must not contain spaces, quotes, backslashes or control characters (mmdebstrap's sync hooks split on them); set STOAT_DEBIAN_MINI_CACHE to a plain path`)
+  }
   await checkBuildHost()
   const started = Date.now()
-  const debCache = join(opts.cacheDir, "debs")
   await mkdir(debCache, { recursive: true })
   await mkdir(opts.outDir, { recursive: true })
   const work = join(opts.outDir, `.build-${process.pid}-${randomBytes(4).toString("hex")}`)

@@ -79,7 +79,9 @@ export const MASKED_UNITS = [
   "systemd-pstore.service",
   "systemd-journal-flush.service",
   "systemd-update-utmp.service",
-  "systemd-update-utmp-runlevel.service"
+  "systemd-update-utmp-runlevel.service",
+  // Debian's packages create their users in maintainer scripts; the boot-time pass repeats that work.
+  "systemd-sysusers.service"
 ] as const
 
 export const STOAT_UNITS = ["stoat-hostkey.service", "stoat-growfs.service", "stoat-ready.service"] as const
@@ -211,6 +213,9 @@ export function mmdebstrapArgs(o: MmdebstrapOptions): string[] {
     ),
     ...["/usr/share/doc/*/copyright", "/usr/share/locale/locale.alias"].map((path) => `--dpkgopt=path-include=${path}`),
     "--skip=essential/unlink",
+    // The package lists stay in the image: the guest's first `apt-get update` then only checks
+    // them (minutes less under TCG than fetching bookworm's lists through user-mode networking).
+    "--skip=cleanup/apt/lists",
     `--setup-hook=mkdir -p "$1/var/cache/apt/archives"`,
     `--setup-hook=sync-in ${o.debCache} /var/cache/apt/archives/`,
     `--customize-hook=sync-out /var/cache/apt/archives ${o.debCache}`,
@@ -290,6 +295,8 @@ export function guestFiles(sources: readonly AptSource[]): GuestFile[] {
   return [
     { path: "etc/apt/sources.list.d/debian.sources", content: guestAptSources(sources), mode: 0o644 },
     { path: "etc/resolv.conf", content: "nameserver 10.0.2.3\n", mode: 0o644 },
+    // Translations are megabytes of lists nothing in a test VM reads.
+    { path: "etc/apt/apt.conf.d/90stoat", content: 'Acquire::Languages "none";\n', mode: 0o644 },
     { path: "etc/fstab", content: "# Mounted read-write by the initrd; no fsck at boot (pass 0).\n/dev/vda / ext4 rw,errors=remount-ro 0 0\n", mode: 0o644 },
     { path: "etc/default/locale", content: "LANG=C.UTF-8\n", mode: 0o644 },
     { path: "etc/hostname", content: "debian\n", mode: 0o644 },
