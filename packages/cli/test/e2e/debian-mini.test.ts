@@ -60,7 +60,7 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
 
   it("is a debian VM logging in as stoat, whose disk overlays the build's root disk", async () => {
     const get = result((await stoat(["--json", "get", VM], env)).stdout)
-    expect(get).toMatchObject({ ok: true, data: { name: VM, os: "debian", state: "running", ram_mb: 1024, cpus: 1, disk: "4G" } })
+    expect(get).toMatchObject({ ok: true, data: { vm: { name: VM, os: "debian", state: "running", ram_mb: 1024, cpus: 1, disk: "4G" } } })
     const toml = readFileSync(join(home, VM, "vm.toml"), "utf8")
     expect(toml).toMatch(/sshuser = "stoat"/)
     const base = /base = "([^"]+)"/.exec(toml)?.[1] ?? ""
@@ -88,6 +88,8 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
   it("mounts the work share read-write at /mnt/work over 9p", async () => {
     writeFileSync(join(home, "shared", VM, "from-host.txt"), "hello from the host\n")
     expect(await ok("cat /mnt/work/from-host.txt")).toBe("hello from the host\n")
+    // The login user owns the share's top folder, so it can create files there.
+    expect(await ok("stat -c %U /mnt/work")).toBe("stoat\n")
     await ok("echo 'hello from the guest' > /mnt/work/from-guest.txt")
     expect(readFileSync(join(home, "shared", VM, "from-guest.txt"), "utf8")).toBe("hello from the guest\n")
     expect(await ok("findmnt -n -o FSTYPE /mnt/work")).toBe("9p\n")
@@ -101,7 +103,7 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
   })
 
   it("enables, starts and stops a systemd service, and its journal can be read", async () => {
-    const unit = "[Unit]\nDescription=stoat e2e ticker\n\n[Service]\nExecStart=/bin/sh -c 'echo stoat-e2e-started; exec sleep infinity'\n\n[Install]\nWantedBy=multi-user.target\n"
+    const unit = "[Unit]\nDescription=stoat e2e ticker\n\n[Service]\nExecStart=/bin/sh -c \"echo stoat-e2e-started; exec sleep infinity\"\n\n[Install]\nWantedBy=multi-user.target\n"
     await ok(`printf '%s' '${unit}' | sudo -n tee /etc/systemd/system/ticker.service >/dev/null && sudo -n systemctl daemon-reload`)
     expect((await sh("systemctl is-enabled ticker")).stdout).toBe("disabled\n")
     await ok("sudo -n systemctl enable ticker 2>/dev/null && sudo -n systemctl start ticker")

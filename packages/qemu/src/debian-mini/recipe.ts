@@ -95,7 +95,7 @@ export const INITRD_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "ext4",
 
 /** Busybox applets /init uses; each becomes a symlink in the initrd. */
 export const INITRD_APPLETS = [
-  "sh", "mount", "umount", "insmod", "mkdir", "cat", "cp", "chmod", "tr", "ip", "usleep", "printf", "echo", "switch_root"
+  "sh", "mount", "umount", "insmod", "mkdir", "cat", "cp", "chmod", "chown", "tr", "ip", "usleep", "printf", "echo", "switch_root"
 ] as const
 
 /** Size of the ext4 file system in the image; a VM's disk (an overlay, default 4G) is grown into at boot. */
@@ -418,7 +418,9 @@ for t in /sys/bus/virtio/drivers/9pnet_virtio/*/mount_tag; do
   tag=$(tr -d '\\000\\n' < "$t")
   case "$tag" in ""|*/*|.|..) continue ;; host) mode=ro ;; *) mode=rw ;; esac
   mkdir -p "/newroot/mnt/$tag"
-  mount -t 9p -o "trans=virtio,version=9p2000.L,msize=262144,$mode" "$tag" "/newroot/mnt/$tag" || echo "stoat: cannot mount 9p tag $tag"
+  mount -t 9p -o "trans=virtio,version=9p2000.L,msize=262144,$mode" "$tag" "/newroot/mnt/$tag" || { echo "stoat: cannot mount 9p tag $tag"; continue; }
+  # The login user works in the share: own its top folder (QEMU records that in an xattr on the host, mapped-xattr).
+  [ "$mode" = rw ] && chown ${GUEST_USER.uid}:${GUEST_USER.uid} "/newroot/mnt/$tag" 2>/dev/null
 done
 umount /sys
 umount /proc

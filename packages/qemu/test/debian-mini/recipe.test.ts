@@ -282,6 +282,7 @@ describe("the initrd's /init", () => {
   it("mounts the 9p shares like the tiny guest: host read-only, any other tag read-write, odd tags skipped", () => {
     expect(init).toContain(`case "$tag" in ""|*/*|.|..) continue ;; host) mode=ro ;; *) mode=rw ;; esac`)
     expect(init).toContain(`mount -t 9p -o "trans=virtio,version=9p2000.L,msize=262144,$mode" "$tag" "/newroot/mnt/$tag"`)
+    expect(init).toContain(`[ "$mode" = rw ] && chown 1000:1000 "/newroot/mnt/$tag"`)
   })
 })
 
