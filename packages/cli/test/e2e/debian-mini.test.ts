@@ -69,15 +69,22 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
   })
 
   it("boots systemd to running with journald, hostname = VM name, and passwordless sudo", async () => {
-    expect(await ok("systemctl is-system-running --wait")).toBe("running\n")
-    expect(await ok("systemctl is-active systemd-journald ssh")).toBe("active\nactive\n")
-    expect(await ok("hostname")).toBe(`${VM}\n`)
-    expect(await ok("id -un; sudo -n id -u")).toBe("stoat\n0\n")
-    expect(await ok("systemctl --failed --no-legend | wc -l")).toBe("0\n")
-    // No per-VM secret is left on the disk: the host key lives in /run, readable by root only.
-    expect(await ok("ls /etc/ssh | grep -c ssh_host_ || true")).toBe("0\n")
-    expect(await ok("stat -c '%U %a' /run/stoat/ssh_host_ed25519_key")).toBe("root 600\n")
-    expect((await sh("cat /run/stoat/ssh_host_ed25519_key")).code).not.toBe(0)
+    // One guest call per check costs seconds under TCG (a login each); one script answers them all.
+    const report = await ok(
+      [
+        "systemctl is-system-running --wait",
+        "systemctl is-active systemd-journald ssh",
+        "hostname",
+        "id -un",
+        "sudo -n id -u",
+        "systemctl --failed --no-legend | wc -l",
+        // No per-VM secret on the disk: the host key lives in /run, readable by root only.
+        "ls /etc/ssh | grep -c ssh_host_ || true",
+        "stat -c '%U %a' /run/stoat/ssh_host_ed25519_key",
+        "cat /run/stoat/ssh_host_ed25519_key >/dev/null 2>&1 && echo readable || echo unreadable"
+      ].join("; ")
+    )
+    expect(report).toBe(["running", "active", "active", VM, "stoat", "0", "0", "0", "root 600", "unreadable", ""].join("\n"))
   })
 
   it("offers the host key stoat generated for the VM", async () => {
@@ -87,56 +94,52 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
 
   it("mounts the work share read-write at /mnt/work over 9p", async () => {
     writeFileSync(join(home, "shared", VM, "from-host.txt"), "hello from the host\n")
-    expect(await ok("cat /mnt/work/from-host.txt")).toBe("hello from the host\n")
     // The login user owns the share's top folder, so it can create files there.
-    expect(await ok("stat -c %U /mnt/work")).toBe("stoat\n")
-    await ok("echo 'hello from the guest' > /mnt/work/from-guest.txt")
+    const report = await ok("findmnt -n -o FSTYPE /mnt/work; stat -c %U /mnt/work; cat /mnt/work/from-host.txt; echo 'hello from the guest' > /mnt/work/from-guest.txt")
+    expect(report).toBe("9p\nstoat\nhello from the host\n")
     expect(readFileSync(join(home, "shared", VM, "from-guest.txt"), "utf8")).toBe("hello from the guest\n")
-    expect(await ok("findmnt -n -o FSTYPE /mnt/work")).toBe("9p\n")
   })
 
   it("installs a real package with apt through QEMU's user-mode network", async () => {
-    expect((await sh("command -v hello")).code).not.toBe(0)
-    await ok("sudo -n apt-get update -q >/dev/null && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -q hello >/dev/null")
-    expect(await ok("hello")).toBe("Hello, world!\n")
-    expect(await ok("dpkg-query -W -f '${Status}' hello")).toBe("install ok installed")
+    const report = await ok(
+      "command -v hello || echo absent; sudo -n apt-get update -q >/dev/null && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -q hello >/dev/null && hello && dpkg-query -W -f '${Status}\\n' hello"
+    )
+    expect(report).toBe("absent\nHello, world!\ninstall ok installed\n")
   })
 
   it("enables, starts and stops a systemd service, and its journal can be read", async () => {
     const unit = "[Unit]\nDescription=stoat e2e ticker\n\n[Service]\nExecStart=/bin/sh -c \"echo stoat-e2e-started; exec sleep infinity\"\n\n[Install]\nWantedBy=multi-user.target\n"
-    await ok(`printf '%s' '${unit}' | sudo -n tee /etc/systemd/system/ticker.service >/dev/null && sudo -n systemctl daemon-reload`)
-    expect((await sh("systemctl is-enabled ticker")).stdout).toBe("disabled\n")
-    await ok("sudo -n systemctl enable ticker 2>/dev/null && sudo -n systemctl start ticker")
-    expect(await ok("systemctl is-active ticker; systemctl is-enabled ticker")).toBe("active\nenabled\n")
+    const before = await ok(`printf '%s' '${unit}' | sudo -n tee /etc/systemd/system/ticker.service >/dev/null && sudo -n systemctl daemon-reload; systemctl is-enabled ticker || true`)
+    expect(before).toBe("disabled\n")
+    const running = await ok("sudo -n systemctl enable ticker 2>/dev/null && sudo -n systemctl start ticker; systemctl is-active ticker; systemctl is-enabled ticker")
+    expect(running).toBe("active\nenabled\n")
     // The user is in systemd-journal, so the unit's journal is readable without sudo.
     let journal = ""
-    for (let i = 0; i < 50 && !journal.includes("stoat-e2e-started"); i++) journal = await ok("journalctl -u ticker --no-pager -o cat -n 20")
+    for (let i = 0; i < 20 && !journal.includes("stoat-e2e-started"); i++) journal = await ok("journalctl -u ticker --no-pager -o cat -n 20")
     expect(journal).toContain("stoat-e2e-started")
-    await ok("sudo -n systemctl stop ticker")
-    expect((await sh("systemctl is-active ticker")).stdout).toBe("inactive\n")
+    expect((await sh("sudo -n systemctl stop ticker; systemctl is-active ticker")).stdout).toBe("inactive\n")
   })
 
   it("adds a user with a home folder and bash", async () => {
-    await ok("sudo -n useradd -m -s /bin/bash alice")
-    expect(await ok("getent passwd alice | cut -d: -f6,7")).toBe("/home/alice:/bin/bash\n")
-    expect(await ok("stat -c %U /home/alice")).toBe("alice\n")
+    expect(await ok("sudo -n useradd -m -s /bin/bash alice && getent passwd alice | cut -d: -f6,7 && stat -c %U /home/alice")).toBe("/home/alice:/bin/bash\nalice\n")
   })
 
   it("writes as the ssh user where it may, and only as root under /etc", async () => {
-    await ok("echo mine > /home/stoat/mine.txt")
-    expect(await ok("stat -c %U /home/stoat/mine.txt")).toBe("stoat\n")
-    const denied = await sh("echo nope > /etc/stoat-e2e.conf")
+    const denied = await sh("echo mine > /home/stoat/mine.txt && stat -c %U /home/stoat/mine.txt && echo nope > /etc/stoat-e2e.conf")
+    expect(denied.stdout).toBe("stoat\n")
     expect(denied.code).not.toBe(0)
     expect(denied.stderr).toMatch(/Permission denied/)
-    await ok("echo rooted | sudo -n tee /etc/stoat-e2e.conf >/dev/null")
-    expect(await ok("stat -c %U /etc/stoat-e2e.conf; cat /etc/stoat-e2e.conf")).toBe("root\nrooted\n")
+    expect(await ok("echo rooted | sudo -n tee /etc/stoat-e2e.conf >/dev/null && stat -c %U /etc/stoat-e2e.conf && cat /etc/stoat-e2e.conf")).toBe("root\nrooted\n")
   })
 
   it("grows its root file system to the VM's 4G disk", async () => {
     // Online resize runs after the ready line; wait for it to have run.
-    await ok("while ! systemctl show -p ActiveState --value stoat-growfs | grep -qx inactive; do sleep 0.5; done; systemctl show -p Result --value stoat-growfs | grep -qx success")
-    const blocks = Number((await ok("df -B1M --output=size / | tail -1")).trim())
-    expect(blocks).toBeGreaterThan(3500)
+    const size = await ok(
+      "while ! systemctl show -p ActiveState --value stoat-growfs | grep -qx inactive; do sleep 0.5; done; systemctl show -p Result --value stoat-growfs; df -B1M --output=size / | tail -1"
+    )
+    const [result, mib] = size.trim().split(/\s+/)
+    expect(result).toBe("success")
+    expect(Number(mib)).toBeGreaterThan(3500)
   })
 
   it("powers off cleanly through the ACPI button (systemd-logind), and the disk keeps what was written", async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import { findOnPath } from "@stoat/core"
 import { CpioWriter } from "../tiny/cpio.js"
@@ -180,6 +180,58 @@ export async function buildDebianMini(opts: BuildDebianMiniOptions): Promise<Deb
   const existing = await readDebianMini(opts.outDir)
   if (existing) return existing
   const log = opts.onStage ?? (() => {})
+  await mkdir(opts.outDir, { recursive: true })
+  // Two pulls or creates at once build once: the second waits, then finds the first one's build.
+  return withBuildLock(opts.outDir, () => log("waiting for another build of the image to finish"), async () => (await readDebianMini(opts.outDir)) ?? buildUnlocked(opts, log))
+}
+
+const LOCK = ".build.lock"
+const LOCK_POLL_MS = 1000
+
+/** True while `pid` names a live process (EPERM: alive, someone else's). */
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/**
+ * Runs `body` holding `<dir>/.build.lock` (created exclusively, holding the owner's pid). A lock
+ * whose owner died (a killed build) is taken over; a live owner is waited for.
+ */
+export async function withBuildLock<T>(dir: string, onWait: () => void, body: () => Promise<T>): Promise<T> {
+  const path = join(dir, LOCK)
+  let told = false
+  for (;;) {
+    const handle = await open(path, "wx").catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "EEXIST") return undefined
+      throw error
+    })
+    if (handle) {
+      try {
+        await handle.writeFile(`${process.pid}\n`)
+        await handle.close()
+        return await body()
+      } finally {
+        await rm(path, { force: true })
+      }
+    }
+    const owner = Number.parseInt(await readFile(path, "utf8").catch(() => ""), 10)
+    // An empty file is a lock being written this instant; only a named, dead owner is stale.
+    if (owner > 0 && owner !== process.pid && !alive(owner)) {
+      await rm(path, { force: true })
+      continue
+    }
+    if (!told) onWait()
+    told = true
+    await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS))
+  }
+}
+
+async function buildUnlocked(opts: BuildDebianMiniOptions, log: (line: string) => void): Promise<DebianMiniImage> {
   const debCache = join(opts.cacheDir, "debs")
   if (!SAFE_HOOK_PATH.test(debCache)) {
     throw new DebianMiniBuildError("invalid_path", `the ${DEBIAN_MINI_ID} cache folder ${JSON.stringify(debCache)} must not contain spaces, quotes, backslashes or control characters (mmdebstrap's sync hooks split on them); set STOAT_DEBIAN_MINI_CACHE to a plain path`)
@@ -187,7 +239,8 @@ export async function buildDebianMini(opts: BuildDebianMiniOptions): Promise<Deb
   await checkBuildHost()
   const started = Date.now()
   await mkdir(debCache, { recursive: true })
-  await mkdir(opts.outDir, { recursive: true })
+  // Under the lock no other build runs: any work folder here is a killed build's (~1 GB).
+  for (const name of await readdir(opts.outDir)) if (name.startsWith(".build-")) await rm(join(opts.outDir, name), { recursive: true, force: true })
   const work = join(opts.outDir, `.build-${process.pid}-${randomBytes(4).toString("hex")}`)
   const rootfs = join(work, "rootfs")
   try {

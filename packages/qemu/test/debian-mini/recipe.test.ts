@@ -4,13 +4,14 @@
  * when a cached build counts as usable. No mmdebstrap run, no root needed.
  */
 import { execFileSync } from "node:child_process"
+import { existsSync } from "node:fs"
 import { mkdir, mkdtemp, rm, truncate, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { BUNDLED_GUESTS, dataRootAt, Hypervisor } from "@stoat/core"
-import { buildDebianMini, checkBuildHost, DebianMiniBuildError, readDebianMini } from "../../src/debian-mini/build.js"
+import { buildDebianMini, checkBuildHost, DebianMiniBuildError, readDebianMini, withBuildLock } from "../../src/debian-mini/build.js"
 import {
   chrootCommands,
   DEBIAN_MINI_KERNEL_ARGS,
@@ -352,6 +353,36 @@ describe("the build cache", () => {
     expect(await readDebianMini(out, join(old, "other.qcow2"))).toBeUndefined()
     await rm(join(old, "initrd.img"))
     expect(await readDebianMini(out, join(old, "rootfs.qcow2"))).toBeUndefined()
+  })
+})
+
+describe("the build lock", () => {
+  it("runs concurrent builds one after the other, and tells the waiting one why", async () => {
+    const dir = await tempDir()
+    let inside = 0
+    let most = 0
+    const waits: number[] = []
+    const build = (id: number) =>
+      withBuildLock(dir, () => waits.push(id), async () => {
+        most = Math.max(most, ++inside)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        inside--
+        return id
+      })
+    expect(await Promise.all([build(1), build(2), build(3)])).toEqual([1, 2, 3])
+    expect(most).toBe(1)
+    expect(waits).toEqual([2, 3])
+    expect(existsSync(join(dir, ".build.lock"))).toBe(false)
+  })
+
+  it("takes over the lock of a build that died, and releases it when the body fails", async () => {
+    const dir = await tempDir()
+    const dead = Number(execFileSync("sh", ["-c", "sh -c 'echo $$' "], { encoding: "utf8" }).trim())
+    await writeFile(join(dir, ".build.lock"), `${dead}\n`)
+    const waited: string[] = []
+    await expect(withBuildLock(dir, () => waited.push("waited"), () => Promise.reject(new Error("boom")))).rejects.toThrow("boom")
+    expect(waited).toEqual([])
+    expect(existsSync(join(dir, ".build.lock"))).toBe(false)
   })
 })
 
