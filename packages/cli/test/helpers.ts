@@ -1,6 +1,6 @@
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { homedir, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -51,3 +51,18 @@ export const homeWith = (files: Record<string, string>): string => {
   }
   return home
 }
+
+/** The e2e suites need QEMU; without it they fail loudly instead of skipping. */
+export const requireQemu = (): void => {
+  try {
+    execFileSync("qemu-system-x86_64", ["--version"], { stdio: "ignore" })
+  } catch {
+    throw new Error("qemu-system-x86_64 is not installed: the e2e suite boots real VMs (run scripts/setup.sh)")
+  }
+}
+
+/** An e2e data root's environment: one tiny-guest build is shared by every suite (it takes ~20 s to assemble). */
+export const e2eEnv = (home: string): Record<string, string> => ({
+  STOAT_HOME: home,
+  STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image")
+})

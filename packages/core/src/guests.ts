@@ -7,7 +7,12 @@ import * as fs from "./platform/fs.js"
 import { InvalidSpec, NotFound } from "./errors.js"
 import { closest } from "./names.js"
 
-export type GuestDef = Omit<Guest, "source">
+/**
+ * A guest definition as core uses it: the wire Guest plus `log_path`, the system log tail_log
+ * reads, which the wire DTO (contract v3) does not carry.
+ */
+export type LoadedGuest = Guest & { readonly log_path?: string }
+export type GuestDef = Omit<LoadedGuest, "source">
 
 const systemdSvc = {
   enable: "systemctl enable {name}",
@@ -78,7 +83,7 @@ export const BUNDLED_GUESTS: ReadonlyArray<GuestDef> = [
     cmd: { download: "wget -O", useradd: "adduser -D {name}" },
     backend: {},
     log_path: "/var/log/messages"
-  } as GuestDef,
+  },
   systemdGuest("ubuntu", apt, { filename_hints: ["ubuntu", "noble", "jammy", "focal"], skip_9p: false }),
   systemdGuest("debian", apt, { aliases: ["debian-family"], filename_hints: ["debian", "trixie", "bookworm"], skip_9p: true }),
   systemdGuest("fedora", dnf, { aliases: ["rpm-family"], filename_hints: ["fedora"], skip_9p: false }),
@@ -213,7 +218,8 @@ const fromFile = (file: GuestFileType): GuestDef => ({
   pkg: { setup: file.pkg.setup, install: file.pkg.install, env: file.pkg.env ?? {}, runtime_packages: file.pkg.runtime_packages },
   svc: file.svc,
   cmd: Object.fromEntries(Object.entries(file.cmd ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)),
-  backend: file.backend ?? {}
+  backend: file.backend ?? {},
+  ...(file.log_path !== undefined ? { log_path: file.log_path } : {})
 })
 
 const mergeGuest = (base: GuestDef, over: typeof GuestOverride.Type): GuestDef => {
@@ -232,6 +238,7 @@ const mergeGuest = (base: GuestDef, over: typeof GuestOverride.Type): GuestDef =
     ...(over.seed_packages ? { seed_packages: over.seed_packages } : {}),
     ...(over.pkg ? { pkg: { ...base.pkg, ...over.pkg, env: over.pkg.env ?? base.pkg.env } } : {}),
     ...(over.svc ? { svc: over.svc } : {}),
+    ...(over.log_path !== undefined ? { log_path: over.log_path } : {}),
     ...(over.cmd ? { cmd: { ...base.cmd, ...(over.cmd as Record<string, string>) } } : {}),
     // A [backend.x] table replaces the bundled one whole.
     ...(over.backend ? { backend: { ...base.backend, ...over.backend } } : {})
@@ -239,24 +246,24 @@ const mergeGuest = (base: GuestDef, over: typeof GuestOverride.Type): GuestDef =
 }
 
 export interface LoadedGuests {
-  readonly guests: ReadonlyArray<Guest>
-  readonly byName: ReadonlyMap<string, Guest>
+  readonly guests: ReadonlyArray<LoadedGuest>
+  readonly byName: ReadonlyMap<string, LoadedGuest>
 }
 
 export class Guests extends Context.Tag("stoat/Guests")<
   Guests,
   {
-    readonly list: Effect.Effect<ReadonlyArray<Guest>, InvalidSpec | fs.FsError>
-    readonly get: (name: string) => Effect.Effect<Guest, NotFound | InvalidSpec | fs.FsError>
+    readonly list: Effect.Effect<ReadonlyArray<LoadedGuest>, InvalidSpec | fs.FsError>
+    readonly get: (name: string) => Effect.Effect<LoadedGuest, NotFound | InvalidSpec | fs.FsError>
   }
 >() {}
 
 const bundledMap = new Map(BUNDLED_GUESTS.map((guest) => [guest.name, guest]))
 
-export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<Guest>, InvalidSpec | fs.FsError> =>
+export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<LoadedGuest>, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
     const names = yield* fs.listDirectory(dir)
-    const result = new Map<string, Guest>(BUNDLED_GUESTS.map((guest) => [guest.name, { ...guest, source: "bundled" as const }]))
+    const result = new Map<string, LoadedGuest>(BUNDLED_GUESTS.map((guest) => [guest.name, { ...guest, source: "bundled" as const }]))
     for (const file of names.filter((name) => name.endsWith(".toml")).sort()) {
       const path = join(dir, file)
       const text = yield* fs.readFileString(path)

@@ -5,10 +5,11 @@ import { HostProbeLive } from "./host.js"
 import { LocksLive } from "./locks.js"
 import { VmStoreLive } from "./vm-store.js"
 import { LazyGuestTransportLive } from "./transport-lazy.js"
+import { GuestOpsLive } from "./guest/ops.js"
 
 /** Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the stack. */
 export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
-  Layer.merge(LazyGuestTransportLive)
+  Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive)))
 )

@@ -1,4 +1,4 @@
-import { appendFile } from "node:fs/promises"
+import { open, type FileHandle } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./catalog/operation.js"
@@ -42,12 +42,41 @@ const subjectOf = (raw: unknown): string | undefined => {
 }
 
 /** One line in stoat.log per call: who, what, which VM, how long, outcome. Never argument values. */
-export const auditCall = (context: ExecutionContext, operation: Operation, vm: string | undefined, ms: number, outcome: string) =>
+export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
   Effect.flatMap(DataRoot, (root) => {
     const line = `${new Date().toISOString()} INFO op=${operation.key} tool=${operation.tool} entrypoint=${context.entrypoint} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
-    // The log is best effort: a missing logs/ folder (a data root never written to) is not created by a read.
-    return Effect.promise(() => appendFile(join(root.root, "logs", "stoat.log"), line).catch(() => undefined))
+    return Effect.promise(() => appendLogLine(join(root.root, "logs", "stoat.log"), line))
   })
+
+/**
+ * Open append-only handles of the logs written so far: a long-lived server writes a line per
+ * call, and opening the file each time cost more than the call. O_APPEND keeps lines of
+ * concurrent processes whole.
+ */
+const logHandles = new Map<string, { readonly file: Promise<FileHandle>; checked: number }>()
+/** How often a held log handle is checked for a file deleted under it (a person clearing the log). */
+const RECHECK_MS = 1_000
+
+const openLog = (path: string) => {
+  const entry = { file: open(path, "a"), checked: Date.now() }
+  logHandles.set(path, entry)
+  entry.file.catch(() => logHandles.delete(path))
+  return entry
+}
+
+/** Best effort: a missing logs/ folder (a data root never written to) is not created by a read. */
+const appendLogLine = async (path: string, line: string): Promise<void> => {
+  let entry = logHandles.get(path) ?? openLog(path)
+  if (Date.now() - entry.checked > RECHECK_MS) {
+    entry.checked = Date.now()
+    const unlinked = await entry.file.then((file) => file.stat()).then((info) => info.nlink === 0, () => true)
+    if (unlinked) {
+      void entry.file.then((file) => file.close()).catch(() => undefined)
+      entry = openLog(path)
+    }
+  }
+  await entry.file.then((file) => file.write(line)).catch(() => undefined)
+}
 
 export interface RunOptions<I, R> {
   /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */

@@ -1,5 +1,5 @@
 import { Context, type Effect } from "effect"
-import type { AccessDenied, CannotReach, Internal, NotFound, Timeout } from "./errors.js"
+import type { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Timeout, Usage } from "./errors.js"
 
 /** How to reach one VM's sshd: always loopback, the VM's forwarded port. */
 export interface SshTarget {
@@ -31,6 +31,12 @@ export interface ExecOutput {
 }
 
 /**
+ * What an SFTP call can fail with: `capability_unavailable` (reason `sftp`) when the guest has no
+ * SFTP server, `usage` for a directory where a file was meant.
+ */
+export type SftpError = CannotReach | NotFound | AccessDenied | CapabilityUnavailable | Usage | Internal
+
+/**
  * The port through which core reaches into a guest. Commands are argv arrays, quoted for the
  * guest shell by the transport: tool input never becomes shell syntax.
  */
@@ -42,15 +48,15 @@ export class GuestTransport extends Context.Tag("stoat/GuestTransport")<
       target: SshTarget,
       path: string,
       options?: { readonly offset?: number; readonly maxBytes?: number }
-    ) => Effect.Effect<{ readonly data: Uint8Array; readonly size: number }, CannotReach | NotFound | AccessDenied | Internal>
+    ) => Effect.Effect<{ readonly data: Uint8Array; readonly size: number }, SftpError>
     readonly writeFile: (
       target: SshTarget,
       path: string,
       data: Uint8Array,
       options?: { readonly mode?: number; readonly append?: boolean }
-    ) => Effect.Effect<void, CannotReach | NotFound | AccessDenied | Internal>
-    readonly upload: (target: SshTarget, localPath: string, remotePath: string) => Effect.Effect<void, CannotReach | NotFound | AccessDenied | Internal>
-    readonly download: (target: SshTarget, remotePath: string, localPath: string) => Effect.Effect<void, CannotReach | NotFound | AccessDenied | Internal>
+    ) => Effect.Effect<void, SftpError>
+    readonly upload: (target: SshTarget, localPath: string, remotePath: string) => Effect.Effect<void, SftpError>
+    readonly download: (target: SshTarget, remotePath: string, localPath: string) => Effect.Effect<void, SftpError>
     /** Reachable = TCP connect and the `SSH-` banner (user-mode NAT accepts before the guest is up). */
     readonly probe: (port: number, timeoutMs?: number) => Effect.Effect<boolean>
     /** Drops pooled connections to one VM (after stop) or to all. */

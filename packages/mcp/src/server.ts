@@ -17,6 +17,7 @@ import { RateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate
 import { redact } from "./policy/redact.js"
 import { PROMPTS } from "./prompts/index.js"
 import { CATALOG_URI, catalogDocument, GUIDE, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
+import { CancellableTaskStore, DEFAULT_TASK_TTL_MS, TASK_POLL_INTERVAL_MS } from "./tasks.js"
 import { callTool, type CallChannel } from "./tools/call.js"
 import { buildRegistry, type ToolEntry } from "./tools/registry.js"
 
@@ -28,6 +29,8 @@ export interface StoatMcp {
   readonly heartbeatMs?: number
   /** Tool calls in flight, so a closing transport can let them answer first. */
   readonly pending: Set<Promise<unknown>>
+  /** Tool calls run as MCP tasks (spec 2025-11-25), shared by every connection of the process. */
+  readonly tasks: CancellableTaskStore
 }
 
 export interface StoatMcpOptions {
@@ -43,6 +46,7 @@ export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
   limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
   runtime: options.runtime,
   pending: new Set(),
+  tasks: new CancellableTaskStore(),
   ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {})
 })
 
@@ -53,7 +57,18 @@ const INSTRUCTIONS =
 export const createServer = (mcp: StoatMcp): Server => {
   const server = new Server(
     { name: "stoat", version: STOAT_VERSION },
-    { capabilities: { tools: { listChanged: false }, resources: {}, prompts: {}, completions: {}, logging: {} }, instructions: INSTRUCTIONS }
+    {
+      capabilities: {
+        tools: { listChanged: false },
+        resources: {},
+        prompts: {},
+        completions: {},
+        logging: {},
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } }
+      },
+      instructions: INSTRUCTIONS,
+      taskStore: mcp.tasks
+    }
   )
   const definitions = [...mcp.tools.values()].map((entry) => entry.definition)
 
@@ -61,9 +76,17 @@ export const createServer = (mcp: StoatMcp): Server => {
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const token = request.params._meta?.progressToken
-    const canElicit = server.getClientCapabilities()?.elicitation !== undefined
+    const asTask = request.params.task !== undefined && extra.taskStore !== undefined
+    if (asTask && mcp.tools.get(request.params.name)?.definition.execution?.taskSupport !== "optional") {
+      throw new McpError(ErrorCode.MethodNotFound, `tool "${request.params.name}" does not run as a task; call it without task, or see tools/list execution.taskSupport`)
+    }
+    // A task's questions would need the tasks/result side channel; without one it behaves as a
+    // client without elicitation (the confirm argument still answers in advance).
+    const canElicit = !asTask && server.getClientCapabilities()?.elicitation !== undefined
+    const task = asTask ? await extra.taskStore!.createTask({ ttl: request.params.task?.ttl ?? DEFAULT_TASK_TTL_MS, pollInterval: TASK_POLL_INTERVAL_MS }) : undefined
+    const tracked = task ? mcp.tasks.track(task.taskId) : undefined
     const channel: CallChannel = {
-      signal: extra.signal,
+      signal: tracked?.signal ?? extra.signal,
       requestId: extra.requestId,
       ...(token !== undefined
         ? {
@@ -92,11 +115,15 @@ export const createServer = (mcp: StoatMcp): Server => {
     }
     const call = callTool(mcp, request.params.name, request.params.arguments, channel)
     mcp.pending.add(call)
-    try {
-      return (await call) as never
-    } finally {
-      mcp.pending.delete(call)
-    }
+    const settled = call.finally(() => mcp.pending.delete(call))
+    if (!task) return (await settled) as never
+    // The task outlives this request: its result is stored for tasks/result, unless it was
+    // cancelled meanwhile (a terminal status the store keeps).
+    void settled
+      .then((result) => extra.taskStore!.storeTaskResult(task.taskId, result.isError ? "failed" : "completed", result as never))
+      .catch(() => undefined)
+      .finally(() => tracked?.done())
+    return { task } as never
   })
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ACCESS_ORDER, catalog } from "@stoat/core"
+import { ACCESS_ORDER, accessOf, catalog } from "@stoat/core"
 import { buildRegistry } from "../src/index.js"
 import { dataOf, errorOf, inProcess } from "./helpers.js"
 
@@ -12,8 +12,26 @@ const tools = [...buildRegistry().values()]
 const guestTools = tools.filter((entry) => entry.operation.access !== null)
 /** Minimal valid arguments for each guest tool on VM `vm`. */
 const guestArgs: Record<string, (vm: string) => Record<string, unknown>> = {
-  exec: (vm) => ({ vm, argv: ["true"] })
+  exec: (vm) => ({ vm, argv: ["true"] }),
+  read_file: (vm) => ({ vm, path: "/etc/hostname" }),
+  list_dir: (vm) => ({ vm, path: "/etc" }),
+  stat: (vm) => ({ vm, path: "/etc" }),
+  ps: (vm) => ({ vm }),
+  svc_status: (vm) => ({ vm, name: "sshd" }),
+  tail_log: (vm) => ({ vm, path: "/etc/hostname" }),
+  write_file: (vm) => ({ vm, path: "/tmp/matrix", content: "x" }),
+  write_file_as_root: (vm) => ({ vm, path: "/tmp/matrix", content: "x", as_root: true }),
+  pkg_install: (vm) => ({ vm, packages: ["curl"] }),
+  svc: (vm) => ({ vm, name: "sshd", action: "restart" }),
+  useradd: (vm) => ({ vm, name: "alice" })
 }
+/** What an allowed call answers on the (fake) tiny guest, which has no service or package manager and no useradd. */
+const TINY_LACKS = new Set(["svc_status", "svc", "pkg_install", "useradd"])
+/** Matrix rows: each guest tool at its level, plus write_file with as_root (which needs exec). */
+const matrixRows = guestTools.flatMap((entry) => {
+  const row = { tool: entry.definition.name, args: entry.definition.name, needed: accessOf(entry.operation, {}) as string }
+  return entry.definition.name === "write_file" ? [row, { tool: "write_file", args: "write_file_as_root", needed: "exec" }] : [row]
+})
 
 describe("agent_access: the access matrix (seed 000 'VM access levels')", () => {
   let h: Harness
@@ -22,6 +40,7 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
     for (const level of LEVELS) {
       dataOf(await h.client.callTool({ name: "create", arguments: { name: `vm-${level}`, image: "tiny", agent_access: level } }))
       dataOf(await h.client.callTool({ name: "start", arguments: { vm: `vm-${level}` } }))
+      h.guest.fs(`vm-${level}`).write("/etc/hostname", `vm-${level}\n`)
     }
   })
   afterAll(async () => h?.close())
@@ -31,13 +50,13 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
     for (const entry of guestTools) expect(guestArgs[entry.definition.name], `no matrix arguments for ${entry.definition.name}`).toBeDefined()
   })
 
-  for (const entry of guestTools) {
-    const needed = entry.operation.access as string
+  for (const { tool, args, needed } of matrixRows) {
     for (const level of LEVELS) {
       const allowed = LEVELS.indexOf(level) >= LEVELS.indexOf(needed as never)
-      it(`${entry.definition.name} on a VM with agent_access = ${level}: ${allowed ? "runs" : "access_denied"}`, async () => {
-        const result = await h.client.callTool({ name: entry.definition.name, arguments: guestArgs[entry.definition.name]!(`vm-${level}`) })
-        if (allowed) dataOf(result)
+      it(`${args} on a VM with agent_access = ${level}: ${allowed ? "runs" : "access_denied"}`, async () => {
+        const result = await h.client.callTool({ name: tool, arguments: guestArgs[args]!(`vm-${level}`) })
+        if (allowed && TINY_LACKS.has(tool)) expect(errorOf(result).code).toBe("capability_unavailable")
+        else if (allowed) dataOf(result)
         else expect(errorOf(result)).toEqual({ code: "access_denied", message: `vm "vm-${level}" has agent_access = ${level}; needs ${needed}`, subject: `vm-${level}` })
       })
     }

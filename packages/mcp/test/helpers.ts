@@ -32,10 +32,10 @@ export const writeVm = (home: string, name: string, access: string, sshport = 22
   )
 }
 
-export const stdioClient = async (home: string, args: ReadonlyArray<string> = []): Promise<Client> => {
+export const stdioClient = async (home: string, args: ReadonlyArray<string> = [], command: ReadonlyArray<string> = ["mcp"]): Promise<Client> => {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [BIN, "mcp", ...args],
+    args: [BIN, ...command, ...args],
     env: { ...(process.env as Record<string, string>), STOAT_HOME: home, NO_COLOR: "1" },
     stderr: "pipe"
   })

@@ -86,4 +86,31 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
       await small.close()
     }
   })
+
+  it("closes a session idle for sessionIdleMs; a held stream or a call in flight is not idle", async () => {
+    const idle = await serveHttp(fake.mcp, { address: "127.0.0.1:0", sessionIdleMs: 200 })
+    const post = (body: unknown, session?: string) =>
+      fetch(idle.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(session ? { "mcp-session-id": session } : {}) },
+        body: JSON.stringify(body)
+      })
+    try {
+      // A client that stops calling and holds no stream (it vanished without a DELETE).
+      const opened = await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })
+      const session = opened.headers.get("mcp-session-id")!
+      await opened.text()
+      expect((await post({ jsonrpc: "2.0", method: "notifications/initialized" }, session)).status).toBe(202)
+      await new Promise((resolve) => setTimeout(resolve, 700))
+      expect((await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, session)).status).toBe(404)
+      // The SDK client holds its GET stream open: alive, so kept past the idle time.
+      const { client } = testClient()
+      await client.connect(new StreamableHTTPClientTransport(new URL(idle.url)))
+      await new Promise((resolve) => setTimeout(resolve, 700))
+      dataOf(await client.callTool({ name: "version", arguments: {} }))
+      await client.close()
+    } finally {
+      await idle.close()
+    }
+  })
 })

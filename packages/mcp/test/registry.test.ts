@@ -7,7 +7,8 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   list_vms: "read", vm_status: "read", list_images: "read", list_guests: "read", guest_info: "read", logs: "read", doctor: "read",
   capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
   snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
-  prune: "destructive", exec: "exec"
+  prune: "destructive", exec: "exec", read_file: "read", list_dir: "read", stat: "read", ps: "read", svc_status: "read", tail_log: "read",
+  write_file: "exec", pkg_install: "exec", svc: "exec", useradd: "exec"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },

@@ -10,6 +10,7 @@ import { BIN, dataOf, errorOf, run, stdioClient, tempHome, writeVm } from "./hel
 const TOOLS = [
   "list_vms", "vm_status", "list_guests", "guest_info", "doctor", "version", "create", "start", "stop", "wait", "destroy",
   "update", "clone", "forward", "logs", "screenshot", "list_snapshots", "snapshot", "restore", "delete_snapshot", "exec",
+  "read_file", "list_dir", "stat", "ps", "svc_status", "tail_log", "write_file", "pkg_install", "svc", "useradd",
   "list_images", "prune", "capabilities"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
@@ -30,6 +31,14 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     expect(tools.map((tool) => tool.name)).toEqual(TOOLS)
     // Deliberately absent (original §5).
     for (const absent of ["recipe_new", "ssh_command", "global_logs", "pull"]) expect(tools.map((t) => t.name)).not.toContain(absent)
+  })
+
+  it("is the same server as `stoat mcp serve` and `stoat -q mcp` (the fast path and oclif's)", async () => {
+    for (const command of [["mcp", "serve"], ["-q", "mcp"], ["mcp", "serve", "--quiet"]]) {
+      const other = await stdioClient(home, [], command)
+      expect((await other.listTools()).tools.map((tool) => tool.name)).toEqual(TOOLS)
+      await other.close()
+    }
   })
 
   it("gives every tool a closed input schema without host-only fields, an output schema and all four annotations", async () => {
@@ -92,6 +101,18 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     expect(log).toMatch(/op=guest\.exec tool=exec entrypoint=mcp request=\S+ vm=obs ms=\d+ outcome=error:access_denied/)
     expect(log).toMatch(/tool=vm_status entrypoint=mcp request=\S+ vm=nope ms=\d+ outcome=error:not_found/)
     expect(log).not.toContain("s3cret-argument")
+  })
+
+  it("audits refusals that happen before any operation runs: unknown tools (plain names only) and host-only fields", async () => {
+    await client.callTool({ name: "no_such_tool", arguments: {} })
+    await client.callTool({ name: "evil\ntool=forged", arguments: {} })
+    await client.callTool({ name: "create", arguments: { name: "x1", image: "tiny", iso: "/etc/passwd" } })
+    const log = readFileSync(join(home, "logs", "stoat.log"), "utf8")
+    expect(log).toMatch(/op=- tool=no_such_tool entrypoint=mcp request=\S+ ms=0 outcome=error:usage/)
+    expect(log).toMatch(/op=- tool=<invalid> entrypoint=mcp request=\S+ ms=0 outcome=error:usage/)
+    expect(log).not.toContain("tool=forged")
+    expect(log).toMatch(/op=vm\.create tool=create entrypoint=mcp request=\S+ ms=0 outcome=error:usage/)
+    expect(log).not.toContain("/etc/passwd")
   })
 })
 

@@ -10,23 +10,29 @@ export const ExecResult = Schema.Struct({
   stderr: Schema.optional(Schema.String),
   stderr_base64: Schema.optional(Schema.String),
   stderr_encoding: Schema.optional(Schema.Literal("base64")),
-  timed_out: Schema.optional(Schema.Boolean)
+  /** The command was stopped at timeout_seconds; the output is what it wrote until then. */
+  timed_out: Schema.optional(Schema.Boolean),
+  /** A stream went past the output cap and was cut there. */
+  truncated: Schema.optional(Schema.Boolean),
+  /** What to do next, when something needs saying (a timeout points at exec_bg). */
+  message: Schema.optional(Schema.String)
 })
 export type ExecResult = typeof ExecResult.Type
+/** `stoat exec --json`: the VM name plus ExecResult (a non-UTF-8 stream as base64, as there). */
 export const CliExecResult = Schema.Struct({
   vm: Schema.String,
-  exit_code: Int,
-  stdout: Schema.String,
-  stderr: Schema.String
+  ...ExecResult.fields
 })
 
 export const CommandResult = Schema.Struct({ stdout: Schema.String, stderr: Schema.String, exit_code: Int })
+export type CommandResult = typeof CommandResult.Type
 export const SvcStatus = Schema.Struct({
   ...CommandResult.fields,
   active: Schema.Boolean,
   enabled: Schema.Boolean
 })
 
+export type SvcStatus = typeof SvcStatus.Type
 export const FileContent = Schema.Struct({
   content: Schema.String,
   encoding: Schema.optional(Schema.Literal("base64")),
@@ -47,6 +53,7 @@ export const DirEntry = Schema.Struct({
 export type DirEntry = typeof DirEntry.Type
 export const DirListing = Schema.Struct({ entries: Schema.Array(DirEntry), truncated: Schema.Boolean })
 
+export type DirListing = typeof DirListing.Type
 export const ProcessInfo = Schema.Struct({
   pid: Int,
   ppid: Int,
@@ -55,9 +62,12 @@ export const ProcessInfo = Schema.Struct({
   command: Schema.String
 })
 export const ProcessList = Schema.Struct({ processes: Schema.Array(ProcessInfo), truncated: Schema.Boolean })
+export type ProcessList = typeof ProcessList.Type
 export const TailLines = Schema.Struct({ lines: Schema.Array(Schema.String) })
+export type TailLines = typeof TailLines.Type
 export const WriteFileResult = Schema.Struct({ path: Schema.String, bytes: Int, mode: Schema.String })
 
+export type WriteFileResult = typeof WriteFileResult.Type
 export const JobState = Schema.Literal("starting", "running", "exited", "unknown")
 export const JobStarted = Schema.Struct({ job_id: Schema.String, dir: Schema.String })
 export const JobStatus = Schema.Struct({

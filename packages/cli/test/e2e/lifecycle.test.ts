@@ -1,23 +1,12 @@
 import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createConnection } from "node:net"
-import { homedir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { result, stoat, tempHome } from "../helpers.js"
-
-/** The e2e suites need QEMU; without it they fail loudly instead of skipping. */
-const requireQemu = () => {
-  try {
-    execFileSync("qemu-system-x86_64", ["--version"], { stdio: "ignore" })
-  } catch {
-    throw new Error("qemu-system-x86_64 is not installed: the e2e suite boots real VMs (run scripts/setup.sh)")
-  }
-}
+import { e2eEnv, requireQemu, result, stoat, tempHome } from "../helpers.js"
 
 const home = tempHome()
-// One tiny-guest build shared by every test data root (it takes ~20 s to assemble).
-const env = { STOAT_HOME: home, STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image") }
+const env = e2eEnv(home)
 const json = async (...args: string[]) => {
   // --json first: after `exec <vm>` it would belong to the guest command.
   const run = await stoat(["--json", ...args], env)

@@ -1,5 +1,5 @@
 import { doctor, getVm, guestInfo, listGuests, listVms, version } from "./read-ops.js"
-import { execInGuest } from "./guest-ops.js"
+import { execInGuest, guestOperations } from "./guest-ops.js"
 import { listImagesOp, pullImage } from "./image-ops.js"
 import { capabilities, prune } from "./maintenance-ops.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
@@ -39,6 +39,7 @@ export const catalog: ReadonlyArray<Operation> = [
   restoreSnapshot,
   deleteSnapshot,
   execInGuest,
+  ...guestOperations,
   listImagesOp,
   pullImage,
   prune,

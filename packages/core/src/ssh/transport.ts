@@ -4,8 +4,8 @@ import { connect as netConnect } from "node:net"
 import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
 import { type Context, Data, Deferred, Duration, Effect, Layer, Option, RcMap, Schedule, type Scope, SynchronizedRef } from "effect"
-import { AccessDenied, CannotReach, Internal, NotFound } from "../errors.js"
-import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../transport.js"
+import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
+import { GuestTransport, type ExecOptions, type ExecOutput, type SftpError, type SshTarget } from "../transport.js"
 import { guestCommand } from "./quote.js"
 
 type Ssh2 = typeof import("ssh2")
@@ -132,17 +132,26 @@ class Capped {
   }
 }
 
+/**
+ * The guest has no SFTP server: sshd refused the subsystem (OpenSSH without one configured), or
+ * started it and it ended before the version exchange (dropbear whose sftp-server is missing).
+ */
+class SftpUnavailable extends Error {}
+const isSftpRefusal = (cause: unknown) =>
+  cause instanceof Error && /^Unable to start subsystem: sftp|while establishing SFTP session|unexpected SFTP session termination/.test(cause.message)
+
 const sftpFailure = (target: SshTarget, conn: Conn, path: string, cause: unknown) => {
+  if (cause instanceof SftpUnavailable)
+    return new CapabilityUnavailable({ reason: "sftp", message: `VM ${target.vm} has no SFTP server (${cause.message})`, subject: target.vm })
   const code = (cause as { code?: unknown } | null)?.code
   if (code === SFTP_NO_SUCH_FILE || code === "ENOENT" || code === "ENOTDIR")
     return new NotFound({ message: `no such file or directory: ${path} (VM ${target.vm})`, subject: path })
+  if (code === "EISDIR") return new Usage({ message: `${path} is a directory (VM ${target.vm}); list it with list_dir`, subject: path })
   if (code === SFTP_PERMISSION_DENIED || code === "EACCES" || code === "EPERM")
     return new AccessDenied({ message: `permission denied: ${path} (VM ${target.vm}, user ${target.user})`, subject: path })
   if (!conn.alive) return lost(target)
   return new Internal({ message: `sftp on VM ${target.vm} failed for ${path}: ${describe(cause)}`, subject: path })
 }
-
-type SftpError = CannotReach | NotFound | AccessDenied | Internal
 
 /** The server answered an exec request with failure: no command started on the guest. */
 class ExecRefused {
@@ -290,12 +299,15 @@ export const makeGuestTransport = (
     /** The connection's SFTP session, opened once and shared by all file operations on it. */
     const sftpSession = (conn: Conn): Promise<SFTPWrapper> => {
       if (conn.sftp === undefined) {
-        const session = call<SFTPWrapper>((done) => conn.client.sftp(done))
+        const session = call<SFTPWrapper>((done) => conn.client.sftp(done)).catch((cause: unknown) => {
+          throw conn.alive && isSftpRefusal(cause) ? new SftpUnavailable(describe(cause)) : cause
+        })
         conn.sftp = session
         const drop = () => {
           if (conn.sftp === session) conn.sftp = undefined
         }
-        session.then((sftp) => sftp.on("close", drop).on("error", drop), drop)
+        // A guest without SFTP stays without it for this connection: its callers fall back at once.
+        session.then((sftp) => sftp.on("close", drop).on("error", drop), (cause: unknown) => cause instanceof SftpUnavailable || drop())
       }
       return conn.sftp
     }

@@ -14,9 +14,10 @@
 import { readFile, writeFile } from "node:fs/promises"
 import { posix } from "node:path"
 import { Effect, Layer, type Context } from "effect"
-import { AccessDenied, CannotReach, Internal, NotFound } from "../errors.js"
+import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../transport.js"
 import type { FakeHypervisorState } from "./fake-hypervisor.js"
+import { LIST_SCRIPT, PS_SCRIPT, READ_SCRIPT, STAT_SCRIPT, TAIL_SCRIPT, TIMEOUT_SCRIPT, WRITE_SCRIPT } from "../guest/scripts.js"
 
 export interface FakeGuestFile {
   data: Uint8Array
@@ -114,9 +115,94 @@ const shellWords = (script: string): string[] | undefined => {
   return words
 }
 
-/** The default exec handler: `true`, `false`, `echo`, `cat`, and `sh -c` of exactly those. */
+/** Every fake file and folder was last modified at this time (2023-11-14T22:13:20Z). */
+export const FAKE_MTIME = 1_700_000_000
+
+/** What the guest's shell says about a path the fake cannot open: `undefined` when it can. */
+const pathProblem = (fs: FakeGuestFs, path: string): string | undefined => {
+  if (fs.isDenied(path)) return `${path}: Permission denied`
+  if (!fs.files.has(path) && !fs.dirs.has(path)) return `${path}: No such file or directory`
+  return undefined
+}
+
+const statLine = (fs: FakeGuestFs, path: string): string => {
+  const file = fs.files.get(path)
+  const raw = file ? 0o100000 | file.mode : 0o040755
+  return `${file ? file.data.length : 4096}\t${raw.toString(16)}\t${FAKE_MTIME}\troot\t${file ? "regular file" : "directory"}\n`
+}
+
+const failed = (stderr: string): FakeExecResult => ({ exitCode: 1, stderr: `${stderr}\n` })
+
+/**
+ * The constant scripts of the guest operations (guest/scripts.ts), run against the fake
+ * filesystem so that the whole catalog works without a guest; undefined for any other script.
+ */
+const guestScript = (body: string, args: ReadonlyArray<string>, context: FakeExecContext): FakeExecResult | undefined => {
+  const { fs } = context
+  const path = posix.normalize(args[0] ?? "/")
+  switch (body) {
+    case TIMEOUT_SCRIPT:
+      return defaultExecHandler(args.slice(1), context)
+    case STAT_SCRIPT: {
+      const problem = pathProblem(fs, path)
+      return problem ? failed(`stat: ${problem}`) : { exitCode: 0, stdout: statLine(fs, path) }
+    }
+    case LIST_SCRIPT: {
+      const problem = pathProblem(fs, path) ?? (fs.files.has(path) ? `${path}: Not a directory` : undefined)
+      if (problem) return failed(problem)
+      const prefix = path === "/" ? "/" : `${path}/`
+      const children = [...fs.dirs, ...fs.files.keys()].filter((entry) => entry !== path && entry.startsWith(prefix) && !entry.slice(prefix.length).includes("/")).sort()
+      const listed = children.slice(0, Number(args[1]))
+      const names = listed.map((entry) => `${entry.slice(prefix.length)}\0`).join("")
+      return { exitCode: 0, stdout: `${names}\0${children.length}\n${listed.map((entry) => statLine(fs, entry)).join("")}` }
+    }
+    case READ_SCRIPT: {
+      const problem = pathProblem(fs, path) ?? (fs.dirs.has(path) ? `${path}: Is a directory` : undefined)
+      if (problem) return failed(problem)
+      const data = fs.files.get(path)!.data
+      const start = Number(args[1])
+      return { exitCode: 0, stdout: Buffer.concat([Buffer.from(`${data.length}\n`), data.subarray(start, start + Number(args[2]))]) }
+    }
+    case WRITE_SCRIPT: {
+      const parent = posix.dirname(path)
+      if (args[3] === "p") {
+        if (fs.isDenied(parent)) return failed(`mkdir: ${parent}: Permission denied`)
+        fs.mkdirp(parent)
+      }
+      if (fs.isDenied(path)) return failed(`sh: can't create ${path}: Permission denied`)
+      if (fs.dirs.has(path)) return failed(`${path}: Is a directory`)
+      if (!fs.dirs.has(parent)) return failed(`sh: can't create ${path}: No such file or directory`)
+      const existing = fs.files.get(path)
+      const data = args[1] === "a" && existing ? Buffer.concat([existing.data, context.input]) : context.input
+      fs.files.set(path, { data: new Uint8Array(data), mode: Number.parseInt(args[2] ?? "644", 8) })
+      return { exitCode: 0 }
+    }
+    case TAIL_SCRIPT: {
+      const problem = pathProblem(fs, path) ?? (fs.dirs.has(path) ? `${path}: Is a directory` : undefined)
+      if (problem) return failed(`tail: ${problem}`)
+      const lines = new TextDecoder().decode(fs.files.get(path)!.data).split("\n")
+      if (lines.at(-1) === "") lines.pop()
+      const kept = lines.slice(-Number(args[1]))
+      return { exitCode: 0, stdout: kept.map((line) => `${line}\n`).join("") }
+    }
+    case PS_SCRIPT:
+      return { exitCode: 0, stdout: "  PID  PPID USER     ELAPSED COMMAND\n    1     0 root       01:00 init\n" }
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The default exec handler: `true`, `false`, `echo`, `cat`, `sh -c` of exactly those, and the
+ * guest operations' own scripts (list_dir, stat, ps, tail_log, exec's timeout wrapper, and the
+ * shell fallbacks of read_file and write_file).
+ */
 export const defaultExecHandler: FakeExecHandler = (argv, context) => {
   const [command, ...args] = argv
+  if (command === "sh" && args[0] === "-c" && args[1] !== undefined) {
+    const scripted = guestScript(args[1], args.slice(3), context)
+    if (scripted) return scripted
+  }
   switch (command) {
     case "true":
       return { exitCode: 0 }
@@ -159,6 +245,8 @@ export class FakeGuestState {
   execHandler: FakeExecHandler = defaultExecHandler
   /** Ssh ports whose sshd does not answer yet (probe false, guest calls `cannot_reach`). */
   readonly unreachablePorts = new Set<number>()
+  /** False: the guests have no SFTP server (file calls answer capability_unavailable "sftp", as ssh2's transport does). */
+  sftp = true
   readonly execs: Array<{ readonly vm: string; readonly argv: ReadonlyArray<string>; readonly options: ExecOptions }> = []
   readonly probes: number[] = []
   readonly releases: Array<string | undefined> = []
@@ -194,21 +282,26 @@ export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisor
       ? new NotFound({ message: `${path}: no such file or directory`, subject: path })
       : new Internal({ message: `${path}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: path })
 
+  const noSftp = (target: SshTarget) =>
+    state.sftp ? Effect.void : Effect.fail(new CapabilityUnavailable({ reason: "sftp", message: `VM ${target.vm} has no SFTP server`, subject: target.vm }))
+
   const readGuest = (target: SshTarget, path: string) =>
     Effect.gen(function* () {
       const fs = yield* reach(target)
+      yield* noSftp(target)
       const normal = yield* guestPath(fs, target.vm, path)
       const file = fs.files.get(normal)
       if (file) return file
-      if (fs.dirs.has(normal)) return yield* new Internal({ message: `${target.vm}:${path}: is a directory`, subject: path })
+      if (fs.dirs.has(normal)) return yield* new Usage({ message: `${target.vm}:${path}: is a directory`, subject: path })
       return yield* new NotFound({ message: `${target.vm}:${path}: no such file`, subject: path })
     })
 
   const writeGuest = (target: SshTarget, path: string, data: Uint8Array, options: { readonly mode?: number; readonly append?: boolean } = {}) =>
     Effect.gen(function* () {
       const fs = yield* reach(target)
+      yield* noSftp(target)
       const normal = yield* guestPath(fs, target.vm, path)
-      if (fs.dirs.has(normal)) return yield* new Internal({ message: `${target.vm}:${path}: is a directory`, subject: path })
+      if (fs.dirs.has(normal)) return yield* new Usage({ message: `${target.vm}:${path}: is a directory`, subject: path })
       if (!fs.dirs.has(posix.dirname(normal))) return yield* new NotFound({ message: `${target.vm}:${posix.dirname(normal)}: no such folder`, subject: path })
       const existing = fs.files.get(normal)
       const bytes = options.append && existing ? Buffer.concat([existing.data, data]) : data

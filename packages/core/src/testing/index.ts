@@ -9,6 +9,7 @@ import { LocksLive } from "../locks.js"
 import { NotRunning } from "../errors.js"
 import { Hypervisor, type RunState } from "../ports.js"
 import { VmStoreLive } from "../vm-store.js"
+import { GuestOpsLive } from "../guest/ops.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export {
@@ -63,7 +64,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
-    Layer.merge(FakeGuest(guest, state))
+    Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state))))
   )
 }
 

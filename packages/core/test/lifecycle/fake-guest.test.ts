@@ -84,7 +84,7 @@ describe("FakeGuest files", () => {
       Effect.gen(function* () {
         expect(yield* guest.readFile(target, "/root/f", { offset: 2, maxBytes: 3 })).toEqual({ data: new Uint8Array(Buffer.from("cde")), size: 6 })
         expect((yield* Effect.flip(guest.readFile(target, "/root/missing")))._tag).toBe("NotFound")
-        expect((yield* Effect.flip(guest.readFile(target, "/root")))._tag).toBe("Internal")
+        expect((yield* Effect.flip(guest.readFile(target, "/root")))._tag).toBe("Usage")
       })
     )
   })

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { Arbitrary, Cause, Effect, Exit, FastCheck, Option } from "effect"
+import { Arbitrary, Cause, Effect, Either, Exit, FastCheck, Option, Schema } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { ERROR_CODES } from "@stoat/wire"
@@ -103,7 +103,12 @@ describe("fuzz: arbitrary JSON input never defects", () => {
           }
           const exit = outcome.value
           outcomes[Exit.isSuccess(exit) ? "ok" : toErrorInfo(exit.cause).code] = (outcomes[Exit.isSuccess(exit) ? "ok" : toErrorInfo(exit.cause).code] ?? 0) + 1
-          if (Exit.isSuccess(exit)) return
+          if (Exit.isSuccess(exit)) {
+            // What the frontends send: the output encoded by the operation's own schema, no stray keys.
+            const encoded = Schema.encodeUnknownEither(operation.output, { onExcessProperty: "error" })(exit.value)
+            expect(Either.isRight(encoded), `${operation.key} ${JSON.stringify(input)} returned ${JSON.stringify(exit.value)} outside its output schema`).toBe(true)
+            return
+          }
           const failure = Cause.failureOption(exit.cause)
           expect(Option.isSome(failure), `${operation.key} ${JSON.stringify(input)} died: ${Cause.pretty(exit.cause)}`).toBe(true)
           const info = toErrorInfo(exit.cause)

@@ -3,6 +3,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { catalogFile, findImage } from "../../src/images/index.js"
 import { createVm, deleteSnapshot, execInGuest, listSnapshots, restoreSnapshot, saveSnapshot, startVm, stopVm, vmLogs } from "../../src/catalog/index.js"
+import { GuestScripts } from "../../src/guest/index.js"
 import { harness, type Harness } from "./harness.js"
 
 const writeLiveVm = (h: Harness, name: string) =>
@@ -141,7 +142,7 @@ describe("exec", () => {
     expect(h.guest.execs).toEqual([])
   })
 
-  it("passes argv through untouched, with stdin, cwd, env and the timeout", async () => {
+  it("passes argv through untouched behind the guest-side timeout wrapper, with stdin, cwd, env and the host-side backstop", async () => {
     const h = harness()
     const vm = await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
@@ -149,7 +150,11 @@ describe("exec", () => {
     const result = await h.ok(execInGuest, { vm: "web", argv, stdin: "in", cwd: "/tmp", env: { FOO: "bar" }, timeout_seconds: 7 })
     expect(result).toEqual({ exit_code: 0, stdout: "a b $HOME 'quoted' ; rm -rf /\n", stderr: "" })
     expect(h.guest.execs).toHaveLength(1)
-    expect(h.guest.execs[0]).toMatchObject({ vm: "web", argv, options: { stdin: "in", cwd: "/tmp", env: { FOO: "bar" }, timeoutMs: 7000 } })
+    expect(h.guest.execs[0]).toMatchObject({
+      vm: "web",
+      argv: ["sh", "-c", GuestScripts.TIMEOUT_SCRIPT, "stoat_timeout", "7", ...argv],
+      options: { stdin: "in", cwd: "/tmp", env: { FOO: "bar" }, timeoutMs: 10_000 }
+    })
     expect(h.guest.execs[0]?.options.maxOutputBytes).toBe(1024 * 1024)
     expect(vm.ssh_port).toBeGreaterThan(0)
   })
@@ -159,7 +164,7 @@ describe("exec", () => {
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
     expect(await h.ok(execInGuest, { vm: "web", argv: ["false"] })).toMatchObject({ exit_code: 1 })
-    expect(h.guest.execs[0]?.options.timeoutMs).toBe(60_000)
+    expect(h.guest.execs[0]?.argv.slice(3, 5)).toEqual(["stoat_timeout", "60"])
     const missing = await h.ok(execInGuest, { vm: "web", argv: ["cat", "/nope"] })
     expect(missing).toMatchObject({ exit_code: 1, stdout: "" })
     expect(missing.stderr).toMatch(/No such file/)
@@ -191,7 +196,9 @@ describe("exec", () => {
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
     h.guest.execHandler = () => ({ exitCode: 124, stdout: "partial", timedOut: true })
-    expect(await h.ok(execInGuest, { vm: "web", argv: ["sleep", "999"], timeout_seconds: 1 })).toMatchObject({ stdout: "partial", timed_out: true })
+    const result = await h.ok(execInGuest, { vm: "web", argv: ["sleep", "999"], timeout_seconds: 1 })
+    expect(result).toMatchObject({ stdout: "partial", timed_out: true })
+    expect(result.message).toMatch(/exec_bg/)
   })
 
   it("a guest whose sshd is not up yet answers cannot_reach", async () => {

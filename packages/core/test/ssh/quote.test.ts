@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { guestCommand, shellQuote } from "../../src/ssh/quote.js"
+import { script, templateScript } from "../../src/guest/scripts.js"
 
 /** Any word a C argv can carry: every code point but NUL. */
 const word = fc.string({ unit: "binary", maxLength: 40 }).filter((w) => !w.includes("\0"))
@@ -49,5 +50,31 @@ describe("guestCommand", () => {
     expect(() => guestCommand(["echo", "a\0b"])).toThrow(/NUL/)
     expect(() => guestCommand(["true"], { env: { "BAD-NAME": "x" } })).toThrow(/invalid environment variable name/)
     expect(() => guestCommand(["true"], { env: { "1X": "x" } })).toThrow(/invalid environment variable name/)
+  })
+})
+
+describe("guest-definition templates", () => {
+  const hostile = ["it's", "$(touch /tmp/stoat-pwned)", "`id`", "a\nb", "-rf", "--", "a b", '"', "\\", "*", "${HOME}", ";|&"]
+
+  it("pass any value as $1 ({name}) or as appended arguments, never as shell syntax", () => {
+    for (const value of hostile) {
+      const withName = sh(guestCommand(script("t", templateScript('printf "%s|" {name} done'), [value])))
+      expect(withName.stdout.toString("utf8"), value).toBe(`${value}|done|`)
+      const appended = sh(guestCommand(script("t", templateScript('printf "%s|"'), [value])))
+      expect(appended.stdout.toString("utf8"), value).toBe(`${value}|`)
+    }
+  })
+
+  it("are read back exactly for any value (property)", () => {
+    fc.assert(
+      fc.property(word, (value) => {
+        expect(sh(guestCommand(script("t", templateScript('printf "%s" {name}'), [value]))).stdout.toString("utf8")).toBe(value)
+      }),
+      { numRuns: 200 }
+    )
+  })
+
+  it("a value with NUL cannot be carried and is refused before anything runs", () => {
+    expect(() => guestCommand(script("t", templateScript("echo {name}"), ["a\0b"]))).toThrow(/NUL/)
   })
 })

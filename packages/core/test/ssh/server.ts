@@ -67,6 +67,15 @@ const runExec = (server: TestSshServer, channel: ServerChannel, command: string,
   channel.on("close", () => killGroup(child, "SIGKILL"))
 }
 
+export interface TestServerOptions {
+  /**
+   * "serve" (default): OpenSSH's sftp-server. "refuse": the subsystem request fails (an sshd with
+   * no SFTP configured). "exit": accepted, then the channel exits 127 at once (dropbear whose
+   * sftp-server binary is missing).
+   */
+  readonly sftp?: "serve" | "refuse" | "exit"
+}
+
 const runSftp = (server: TestSshServer, channel: ServerChannel) => {
   if (sftpServerPath === undefined) return channel.close()
   const child = spawn(sftpServerPath, [], { stdio: ["pipe", "pipe", "ignore"], cwd: server.files, ...(sftpIdentity ?? {}) })
@@ -77,7 +86,7 @@ const runSftp = (server: TestSshServer, channel: ServerChannel) => {
   channel.on("close", () => child.kill("SIGKILL"))
 }
 
-export const startTestServer = async (): Promise<TestSshServer> => {
+export const startTestServer = async (options: TestServerOptions = {}): Promise<TestSshServer> => {
   const dir = mkdtempSync(join(tmpdir(), "stoat-ssh-test-"))
   const root = layoutOf(join(dir, "root"))
   const clientKey = await ensureClientKey(root)
@@ -149,7 +158,12 @@ export const startTestServer = async (): Promise<TestSshServer> => {
         accept?.()
       })
       session.on("subsystem", (accept, reject, info) => {
-        if (info.name !== "sftp") return reject()
+        if (info.name !== "sftp" || options.sftp === "refuse") return reject()
+        if (options.sftp === "exit") {
+          const channel = accept()
+          channel.exit(127)
+          return channel.end()
+        }
         runSftp(state, accept())
       })
     })

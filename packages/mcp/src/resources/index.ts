@@ -37,6 +37,9 @@ Calls are bounded by timeout_seconds so they return before a client's own timeou
 progress token to receive progress notifications; cancelling a call stops its work.
 \`exec\` stops after timeout_seconds (default 60, max 600) and returns partial output with
 timed_out=true.
+A client that supports MCP tasks may run the tools marked execution.taskSupport "optional"
+(create, start, wait, exec, …) as tasks: poll tasks/get, fetch tasks/result, stop with
+tasks/cancel.
 
 ## Access levels
 Each VM's vm.toml holds agent_access, read on every call: none < observe < manage < exec,

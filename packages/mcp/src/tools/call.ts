@@ -17,6 +17,7 @@ import {
 import { checkAccess } from "../policy/access.js"
 import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
+import type { ErrorInfo } from "@stoat/wire"
 import { errorResult, successResult, type ToolResult } from "./result.js"
 import type { ToolEntry } from "./registry.js"
 
@@ -79,25 +80,29 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   const verdict = deps.limiter.take(entry ? name : undefined)
   const requestId = `${String(channel.requestId)}-${randomUUID().slice(0, 8)}`
   const context: ExecutionContext = { entrypoint: "mcp", requestId }
-  if (!entry) return errorResult({ code: "usage", message: `unknown tool "${name}"; tools/list names every tool` })
-  const { operation } = entry
-  if (!verdict.ok) {
-    await deps.runtime.runPromise(auditCall(context, operation, undefined, 0, "error:rate_limited")).catch(() => undefined)
-    return errorResult({ code: "rate_limited", message: verdict.message, subject: verdict.bucket === "tool" ? name : "server" })
+  // Refusals before the operation runs are audited too; the name is the caller's, so only a
+  // plain one reaches the log line.
+  const refuse = async (tool: Pick<Operation, "key" | "tool">, error: ErrorInfo): Promise<ToolResult> => {
+    await deps.runtime.runPromise(auditCall(context, tool, undefined, 0, `error:${error.code}`)).catch(() => undefined)
+    return errorResult(error)
   }
+  if (!entry) {
+    const logged = /^[A-Za-z0-9_.-]{1,64}$/.test(name) ? name : "<invalid>"
+    return refuse({ key: "-", tool: logged }, { code: "usage", message: `unknown tool "${name}"; tools/list names every tool` })
+  }
+  const { operation } = entry
+  if (!verdict.ok) return refuse(operation, { code: "rate_limited", message: verdict.message, subject: verdict.bucket === "tool" ? name : "server" })
   const raw: Record<string, unknown> = { ...(args ?? {}) }
   let confirm: string | undefined
   if (entry.confirmable && "confirm" in raw) {
     const value = raw["confirm"]
     delete raw["confirm"]
-    if (typeof value !== "string") return errorResult({ code: "usage", message: `invalid input for ${name}: confirm must be a string` })
+    if (typeof value !== "string") return refuse(operation, { code: "usage", message: `invalid input for ${name}: confirm must be a string` })
     confirm = value
   }
   // Host-only fields exist in the operation's schema for the CLI; to an agent they are unknown.
   const hostOnly = (operation.hostOnly ?? []).filter((key) => key in raw)
-  if (hostOnly.length > 0) {
-    return errorResult({ code: "usage", message: `invalid input for ${name}: ${hostOnly.map((key) => `${key}: unknown argument`).join("; ")}` })
-  }
+  if (hostOnly.length > 0) return refuse(operation, { code: "usage", message: `invalid input for ${name}: ${hostOnly.map((key) => `${key}: unknown argument`).join("; ")}` })
 
   const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined
   const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context

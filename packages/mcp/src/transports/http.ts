@@ -15,6 +15,15 @@ export interface HttpOptions {
   readonly log?: (line: string) => void
   /** Sessions kept at once; a new one beyond this closes the least recently used. */
   readonly maxSessions?: number
+  /** A session without a request for this long is closed (default 30 minutes); a call in flight keeps it open. */
+  readonly sessionIdleMs?: number
+}
+
+interface Session {
+  readonly transport: StreamableHTTPServerTransport
+  lastSeen: number
+  /** Requests being answered (a long `wait` or a held SSE stream): the session is not idle. */
+  inFlight: number
 }
 
 export interface RunningHttpServer {
@@ -66,9 +75,20 @@ const readJson = (req: IncomingMessage): Promise<{ body: unknown } | { error: st
 export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<RunningHttpServer> => {
   const address = parseLoopbackAddress(options.address)
   if ("error" in address) throw new AddressRefused(address.error)
-  const sessions = new Map<string, StreamableHTTPServerTransport>()
+  const sessions = new Map<string, Session>()
   const guard = options.token !== undefined ? { token: options.token } : {}
   const maxSessions = options.maxSessions ?? 64
+  const idleMs = options.sessionIdleMs ?? 30 * 60_000
+  const expire = (id: string, session: Session) => {
+    sessions.delete(id)
+    void session.transport.close().catch(() => undefined)
+  }
+  // Clients that vanish without a DELETE would otherwise keep their SDK Server forever.
+  const sweeper = setInterval(() => {
+    const now = Date.now()
+    for (const [id, session] of sessions) if (session.inFlight === 0 && now - session.lastSeen >= idleMs) expire(id, session)
+  }, Math.max(10, Math.min(idleMs / 2, 60_000)))
+  sweeper.unref()
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const verdict = checkRequest({ host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization }, guard)
@@ -88,15 +108,20 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
       body = parsed.body
     }
     if (sessionId !== undefined) {
-      const transport = sessions.get(sessionId)
-      if (!transport) {
+      const session = sessions.get(sessionId)
+      if (!session) {
         jsonRpcError(res, 404, -32001, "Session not found: initialize again")
         return
       }
       // Map order is recency order: the oldest entry is the session to close when full.
       sessions.delete(sessionId)
-      sessions.set(sessionId, transport)
-      await transport.handleRequest(req, res, body)
+      sessions.set(sessionId, session)
+      session.inFlight++
+      res.once("close", () => {
+        session.inFlight--
+        session.lastSeen = Date.now()
+      })
+      await session.transport.handleRequest(req, res, body)
       return
     }
     const initializing = req.method === "POST" && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body))
@@ -107,11 +132,10 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, transport)
+        sessions.set(id, { transport, lastSeen: Date.now(), inFlight: 0 })
         for (const [oldest, stale] of sessions) {
           if (sessions.size <= maxSessions) break
-          sessions.delete(oldest)
-          void stale.close().catch(() => undefined)
+          expire(oldest, stale)
         }
       }
     })
@@ -144,7 +168,8 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
     url: `http://${shown}:${port}/mcp`,
     port,
     close: async () => {
-      for (const transport of sessions.values()) await transport.close().catch(() => undefined)
+      clearInterval(sweeper)
+      for (const { transport } of sessions.values()) await transport.close().catch(() => undefined)
       await new Promise<void>((resolve) => {
         http.close(() => resolve())
         http.closeAllConnections()

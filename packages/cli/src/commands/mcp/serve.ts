@@ -1,7 +1,9 @@
-import { Command, Flags } from "@oclif/core"
+import { Flags } from "@oclif/core"
+import { StoatCommand } from "../../base.js"
+import { serveMcp } from "../../mcp-serve.js"
 
 /** `stoat mcp serve`: the Stoat MCP server over stdio, or Streamable HTTP on a loopback address. */
-export default class McpServe extends Command {
+export default class McpServe extends StoatCommand {
   static override summary = "Serve the Stoat MCP server (stdio by default)"
   static override description =
     "Serve Stoat's MCP tools over stdio (stdout carries only the protocol), or over Streamable HTTP with --http on a loopback address (127.0.0.1, ::1 or localhost). The working directory decides which stoat.toml project tools read."
@@ -29,20 +31,12 @@ export default class McpServe extends Command {
       burst: flags.burst,
       rate: rate("rate", flags.rate)
     }
-    // Loaded only now: `stoat --version` and `stoat ls` never pay for the MCP stack. The
-    // specifier is computed so this bundle leaves the server's own bundle (with the SDK in it) to Node.
-    const specifier = ["@stoat", "mcp", "bundle"].join("/")
-    const { serve, ServeRefused } = (await import(/* @vite-ignore */ specifier)) as typeof import("@stoat/mcp/bundle")
-    try {
-      await serve({
-        ...(flags.http !== undefined ? { http: flags.http } : {}),
-        ...(flags["token-file"] !== undefined ? { tokenFile: flags["token-file"] } : {}),
-        limits
-      })
-    } catch (error) {
-      if (error instanceof ServeRefused) this.refuse(error.message)
-      throw error
-    }
+    const refusal = await serveMcp({
+      ...(flags.http !== undefined ? { http: flags.http } : {}),
+      ...(flags["token-file"] !== undefined ? { tokenFile: flags["token-file"] } : {}),
+      limits
+    })
+    if (refusal !== undefined) this.refuse(refusal)
   }
 
   private refuse(message: string): never {

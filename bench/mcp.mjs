@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+// P1: p50 of `tools/call list_vms` against a real `stoat mcp` process, over stdio and over
+// Streamable HTTP, side by side with a bare SDK server process answering a constant through the
+// same transport (target: ratio <= 1.3x).
+// P2: spawn of `stoat mcp` until `initialize` is answered, median of --spawns runs, side by side
+// with `node -e 0` (targets: <= 300 ms and <= 3x).
+//
+// Usage: node bench/mcp.mjs [--calls 200] [--warmup 20] [--spawns 11]
+// Needs a built CLI: pnpm build
+import { spawn, spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
+const stoat = join(root, "packages/cli/bin/run.js")
+const sdkDir = join(root, "packages/mcp/node_modules/@modelcontextprotocol/sdk/dist/esm")
+const sdk = (path) => import(pathToFileURL(join(sdkDir, path)).href)
+const { Client } = await sdk("client/index.js")
+const { StdioClientTransport } = await sdk("client/stdio.js")
+const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js")
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i === -1 ? fallback : Number(process.argv[i + 1])
+}
+const CALLS = arg("calls", 200)
+const WARMUP = arg("warmup", 20)
+const SPAWNS = arg("spawns", 11)
+
+const home = mkdtempSync(join(tmpdir(), "stoat-bench-mcp-"))
+// A data root as a user has one (an empty VM list to read), not a missing folder.
+spawnSync(process.execPath, [stoat, "ls"], { env: { ...process.env, STOAT_HOME: home } })
+const env = { ...process.env, STOAT_HOME: home }
+// The bench measures latency, not the rate limiter: buckets large enough never to refuse.
+const UNLIMITED = ["--tool-burst", "1000000", "--tool-rate", "1000000", "--burst", "1000000", "--rate", "1000000"]
+
+// The baseline: the SDK's own Server with one tool answering a constant, stdio or HTTP.
+const bare = join(home, "bare-server.mjs")
+writeFileSync(
+  bare,
+  `import { createServer } from "node:http"
+const sdk = (path) => import(${JSON.stringify(pathToFileURL(sdkDir).href)} + "/" + path)
+const { Server } = await sdk("server/index.js")
+const { StdioServerTransport } = await sdk("server/stdio.js")
+const { StreamableHTTPServerTransport } = await sdk("server/streamableHttp.js")
+const { CallToolRequestSchema, ListToolsRequestSchema } = await sdk("types.js")
+const make = () => {
+  const server = new Server({ name: "bare", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "list_vms", inputSchema: { type: "object" } }] }))
+  server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: '{"vms":[]}' }], structuredContent: { vms: [] } }))
+  return server
+}
+const port = process.argv[2]
+if (port === undefined) await make().connect(new StdioServerTransport())
+else {
+  const transports = new Map()
+  createServer(async (req, res) => {
+    const chunks = []
+    for await (const chunk of req) chunks.push(chunk)
+    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined
+    let transport = transports.get(req.headers["mcp-session-id"])
+    if (!transport) {
+      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID(), onsessioninitialized: (id) => transports.set(id, transport) })
+      await make().connect(transport)
+    }
+    await transport.handleRequest(req, res, body)
+  }).listen(Number(port), "127.0.0.1", () => process.stdout.write("ready\\n"))
+}
+`
+)
+
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+const median = (values) => percentile([...values].sort((a, b) => a - b), 50)
+const ms = (value) => `${value.toFixed(2)} ms`
+
+const freePort = () =>
+  new Promise((done) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address()
+      server.close(() => done(port))
+    })
+  })
+
+const callP50 = async (client) => {
+  const call = () => client.callTool({ name: "list_vms", arguments: {} })
+  for (let i = 0; i < WARMUP; i++) await call()
+  const times = []
+  for (let i = 0; i < CALLS; i++) {
+    const started = performance.now()
+    const result = await call()
+    times.push(performance.now() - started)
+    if (result.isError) throw new Error(`list_vms failed: ${JSON.stringify(result.content)}`)
+  }
+  return median(times)
+}
+
+const overStdio = async (args) => {
+  const client = new Client({ name: "bench", version: "1.0.0" })
+  await client.connect(new StdioClientTransport({ command: process.execPath, args, env, stderr: "ignore" }))
+  try {
+    return await callP50(client)
+  } finally {
+    await client.close()
+  }
+}
+
+/** Starts a server process, waits until its port answers, measures, stops it. */
+const overHttp = async (args, port) => {
+  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "ignore", "ignore"] })
+  try {
+    const url = new URL(`http://127.0.0.1:${port}/mcp`)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const client = new Client({ name: "bench", version: "1.0.0" })
+        await client.connect(new StreamableHTTPClientTransport(url))
+        try {
+          return await callP50(client)
+        } finally {
+          await client.close()
+        }
+      } catch (error) {
+        if (attempt > 100) throw error
+        await new Promise((done) => setTimeout(done, 100))
+      }
+    }
+  } finally {
+    child.kill()
+  }
+}
+
+const spawnToInitialize = async () => {
+  const started = performance.now()
+  const client = new Client({ name: "bench", version: "1.0.0" })
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [stoat, "mcp"], env, stderr: "ignore" }))
+  const elapsed = performance.now() - started
+  await client.close()
+  return elapsed
+}
+
+const nodeStartup = () => {
+  const started = performance.now()
+  spawnSync(process.execPath, ["-e", "0"])
+  return performance.now() - started
+}
+
+try {
+  const p1 = {
+    stdio: { stoat: await overStdio([stoat, "mcp", ...UNLIMITED]), bare: await overStdio([bare]) },
+    http: { stoat: NaN, bare: NaN }
+  }
+  const stoatPort = await freePort()
+  p1.http.stoat = await overHttp([stoat, "mcp", "--http", `127.0.0.1:${stoatPort}`, ...UNLIMITED], stoatPort)
+  const barePort = await freePort()
+  p1.http.bare = await overHttp([bare, String(barePort)], barePort)
+
+  const spawns = []
+  const nodes = []
+  for (let i = 0; i < SPAWNS; i++) {
+    spawns.push(await spawnToInitialize())
+    nodes.push(nodeStartup())
+  }
+  const p2 = { stoat: median(spawns), node: median(nodes) }
+
+  console.log(`P1 tools/call list_vms p50 (${CALLS} calls after ${WARMUP} warm-up), stoat vs bare SDK server:`)
+  for (const [transport, { stoat: own, bare: base }] of Object.entries(p1))
+    console.log(`  ${transport.padEnd(5)} stoat ${ms(own)}  bare ${ms(base)}  ratio ${(own / base).toFixed(2)}x (target <= 1.3x)`)
+  console.log(`P2 spawn -> initialize answered, median of ${SPAWNS}:`)
+  console.log(`  stoat mcp ${ms(p2.stoat)} (target <= 300 ms)  node -e 0 ${ms(p2.node)}  ratio ${(p2.stoat / p2.node).toFixed(2)}x (target <= 3x)`)
+} finally {
+  rmSync(home, { recursive: true, force: true })
+}

@@ -1,0 +1,3 @@
+import { topicHelp } from "../../usage.js"
+
+export default topicHelp("pkg", "Install packages in a VM", ["stoat pkg install dev curl jq"])

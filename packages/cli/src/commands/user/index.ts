@@ -1,0 +1,3 @@
+import { topicHelp } from "../../usage.js"
+
+export default topicHelp("user", "Add users in a VM", ["stoat user add dev alice"])

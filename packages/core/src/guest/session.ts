@@ -1,0 +1,45 @@
+import { Effect } from "effect"
+import { DataRoot } from "../data-root.js"
+import type { StoatError } from "../errors.js"
+import { Guests, type LoadedGuest } from "../guests.js"
+import type { Hypervisor } from "../ports.js"
+import type { SshTarget } from "../transport.js"
+import { loadVm, requireRunning, sshTarget } from "../vm-runtime.js"
+import type { VmStore } from "../vm-store.js"
+
+/** What a guest operation needs to know about its VM: how to reach it and what kind of guest it is. */
+export interface GuestSession {
+  readonly vm: string
+  readonly target: SshTarget
+  readonly guest: LoadedGuest
+}
+
+/** A VM without a known guest (`os = ""`): plain POSIX, nothing the definitions add. */
+const UNKNOWN_GUEST: LoadedGuest = {
+  name: "",
+  init: "rc",
+  shell: "/bin/sh",
+  installer: "",
+  default_backend: "ssh",
+  default_ssh_user: "root",
+  escalate: [],
+  capabilities: [],
+  aliases: [],
+  filename_hints: [],
+  seed_packages: [],
+  pkg: { setup: "", install: [], env: {}, runtime_packages: {} },
+  svc: { enable: "", start: "", stop: "", restart: "", status: "" },
+  cmd: {},
+  backend: {},
+  source: "bundled"
+}
+
+/** The running VM `vm` as a guest session: `not_found`, `broken` or `not_running` otherwise. */
+export const guestSession = (vm: string): Effect.Effect<GuestSession, StoatError, VmStore | Guests | Hypervisor | DataRoot> =>
+  Effect.gen(function* () {
+    const record = yield* loadVm(vm)
+    yield* requireRunning(record)
+    const root = yield* DataRoot
+    const guest = record.config.os === "" ? UNKNOWN_GUEST : yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
+    return { vm: record.name, target: sshTarget(root, record), guest }
+  })
