@@ -17,8 +17,6 @@ export const Guest = Schema.Struct({
   aliases: StringList,
   filename_hints: StringList,
   seed_packages: StringList,
-  /** The guest's system log, read by `tail_log` when no unit or path is given. */
-  log_path: Schema.optional(Schema.String),
   pkg: Schema.Struct({
     setup: Schema.String,
     install: StringList,

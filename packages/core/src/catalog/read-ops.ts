@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
 import { DoctorReport, GuestList, Guest, VersionInfo, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
 import { DataRoot } from "../data-root.js"
-import { Guests } from "../guests.js"
+import { Guests, type LoadedGuest } from "../guests.js"
 import { HostProbe } from "../host.js"
 import { Hypervisor, type AccelProbe } from "../ports.js"
 import { STOAT_VERSION } from "../version.js"
@@ -69,6 +69,9 @@ export const getVm = defineOperation({
     })
 })
 
+/** The wire Guest (contract v3) of a loaded definition: `log_path` is core's own, used by tail_log. */
+const toWireGuest = ({ log_path: _logPath, ...guest }: LoadedGuest): Guest => guest
+
 export const listGuests = defineOperation({
   key: "guest.list",
   tool: "list_guests",
@@ -80,7 +83,7 @@ export const listGuests = defineOperation({
   output: GuestList,
   annotations: READ,
   access: null,
-  run: () => Effect.map(Effect.flatMap(Guests, (guests) => guests.list), (guests) => ({ guests }))
+  run: () => Effect.map(Effect.flatMap(Guests, (guests) => guests.list), (guests) => ({ guests: guests.map(toWireGuest) }))
 })
 
 export const guestInfo = defineOperation({
@@ -94,7 +97,7 @@ export const guestInfo = defineOperation({
   output: Guest,
   annotations: READ,
   access: null,
-  run: ({ name }) => Effect.flatMap(Guests, (guests) => guests.get(name))
+  run: ({ name }) => Effect.map(Effect.flatMap(Guests, (guests) => guests.get(name)), toWireGuest)
 })
 
 const APT = "sudo apt-get install -y"
