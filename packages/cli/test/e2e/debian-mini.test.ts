@@ -4,7 +4,7 @@
  * whole file: systemd, apt through user-mode networking, journald, sudo, the work share.
  * The build is cached across runs in STOAT_DEBIAN_MINI_CACHE (default ~/.cache/stoat-test).
  */
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -54,6 +54,8 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
   }, 1_800_000)
   afterAll(async () => {
     await stoat(["down", VM], env)
+    // The VM's overlay grows by what apt wrote (~100 MB); the cached build stays.
+    rmSync(home, { recursive: true, force: true })
   })
 
   it("pulling again reuses the cached build instead of running mmdebstrap", async () => {
