@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(qemu-system-x86 qemu-utils busybox-static dropbear-bin openssh-client openssh-sftp-server cpio xz-utils git gcc genisoimage)
+# mmdebstrap + e2fsprogs build the debian-12-mini guest (stoat pull debian-12-mini).
+APT_PACKAGES=(qemu-system-x86 qemu-utils busybox-static dropbear-bin openssh-client openssh-sftp-server cpio xz-utils git gcc genisoimage mmdebstrap e2fsprogs)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
 if [ ${#missing[@]} -gt 0 ]; then

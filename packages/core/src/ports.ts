@@ -2,6 +2,7 @@ import { Context, type Effect } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import type {
   AlreadyRunning,
+  CannotReach,
   CapabilityUnavailable,
   InvalidSpec,
   Internal,
@@ -65,11 +66,13 @@ export interface BootPlan {
   readonly guestIdentity?: { readonly authorizedKeys: string; readonly hostKeyPath: string; readonly hostname: string }
 }
 
-/** A guest the provider assembles locally instead of downloading (the tiny guest). */
+/** A guest the provider assembles locally instead of downloading (the tiny guest, debian-12-mini). */
 export interface LocalImage {
   readonly kernel: string
   readonly initrd: string
   readonly append: string
+  /** A root disk image VMs boot an overlay of (debian-12-mini); absent when the initrd is the whole system (tiny). */
+  readonly rootDisk?: string
 }
 
 /**
@@ -159,7 +162,15 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
      */
     readonly rebaseDisk: (path: string, backing: string | undefined) => Effect.Effect<void, Internal | QemuMissing>
     readonly validate: (plan: BootPlan) => Effect.Effect<void, InvalidSpec | Timeout>
-    /** Builds (or reuses) a locally assembled image such as `tiny`; stages are reported as they happen. */
-    readonly localImage: (id: string, onStage?: (line: string) => void) => Effect.Effect<LocalImage, Internal>
+    /**
+     * Builds (or reuses) a locally assembled image such as `tiny`; stages are reported as they
+     * happen. With `rootDisk` (a VM's base), the build that disk came from, so the VM keeps the
+     * kernel its modules match after a newer build; not_found when that build is gone.
+     */
+    readonly localImage: (
+      id: string,
+      onStage?: (line: string) => void,
+      options?: { readonly rootDisk?: string }
+    ) => Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec>
   }
 >() {}

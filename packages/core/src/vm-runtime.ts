@@ -98,7 +98,8 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
       ...(config.mode !== "live" ? { disk: diskPath(record) } : {})
     }
     if (config.backend === "direct") {
-      const image = yield* hypervisor.localImage(config.image === "" ? "tiny" : config.image)
+      // A VM with a base boots the build its disk was made from (its kernel matches the disk's modules).
+      const image = yield* hypervisor.localImage(config.image === "" ? "tiny" : config.image, undefined, config.base !== "" ? { rootDisk: config.base } : undefined)
       const keys = yield* clientKeyPair(root)
       const hostKey = yield* guestHostKeyPair(root)
       return {

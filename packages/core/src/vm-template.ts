@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { DataRoot } from "./data-root.js"
 import { CapabilityUnavailable, ImageNotDownloaded, InvalidSpec, NotFound, type StoatError } from "./errors.js"
 import { catalogFile, inferByo, lookupImage, type CatalogEntry } from "./images/index.js"
+import type { LocalImage } from "./ports.js"
 import type { VmConfig } from "./vm-config.js"
 
 /** What an image decides about a new VM before the caller's choices are applied. */
@@ -35,7 +36,19 @@ const notBuilt = (what: string) =>
 const fromCatalog = (entry: CatalogEntry) =>
   Effect.gen(function* () {
     if (entry.local) {
-      return { image: entry.id, os: entry.os, backend: "direct", mode: "disk", sshuser: "root", ram: 256, cpus: 1, disk: "1G", installed: true, diskAtCreate: "blank" } satisfies VmTemplate
+      // A blank data disk, unless the image has a root disk: create then overlays it (see withLocalImage).
+      return {
+        image: entry.id,
+        os: entry.os,
+        backend: "direct",
+        mode: "disk",
+        sshuser: entry.sshUser,
+        ram: entry.defaultRamMb ?? DEFAULTS.ram,
+        cpus: entry.defaultCpus ?? DEFAULTS.cpus,
+        disk: entry.defaultDisk,
+        installed: true,
+        diskAtCreate: "blank"
+      } satisfies VmTemplate
     }
     if (entry.backend !== "cloudinit") return yield* notBuilt(`image ${entry.id} (${entry.backend} provisioning)`)
     const root = yield* DataRoot
@@ -80,6 +93,10 @@ const fromPath = (given: string) =>
         return yield* notBuilt("an Alpine ISO (apkovl provisioning)")
     }
   })
+
+/** A locally built image with a root disk makes VMs whose disk is an overlay of it (a copy-on-write clone of the build). */
+export const withLocalImage = (template: VmTemplate, image: LocalImage): VmTemplate =>
+  image.rootDisk === undefined ? template : { ...template, base: image.rootDisk, diskAtCreate: "overlay" }
 
 /** Resolves a catalog id or (from the CLI) an image file to the template of a new VM. */
 export const resolveTemplate = (image: string | undefined, imagePath: string | undefined): Effect.Effect<VmTemplate, StoatError, DataRoot> =>

@@ -1,6 +1,22 @@
 import { join } from "node:path"
 import { Config, Effect, Either, Layer } from "effect"
-import { AlreadyRunning, DataRoot, findOnPath, Hypervisor, Internal, InvalidSpec, QemuMissing, QemuStartFailed, ShareInvalid, type BootPlan, type StartedVm } from "@stoat/core"
+import {
+  AlreadyRunning,
+  CannotReach,
+  CapabilityUnavailable,
+  DataRoot,
+  findOnPath,
+  Hypervisor,
+  Internal,
+  InvalidSpec,
+  NotFound,
+  QemuMissing,
+  QemuStartFailed,
+  ShareInvalid,
+  type BootPlan,
+  type LocalImage,
+  type StartedVm
+} from "@stoat/core"
 import { access } from "node:fs/promises"
 import { AccelCache, accelSetting, type AccelSetting, type AccelVerdict } from "./accel.js"
 import { vmFiles } from "./argv.js"
@@ -11,6 +27,7 @@ import * as img from "./qemu-img.js"
 import { screenshot } from "./screenshot.js"
 import * as snapshots from "./snapshots.js"
 import { buildTinyGuest, readTinyGuest } from "./tiny/build.js"
+import { buildDebianMini, DEBIAN_MINI_ID, DebianMiniBuildError, readDebianMini } from "./debian-mini/build.js"
 
 export const QEMU_BINARY = "qemu-system-x86_64"
 
@@ -47,6 +64,30 @@ export interface QemuHypervisorOptions {
    * Default `<data root>/.cache/tiny`.
    */
   readonly tinyCacheDir?: string
+  /**
+   * Where debian-12-mini is built and cached: `<dir>/debs` (mmdebstrap's packages) and `<dir>/image`
+   * (one folder per build). Default `<data root>/.cache/debian-12-mini`.
+   */
+  readonly debianMiniCacheDir?: string
+}
+
+/** A failed debian-12-mini build as the typed error its cause calls for. */
+const debianMiniError = (cause: unknown) => {
+  const message = cause instanceof Error ? cause.message : String(cause)
+  if (!(cause instanceof DebianMiniBuildError)) return new Internal({ message: `cannot build ${DEBIAN_MINI_ID}: ${message}`, subject: DEBIAN_MINI_ID })
+  switch (cause.kind) {
+    case "missing_tool":
+    case "needs_root":
+      return new CapabilityUnavailable({ message, subject: DEBIAN_MINI_ID, reason: cause.kind })
+    case "mirror_unreachable":
+      return new CannotReach({ message, subject: DEBIAN_MINI_ID })
+    case "gone":
+      return new NotFound({ message, subject: DEBIAN_MINI_ID })
+    case "invalid_path":
+      return new InvalidSpec({ message, subject: "STOAT_DEBIAN_MINI_CACHE" })
+    case "failed":
+      return new Internal({ message, subject: DEBIAN_MINI_ID })
+  }
 }
 
 /** The QEMU implementation of the Hypervisor port. */
@@ -56,6 +97,21 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
     Effect.map(DataRoot, (root) => {
       const accelCache = new AccelCache(join(root.root, ".accel-probe.json"))
       const tinyDir = options.tinyCacheDir ?? join(root.root, ".cache", "tiny")
+      const debianMiniDir = options.debianMiniCacheDir ?? join(root.root, ".cache", DEBIAN_MINI_ID)
+      /** The current debian-12-mini build (made first if needed), or the one a VM's root disk came from. */
+      const debianMini = (onStage?: (line: string) => void, rootDisk?: string): Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec> =>
+        Effect.map(
+          Effect.tryPromise({
+            try: async () => {
+              if (rootDisk === undefined) return buildDebianMini({ cacheDir: debianMiniDir, outDir: join(debianMiniDir, "image"), ...(onStage ? { onStage } : {}) })
+              const pinned = await readDebianMini(join(debianMiniDir, "image"), rootDisk)
+              if (pinned) return pinned
+              throw new DebianMiniBuildError("gone", `the ${DEBIAN_MINI_ID} build that ${rootDisk} belongs to is incomplete or was removed; delete the VM and create it again`)
+            },
+            catch: debianMiniError
+          }),
+          (image) => ({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs, rootDisk: image.rootDisk })
+        )
       /** The kernel the probe boots: the VM's own when it boots one directly, else the tiny guest's when built. */
       const probeKernel = (plan?: BootPlan) =>
         plan?.kernel !== undefined ? Effect.succeed(plan.kernel.path) : Effect.promise(() => readTinyGuest(join(tinyDir, "image")).then((image) => image?.kernel))
@@ -119,8 +175,10 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
         resume: (folder, plan) => Effect.flatMap(qemuPath, (qemu) => resumeVm(qemu, folder, plan)),
         rebaseDisk,
         validate: validatePlan,
-        localImage: (id, onStage) =>
-          id === "tiny"
+        localImage: (id, onStage, localOptions) =>
+          id === DEBIAN_MINI_ID
+            ? debianMini(onStage, localOptions?.rootDisk)
+            : id === "tiny"
             ? Effect.map(
                 Effect.tryPromise({
                   try: () =>
@@ -129,7 +187,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
                 }),
                 (image) => ({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs })
               )
-            : Effect.fail(new Internal({ message: `no locally built image "${id}" (only "tiny")`, subject: id }))
+            : Effect.fail(new NotFound({ message: `no locally built image "${id}" (only "tiny" and "${DEBIAN_MINI_ID}")`, subject: id }))
       })
     })
   )
@@ -145,10 +203,14 @@ const accelSettingConfig: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flat
   }
 )
 
-/** The live layer. STOAT_TINY_CACHE, when set, points the tiny-guest build cache elsewhere (so test runs share one). */
+/**
+ * The live layer. STOAT_TINY_CACHE and STOAT_DEBIAN_MINI_CACHE, when set, point the local image
+ * build caches elsewhere (so test runs share one).
+ */
 export const QemuHypervisorLive = Layer.unwrapEffect(
   Effect.sync(() => {
     const tinyCacheDir = process.env["STOAT_TINY_CACHE"]
-    return makeQemuHypervisor(tinyCacheDir ? { tinyCacheDir } : {})
+    const debianMiniCacheDir = process.env["STOAT_DEBIAN_MINI_CACHE"]
+    return makeQemuHypervisor({ ...(tinyCacheDir ? { tinyCacheDir } : {}), ...(debianMiniCacheDir ? { debianMiniCacheDir } : {}) })
   })
 )

@@ -52,6 +52,7 @@ const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuSt
         out: files.initrd,
         authorizedKeys: identity.authorizedKeys,
         hostKeyDropbear: await readFile(files.hostKey),
+        hostKeyOpenssh: await readFile(identity.hostKeyPath),
         hostname: guestHostname(identity.hostname)
       })
       return files.initrd

@@ -66,7 +66,7 @@ describe("QEMU hypervisor with the tiny guest", () => {
     const local = await ok(root, (h) => h.localImage("tiny"))
     expect(local).toEqual({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs })
     const unknown = await call(root, (h) => h.localImage("huge"))
-    expect(Either.isLeft(unknown) && unknown.left.code).toBe("internal")
+    expect(Either.isLeft(unknown) && unknown.left.code).toBe("not_found")
   })
 
   it("validates plans: socket path length, share tags, boot files", async () => {

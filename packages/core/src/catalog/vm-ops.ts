@@ -43,7 +43,7 @@ import {
 import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord } from "../vm-runtime.js"
 import { VmStore } from "../vm-store.js"
 import { Checkpoints } from "../checkpoints/index.js"
-import { resolveTemplate } from "../vm-template.js"
+import { resolveTemplate, withLocalImage } from "../vm-template.js"
 import { checkMemory, checkVmCount, makeVmFolder } from "../vm-folders.js"
 import { writeSecrets } from "../secrets.js"
 import { applyVm, type ApplyHooks } from "../recipes/apply.js"
@@ -78,7 +78,7 @@ const checkDiskSize = (disk: string | undefined) => {
 const CreateInput = Schema.Struct({
   name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
   image: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/))).annotations({
-    description: "Catalog image id (see list_images), e.g. tiny or ubuntu-24.04 (downloaded first with stoat pull)"
+    description: "Catalog image id (see list_images), e.g. tiny, debian-12-mini (both built locally) or ubuntu-24.04 (downloaded first with stoat pull)"
   }),
   image_path: Schema.optional(Schema.String).annotations({ description: "Your own image file (CLI only)" }),
   os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))),
@@ -117,16 +117,19 @@ export const createVm = defineOperation({
       const store = yield* VmStore
       const locks = yield* Locks
       const guests = yield* Guests
-      const template = yield* resolveTemplate(input.image, input.image_path)
-      if (input.mode !== undefined && input.mode !== template.mode) {
-        return yield* new InvalidSpec({ message: `image ${template.image} makes ${template.mode} VMs; mode ${input.mode} contradicts it`, subject: "mode" })
+      const resolved = yield* resolveTemplate(input.image, input.image_path)
+      if (input.mode !== undefined && input.mode !== resolved.mode) {
+        return yield* new InvalidSpec({ message: `image ${resolved.image} makes ${resolved.mode} VMs; mode ${input.mode} contradicts it`, subject: "mode" })
       }
-      const os = input.os ?? template.os
-      if (os === "") return yield* new InvalidSpec({ message: `cannot tell the guest OS of ${template.image}; pass --os`, subject: "os" })
+      const os = input.os ?? resolved.os
+      if (os === "") return yield* new InvalidSpec({ message: `cannot tell the guest OS of ${resolved.image}; pass --os`, subject: "os" })
       const guest = yield* guests.get(os)
       yield* requireKnownRecipes(input.recipes, guest.name)
-      // Build the tiny guest before taking the lock: it can take a while the first time.
-      if (template.backend === "direct") yield* hypervisor.localImage(template.image, (line) => context.progress?.({ type: "log", data: { line } }))
+      // Build a local image before taking the lock: it can take a while the first time.
+      const template =
+        resolved.backend === "direct"
+          ? withLocalImage(resolved, yield* hypervisor.localImage(resolved.image, (line) => context.progress?.({ type: "log", data: { line } })))
+          : resolved
       const consolePassword = input.console_password === "random" ? randomBytes(16).toString("hex") : (input.console_password ?? "")
       const record = yield* locks.withRootLock(
         Effect.gen(function* () {

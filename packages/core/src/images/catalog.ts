@@ -51,6 +51,9 @@ export interface CatalogEntry {
   /** Persisted into vm.toml: these guests need a host CPU with the x86-64-v2 baseline. */
   readonly cpuModel?: "host"
   readonly requiredCpu?: "x86-64-v2"
+  /** Defaults for VMs of a locally built image, which know what their guest needs (cloud images take 4096 MiB and 4 vCPUs). */
+  readonly defaultRamMb?: number
+  readonly defaultCpus?: number
 }
 
 const MiB = 1024 * 1024
@@ -66,6 +69,8 @@ const ALPINE_INDEX = "https://dl-cdn.alpinelinux.org/alpine/latest-stable/releas
 
 /** The tiny guest's build folder under isos/ (agreed with the QEMU package's builder). */
 export const TINY_DIR = "tiny"
+/** The id of the Debian 12 guest built locally with mmdebstrap from the host's Debian mirror. */
+export const DEBIAN_MINI_IMAGE = "debian-12-mini"
 
 /**
  * The embedded catalog: listing needs no network. Order is deliberate (most useful first within
@@ -228,7 +233,25 @@ export const IMAGE_CATALOG: ReadonlyArray<CatalogEntry> = [
     local: true,
     sshUser: "root",
     approxBytes: 12 * MiB,
-    defaultDisk: "1G"
+    defaultDisk: "1G",
+    defaultRamMb: 256,
+    defaultCpus: 1
+  },
+  {
+    // Debian 12 minbase with systemd, apt, journald, sudo and OpenSSH, built locally with mmdebstrap
+    // (root, the host's Debian mirror); boots its own kernel directly, SSH in ~15-25 s under TCG.
+    // One vCPU: under TCG a second one slows boot down.
+    id: DEBIAN_MINI_IMAGE,
+    os: "debian",
+    variant: "12 (bookworm) mini, local",
+    backend: "direct",
+    source: { kind: "local", dir: DEBIAN_MINI_IMAGE },
+    local: true,
+    sshUser: "stoat",
+    approxBytes: 420 * MiB,
+    defaultDisk: "4G",
+    defaultRamMb: 1024,
+    defaultCpus: 1
   }
 ]
 

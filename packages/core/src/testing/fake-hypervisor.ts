@@ -28,6 +28,8 @@ export class FakeHypervisorState {
   readonly resumedFrom = new Map<string, string>()
   /** Disks rebased, with the backing file each was left on (undefined: it stands alone). */
   readonly rebased: Array<{ readonly path: string; readonly backing: string | undefined }> = []
+  /** Every localImage call: which image, and the root disk it was pinned to (a VM's base). */
+  readonly localImageCalls: Array<{ readonly id: string; readonly rootDisk?: string }> = []
 }
 
 /** The plan a resume runs: the checkpointed VM's, with the new VM's folder, disk, port and share. */
@@ -166,6 +168,16 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
           })
       ),
     validate: () => Effect.void,
-    localImage: (id) => Effect.succeed({ kernel: `/fake/${id}/vmlinux`, initrd: `/fake/${id}/initrd.img`, append: "console=ttyS0" })
+    // Like the QEMU adapter: debian-12-mini boots an overlay of a root disk; tiny is all initrd.
+    localImage: (id, _onStage, options) =>
+      Effect.sync(() => {
+        state.localImageCalls.push({ id, ...(options?.rootDisk !== undefined ? { rootDisk: options.rootDisk } : {}) })
+        return {
+        kernel: `/fake/${id}/vmlinux`,
+        initrd: `/fake/${id}/initrd.img`,
+        append: "console=ttyS0",
+        ...(id === "debian-12-mini" ? { rootDisk: `/fake/${id}/rootfs.qcow2` } : {})
+        }
+      })
   }
 }

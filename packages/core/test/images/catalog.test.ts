@@ -5,7 +5,7 @@ import { IMAGE_CATALOG, IMAGE_IDS, findImage, inferByo, lookupImage, validateIma
 const lookup = (id: string) => Effect.runSync(Effect.either(lookupImage(id)))
 
 describe("image catalog", () => {
-  it("holds the reference ids plus tiny, each once", () => {
+  it("holds the reference ids plus the two local builds, each once", () => {
     expect(IMAGE_IDS).toEqual([
       "ubuntu-24.04",
       "debian-13",
@@ -17,7 +17,8 @@ describe("image catalog", () => {
       "almalinux-9",
       "rocky-9",
       "opensuse-leap-16.0",
-      "tiny"
+      "tiny",
+      "debian-12-mini"
     ])
     expect(new Set(IMAGE_IDS).size).toBe(IMAGE_IDS.length)
     for (const id of IMAGE_IDS) expect(validateImageId(id)).toBeUndefined()
@@ -25,7 +26,7 @@ describe("image catalog", () => {
 
   it("describes each entry consistently", () => {
     for (const entry of IMAGE_CATALOG) {
-      expect(entry.sshUser).toBe(entry.backend === "apkovl" || entry.local ? "root" : "stoat")
+      expect(entry.sshUser).toBe(entry.backend === "apkovl" || entry.id === "tiny" ? "root" : "stoat")
       expect(entry.approxBytes).toBeGreaterThan(0)
       expect(entry.defaultDisk).toMatch(/^[1-9][0-9]*[KMGT]?$/)
       expect(entry.local).toBe(entry.source.kind === "local")
@@ -40,7 +41,9 @@ describe("image catalog", () => {
     expect(findImage("fedora-cloud")?.source).toMatchObject({ checksum: { format: "bsd" } })
     expect(findImage("arch-cloud")?.source).toMatchObject({ checksum: { format: "sidecar" } })
     expect(findImage("alpine-virt")?.source).toMatchObject({ kind: "alpine-index", flavor: "alpine-virt" })
-    expect(findImage("tiny")).toMatchObject({ os: "tiny", backend: "direct", local: true })
+    expect(findImage("tiny")).toMatchObject({ os: "tiny", backend: "direct", local: true, defaultRamMb: 256, defaultCpus: 1 })
+    // The bundled debian guest's login user (default_ssh_user), on a disk the build's root overlays.
+    expect(findImage("debian-12-mini")).toMatchObject({ os: "debian", backend: "direct", local: true, sshUser: "stoat", defaultDisk: "4G", defaultCpus: 1 })
     expect(findImage("rocky-9")).toMatchObject({ defaultDisk: "12G", cpuModel: "host", requiredCpu: "x86-64-v2" })
   })
 

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { createVm, forwardPorts, getVm } from "../../src/catalog/index.js"
+import { createVm, forwardPorts, getVm, startVm } from "../../src/catalog/index.js"
 import { catalogFile, findImage } from "../../src/images/index.js"
 import { harness, nextFreePort } from "./harness.js"
 
@@ -17,6 +17,28 @@ describe("create", () => {
     expect(h.exists("shared", "web")).toBe(true)
     // Nothing was started.
     expect(h.hypervisor.starts).toBe(0)
+  })
+
+  it("makes a debian-12-mini VM an overlay of the build's root disk, logging in as the debian guest's user", async () => {
+    const h = harness()
+    const vm = await h.ok(createVm, { name: "deb", image: "debian-12-mini" })
+    expect(vm).toMatchObject({ name: "deb", os: "debian", mode: "disk", state: "stopped", ram_mb: 1024, cpus: 1, disk: "4G" })
+    expect(h.hypervisor.disks.get(h.diskOf("deb"))).toMatchObject({ size: 4 * 1024 ** 3, backing: "/fake/debian-12-mini/rootfs.qcow2" })
+    expect(h.readVmToml("deb")).toMatch(/sshuser = "stoat"/)
+    expect(h.readVmToml("deb")).toMatch(/base = "\/fake\/debian-12-mini\/rootfs.qcow2"/)
+    // A start boots the build the disk came from, not whichever build is current by then.
+    await h.ok(startVm, { vm: "deb" })
+    expect(h.hypervisor.localImageCalls.at(-1)).toEqual({ id: "debian-12-mini", rootDisk: "/fake/debian-12-mini/rootfs.qcow2" })
+    const plan = h.hypervisor.running.get(join(h.root, "deb"))?.plan
+    expect(plan).toMatchObject({ disk: h.diskOf("deb"), kernel: { path: "/fake/debian-12-mini/vmlinux" }, guestIdentity: { hostname: "deb" } })
+  })
+
+  it("a tiny VM gets a blank data disk and boots whatever tiny build is current", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "t", image: "tiny" })
+    expect(h.hypervisor.disks.get(h.diskOf("t"))?.backing).toBeUndefined()
+    await h.ok(startVm, { vm: "t" })
+    expect(h.hypervisor.localImageCalls.at(-1)).toEqual({ id: "tiny" })
   })
 
   it("takes ram_mb, cpus, disk and agent_access when given", async () => {

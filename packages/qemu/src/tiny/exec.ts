@@ -9,6 +9,8 @@ export interface RunOptions {
   readonly cwd?: string
   readonly input?: Buffer | string
   readonly env?: NodeJS.ProcessEnv
+  /** Called with each line the program writes to stderr, as it arrives (progress of a long build step). */
+  readonly onStderrLine?: (line: string) => void
 }
 
 /**
@@ -25,7 +27,14 @@ export function run(cmd: string, args: readonly string[], opts: RunOptions = {})
     const out: Buffer[] = []
     const err: Buffer[] = []
     child.stdout?.on("data", (b: Buffer) => out.push(b))
-    child.stderr?.on("data", (b: Buffer) => err.push(b))
+    let partial = ""
+    child.stderr?.on("data", (b: Buffer) => {
+      err.push(b)
+      if (!opts.onStderrLine) return
+      const lines = (partial + b.toString("utf8")).split("\n")
+      partial = lines.pop() ?? ""
+      for (const line of lines) opts.onStderrLine(line)
+    })
     child.on("error", (e: NodeJS.ErrnoException) => {
       reject(
         new Error(

@@ -20,6 +20,8 @@ export interface GuestFilesOptions {
 export const GUEST_AUTHORIZED_KEYS = "etc/stoat/authorized_keys"
 export const GUEST_HOSTNAME = "etc/stoat/hostname"
 export const GUEST_HOST_KEY = "etc/stoat/dropbear_ed25519_host_key"
+/** Read by the debian-12-mini initrd (its sshd is OpenSSH); the tiny guest ignores it. */
+export const GUEST_OPENSSH_HOST_KEY = "etc/stoat/ssh_host_ed25519_key"
 
 const inittab = `# busybox init: one boot script, two supervised daemons, one shutdown script.
 ::sysinit:/etc/stoat/rc.sysinit

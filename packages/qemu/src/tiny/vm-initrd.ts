@@ -5,7 +5,7 @@ import { promisify } from "node:util"
 import { gzip } from "node:zlib"
 import { CpioWriter } from "./cpio.js"
 import { run } from "./exec.js"
-import { GUEST_AUTHORIZED_KEYS, GUEST_HOST_KEY, GUEST_HOSTNAME } from "./guest-files.js"
+import { GUEST_AUTHORIZED_KEYS, GUEST_HOST_KEY, GUEST_HOSTNAME, GUEST_OPENSSH_HOST_KEY } from "./guest-files.js"
 
 export interface WriteVmInitrdOptions {
   /** The shared initrd from buildTinyGuest. */
@@ -16,6 +16,8 @@ export interface WriteVmInitrdOptions {
   readonly authorizedKeys: string
   /** Host key in dropbear's format (see toDropbearKey); without one the guest generates a key each boot. */
   readonly hostKeyDropbear?: Buffer
+  /** The same host key in OpenSSH's format, for guests whose sshd is OpenSSH (debian-12-mini). */
+  readonly hostKeyOpenssh?: Buffer
   /** Usually the VM name; made into a valid hostname with guestHostname(). */
   readonly hostname: string
 }
@@ -46,6 +48,7 @@ export async function writeVmInitrd(opts: WriteVmInitrdOptions): Promise<void> {
   cpio.file(GUEST_AUTHORIZED_KEYS, opts.authorizedKeys.endsWith("\n") ? opts.authorizedKeys : `${opts.authorizedKeys}\n`, 0o600)
   cpio.file(GUEST_HOSTNAME, `${hostname}\n`, 0o644)
   if (opts.hostKeyDropbear !== undefined) cpio.file(GUEST_HOST_KEY, opts.hostKeyDropbear, 0o600)
+  if (opts.hostKeyOpenssh !== undefined) cpio.file(GUEST_OPENSSH_HOST_KEY, opts.hostKeyOpenssh, 0o600)
   const overlay = await promisify(gzip)(cpio.finish())
   const baseInfo = await stat(opts.baseInitrd)
   // Zero padding between archives is skipped by the kernel; aligning keeps the next header on a 4-byte boundary.
