@@ -3,15 +3,9 @@ import { CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessLi
 import { Usage } from "../errors.js"
 import { GUEST_CAPS, GuestOps } from "../guest/ops.js"
 import { guestSession, type GuestSession } from "../guest/session.js"
-import { ENV_NAME } from "../ssh/quote.js"
-import { IntRange, VmName } from "./inputs.js"
+import { EnvName, GuestPath, IntRange, VmName } from "./inputs.js"
 import { defineOperation, EXEC, READ } from "./operation.js"
 
-const GuestPath = Schema.String.pipe(
-  Schema.pattern(/^\/[^\0]*$/, { message: () => "guest paths are absolute and contain no NUL" }),
-  Schema.maxLength(4096)
-).annotations({ description: "absolute path in the guest" })
-const EnvName = Schema.String.pipe(Schema.pattern(ENV_NAME))
 /** Service, unit and user names (reference §5 Guards): never an option, never shell syntax. */
 const GuestName = (what: string) =>
   Schema.String.pipe(

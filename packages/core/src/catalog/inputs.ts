@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ENV_NAME } from "../ssh/quote.js"
 
 /** A VM name as given by a caller; the create grammar is stricter (see names.ts). */
 export const VmName = Schema.String.pipe(
@@ -28,3 +29,12 @@ export const IntRange = (min: number, max: number) =>
 export const Cpus = IntRange(1, 256)
 export const RamMb = IntRange(256, 1_048_576)
 export const SshPort = IntRange(1024, 65535)
+
+/** An absolute guest path (reference §5 Guards): no NUL, no relative path a guest shell would resolve. */
+export const GuestPath = Schema.String.pipe(
+  Schema.pattern(/^\/[^\0]*$/, { message: () => "guest paths are absolute and contain no NUL" }),
+  Schema.maxLength(4096)
+).annotations({ description: "absolute path in the guest" })
+
+/** An environment variable name for a guest command (reference §5 Guards). */
+export const EnvName = Schema.String.pipe(Schema.pattern(ENV_NAME, { message: () => "environment names are letters, digits and _, not starting with a digit" }))

@@ -2,19 +2,15 @@ import { Effect, Schema } from "effect"
 import { FileContent, JobKilled, JobList, JobStarted, JobStatus, JobWaited } from "@stoat/wire"
 import { DataRoot } from "../data-root.js"
 import { JOB_ID } from "../guest/job-registry.js"
+import { textOrBase64 } from "../guest/encoding.js"
 import { JOB_OUTPUT_CAP, Jobs } from "../guest/jobs.js"
 import { isRunning, loadVm, requireRunning, sshTarget } from "../vm-runtime.js"
-import { IntRange, VmName } from "./inputs.js"
+import { EnvName, GuestPath, IntRange, VmName } from "./inputs.js"
 import { defineOperation, EXEC, READ } from "./operation.js"
 
 const NO_NUL = /^[^\0]*$/
 /** One argv word: no NUL (no C string carries one) and small enough for any guest's ARG_MAX. */
 const ArgWord = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "argv words contain no NUL" }), Schema.maxLength(16_384))
-const GuestDir = Schema.String.pipe(
-  Schema.pattern(/^\/[^\0]*$/, { message: () => "guest paths are absolute and contain no NUL" }),
-  Schema.maxLength(4096)
-)
-const EnvName = Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: () => "environment names are letters, digits and _" }))
 const EnvValue = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "environment values contain no NUL" }), Schema.maxLength(16_384))
 const JobId = Schema.String.pipe(Schema.pattern(JOB_ID, { message: () => "job ids look like j-0123abcd (j- and 8 hex digits)" })).annotations({
   description: "job id from exec_bg, j- and 8 hex digits"
@@ -37,14 +33,7 @@ const runningTarget = (vm: string) =>
     return sshTarget(yield* DataRoot, record)
   })
 
-/** Text when the bytes are valid UTF-8, else base64 with `encoding: "base64"`. */
-const fileContent = (data: Uint8Array, size: number, truncated: boolean) => {
-  const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
-  const content = bytes.toString("utf8")
-  return Buffer.from(content, "utf8").equals(bytes)
-    ? { content, size, truncated }
-    : { content: bytes.toString("base64"), encoding: "base64" as const, size, truncated }
-}
+const fileContent = (data: Uint8Array, size: number, truncated: boolean) => ({ ...textOrBase64(data), size, truncated })
 
 export const execBackground = defineOperation({
   key: "guest.exec_bg",
@@ -57,7 +46,7 @@ export const execBackground = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     argv: Schema.NonEmptyArray(ArgWord).pipe(Schema.maxItems(1024)),
-    cwd: Schema.optional(GuestDir),
+    cwd: Schema.optional(GuestPath),
     env: Schema.optional(Schema.Record({ key: EnvName, value: EnvValue }))
   }),
   output: JobStarted,
