@@ -4,7 +4,6 @@ import { join } from "node:path"
 import fc from "fast-check"
 import { catalog } from "@stoat/core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { catalog } from "@stoat/core"
 import { dataOf, errorOf, httpClient, run, startHttp, tempHome, writeVm, type HttpServerProcess } from "./helpers.js"
 
 /** One raw HTTP request, so headers a client library would fix (Host, Origin) can be set freely. */
