@@ -15,7 +15,9 @@ import type { ExecutionContext } from "../catalog/operation.js"
 import { DataRoot } from "../data-root.js"
 import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
 import { Guests } from "../guests.js"
+import { HostProbe } from "../host.js"
 import { Locks } from "../locks.js"
+import type { Hypervisor } from "../ports.js"
 import { readSecrets, setSecretNames } from "../secrets.js"
 import { quoteWord } from "../ssh/quote.js"
 import { GuestTransport, type SshTarget } from "../transport.js"
@@ -178,11 +180,17 @@ const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | 
     )
   })
 
+/**
+ * The services the lifecycle hooks run on, named: start applies recipes, whose reboot starts the
+ * VM again, so an inferred requirement would be circular (and leak as `any` to embedders).
+ */
+export type LifecycleServices = Hypervisor | HostProbe | VmStore | Locks | DataRoot | GuestTransport | Guests | Recipes
+
 export interface ApplyHooks {
   /** Waits until the guest answers ssh (the lifecycle's own wait). */
-  readonly waitReachable: (record: OkRecord, timeoutMs: number) => Effect.Effect<unknown, StoatError, any>
+  readonly waitReachable: (record: OkRecord, timeoutMs: number) => Effect.Effect<unknown, StoatError, LifecycleServices>
   /** Stops and starts the VM and waits for ssh (for `reboot = true`). */
-  readonly reboot: (record: OkRecord, context: ExecutionContext) => Effect.Effect<unknown, StoatError, any>
+  readonly reboot: (record: OkRecord, context: ExecutionContext) => Effect.Effect<unknown, StoatError, LifecycleServices>
 }
 
 const SSH_WAIT_MS = 90_000

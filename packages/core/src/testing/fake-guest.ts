@@ -141,8 +141,6 @@ const guestScript = (body: string, args: ReadonlyArray<string>, context: FakeExe
   const { fs } = context
   const path = posix.normalize(args[0] ?? "/")
   switch (body) {
-    case TIMEOUT_SCRIPT:
-      return defaultExecHandler(args.slice(1), context)
     case STAT_SCRIPT: {
       const problem = pathProblem(fs, path)
       return problem ? failed(`stat: ${problem}`) : { exitCode: 0, stdout: statLine(fs, path) }
@@ -313,7 +311,10 @@ export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisor
       Effect.flatMap(reach(target), (fs) =>
         Effect.sync((): ExecOutput => {
           state.execs.push({ vm: target.vm, argv: [...argv], options })
-          const result = state.execHandler(argv, { ...options, target, fs, input: bytesOf(options.stdin) })
+          // The guest-side timeout wrapper is stoat's own: a handler models the guest's programs, so
+          // it gets the command the wrapper runs (`execs` keeps what went over the wire).
+          const command = argv[0] === "sh" && argv[1] === "-c" && argv[2] === TIMEOUT_SCRIPT ? argv.slice(5) : argv
+          const result = state.execHandler(command, { ...options, target, fs, input: bytesOf(options.stdin) })
           const stdout = bytesOf(result.stdout)
           const stderr = bytesOf(result.stderr)
           const out = cap(stdout, options.maxOutputBytes)

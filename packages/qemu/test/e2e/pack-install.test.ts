@@ -163,7 +163,7 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
     pathWithoutQemu(noQemuBin)
   }, 15 * MINUTE)
 
-  afterAll(() => rmSync(work, { recursive: true, force: true }))
+  afterAll(() => process.env["KEEP_PACK"] ? undefined : rmSync(work, { recursive: true, force: true }))
 
   it("packs each package with ESM exports and their types, pinned sibling versions, and only built files", async () => {
     expect([...packed.keys()].sort()).toEqual([...PACKAGES].sort())
