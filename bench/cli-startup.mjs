@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // P3: wall time of `stoat ls --json` and `stoat --version`, median of N runs, against `node -e 0`
-// measured interleaved in the same run. Targets: ls ≤ 250 ms and ≤ 4× node.
+// measured interleaved in the same run. Targets (SPEC §4 P3): ls ≤ 150 ms and ≤ 3× node.
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -40,4 +40,4 @@ for (const [name, values] of Object.entries(samples)) {
   console.log(`${name.padEnd(18)} ${ms.toFixed(1).padStart(7)} ms  ${(ms / base).toFixed(2)}× node`)
 }
 const ls = median(samples["stoat ls --json"])
-console.log(`target: ls ≤ 250 ms and ≤ 4× node → ${ls <= 250 && ls / base <= 4 ? "met" : "NOT met"}`)
+console.log(`target (SPEC P3): ls ≤ 150 ms and ≤ 3× node → ${ls <= 150 && ls / base <= 3 ? "met" : "NOT met"}`)

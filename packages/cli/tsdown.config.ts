@@ -23,6 +23,8 @@ export default defineConfig({
   fixedExtension: false,
   dts: false,
   sourcemap: true,
+  // Start-up is parse time: minified chunks cut what every command pays before it runs (P3, P4, P10).
+  minify: true,
   clean: true,
   deps: {
     alwaysBundle: [/^@stoat\//, "effect", "smol-toml"],
