@@ -30,10 +30,7 @@ export const main = async (argv: string[]): Promise<void> => {
   // What every client entry runs (`stoat mcp`), served without oclif: spawn-to-initialize is P2.
   if (!help && (plain.join(" ") === "mcp" || plain.join(" ") === "mcp serve")) {
     const { serveMcp } = await import("./mcp-serve.js")
-    const refusal = await serveMcp({})
-    if (refusal === undefined) return
-    process.stderr.write(`stoat: mcp: ${refusal}\n`)
-    process.exit(2)
+    return serveMcp({})
   }
   // Loaded only now: `stoat -v`, plain `stoat ls` and plain `stoat mcp` never pay for oclif.
   const { Errors, flush, run } = await import("@oclif/core")

@@ -8,6 +8,7 @@ import { viewVms } from "./read-ops.js"
 export const takeCheckpoint = defineOperation({
   key: "checkpoint.create",
   tool: "checkpoint",
+  longRunning: true,
   cli: "checkpoint",
   title: "Checkpoint a running VM",
   description:
@@ -61,6 +62,7 @@ export const deleteCheckpoint = defineOperation({
 export const forkCheckpoint = defineOperation({
   key: "checkpoint.fork",
   tool: "fork",
+  longRunning: true,
   cli: "fork",
   title: "Fork warm VMs from a checkpoint",
   description: `Start new VMs from a checkpoint, warm: each resumes the saved RAM on its own copy-on-write disk over the checkpoint's, with its own SSH port, hostname and reseeded RNG, and is returned once SSH answers (about a second under TCG). count=N (≤ ${MAX_FORKS_PER_CALL}) makes name-1…name-N at once. All or nothing: if one fails, none is left. A fork is an ordinary VM afterwards.`,

@@ -35,6 +35,7 @@ const copy = (input: CopyInput, toRemote: boolean) =>
 export const copyTo = defineOperation({
   key: "guest.copy_to",
   tool: "copy_to",
+  longRunning: true,
   cli: "cp",
   title: "Copy a host file into a VM",
   description:
@@ -51,6 +52,7 @@ export const copyTo = defineOperation({
 export const copyFrom = defineOperation({
   key: "guest.copy_from",
   tool: "copy_from",
+  longRunning: true,
   cli: "cp",
   title: "Copy a file out of a VM",
   description:

@@ -28,6 +28,7 @@ const inGuest = <A, E, R>(vm: string, use: (ops: GuestOps["Type"], session: Gues
 export const execInGuest = defineOperation({
   key: "guest.exec",
   tool: "exec",
+  longRunning: true,
   cli: "exec",
   title: "Run a command in a VM",
   description:
@@ -220,6 +221,7 @@ export const tailLogOp = defineOperation({
 export const pkgInstallOp = defineOperation({
   key: "guest.pkg_install",
   tool: "pkg_install",
+  longRunning: true,
   cli: "pkg install",
   title: "Install packages in a VM",
   description:

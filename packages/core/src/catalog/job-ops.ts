@@ -4,7 +4,8 @@ import { DataRoot } from "../data-root.js"
 import { JOB_ID } from "../guest/job-registry.js"
 import { textOrBase64 } from "../guest/encoding.js"
 import { JOB_OUTPUT_CAP, Jobs } from "../guest/jobs.js"
-import { isRunning, loadVm, requireRunning, sshTarget } from "../vm-runtime.js"
+import { runningTarget } from "../guest/session.js"
+import { isRunning, loadVm, sshTarget } from "../vm-runtime.js"
 import { EnvName, GuestPath, IntRange, VmName } from "./inputs.js"
 import { defineOperation, EXEC, READ } from "./operation.js"
 
@@ -24,14 +25,6 @@ const SignalName = Schema.String.pipe(
 )
 
 const JobInput = Schema.Struct({ vm: VmName, job_id: JobId })
-
-/** The guest target of a VM that must be running. */
-const runningTarget = (vm: string) =>
-  Effect.gen(function* () {
-    const record = yield* loadVm(vm)
-    yield* requireRunning(record)
-    return sshTarget(yield* DataRoot, record)
-  })
 
 const fileContent = (data: Uint8Array, size: number, truncated: boolean) => ({ ...textOrBase64(data), size, truncated })
 
@@ -78,6 +71,7 @@ export const jobStatus = defineOperation({
 export const jobWait = defineOperation({
   key: "guest.job_wait",
   tool: "job_wait",
+  longRunning: true,
   cli: "jobs wait",
   title: "Wait for a background job",
   description:

@@ -52,6 +52,8 @@ export interface Operation<I = any, O = any, R = any> {
   readonly hostOnly?: ReadonlyArray<string>
   /** False for the few CLI operations the MCP server deliberately leaves out (long, open-world downloads). */
   readonly mcp?: false
+  /** May outlast a client's request timeout (boots, waits, copies): MCP offers it as a task. */
+  readonly longRunning?: true
   readonly access: RequiredAccess<I>
   /** The VMs the operation touches (access, audit); default: the input's `vm`, else `source`. */
   readonly target?: (input: I) => ReadonlyArray<string>

@@ -157,6 +157,7 @@ export const planRecipes = defineOperation({
 export const applyRecipes = defineOperation({
   key: "recipe.apply",
   tool: "apply_recipes",
+  longRunning: true,
   cli: "apply",
   title: "Apply a VM's recipes",
   description:

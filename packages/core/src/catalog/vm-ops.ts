@@ -96,6 +96,7 @@ const CreateInput = Schema.Struct({
 export const createVm = defineOperation({
   key: "vm.create",
   tool: "create",
+  longRunning: true,
   cli: "create",
   title: "Create a VM",
   description:
@@ -238,6 +239,7 @@ const waitStopped = (record: OkRecord, timeoutMs: number) =>
 export const startVm = defineOperation({
   key: "vm.start",
   tool: "start",
+  longRunning: true,
   cli: "up",
   title: "Start a VM",
   description:
@@ -327,6 +329,7 @@ export const stopVm = defineOperation({
 export const waitVm = defineOperation({
   key: "vm.wait",
   tool: "wait",
+  longRunning: true,
   cli: "wait",
   title: "Wait for a VM state",
   description:

@@ -34,12 +34,21 @@ const UNKNOWN_GUEST: LoadedGuest = {
   source: "bundled"
 }
 
-/** The running VM `vm` as a guest session: `not_found`, `broken` or `not_running` otherwise. */
-export const guestSession = (vm: string): Effect.Effect<GuestSession, StoatError, VmStore | Guests | Hypervisor | DataRoot> =>
+const runningVm = (vm: string) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
     yield* requireRunning(record)
-    const root = yield* DataRoot
+    return { record, target: sshTarget(yield* DataRoot, record) }
+  })
+
+/** How to reach the running VM `vm`: `not_found`, `broken` or `not_running` otherwise. */
+export const runningTarget = (vm: string): Effect.Effect<SshTarget, StoatError, VmStore | Guests | Hypervisor | DataRoot> =>
+  Effect.map(runningVm(vm), ({ target }) => target)
+
+/** The running VM `vm` as a guest session: `not_found`, `broken` or `not_running` otherwise. */
+export const guestSession = (vm: string): Effect.Effect<GuestSession, StoatError, VmStore | Guests | Hypervisor | DataRoot> =>
+  Effect.gen(function* () {
+    const { record, target } = yield* runningVm(vm)
     const guest = record.config.os === "" ? UNKNOWN_GUEST : yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
-    return { vm: record.name, target: sshTarget(root, record), guest }
+    return { vm: record.name, target, guest }
   })

@@ -76,25 +76,6 @@ export const outputSchemaOf = (operation: Operation): JsonSchemaObject => {
   return schema as JsonSchemaObject
 }
 
-/** Tools that can outlast a client's request timeout: a task-capable client may run them as tasks. */
-const LONG_RUNNING = new Set([
-  "create",
-  "start",
-  "wait",
-  "exec",
-  "job_wait",
-  "pkg_install",
-  "copy_to",
-  "copy_from",
-  "apply_recipes",
-  "project_up",
-  "project_down",
-  "project_apply",
-  "project_wait",
-  "checkpoint",
-  "fork"
-])
-
 export const definitionOf = (operation: Operation): ToolDefinition => ({
   name: operation.tool,
   title: operation.title,
@@ -108,7 +89,7 @@ export const definitionOf = (operation: Operation): ToolDefinition => ({
     idempotentHint: operation.annotations.idempotentHint,
     openWorldHint: operation.annotations.openWorldHint
   },
-  ...(LONG_RUNNING.has(operation.tool) ? { execution: { taskSupport: "optional" as const } } : {})
+  ...(operation.longRunning ? { execution: { taskSupport: "optional" as const } } : {})
 })
 
 /** One tool per catalog entry the MCP server exposes, in catalog order. */

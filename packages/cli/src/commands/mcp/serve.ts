@@ -1,6 +1,6 @@
 import { Flags } from "@oclif/core"
 import { StoatCommand } from "../../base.js"
-import { serveMcp } from "../../mcp-serve.js"
+import { refuseMcp, serveMcp } from "../../mcp-serve.js"
 
 /** `stoat mcp serve`: the Stoat MCP server over stdio, or Streamable HTTP on a loopback address. */
 export default class McpServe extends StoatCommand {
@@ -22,7 +22,7 @@ export default class McpServe extends StoatCommand {
     const rate = (name: string, text: string | undefined): number | undefined => {
       if (text === undefined) return undefined
       const value = Number(text)
-      if (text.trim() === "" || !Number.isFinite(value)) this.refuse(`--${name} must be a number, got ${JSON.stringify(text)}`)
+      if (text.trim() === "" || !Number.isFinite(value)) refuseMcp(`--${name} must be a number, got ${JSON.stringify(text)}`)
       return value
     }
     const limits = {
@@ -31,16 +31,10 @@ export default class McpServe extends StoatCommand {
       burst: flags.burst,
       rate: rate("rate", flags.rate)
     }
-    const refusal = await serveMcp({
+    await serveMcp({
       ...(flags.http !== undefined ? { http: flags.http } : {}),
       ...(flags["token-file"] !== undefined ? { tokenFile: flags["token-file"] } : {}),
       limits
     })
-    if (refusal !== undefined) this.refuse(refusal)
-  }
-
-  private refuse(message: string): never {
-    process.stderr.write(`stoat: mcp: ${message}\n`)
-    return this.exit(2)
   }
 }
