@@ -1,5 +1,6 @@
+import { existsSync } from "node:fs"
 import { open, type FileHandle } from "node:fs/promises"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Effect, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./catalog/operation.js"
 import { DataRoot } from "./data-root.js"
@@ -53,21 +54,27 @@ export const auditCall = (context: ExecutionContext, operation: Pick<Operation, 
  * call, and opening the file each time cost more than the call. O_APPEND keeps lines of
  * concurrent processes whole.
  */
-const logHandles = new Map<string, { readonly file: Promise<FileHandle>; checked: number }>()
+const logHandles = new Map<string, { readonly file: Promise<FileHandle>; checked: number; failed: boolean }>()
 /** How often a held log handle is checked for a file deleted under it (a person clearing the log). */
 const RECHECK_MS = 1_000
 
 const openLog = (path: string) => {
-  const entry = { file: open(path, "a"), checked: Date.now() }
+  const entry = { file: open(path, "a"), checked: Date.now(), failed: false }
   logHandles.set(path, entry)
-  entry.file.catch(() => logHandles.delete(path))
+  entry.file.catch(() => {
+    entry.failed = true
+  })
   return entry
 }
 
 /** Best effort: a missing logs/ folder (a data root never written to) is not created by a read. */
 const appendLogLine = async (path: string, line: string): Promise<void> => {
   let entry = logHandles.get(path) ?? openLog(path)
-  if (Date.now() - entry.checked > RECHECK_MS) {
+  if (entry.failed) {
+    // A synchronous look, not another failing open per call on a read-only root.
+    if (!existsSync(dirname(path))) return
+    entry = openLog(path)
+  } else if (Date.now() - entry.checked > RECHECK_MS) {
     entry.checked = Date.now()
     const unlinked = await entry.file.then((file) => file.stat()).then((info) => info.nlink === 0, () => true)
     if (unlinked) {

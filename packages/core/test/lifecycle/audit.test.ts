@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { version } from "../../src/catalog/read-ops.js"
@@ -16,5 +16,16 @@ describe("stoat.log audit lines", () => {
     await new Promise((resolve) => setTimeout(resolve, 1_100))
     await h.ok(version, {}, { entrypoint: "mcp" })
     expect(readFileSync(log, "utf8")).toMatch(/^\S+ INFO op=host\.version tool=version entrypoint=mcp request=\S+ ms=\d+ outcome=ok\n$/)
+  })
+
+  it("are not written to a root without a logs folder, and are written from the first call after one appears", async () => {
+    const h = harness()
+    const logs = join(h.root, "logs")
+    rmSync(logs, { recursive: true, force: true })
+    for (let i = 0; i < 3; i++) await h.ok(version, {})
+    expect(existsSync(logs)).toBe(false)
+    mkdirSync(logs)
+    await h.ok(version, {})
+    expect(readFileSync(join(logs, "stoat.log"), "utf8").match(/op=host\.version /g)).toHaveLength(1)
   })
 })
