@@ -34,6 +34,10 @@ export default class Wait extends StoatCommand {
       ...(flags.healthy ? { healthy: true } : {}),
       ...(timeout ? { timeout_seconds: timeout } : {})
     })
+    // A script's `stoat wait --healthy && …` must not go on past failing checks (MCP gets healthy: false).
+    if (result.healthy === false) {
+      return this.failWith({ code: "timeout", message: `the recipe health checks of VM "${result.vm}" did not pass (see stoat get ${result.vm})`, subject: result.vm })
+    }
     this.emit(result, () => this.line(`${result.vm} is ${result.until} (after ${(result.waited_ms / 1000).toFixed(1)} s)`))
   }
 }

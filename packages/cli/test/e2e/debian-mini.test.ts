@@ -120,6 +120,22 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
     expect(await ok("ls /tmp/pwned 2>&1 || true")).toMatch(/No such file/)
   })
 
+  it("applies the bundled python-dev recipe for real with apt: outputs, a venv owned by the ssh user, health ok, skipped when applied", async () => {
+    await data("update", VM, "--recipes", "python-dev")
+    const applied = await data("apply", VM)
+    expect(applied).toMatchObject({ vm: VM, applied: ["python-dev"] })
+    const detail = applied["recipes_detail"].find((recipe: { name: string }) => recipe.name === "python-dev")
+    expect(detail).toMatchObject({ applied: true, health: "ok", outputs: { python: "/opt/venv/bin/python", venv: "/opt/venv" } })
+    // default_from = "ssh_user": the venv belongs to the VM's ssh account, and its python runs.
+    expect(await ok("stat -c %U /opt/venv; /opt/venv/bin/python -c 'import sys; print(sys.prefix)'")).toBe("stoat\n/opt/venv\n")
+    expect(await ok("dpkg-query -W -f '${Status}\\n' python3-venv")).toBe("install ok installed\n")
+    const log = readFileSync(join(home, VM, "last-provision.log"), "utf8")
+    expect(log).toContain("=== recipe python-dev ===")
+    expect(log.trimEnd().split("\n").at(-1)).toBe("done")
+    // Once-mode: unchanged script and params, nothing runs again.
+    expect((await data("apply", VM))["applied"]).toEqual([])
+  })
+
   it("file write: as the ssh user where it may, as root with --as-root (and not otherwise) under /etc", async () => {
     expect(await data("file", "write", VM, "/home/stoat/mine.txt", "--content", "mine\n")).toEqual({ path: "/home/stoat/mine.txt", bytes: 5, mode: "0644" })
     expect((await failure("file", "write", VM, "/etc/stoat-e2e.conf", "--content", "nope\n")).code).toBe("access_denied")

@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto"
 import { appendFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import type { Guest, RecipeDetail } from "@stoat/wire"
 import type { ExecutionContext } from "../catalog/operation.js"
 import { DataRoot } from "../data-root.js"
@@ -108,6 +108,51 @@ export const recipeScript = (guest: Guest, step: Pick<PlannedStep, "recipe" | "b
 export const healthScript = (guest: Guest, check: string, params: ResolvedParams): string =>
   `{\n${exportLines(params.env)}\n${renderPrelude(guest)}(\n${check}\n) </dev/null\n}\n`
 
+/** How the apply log's last line begins when every recipe ran and a health check failed (the recipes stay applied). */
+export const HEALTH_FAILED = "health check failed"
+
+/** One run of a recipe's health check as the ssh user: exit 0 is ok; a recipe without a check is ok. */
+const runHealthCheck = (target: SshTarget, guest: Guest, step: Pick<PlannedStep, "recipe" | "params">) =>
+  Effect.gen(function* () {
+    const health = step.recipe.manifest.health
+    if (health === null) return { ok: true, exitCode: 0, output: "" }
+    const check = yield* (yield* GuestTransport)
+      .exec(target, ["sh", "-s"], { stdin: healthScript(guest, health.check, step.params), timeoutMs: durationMs(health.timeout) })
+      .pipe(Effect.catchTag("Timeout", () => Effect.succeed({ exitCode: -1, stdout: new Uint8Array(), stderr: new TextEncoder().encode("timed out") })))
+    const output = `${Buffer.from(check.stdout).toString("utf8")}${Buffer.from(check.stderr).toString("utf8")}`.trim()
+    return { ok: check.exitCode === 0, exitCode: check.exitCode, output: redact(output, step.params.secretValues) }
+  })
+
+/**
+ * `wait --healthy`: every applied recipe's check, run again every 300 ms until all pass or the
+ * longest check timeout (or `deadline`) is reached; each outcome is stored as that recipe's health.
+ * True only when all pass.
+ */
+export const waitHealthy = (vm: string, deadline: number) =>
+  Effect.gen(function* () {
+    const planned = yield* planApply(vm, undefined)
+    const steps = planned.steps.filter((step) => planned.record.config.applied[step.recipe.manifest.name] !== undefined)
+    const target = sshTarget(yield* DataRoot, planned.record)
+    const longest = Math.max(0, ...steps.map((step) => (step.recipe.manifest.health === null ? 0 : durationMs(step.recipe.manifest.health.timeout))))
+    const until = Math.min(deadline, (yield* Clock.currentTimeMillis) + longest)
+    const round = Effect.forEach(steps, (step) =>
+      Effect.tap(runHealthCheck(target, planned.guest, step), (check) =>
+        recordApplied(vm, step.recipe.manifest.name, (entry) => {
+          const health = check.ok ? "ok" : "failed"
+          return entry === undefined || entry.health === health ? entry : { ...entry, health }
+        })
+      )
+    )
+    const allOk = (checks: ReadonlyArray<{ readonly ok: boolean }>) => checks.every((check) => check.ok)
+    const untilPass: Effect.Effect<boolean, StoatError, Effect.Effect.Context<typeof round>> = Effect.flatMap(round, (checks) =>
+      allOk(checks) ? Effect.succeed(true) : Effect.delay(Effect.suspend(() => untilPass), Duration.millis(300))
+    )
+    // The first round always runs, however little time is left.
+    const first = yield* round
+    if (allOk(first)) return true
+    return yield* Effect.timeoutTo(untilPass, { duration: Duration.millis(Math.max(0, until - (yield* Clock.currentTimeMillis))), onTimeout: () => false, onSuccess: (ok) => ok })
+  })
+
 /** Root for recipe scripts: the ssh user when it is root, else through the guest's escalate words. */
 const asRoot = (guest: Guest, target: SshTarget, argv: ReadonlyArray<string>) =>
   target.user === "root" || guest.escalate.length === 0 ? [...argv] : [...guest.escalate, ...argv]
@@ -168,14 +213,20 @@ const detailOf = (vm: string) =>
 
 type AppliedEntry = OkRecord["config"]["applied"][string]
 
-/** Read-modify-write of `[applied.<name>]` under the root lock, so a parallel update is not lost. */
-const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | undefined) => AppliedEntry) =>
+/**
+ * Read-modify-write of `[applied.<name>]` under the root lock, so a parallel update is not lost;
+ * `change` answering the entry it was given (or none) writes nothing.
+ */
+const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | undefined) => AppliedEntry | undefined) =>
   Effect.gen(function* () {
     const store = yield* VmStore
     yield* (yield* Locks).withRootLock(
       Effect.gen(function* () {
         const fresh = yield* loadVm(vm)
-        yield* store.write(vm, { ...fresh.config, applied: { ...fresh.config.applied, [name]: change(fresh.config.applied[name]) } })
+        const current = fresh.config.applied[name]
+        const next = change(current)
+        if (next === undefined || next === current) return
+        yield* store.write(vm, { ...fresh.config, applied: { ...fresh.config.applied, [name]: next } })
       })
     )
   })
@@ -305,23 +356,15 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
         const name = step.recipe.manifest.name
         const current = (yield* loadVm(vm)).config.applied[name]
         if (current === undefined) continue
-        const health = step.recipe.manifest.health
-        let state: "ok" | "failed" = "ok"
-        if (health !== null) {
-          const check = yield* transport
-            .exec(target, ["sh", "-s"], { stdin: healthScript(guest, health.check, step.params), timeoutMs: durationMs(health.timeout) })
-            .pipe(Effect.catchTag("Timeout", () => Effect.succeed({ exitCode: -1, stdout: new Uint8Array(), stderr: new TextEncoder().encode("timed out") })))
-          if (check.exitCode !== 0) {
-            state = "failed"
-            const output = `${Buffer.from(check.stdout).toString("utf8")}${Buffer.from(check.stderr).toString("utf8")}`.trim()
-            log.line(`health check of ${name} failed (exit ${check.exitCode})${output ? `: ${output}` : ""}`)
-            unhealthy.push(`${name}${output ? ` (${output.split("\n").pop()})` : ""}`)
-          }
+        const check = yield* runHealthCheck(target, guest, step)
+        if (!check.ok) {
+          log.line(`health check of ${name} failed (exit ${check.exitCode})${check.output ? `: ${check.output}` : ""}`)
+          unhealthy.push(`${name}${check.output ? ` (${check.output.split("\n").pop()})` : ""}`)
         }
-        yield* recordApplied(vm, name, (entry) => ({ ...(entry ?? current), health: state }))
+        yield* recordApplied(vm, name, (entry) => ({ ...(entry ?? current), health: check.ok ? "ok" : "failed" }))
       }
       if (unhealthy.length > 0) {
-        return yield* failed(`health check failed: ${unhealthy.join(", ")}`, `health check failed for ${unhealthy.join(", ")}; the recipes stay applied`, unhealthy[0]!.split(" ")[0]!)
+        return yield* failed(`${HEALTH_FAILED}: ${unhealthy.join(", ")}`, `health check failed for ${unhealthy.join(", ")}; the recipes stay applied`, unhealthy[0]!.split(" ")[0]!)
       }
       log.line("done")
       return { vm, applied: ran, skipped_reason: "", recipes_detail: yield* detailOf(vm) }

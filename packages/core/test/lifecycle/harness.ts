@@ -16,6 +16,7 @@ export type Entrypoint = ExecutionContext["entrypoint"]
 export interface CallOptions {
   readonly entrypoint?: Entrypoint
   readonly interactive?: boolean
+  readonly progress?: ExecutionContext["progress"]
 }
 
 /**
@@ -39,7 +40,8 @@ export const harness = (options: { readonly memAvailableMb?: number } = {}) => {
       const context: ExecutionContext = {
         entrypoint: call.entrypoint ?? "cli",
         requestId: "test",
-        ...(call.interactive !== undefined ? { interactive: call.interactive } : {})
+        ...(call.interactive !== undefined ? { interactive: call.interactive } : {}),
+        ...(call.progress !== undefined ? { progress: call.progress } : {})
       }
       return Effect.runPromise(Effect.exit(Effect.provide(runOperation(operation, input, context) as Effect.Effect<O, unknown, never>, world.layer() as never)))
     },

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest"
+import { createServer } from "node:net"
+import { describe, expect, it, onTestFinished } from "vitest"
 import { createVm, getVm, startVm, stopVm, waitVm } from "../../src/catalog/index.js"
 import { harness, type Harness } from "./harness.js"
 
@@ -20,6 +21,20 @@ describe("start", () => {
     const plan = h.hypervisor.running.get(h.vmDir("web"))?.plan
     expect(plan).toMatchObject({ ramMb: 300, cpus: 2, sshPort: created.ssh_port, disk: h.diskOf("web") })
     expect((await h.ok(getVm, { vm: "web" })).state).toBe("running")
+  })
+
+  it("moves to a free ssh port, saved and announced, when another program took the VM's port since create", async () => {
+    const h = harness()
+    const created = await h.ok(createVm, { name: "web", image: "tiny" })
+    const squatter = createServer()
+    await new Promise<void>((resolve) => squatter.listen({ port: created.ssh_port, host: "127.0.0.1" }, resolve))
+    onTestFinished(() => new Promise<void>((resolve) => squatter.close(() => resolve())))
+    const lines: string[] = []
+    const vm = await h.ok(startVm, { vm: "web" }, { progress: (event) => lines.push(String((event.data as { line?: string }).line)) })
+    expect(vm.ssh_port).not.toBe(created.ssh_port)
+    expect(h.hypervisor.running.get(h.vmDir("web"))?.plan.sshPort).toBe(vm.ssh_port)
+    expect((await h.ok(getVm, { vm: "web" })).ssh_port).toBe(vm.ssh_port)
+    expect(lines).toContain(`ssh port ${created.ssh_port} is taken on this host; VM "web" now uses port ${vm.ssh_port}`)
   })
 
   it("an already running VM is fine and is not started twice", async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
-import { applyRecipes, createVm, getVm, planRecipes, startVm, stopVm, updateVm } from "../../src/catalog/index.js"
+import { applyRecipes, createVm, getVm, planRecipes, startVm, stopVm, updateVm, waitVm } from "../../src/catalog/index.js"
 import { Locks } from "../../src/locks.js"
 import { runOperation } from "../../src/run.js"
 import type { FakeExecHandler } from "../../src/testing/index.js"
@@ -198,5 +198,28 @@ describe("recipe names on create and update", () => {
     expect(h.vmFolders()).toEqual([])
     await h.ok(createVm, { name: "box", image: "tiny" })
     expect(await h.fail(updateVm, { vm: "box", recipes: ["docker"] })).toMatchObject({ code: "recipe_not_applicable" })
+  })
+
+  it("wait healthy=true runs the checks again until they pass, and gives up after the longest check timeout", async () => {
+    const { h, scratch } = await world({
+      slow: { manifest: '[health]\ncheck = "test -f \\"$SCRATCH/ready\\""\ntimeout = "20s"\n', script: "true\n" },
+      never: { manifest: '[health]\ncheck = "false"\ntimeout = "1s"\n', script: "true\n" }
+    })
+    await recipesOf(h, ["slow"])
+    await h.ok(startVm, { vm: "box" })
+    expect((await h.fail(applyRecipes, { vm: "box" })).message).toContain("health check failed")
+    expect((await h.ok(getVm, { vm: "box" })).recipes_detail[0]).toMatchObject({ name: "slow", health: "failed" })
+    // The service comes up a moment later: the wait sees it without another apply.
+    const ready = setTimeout(() => writeFileSync(join(scratch, "ready"), ""), 700)
+    onTestFinished(() => clearTimeout(ready))
+    expect(await h.ok(waitVm, { vm: "box", healthy: true, timeout_seconds: 60 })).toMatchObject({ healthy: true })
+    expect((await h.ok(getVm, { vm: "box" })).recipes_detail[0]).toMatchObject({ name: "slow", health: "ok" })
+    const checks = sent(h).filter((call) => String(call.options.stdin ?? "").includes("SCRATCH/ready")).length
+    expect(checks).toBeGreaterThan(2)
+    // A check that never passes ends the wait at its own timeout (1 s), not at timeout_seconds.
+    await recipesOf(h, ["slow", "never"])
+    await h.fail(applyRecipes, { vm: "box" })
+    expect(await h.ok(waitVm, { vm: "box", healthy: true, timeout_seconds: 600 })).toMatchObject({ healthy: false })
+    expect((await h.ok(getVm, { vm: "box" })).recipes_detail.find((recipe) => recipe.name === "never")).toMatchObject({ health: "failed" })
   })
 })
