@@ -92,10 +92,9 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
     if (declaration.provider !== "qemu") {
       return yield* new CapabilityUnavailable({ message: `[vms.${declaration.key}]: provider ${declaration.provider} is not supported by this build`, reason: "provider_unsupported" })
     }
-    const found = yield* lookup(declaration)
     const wantedSecrets = secrets[declaration.key]
-    if (Option.isNone(found)) {
-      yield* createVm.run(
+    if (Option.isNone(yield* lookup(declaration))) {
+      const created = yield* createVm.run(
         {
           name: declaration.name,
           ...(declaration.imageIsPath ? { image_path: declaration.image } : { image: declaration.image }),
@@ -108,14 +107,15 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
           shares: declaration.shares
         },
         context
+      ).pipe(
+        Effect.as(true),
+        // A parallel `up` of the same project created it first: reconcile that VM like any other.
+        Effect.catchTag("NameTaken", () => Effect.succeed(false))
       )
-      const hasParams = Object.keys(declaration.params).length > 0
-      if (hasParams || wantedSecrets !== undefined) {
-        yield* updateVm.run({ vm: declaration.name, ...(hasParams ? { params: declaration.params } : {}), ...(wantedSecrets !== undefined ? { secrets: wantedSecrets } : {}) }, context)
-      }
-      context.progress?.({ type: "log", data: { line: `${declaration.key}: created ${declaration.name}` } })
-      return
+      if (created) context.progress?.({ type: "log", data: { line: `${declaration.key}: created ${declaration.name}` } })
     }
+    const found = yield* lookup(declaration)
+    if (Option.isNone(found)) return yield* new NotFound({ message: `VM "${declaration.name}" disappeared while it was being created`, subject: declaration.name })
     const record = found.value
     if (record.kind === "broken") return yield* new InvalidSpec({ message: `VM "${declaration.name}" is broken: ${record.reason}; fix or delete it (stoat rm ${declaration.key})`, subject: declaration.name })
     const foreign = foreignOwner(project, declaration, record)

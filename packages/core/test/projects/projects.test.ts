@@ -79,6 +79,14 @@ describe("stoat.toml decoding", () => {
     expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("not a regular file") })
   })
 
+  it("refuses a huge stoat.toml before reading it, and a share path with NUL", async () => {
+    const h = projectHarness(`schema = 1\n# ${"x".repeat(1024 * 1024)}\n`)
+    expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("larger than") })
+    h.write(`schema = 1\n[vms.dev]\nimage = "tiny"\nshares = ["a\\u0000b"]\n`)
+    expect(await h.fail(projectUp, {})).toMatchObject({ code: "share_invalid", message: expect.stringContaining("vms.dev.shares") })
+    expect(h.vmFolders()).toEqual([])
+  })
+
   it("accepts keys of lower-case letters, digits and '-', defaults names to <project>-<key>, keeps declaration order", async () => {
     const h = projectHarness(`schema = 2\n[vms.zeta-1]\nimage = "tiny"\n[vms.9]\nimage = "tiny"\nprovider = "qemu"\n[vms.alpha]\nimage = "tiny"\nname = "custom"\n`)
     const status = await h.ok(projectStatus, {})
@@ -209,6 +217,14 @@ describe("up, status and reconcile", () => {
     // Distinct ssh ports even when created at once.
     const ports = (await h.ok(listVms, {})).vms.map((vm) => vm.ssh_port)
     expect(new Set(ports).size).toBe(2)
+  })
+
+  it("two ups of one project at once both end with every VM created once and running", async () => {
+    const h = projectHarness(TWO)
+    const runs = await Promise.all([h.ok(projectUp, {}), h.ok(projectUp, { parallel: 2 })])
+    for (const run of runs) expect(run.vms.map((vm) => vm.status)).toEqual(["ok", "ok"])
+    expect(h.vmFolders()).toEqual(["demo-db", "demo-web"])
+    expect(h.hypervisor.running.size).toBe(2)
   })
 
   it("refuses to adopt a VM of the declared name that is not this project's", async () => {
