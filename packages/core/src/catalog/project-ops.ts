@@ -14,7 +14,7 @@ import { NoInput } from "./inputs.js"
 import { defineOperation, DESTRUCTIVE, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
 import { applyRecipes } from "./recipe-ops.js"
-import { createVm, destroyVm, startVm, stopVm, updateVm, waitVm } from "./vm-ops.js"
+import { createVm, destroyVm, StartFields, startVm, stopVm, updateVm, waitVm } from "./vm-ops.js"
 
 const PROJECT_NOTE = " Acts on the stoat.toml of the server's working directory (no path argument); without one it fails with not_found and the stoat init hint."
 
@@ -141,6 +141,9 @@ const ifPresent = <R>(step: (name: string) => Effect.Effect<unknown, StoatError,
 
 const projectOf = Effect.flatMap(Projects, (scope) => scope.require)
 
+/** What every fan-out operation shares: a command answering ProjectRun, host-side, no single target VM. */
+const FAN_OUT = { kind: "command", output: ProjectRun, annotations: MUTATE, access: null, target: () => [] } as const
+
 const WaitTimeout = Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({ description: "Seconds to wait per VM (default 300, max 600)" })
 
 export const projectStatus = defineOperation({
@@ -164,41 +167,21 @@ export const projectUp = defineOperation({
   cli: "up",
   title: "Bring the project's VMs up",
   description: `Reconcile each declared VM (create a missing one; apply changed cpus, ram, recipes, params, shares and agent_access; refuse image, disk or provider changes) and start it, in declaration order. The first failure stops the run and later VMs are skipped. parallel brings up to N VMs up at once. With wait=true also waits for SSH (bounded by timeout_seconds per VM).${PROJECT_NOTE}`,
-  kind: "command",
   input: Schema.Struct({
     parallel: Schema.optional(Schema.Int.pipe(Schema.between(1, 16))).annotations({ description: "How many VMs to bring up at once (default 1)" }),
-    wait: Schema.optional(Schema.Boolean).annotations({ description: "Also wait until each VM's SSH answers" }),
-    timeout_seconds: WaitTimeout,
-    force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }),
-    apply: Schema.optional(Schema.Boolean).annotations({ description: "Apply each VM's recipes once it is up (CLI only: `up` unless --no-apply)" })
+    ...StartFields
   }),
-  output: ProjectRun,
+  ...FAN_OUT,
   // As for start: applying runs guest code, which an agent reaches only through project_apply.
   hostOnly: ["force", "apply"],
-  annotations: MUTATE,
-  access: null,
-  target: () => [],
-  run: (input, context) =>
+  run: ({ parallel, ...start }, context) =>
     Effect.gen(function* () {
       const project = yield* projectOf
       const secrets = yield* readProjectSecrets(project.dir)
       return yield* fanOut(
         project,
-        (declaration) =>
-          Effect.zipRight(
-            reconcile(project, declaration, secrets, context),
-            startVm.run(
-              {
-                vm: declaration.name,
-                ...(input.wait !== undefined ? { wait: input.wait } : {}),
-                ...(input.timeout_seconds !== undefined ? { timeout_seconds: input.timeout_seconds } : {}),
-                ...(input.force !== undefined ? { force: input.force } : {}),
-                ...(input.apply !== undefined ? { apply: input.apply } : {})
-              },
-              context
-            )
-          ),
-        { concurrency: input.parallel ?? 1 }
+        (declaration) => Effect.zipRight(reconcile(project, declaration, secrets, context), startVm.run({ vm: declaration.name, ...start }, context)),
+        { concurrency: parallel ?? 1 }
       )
     })
 })
@@ -209,12 +192,8 @@ export const projectDown = defineOperation({
   cli: "down",
   title: "Stop the project's VMs",
   description: `Stop each declared VM gracefully, in declaration order; one not created yet counts as stopped. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
-  kind: "command",
   input: NoInput,
-  output: ProjectRun,
-  annotations: MUTATE,
-  access: null,
-  target: () => [],
+  ...FAN_OUT,
   run: (_input, context) => Effect.flatMap(projectOf, (project) => fanOut(project, ifPresent((vm) => stopVm.run({ vm }, context))))
 })
 
@@ -238,12 +217,8 @@ export const projectApply = defineOperation({
   cli: "apply",
   title: "Apply the project's recipes",
   description: `Apply each declared VM's recipes (as apply_recipes), in declaration order; every VM must be running and, for an agent, grant manage. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
-  kind: "command",
   input: NoInput,
-  output: ProjectRun,
-  annotations: MUTATE,
-  access: null,
-  target: () => [],
+  ...FAN_OUT,
   run: (_input, context) =>
     Effect.gen(function* () {
       const project = yield* projectOf
@@ -258,16 +233,12 @@ export const projectWait = defineOperation({
   cli: "wait",
   title: "Wait for the project's VMs",
   description: `Wait until each declared VM is reachable over SSH (default), stopped, or has applied its recipes, in declaration order. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
-  kind: "command",
   input: Schema.Struct({
     until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")),
     healthy: Schema.optional(Schema.Boolean),
     timeout_seconds: WaitTimeout
   }),
-  output: ProjectRun,
-  annotations: MUTATE,
-  access: null,
-  target: () => [],
+  ...FAN_OUT,
   run: (input, context) =>
     Effect.flatMap(projectOf, (project) => fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => waitVm.run({ vm, ...input }, context))))
 })

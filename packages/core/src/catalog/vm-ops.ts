@@ -258,6 +258,13 @@ const waitStopped = (record: OkRecord, timeoutMs: number) =>
     return yield* elapsedSince(started)
   })
 
+/** How a start goes: wait for SSH, override the memory floor, apply recipes (the last two CLI only). */
+export const StartFields = {
+  ...WaitFields,
+  force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }),
+  apply: Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" })
+}
+
 export const startVm = defineOperation({
   key: "vm.start",
   tool: "start",
@@ -266,12 +273,7 @@ export const startVm = defineOperation({
   description:
     "Start a stopped VM (already running is fine). Refuses with limit_reached (needed_mb, available_mb) when RAM limits or free host memory do not allow it. With wait=true also waits for SSH; otherwise call wait before any guest tool.",
   kind: "command",
-  input: Schema.Struct({
-    vm: VmName,
-    ...WaitFields,
-    force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }),
-    apply: Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" })
-  }),
+  input: Schema.Struct({ vm: VmName, ...StartFields }),
   output: Vm,
   // Applying runs guest code, which an agent reaches only through apply_recipes (access manage).
   hostOnly: ["force", "apply"],
