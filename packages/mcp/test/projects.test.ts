@@ -29,6 +29,7 @@ describe("project tools use the server's working directory", () => {
       expect(error.code, name).toBe("not_found")
       expect(error.message, name).toContain("stoat init")
       expect(error.message, name).toContain(bare)
+      expect(error.message, name).toContain("name a VM")
     }
     const report = dataOf<{ host: { project_state: string } }>(await server.callTool({ name: "capabilities", arguments: {} }))
     expect(report.host.project_state).toBe("absent")

@@ -19,7 +19,7 @@ export interface ProjectScope {
 
 const noProject = (dir: string | undefined) =>
   new NotFound({
-    message: `no ${PROJECT_FILE} in ${dir ?? "this server's working directory"}; run stoat init there to create one, or name a VM (project scope reads only the working directory, not its parents)`,
+    message: `no ${PROJECT_FILE} in ${dir ?? "this server's working directory"}; run stoat init there to create one, or use the commands and tools that name a VM (project scope reads only the working directory, not its parents)`,
     subject: PROJECT_FILE
   })
 

@@ -1,9 +1,11 @@
+import { execFileSync } from "node:child_process"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Layer } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
 import {
+  capabilities,
   createVm,
   getVm,
   listVms,
@@ -77,6 +79,23 @@ describe("stoat.toml decoding", () => {
     rmSync(join(h.dir, "stoat.toml"))
     mkdirSync(join(h.dir, "stoat.toml"))
     expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("not a regular file") })
+    // A FIFO would block a reader forever: it is refused from its stat alone.
+    rmSync(join(h.dir, "stoat.toml"), { recursive: true })
+    execFileSync("mkfifo", [join(h.dir, "stoat.toml")])
+    expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("not a regular file") })
+  })
+
+  it("the capability report tells whether the working directory has a usable stoat.toml", async () => {
+    const h = projectHarness()
+    const report = async () => {
+      const got = await h.ok(capabilities, {})
+      return { state: got.host.project_state, operations: got.capabilities.find((c) => c.name === "project.operations") }
+    }
+    expect(await report()).toMatchObject({ state: "absent", operations: { status: "limited", limits: [{ code: "project_file_required" }] } })
+    h.write(TWO)
+    expect(await report()).toMatchObject({ state: "available", operations: { status: "supported", limits: [] } })
+    h.write("schema = 9\n")
+    expect(await report()).toMatchObject({ state: "unknown", operations: { status: "limited", reason: { code: "project_state_unknown" } } })
   })
 
   it("refuses a huge stoat.toml before reading it, and a share path with NUL", async () => {
@@ -110,6 +129,7 @@ describe("stoat.toml decoding", () => {
       const error = await h.fail(operation, {})
       expect(error.code, operation.tool).toBe("not_found")
       expect(error.message, operation.tool).toContain("stoat init")
+      expect(error.message, operation.tool).toContain("name a VM")
     }
   })
 })
@@ -277,6 +297,16 @@ describe("fan-out of down, wait, apply and rm", () => {
     const wait = await h.ok(projectWait, { until: "stopped", timeout_seconds: 1 })
     expect(wait.vms[0]).toMatchObject({ status: "error", error: expect.stringContaining("stoat up web") })
     expect(wait.vms[1]!.status).toBe("skipped")
+  })
+
+  it("at agent_access none an agent still has every host-side project operation", async () => {
+    const none = TWO.replace(/image = "tiny"/g, 'image = "tiny"\nagent_access = "none"')
+    const h = projectHarness(none)
+    for (const operation of [projectUp, projectDown, projectUp]) {
+      expect((await h.ok(operation, {}, { entrypoint: "mcp" })).vms.map((vm) => vm.status), operation.tool).toEqual(["ok", "ok"])
+    }
+    expect((await h.ok(projectStatus, {}, { entrypoint: "mcp" })).vms.map((vm) => vm.state)).toEqual(["running", "running"])
+    expect((await h.fail(projectApply, {}, { entrypoint: "mcp" })).code).toBe("access_denied")
   })
 
   it("project_apply from an agent needs manage on every VM, checked before anything runs", async () => {
