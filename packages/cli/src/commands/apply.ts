@@ -5,7 +5,7 @@ import { recipeNames, recipesFlag } from "../flags.js"
 import { renderPlan } from "../views/recipes.js"
 
 export default class Apply extends StoatCommand {
-  static override summary = "Apply a VM's recipes"
+  static override summary = "Apply a VM's recipes, or each project VM's"
   static override description =
     "Run the VM's recipes in dependency order, streaming the apply log. Once-recipes whose script and params are unchanged are skipped; --only names a subset (and runs manual recipes). --dry-run shows the plan without running anything."
   static override aliases = ["provision"]

@@ -3,7 +3,7 @@ import { destroyVm, projectRm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 
 export default class Rm extends StoatCommand {
-  static override summary = "Delete a VM"
+  static override summary = "Delete a VM, or this project's VMs"
   static override description =
     "Delete a stopped VM with its disk, snapshots, checkpoints and shared folder. Asks first, and again naming them when checkpoints or VMs forked or cloned from it depend on it (those get their own copy of its data); without a terminal (or with --json/-q) pass -y."
   static override aliases = ["delete", "destroy"]

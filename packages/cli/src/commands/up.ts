@@ -3,7 +3,7 @@ import { projectUp, startVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 
 export default class Up extends StoatCommand {
-  static override summary = "Start a VM"
+  static override summary = "Start a VM, or bring up this project's VMs"
   static override description =
     "Start a VM and apply its recipes (unless --no-apply). When stdout is not a terminal, or with --json or --wait, waits until SSH answers. A running VM is fine (exit 0). -y ignores the host-memory floor (never the configured RAM limit)."
   static override aliases = ["start"]

@@ -11,7 +11,7 @@ const parseDuration = (text: string): number | undefined => {
 }
 
 export default class Wait extends StoatCommand {
-  static override summary = "Wait for a VM state"
+  static override summary = "Wait for a VM state (or for each of this project's VMs)"
   static override description = "Wait until a VM is reachable over SSH (default), stopped, or has applied its recipes. Impossible states fail at once."
   static override args = { vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" }) }
   static override flags = {
