@@ -145,6 +145,19 @@ describe("shares", () => {
     expect(toml).toContain(`host = "${join(h.dir, "src")}"`)
   })
 
+  it("a share added later is drift that needs a restart; up records it and the next boot shares it", async () => {
+    const h = projectHarness(`schema = 1\n[project]\nname = "sh"\n[vms.dev]\nimage = "tiny"\n`)
+    await h.ok(projectUp, {})
+    mkdirSync(join(h.dir, "src"))
+    h.write(`schema = 1\n[project]\nname = "sh"\n[vms.dev]\nimage = "tiny"\nshares = ["src"]\n`)
+    expect((await h.ok(projectStatus, {})).vms[0]!.drift).toEqual([{ field: "shares", from: "", to: join(h.dir, "src"), needs_restart: true }])
+    await h.ok(projectUp, {})
+    await h.ok(projectDown, {})
+    await h.ok(projectUp, {})
+    const plan = h.hypervisor.running.get(h.vmDir("sh-dev"))?.plan
+    expect(plan?.extraShares).toEqual([{ tag: "share0", host: join(h.dir, "src") }])
+  })
+
   it.each([
     ["a parent folder", ".."],
     ["an absolute path elsewhere", "/tmp"],
