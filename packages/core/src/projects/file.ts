@@ -105,7 +105,7 @@ const firstIssue = (file: string, error: ParseResult.ParseError): InvalidSpec =>
  */
 const declarationOrder = (text: string, keys: ReadonlyArray<string>): ReadonlyArray<string> => {
   const position = (key: string) => {
-    const escaped = key.replace(/[-]/g, "\\-")
+    const escaped = key.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")
     const found = new RegExp(`^\\s*\\[\\s*vms\\s*\\.\\s*(?:"${escaped}"|'${escaped}'|${escaped})\\s*[\\].]`, "m").exec(text)
     return found ? found.index : Number.MAX_SAFE_INTEGER
   }

@@ -56,6 +56,7 @@ describe("stoat.toml decoding", () => {
     ["a bad key", `schema = 1\n[vms.Dev]\nimage = "tiny"\n`, "vms.Dev"],
     ["a key with an underscore", `schema = 1\n[vms.a_b]\nimage = "tiny"\n`, "vms.a_b"],
     ["a key with a leading dash", `schema = 1\n[vms."-x"]\nimage = "tiny"\n`, "vms.-x"],
+    ["a key with regex syntax", `schema = 1\n[vms."a(["]\nimage = "tiny"\n`, "vms.a(["],
     ["two VMs with one name", `schema = 1\n[vms.a]\nimage = "tiny"\nname = "same"\n[vms.b]\nimage = "tiny"\nname = "same"\n`, "vms.b.name"],
     ["a flag-like VM name", `schema = 1\n[vms.a]\nimage = "tiny"\nname = "--rm"\n`, "vms.a.name"],
     ["a bad disk size", `schema = 1\n[vms.a]\nimage = "tiny"\ndisk = "+8G"\n`, "vms.a.disk"],
