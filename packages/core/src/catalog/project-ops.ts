@@ -248,7 +248,7 @@ export const projectRm = defineOperation({
   tool: "project_rm",
   cli: "rm",
   title: "Delete the project's VMs",
-  description: "Delete each declared VM (stopped first with stoat down), in declaration order; one not created is already gone.",
+  description: "Delete each declared VM, in declaration order: each must be stopped (stoat down); one not created is already gone. The first failure stops the run and later VMs are skipped.",
   kind: "command",
   input: Schema.Struct({ detach_dependents: Schema.optional(Schema.Boolean) }),
   output: ProjectRun,

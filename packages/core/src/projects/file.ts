@@ -4,7 +4,7 @@
  * message names the file and the key; decoding never writes anything.
  */
 import { realpath } from "node:fs/promises"
-import { basename, isAbsolute, join, relative, resolve, sep } from "node:path"
+import { basename, isAbsolute, join, resolve, sep } from "node:path"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { parse } from "smol-toml"
 import { InvalidSpec, ShareInvalid, type StoatError } from "../errors.js"
@@ -225,5 +225,3 @@ export const loadProject = (dir: string): Effect.Effect<Option.Option<Project>, 
     return Option.some(yield* decodeProject(real, text))
   })
 
-/** Where a declared share lives relative to the project, for drift lines and views. */
-export const shareLabel = (project: Project, path: string): string => relative(project.dir, path) || "."
