@@ -81,6 +81,9 @@ describe("a two-VM project on the tiny guest", () => {
     bothOk(await data("down"))
     const parallel = await timed("up", "--parallel", "2")
     bothOk(parallel.out)
+    // wait and apply fan out over the running VMs too (no recipes declared: nothing to run).
+    bothOk(await data("wait", "--timeout", "2m"))
+    bothOk(await data("apply"))
     expect((await data("exec", "web", "--", "true")).exit_code).toBe(0)
     expect((await data("exec", "db", "--", "true")).exit_code).toBe(0)
     console.log(`project up: first (create + boot) ${first.seconds.toFixed(1)} s; serial restart ${serial.seconds.toFixed(1)} s; --parallel 2 ${parallel.seconds.toFixed(1)} s (ratio ${(parallel.seconds / serial.seconds).toFixed(2)})`)

@@ -20,6 +20,7 @@ import {
   updateVm
 } from "../../src/catalog/index.js"
 import { projectsAt } from "../../src/projects/service.js"
+import { defaultExecHandler } from "../../src/testing/index.js"
 import { harness } from "../lifecycle/harness.js"
 
 /** A lifecycle harness whose frontend stands in a fresh project folder (its working directory). */
@@ -419,5 +420,37 @@ describe(".stoat/secrets.toml", () => {
     expect(h.readVmToml("s-dev")).not.toContain("tskey")
     const run = await h.ok(projectUp, {})
     expect(JSON.stringify(run)).not.toContain("tskey")
+  })
+})
+
+describe("recipes declared in stoat.toml", () => {
+  it("up sets them with their params, gives the script the project's secret, applies once; apply fans out and skips unchanged", async () => {
+    const h = projectHarness(`schema = 1\n[project]\nname = "r"\n[vms.dev]\nimage = "tiny"\nrecipes = ["greet"]\n[vms.dev.params.greet]\nwho = "world"\n`)
+    mkdirSync(join(h.root, "recipes", "greet"), { recursive: true })
+    writeFileSync(
+      join(h.root, "recipes", "greet", "recipe.toml"),
+      'schema = 3\nname = "greet"\nscript = "run.sh"\n[params.who]\ntype = "string"\nrequired = true\n[params.token]\ntype = "secret"\nrequired = true\n'
+    )
+    writeFileSync(join(h.root, "recipes", "greet", "run.sh"), 'echo "hello $STOAT_PARAM_WHO"\n')
+    mkdirSync(join(h.dir, ".stoat"))
+    writeFileSync(join(h.dir, ".stoat", "secrets.toml"), '[dev.greet]\ntoken = "tok-s3cret"\n', { mode: 0o600 })
+    const scripts: string[] = []
+    h.guest.execHandler = (argv, context) => {
+      if (argv.join(" ") !== "sh -s") return defaultExecHandler(argv, context)
+      scripts.push(Buffer.from(context.input).toString("utf8"))
+      return { exitCode: 0, stdout: "hello world\n" }
+    }
+    const up = await h.ok(projectUp, { apply: true })
+    expect(up.vms).toEqual([{ key: "dev", name: "r-dev", status: "ok" }])
+    expect(scripts).toHaveLength(1)
+    expect(scripts[0]).toContain("world")
+    expect(scripts[0]).toContain("tok-s3cret")
+    const vm = await h.ok(getVm, { vm: "dev" })
+    expect(vm.recipes_detail).toMatchObject([{ name: "greet", applied: true, params: { who: "world", token: "<set>" } }])
+    expect(JSON.stringify(vm)).not.toContain("tok-s3cret")
+    expect((await h.ok(projectStatus, {})).vms[0]!.drift).toEqual([])
+    // A second apply finds the once-recipe unchanged and runs nothing.
+    expect((await h.ok(projectApply, {})).vms[0]!.status).toBe("ok")
+    expect(scripts).toHaveLength(1)
   })
 })
