@@ -1,9 +1,12 @@
 import { createInterface } from "node:readline/promises"
 import { Command, Flags } from "@oclif/core"
 import type { Operation } from "@stoat/core"
-import { encodeLine, event, resultError, resultOk, type ErrorInfo } from "@stoat/wire"
+import { encodeLine, event, resultError, resultOk, type ErrorInfo, type ProjectRun } from "@stoat/wire"
+import { renderProjectRun, runFailed } from "./views/project.js"
 import { disposeRuntime, execute } from "./runtime.js"
 import { cliState } from "./state.js"
+
+type ProjectRunData = typeof ProjectRun.Type
 
 /**
  * Every stoat command: parse flags, run one catalog operation, then render a table or the
@@ -82,6 +85,16 @@ export abstract class StoatCommand extends Command {
   protected emit(data: unknown, render: () => void): void {
     if (this.json) process.stdout.write(encodeLine(resultOk(this.commandName, data)))
     else render()
+  }
+
+  /**
+   * A no-name fan-out over the project (`up`, `down`, `apply`, `wait`, `rm`): the whole report,
+   * `ok` in JSON even when a VM failed, and exit 1 when one did.
+   */
+  protected async runProject<I>(operation: Operation<I, ProjectRunData, any>, input: unknown, done: string, options: { showProgress?: boolean } = {}): Promise<void> {
+    const run = await this.call(operation, input, options)
+    this.emit(run, () => this.line(renderProjectRun(run, done)))
+    if (runFailed(run)) this.exit(1)
   }
 
   protected failWith(error: ErrorInfo, exitCode = error.code === "usage" ? 2 : 1): never {

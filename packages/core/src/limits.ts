@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { parse } from "smol-toml"
 import { InvalidSpec } from "./errors.js"
 import { isNotFound } from "./files.js"
@@ -33,4 +33,22 @@ export const readLimits = (configToml: string): Effect.Effect<Limits, InvalidSpe
     },
     catch: (error) =>
       error instanceof InvalidSpec ? error : new InvalidSpec({ message: `${configToml}: ${(error as Error).message.split("\n")[0]}`, subject: configToml })
+  })
+
+/**
+ * A project's `[limits]`, in force while a project operation runs (the fan-out provides it).
+ * They can only lower the account's limits: the lower of the two applies.
+ */
+export class ProjectLimits extends Context.Reference<ProjectLimits>()("stoat/ProjectLimits", { defaultValue: (): Limits => ({}) }) {}
+
+const lower = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b))
+
+/** The account's limits, lowered by the project's while a project operation runs. */
+export const effectiveLimits = (configToml: string): Effect.Effect<Limits, InvalidSpec> =>
+  Effect.gen(function* () {
+    const account = yield* readLimits(configToml)
+    const project = yield* ProjectLimits
+    const maxVms = lower(account.max_vms, project.max_vms)
+    const maxRam = lower(account.max_ram_mb, project.max_ram_mb)
+    return { ...(maxVms !== undefined ? { max_vms: maxVms } : {}), ...(maxRam !== undefined ? { max_ram_mb: maxRam } : {}) }
   })

@@ -5,6 +5,7 @@ import { Effect, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./catalog/operation.js"
 import { DataRoot } from "./data-root.js"
 import { toErrorInfo, Usage, type StoatError } from "./errors.js"
+import { resolveVmArgument } from "./projects/service.js"
 
 /** Effect's wording ("Expected X, actual Y") as a person reads it: "must be X, got Y". */
 const humanMessage = (message: string): string => {
@@ -85,6 +86,26 @@ const appendLogLine = async (path: string, line: string): Promise<void> => {
   await entry.file.then((file) => file.write(line)).catch(() => undefined)
 }
 
+/** The input fields that name an existing VM; a project declaration key given there names its VM. */
+const VM_FIELDS = ["vm", "source"] as const
+
+/**
+ * Bare VM arguments resolve to a declaration key of the frontend's project first, then to a VM
+ * name as given: `stoat get dev` for `[vms.dev]`. Done here once, so every command, tool, access
+ * check and audit line sees the VM's real name.
+ */
+const resolveDeclarationKeys = <I>(input: I): Effect.Effect<I, StoatError> => {
+  if (typeof input !== "object" || input === null) return Effect.succeed(input)
+  const record = input as Record<string, unknown>
+  const named = VM_FIELDS.filter((field) => typeof record[field] === "string")
+  if (named.length === 0) return Effect.succeed(input)
+  return Effect.gen(function* () {
+    const resolved: Record<string, unknown> = { ...record }
+    for (const field of named) resolved[field] = yield* resolveVmArgument(record[field] as string)
+    return resolved as I
+  })
+}
+
 export interface RunOptions<I, R> {
   /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */
   readonly guard?: (input: I) => Effect.Effect<void, StoatError, R>
@@ -100,7 +121,7 @@ export const runOperation = <I, O, R, R2 = never>(
   Effect.gen(function* () {
     const started = Date.now()
     let vm = subjectOf(raw)
-    const program = Effect.flatMap(decodeInput(operation, raw), (input) => {
+    const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
       vm = targetsOf(operation, input)[0] ?? vm
       return options.guard ? Effect.zipRight(options.guard(input), operation.run(input, context)) : operation.run(input, context)
     })

@@ -2,14 +2,14 @@ import { Effect } from "effect"
 import { DataRoot } from "./data-root.js"
 import { InvalidSpec, LimitReached } from "./errors.js"
 import { HostProbe } from "./host.js"
-import { readLimits } from "./limits.js"
+import { effectiveLimits } from "./limits.js"
 import * as fs from "./platform/fs.js"
 import { isRunning } from "./vm-runtime.js"
 import { VmStore } from "./vm-store.js"
 
 /** max_vms counts every VM in the data root, broken ones included. */
 export const checkVmCount = (count: number, name: string) =>
-  Effect.flatMap(Effect.flatMap(DataRoot, (root) => readLimits(root.configToml)), (limits) =>
+  Effect.flatMap(Effect.flatMap(DataRoot, (root) => effectiveLimits(root.configToml)), (limits) =>
     limits.max_vms !== undefined && count >= limits.max_vms
       ? Effect.fail(new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: name, needed_mb: 0, available_mb: 0 }))
       : Effect.void
@@ -50,7 +50,7 @@ export interface MemoryNeed {
 export const checkMemory = (need: MemoryNeed, overrideFloor: boolean) =>
   Effect.gen(function* () {
     const root = yield* DataRoot
-    const limits = yield* readLimits(root.configToml)
+    const limits = yield* effectiveLimits(root.configToml)
     const needed = need.neededMb
     if (limits.max_ram_mb !== undefined) {
       const all = yield* (yield* VmStore).list

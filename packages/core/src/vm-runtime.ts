@@ -94,6 +94,7 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
       workShare,
       display,
       ...(config.share !== "" ? { hostShare: config.share } : {}),
+      ...(config.shares.length > 0 ? { extraShares: config.shares.map((share) => ({ tag: share.tag, host: share.host })) } : {}),
       ...(config.cpu_model ? { cpuModel: config.cpu_model } : {}),
       ...(config.mode !== "live" ? { disk: diskPath(record) } : {})
     }

@@ -78,7 +78,8 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
   }
 }
 
-const aggregateHealth = (record: VmRecord): string => {
+/** Failed if a recipe failed; ok only when every configured recipe is applied and ok. */
+export const aggregateHealth = (record: VmRecord): string => {
   if (record.kind === "broken") return "unknown"
   const config = record.config
   if (config.recipes.length === 0) return "ok"

@@ -1,5 +1,9 @@
-import { ManagedRuntime } from "effect"
+import { Layer, ManagedRuntime } from "effect"
+import { projectsAt } from "@stoat/core"
 import { StoatLive } from "@stoat/qemu"
 
-/** The live stack (QEMU hypervisor, ssh2 transport, data root from $STOAT_HOME) as one runtime. */
-export const liveRuntime = () => ManagedRuntime.make(StoatLive)
+/**
+ * The live stack (QEMU hypervisor, ssh2 transport, data root from $STOAT_HOME) as one runtime.
+ * Project tools read the stoat.toml of the directory the server was started in, fixed here.
+ */
+export const liveRuntime = () => ManagedRuntime.make(Layer.merge(StoatLive, projectsAt(process.cwd())))

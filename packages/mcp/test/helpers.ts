@@ -32,10 +32,12 @@ export const writeVm = (home: string, name: string, access: string, sshport = 22
   )
 }
 
-export const stdioClient = async (home: string, args: ReadonlyArray<string> = [], command: ReadonlyArray<string> = ["mcp"]): Promise<Client> => {
+/** `cwd`: the directory the server starts in, whose stoat.toml its project tools read. */
+export const stdioClient = async (home: string, args: ReadonlyArray<string> = [], command: ReadonlyArray<string> = ["mcp"], cwd?: string): Promise<Client> => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, ...command, ...args],
+    ...(cwd !== undefined ? { cwd } : {}),
     env: { ...(process.env as Record<string, string>), STOAT_HOME: home, NO_COLOR: "1" },
     stderr: "pipe"
   })

@@ -12,7 +12,8 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   exec_bg: "exec", job_kill: "exec", job_status: "read", job_wait: "read", job_output: "read",
   list_jobs: "read", copy_to: "exec", copy_from: "exec",
   list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
-  apply_recipes: "exec"
+  apply_recipes: "exec",
+  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "mutate", project_wait: "mutate"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },

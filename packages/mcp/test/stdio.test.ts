@@ -14,7 +14,8 @@ const TOOLS = [
   "read_file", "list_dir", "stat", "ps", "svc_status", "tail_log", "write_file", "pkg_install", "svc", "useradd",
   "exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs", "copy_to", "copy_from",
   "list_images", "prune", "capabilities",
-  "list_recipes", "recipe_schema", "check_recipes", "plan_recipes", "apply_recipes"
+  "list_recipes", "recipe_schema", "check_recipes", "plan_recipes", "apply_recipes",
+  "project_status", "project_up", "project_down", "project_apply", "project_wait"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
 const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force", "unconfined"]
@@ -33,7 +34,7 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     const { tools } = await client.listTools()
     expect(tools.map((tool) => tool.name)).toEqual(TOOLS)
     // Deliberately absent (original §5).
-    for (const absent of ["recipe_new", "ssh_command", "global_logs", "pull"]) expect(tools.map((t) => t.name)).not.toContain(absent)
+    for (const absent of ["recipe_new", "ssh_command", "global_logs", "pull", "project_rm", "project_init", "project_vms"]) expect(tools.map((t) => t.name)).not.toContain(absent)
   })
 
   it("is the same server as `stoat mcp serve` and `stoat -q mcp` (the fast path and oclif's)", async () => {

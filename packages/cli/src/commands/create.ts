@@ -24,7 +24,8 @@ export default class Create extends StoatCommand {
     "console-password": Flags.string({ description: "console password, or random" }),
     recipes: recipesFlag("recipes to apply (comma-separated or repeated)"),
     "agent-access": Flags.string({ description: "what MCP agents may do in the guest", options: ["none", "observe", "manage", "exec"] }),
-    "allow-exec": Flags.boolean({ hidden: true, allowNo: true, description: "legacy: true means agent-access exec" })
+    "allow-exec": Flags.boolean({ hidden: true, allowNo: true, description: "legacy: true means agent-access exec" }),
+    global: Flags.boolean({ description: "create a VM outside the project even though ./stoat.toml exists" })
   }
 
   async run(): Promise<void> {
@@ -34,6 +35,7 @@ export default class Create extends StoatCommand {
       createVm,
       {
         name: args.name,
+        global: flags.global === true,
         // A path (anything with a slash, or an existing file) is your own image; otherwise a catalog id.
         ...(flags.image.includes("/") || existsSync(flags.image) ? { image_path: resolve(flags.image) } : { image: flags.image }),
         ...(flags.os ? { os: flags.os } : {}),

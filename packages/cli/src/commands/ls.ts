@@ -1,5 +1,5 @@
 import { Flags } from "@oclif/core"
-import { listVms } from "@stoat/core"
+import { listVms, projectVms } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 import { renderVmList } from "../views/ls.js"
 
@@ -12,8 +12,8 @@ export default class Ls extends StoatCommand {
   }
 
   async run(): Promise<void> {
-    await this.parse(Ls)
-    const { vms } = await this.call(listVms, {})
+    const { flags } = await this.parse(Ls)
+    const { vms } = await this.call(flags.project ? projectVms : listVms, {})
     this.emit({ vms }, () => this.line(renderVmList(vms)))
   }
 }

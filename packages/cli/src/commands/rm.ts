@@ -1,17 +1,21 @@
 import { Args, Flags } from "@oclif/core"
-import { destroyVm } from "@stoat/core"
+import { destroyVm, projectRm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 
 export default class Rm extends StoatCommand {
-  static override summary = "Delete a VM"
+  static override summary = "Delete a VM, or this project's VMs"
   static override description =
     "Delete a stopped VM with its disk, snapshots, checkpoints and shared folder. Asks first, and again naming them when checkpoints or VMs forked or cloned from it depend on it (those get their own copy of its data); without a terminal (or with --json/-q) pass -y."
   static override aliases = ["delete", "destroy"]
-  static override args = { vm: Args.string({ description: "VM name", required: true }) }
+  static override args = { vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" }) }
   static override flags = { yes: Flags.boolean({ char: "y", description: "do not ask (dependents included)" }) }
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Rm)
+    if (args.vm === undefined) {
+      if (!flags.yes) await this.confirmOrExit("delete every VM of this project and their disks?", "stoat.toml", flags.quiet)
+      return this.runProject(projectRm, { detach_dependents: true }, "deleted")
+    }
     let detach = flags.yes
     if (!flags.yes) {
       await this.confirmOrExit(`delete VM "${args.vm}" and its disk?`, args.vm, flags.quiet)

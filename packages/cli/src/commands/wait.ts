@@ -1,5 +1,5 @@
 import { Args, Flags } from "@oclif/core"
-import { waitVm } from "@stoat/core"
+import { projectWait, waitVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 
 /** Go-style durations as the original took them: 90s, 2m, 1m30s, 500ms. */
@@ -11,9 +11,9 @@ const parseDuration = (text: string): number | undefined => {
 }
 
 export default class Wait extends StoatCommand {
-  static override summary = "Wait for a VM state"
+  static override summary = "Wait for a VM state (or for each of this project's VMs)"
   static override description = "Wait until a VM is reachable over SSH (default), stopped, or has applied its recipes. Impossible states fail at once."
-  static override args = { vm: Args.string({ description: "VM name", required: true }) }
+  static override args = { vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" }) }
   static override flags = {
     until: Flags.string({ options: ["reachable", "applied", "stopped"], description: "state to wait for (default reachable)" }),
     healthy: Flags.boolean({ description: "wait until recipe health checks pass", exclusive: ["until"] }),
@@ -28,12 +28,9 @@ export default class Wait extends StoatCommand {
       if (seconds === undefined || seconds <= 0) return this.failWith({ code: "usage", message: `--timeout "${flags.timeout}": expected a positive duration like 2m` })
       timeout = Math.min(600, Math.max(1, Math.ceil(seconds)))
     }
-    const result = await this.call(waitVm, {
-      vm: args.vm,
-      ...(flags.until ? { until: flags.until } : {}),
-      ...(flags.healthy ? { healthy: true } : {}),
-      ...(timeout ? { timeout_seconds: timeout } : {})
-    })
+    const input = { ...(flags.until ? { until: flags.until } : {}), ...(flags.healthy ? { healthy: true } : {}), ...(timeout ? { timeout_seconds: timeout } : {}) }
+    if (args.vm === undefined) return this.runProject(projectWait, input, flags.until ?? (flags.healthy ? "healthy" : "reachable"))
+    const result = await this.call(waitVm, { vm: args.vm, ...input })
     // A script's `stoat wait --healthy && …` must not go on past failing checks (MCP gets healthy: false).
     if (result.healthy === false) {
       return this.failWith({ code: "timeout", message: `the recipe health checks of VM "${result.vm}" did not pass (see stoat get ${result.vm})`, subject: result.vm })

@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from "node:fs/promises"
 import { basename, join } from "node:path"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { CapabilityReport, PruneResult, type Capability } from "@stoat/wire"
 import { DataRoot } from "../data-root.js"
 import * as fs from "../platform/fs.js"
@@ -9,6 +9,7 @@ import { catalogFile, findImage } from "../images/index.js"
 import { Locks } from "../locks.js"
 import { Hypervisor } from "../ports.js"
 import { Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
+import { Projects } from "../projects/service.js"
 import { effectiveAccess, ACCESS_ORDER } from "../vm-config.js"
 import { VmStore, type VmRecord } from "../vm-store.js"
 import { STOAT_VERSION } from "../version.js"
@@ -128,7 +129,9 @@ export const capabilities = defineOperation({
       const qemu = yield* host.which("qemu-system-x86_64")
       const qemuImg = yield* host.which("qemu-img")
       const kvm = yield* Effect.promise(() => stat("/dev/kvm").then(() => true, () => false))
-      const projectState = yield* Effect.promise(() => stat(join(process.cwd(), "stoat.toml")).then(() => "available" as const, () => "absent" as const))
+      // The frontend's project (its working directory): a stoat.toml that does not decode is unknown.
+      const project = yield* Effect.either((yield* Projects).current)
+      const projectState = project._tag === "Left" ? ("unknown" as const) : Option.isSome(project.right) ? ("available" as const) : ("absent" as const)
       const record = input.vm === undefined ? undefined : yield* (yield* VmStore).get(input.vm)
       const target = record?.kind === "ok" ? { name: record.name, mode: record.config.mode, agent_access: effectiveAccess(record.config) } : undefined
       const evidence = (name: string, found: string | undefined) => ({ kind: "program", source: name, result: found ?? "missing" })
@@ -184,7 +187,12 @@ export const capabilities = defineOperation({
                 ]
               }),
           capability("recipes", "supported", "host"),
-          capability("project.operations", "unsupported", "project", projectState === "absent" ? { limits: [{ code: "project_file_required" }], ...notBuilt } : notBuilt),
+          projectState === "available"
+            ? capability("project.operations", "supported", "project")
+            : capability("project.operations", "limited", "project", {
+                limits: [{ code: "project_file_required" }],
+                ...(projectState === "unknown" ? { reason: { code: "project_state_unknown" } } : {})
+              }),
           guestLevel("observe"),
           guestLevel("manage"),
           guestLevel("exec"),

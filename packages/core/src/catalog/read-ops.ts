@@ -1,4 +1,6 @@
+import { join } from "node:path"
 import { Effect, Schema } from "effect"
+import * as fs from "../platform/fs.js"
 import { DoctorReport, GuestList, Guest, VersionInfo, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
 import { DataRoot } from "../data-root.js"
 import { Guests, type LoadedGuest } from "../guests.js"
@@ -26,9 +28,12 @@ export const viewVms = (records: ReadonlyArray<VmRecord>) =>
     return yield* Effect.forEach(
       records,
       (record) =>
-        Effect.map(record.kind === "ok" ? hypervisor.status(record) : Effect.succeed({ running: false }), (state) =>
-          toVm(record, { running: state.running, graphical }, byName, root)
-        ),
+        Effect.gen(function* () {
+          const state = record.kind === "ok" ? yield* hypervisor.status(record) : { running: false }
+          const vm = toVm(record, { running: state.running, graphical }, byName, root)
+          // A project VM whose stoat.toml has gone: listed, flagged, still usable by name.
+          return vm.project === "" ? vm : { ...vm, project_missing: !(yield* Effect.orElseSucceed(fs.exists(join(vm.project, "stoat.toml")), () => false)) }
+        }),
       { concurrency: "unbounded" }
     )
   })

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { readFile, stat } from "node:fs/promises"
 import { join } from "node:path"
-import { Clock, Duration, Effect, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
 import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../data-root.js"
 import {
@@ -49,6 +49,7 @@ import { writeSecrets } from "../secrets.js"
 import { applyVm, HEALTH_FAILED, waitHealthy, type ApplyHooks } from "../recipes/apply.js"
 import { requireApplicable } from "../recipes/plan.js"
 import { Recipes } from "../recipes/store.js"
+import { Projects } from "../projects/service.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
@@ -75,6 +76,22 @@ const checkDiskSize = (disk: string | undefined) => {
   return problem === undefined ? Effect.void : Effect.fail(new InvalidSpec({ message: problem, subject: "disk" }))
 }
 
+/** Project shares: absolute host folders (checked against the project by its reader), mounted writable. */
+const HostShares = Schema.Array(Schema.String.pipe(Schema.pattern(/^\/[^\0]*$/))).annotations({ description: "Host folders shared writable at /mnt/share<N> (project up only)" })
+
+/** vm.toml's `[[shares]]` for host folders: tags `share0`, `share1`, … (host and work are reserved). */
+const sharesOf = (hosts: ReadonlyArray<string>): VmConfig["shares"] => hosts.map((host, index) => ({ tag: `share${index}`, host, guest: `/mnt/share${index}` }))
+
+/** `create` from the CLI inside a project is refused: the project's VMs belong in stoat.toml. */
+const refuseInsideProject = Effect.gen(function* () {
+  const project = yield* (yield* Projects).current
+  if (Option.isNone(project)) return
+  return yield* new InvalidSpec({
+    message: `${project.value.file} declares this folder's VMs: add the VM under [vms.<key>] and run stoat up, or pass --global to create a VM outside the project`,
+    subject: project.value.file
+  })
+})
+
 const CreateInput = Schema.Struct({
   name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
   image: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/))).annotations({
@@ -90,7 +107,10 @@ const CreateInput = Schema.Struct({
   recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
   agent_access: Schema.optional(AccessLevel).annotations({ description: "Guest access for MCP agents (default manage)" }),
   share: Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" }),
-  console_password: Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })
+  console_password: Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" }),
+  global: Schema.optional(Schema.Boolean).annotations({ description: "false: refuse when the working directory has a stoat.toml (CLI only: create without --global)" }),
+  project: Schema.optional(Schema.Struct({ dir: Schema.String, key: Schema.String })).annotations({ description: "The project declaration this VM is made for (project up only)" }),
+  shares: Schema.optional(HostShares)
 })
 
 export const createVm = defineOperation({
@@ -104,13 +124,14 @@ export const createVm = defineOperation({
   kind: "command",
   input: CreateInput,
   output: Vm,
-  hostOnly: ["share", "console_password", "image_path"],
+  hostOnly: ["share", "console_password", "image_path", "global", "project", "shares"],
   annotations: MUTATE,
   access: null,
   run: (input, context) =>
     Effect.gen(function* () {
       const invalid = validateVmName(input.name)
       if (invalid) return yield* invalid
+      if (input.global === false) yield* refuseInsideProject
       yield* checkDiskSize(input.disk)
       const root = yield* DataRoot
       yield* root.ensure
@@ -159,7 +180,9 @@ export const createVm = defineOperation({
             ...(template.iso ? { iso: template.iso } : {}),
             ...(template.cpu_model ? { cpu_model: template.cpu_model } : {}),
             ...(template.required_cpu ? { required_cpu: template.required_cpu } : {}),
-            ...(input.share !== undefined ? { share: input.share } : {})
+            ...(input.share !== undefined ? { share: input.share } : {}),
+            ...(input.project !== undefined ? { project: input.project.dir, key: input.project.key } : {}),
+            ...(input.shares !== undefined ? { shares: sharesOf(input.shares) } : {})
           })
           const disk = (dir: string) =>
             template.diskAtCreate === "blank"
@@ -236,6 +259,13 @@ const waitStopped = (record: OkRecord, timeoutMs: number) =>
     return yield* elapsedSince(started)
   })
 
+/** How a start goes: wait for SSH, override the memory floor, apply recipes (the last two CLI only). */
+export const StartFields = {
+  ...WaitFields,
+  force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }),
+  apply: Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" })
+}
+
 export const startVm = defineOperation({
   key: "vm.start",
   tool: "start",
@@ -245,12 +275,7 @@ export const startVm = defineOperation({
   description:
     "Start a stopped VM (already running is fine). Refuses with limit_reached (needed_mb, available_mb) when RAM limits or free host memory do not allow it. With wait=true also waits for SSH; otherwise call wait before any guest tool.",
   kind: "command",
-  input: Schema.Struct({
-    vm: VmName,
-    ...WaitFields,
-    force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }),
-    apply: Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" })
-  }),
+  input: Schema.Struct({ vm: VmName, ...StartFields }),
   output: Vm,
   // Applying runs guest code, which an agent reaches only through apply_recipes (access manage).
   hostOnly: ["force", "apply"],
@@ -493,6 +518,7 @@ export const updateVm = defineOperation({
     secrets: Schema.optional(ParamTable),
     agent_access: Schema.optional(AccessLevel),
     share: Schema.optional(Schema.String),
+    shares: Schema.optional(HostShares),
     display: Schema.optional(Schema.Literal("auto", "window", "vnc")),
     installed: Schema.optional(Schema.Boolean),
     name: Schema.optional(Schema.String),
@@ -501,7 +527,7 @@ export const updateVm = defineOperation({
     mode: Schema.optional(Schema.String)
   }),
   output: UpdateResult,
-  hostOnly: ["share", "display", "installed", "name", "os", "backend", "mode"],
+  hostOnly: ["share", "shares", "display", "installed", "name", "os", "backend", "mode"],
   annotations: MUTATE,
   access: null,
   run: (input, context) =>
@@ -566,6 +592,10 @@ export const updateVm = defineOperation({
           if (input.share !== undefined && input.share !== config.share) {
             config = { ...config, share: input.share }
             touch("share", true)
+          }
+          if (input.shares !== undefined && !sameList(input.shares, config.shares.map((share) => share.host))) {
+            config = { ...config, shares: sharesOf(input.shares) }
+            touch("shares", true)
           }
           if (input.installed !== undefined && input.installed !== config.installed) {
             config = { ...config, installed: input.installed }

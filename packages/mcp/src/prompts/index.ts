@@ -62,10 +62,10 @@ export const PROMPTS: ReadonlyArray<PromptDefinition> = [
     render: () =>
       [
         "Bring up the VMs of the project this Stoat server was started in (its stoat.toml):",
-        "1. list_vms — find the project's VMs (their project field names the project).",
-        '2. For each stopped one, in declaration order: start {"vm": …}, then wait {"vm": …, "until": "reachable"}.',
-        "3. Stop at the first failure, report it with its error.code, and mark the later VMs skipped.",
-        "This build has no project_* tools yet; when they exist, project_up does steps 1–3 in one call."
+        "1. project_status — each declared VM's state (a missing one is created by project_up), health and drift.",
+        '2. project_up {"wait": true} — reconciles and starts every VM in declaration order; the first failure stops the run and later VMs are skipped.',
+        "3. Report each VM's status from the result; an immutable change (image, disk) needs a person to run stoat rm <key> and stoat up.",
+        "Without a stoat.toml the project tools fail: ask a person to run stoat init in the project, or use start and wait on a named VM."
       ].join("\n")
   }
 ]
