@@ -306,9 +306,21 @@ export const startVm = defineOperation({
               )
               const graphical = yield* (yield* HostProbe).graphical
               const display = graphical && record.config.display !== "vnc" ? "window" : "vnc"
-              const plan = yield* bootPlan(record, display)
-              const running = yield* hypervisor.start(plan)
-              if (running.notice !== undefined) context.progress?.({ type: "log", data: { line: running.notice } })
+              // Another data root's VM may take the port between the look and QEMU's bind: then once more on a new one.
+              const boot = Effect.gen(function* () {
+                const running = yield* hypervisor.start(yield* bootPlan(record, display))
+                if (running.notice !== undefined) context.progress?.({ type: "log", data: { line: running.notice } })
+              })
+              yield* boot.pipe(
+                Effect.catchIf(
+                  (error) => error._tag === "QemuStartFailed" && error.message.includes(`tcp:127.0.0.1:${record.config.sshport}-:22`),
+                  () =>
+                    Effect.gen(function* () {
+                      record = yield* moveOffTakenSshPort(record, context, true)
+                      yield* boot
+                    })
+                )
+              )
             })
           )
           return true
@@ -326,9 +338,9 @@ export const startVm = defineOperation({
  * may have taken it since. Then the VM moves to a free port (saved in vm.toml) and says so,
  * instead of failing to start. Runs under the root lock, like port allocation at create.
  */
-const moveOffTakenSshPort = (record: OkRecord, context: ExecutionContext) =>
+const moveOffTakenSshPort = (record: OkRecord, context: ExecutionContext, knownTaken = false) =>
   Effect.gen(function* () {
-    if (yield* Effect.promise(() => isBindable(record.config.sshport))) return record
+    if (!knownTaken && (yield* Effect.promise(() => isBindable(record.config.sshport)))) return record
     const store = yield* VmStore
     const all = yield* store.list
     const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })

@@ -3,7 +3,7 @@ import { join, relative } from "node:path"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, QemuStartFailed } from "../errors.js"
-import { Hypervisor, type BootPlan, type ResumePlan } from "../ports.js"
+import { Hypervisor, type BootPlan, type ResumePlan, type StartedVm } from "../ports.js"
 import { diskSizeBytes } from "../vm-config.js"
 
 /** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
@@ -20,6 +20,8 @@ export class FakeHypervisorState {
   migrationBlocker: string | undefined = undefined
   /** Set to make every resume fail with `qemu_start_failed` (after its folder and disk were made). */
   resumeError: string | undefined = undefined
+  /** QEMU's refusal of this plan (e.g. a host forward it cannot bind), or undefined to start it. */
+  startError: ((plan: BootPlan) => string | undefined) | undefined = undefined
   /** Set to hold every resume until the promise settles (to interrupt one part way). */
   resumeGate: Promise<void> | undefined = undefined
   /** Paused time a checkpoint reports. */
@@ -50,8 +52,10 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         return entry ? { running: true, pid: 4242, startedAt: entry.startedAt } : { running: false }
       }),
     start: (plan) =>
-      Effect.suspend(() => {
+      Effect.suspend((): Effect.Effect<StartedVm, AlreadyRunning | QemuStartFailed> => {
         if (state.running.has(plan.vm.dir)) return Effect.fail(new AlreadyRunning({ message: `VM ${plan.vm.name} is already running`, subject: plan.vm.name }))
+        const refused = state.startError?.(plan)
+        if (refused !== undefined) return Effect.fail(new QemuStartFailed({ message: refused, subject: plan.vm.name }))
         state.starts++
         const startedAt = new Date().toISOString()
         state.running.set(plan.vm.dir, { plan, startedAt })
