@@ -150,14 +150,16 @@ venv = "the virtual environment's folder"
 check = "python3 --version"
 `,
     "install.sh": `set -e
+# apt's recommends for pip are a whole C toolchain (~400 MB): build-deps is the recipe for that.
+opts=
 case "$STOAT_PKGMGR" in
-  apt-get) pkgs="python3 python3-pip python3-venv" ;;
+  apt-get) pkgs="python3 python3-pip python3-venv"; opts=--no-install-recommends ;;
   pacman) pkgs="python python-pip" ;;
   apk) pkgs="python3 py3-pip" ;;
   *) pkgs="python3 python3-pip" ;;
 esac
 stoat_pkg_setup
-stoat_pkg_install $pkgs
+stoat_pkg_install $opts $pkgs
 venv="$STOAT_PARAM_VENV_DIR"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 if id "$STOAT_PARAM_USER" >/dev/null 2>&1; then chown -R "$STOAT_PARAM_USER" "$venv"; fi
