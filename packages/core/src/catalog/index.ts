@@ -9,6 +9,7 @@ import { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } fro
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot-ops.js"
 import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, stoatLog, updateVm, vmLogs, waitVm } from "./vm-ops.js"
 import { applyRecipes, checkRecipes, listRecipeEntries, listRecipes, newRecipe, planRecipes, recipeSchema, refreshRecipes } from "./recipe-ops.js"
+import { remoteRecipeOperations } from "./remote-recipe-ops.js"
 import type { Operation } from "./operation.js"
 
 export * from "./operation.js"
@@ -24,6 +25,7 @@ export * from "./image-ops.js"
 export * from "./maintenance-ops.js"
 export * from "./checkpoint-ops.js"
 export * from "./recipe-ops.js"
+export * from "./remote-recipe-ops.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -74,7 +76,8 @@ export const catalog: ReadonlyArray<Operation> = [
   planRecipes,
   applyRecipes,
   newRecipe,
-  refreshRecipes
+  refreshRecipes,
+  ...remoteRecipeOperations
 ]
 
 export const operationByKey = (key: string): Operation | undefined => catalog.find((operation) => operation.key === key)
