@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
-import { Effect, Exit, ManagedRuntime } from "effect"
-import { runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
+import { Effect, Exit, Layer, ManagedRuntime } from "effect"
+import { ProjectDirectory, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
 import { StoatLive } from "@stoat/qemu"
 import type { ErrorInfo } from "@stoat/wire"
 
@@ -12,7 +12,8 @@ export const execute = async <I, O>(
   input: unknown,
   extra: Partial<ExecutionContext> = {}
 ): Promise<{ ok: true; value: O } | { ok: false; error: ErrorInfo }> => {
-  runtime ??= ManagedRuntime.make(StoatLive)
+  // The working directory is the project: its stoat.toml, stoat.lock and .stoat/recipes/.
+  runtime ??= ManagedRuntime.make(StoatLive.pipe(Layer.provide(ProjectDirectory.layer(process.cwd()))))
   const context: ExecutionContext = { entrypoint: "cli", requestId: randomUUID().slice(0, 8), ...extra }
   // Ctrl-C interrupts the operation so its finalizers run (a pull removes its partial file).
   const controller = new AbortController()

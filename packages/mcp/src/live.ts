@@ -1,5 +1,9 @@
-import { ManagedRuntime } from "effect"
+import { Layer, ManagedRuntime } from "effect"
+import { ProjectDirectory } from "@stoat/core"
 import { StoatLive } from "@stoat/qemu"
 
-/** The live stack (QEMU hypervisor, ssh2 transport, data root from $STOAT_HOME) as one runtime. */
-export const liveRuntime = () => ManagedRuntime.make(StoatLive)
+/**
+ * The live stack (QEMU hypervisor, ssh2 transport, data root from $STOAT_HOME) as one runtime;
+ * the server's working directory is the project it serves.
+ */
+export const liveRuntime = () => ManagedRuntime.make(StoatLive.pipe(Layer.provide(ProjectDirectory.layer(process.cwd()))))

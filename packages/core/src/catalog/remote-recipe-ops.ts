@@ -17,6 +17,7 @@ const Ref = Schema.String.pipe(Schema.maxLength(200), Schema.pattern(/^[A-Za-z0-
 })
 const Global = Schema.optional(Schema.Boolean).annotations({ description: "Global scope even inside a project" })
 
+const noVms = (): ReadonlyArray<string> => []
 const catalogNow = Effect.flatMap(Recipes, (recipes) => Effect.map(recipes.list, (all) => all.map(recipeSummary)))
 const pins = (all: ReadonlyArray<PinnedRecipe>) => ({ recipes: all.map((pin) => ({ ...pin })) })
 
@@ -35,6 +36,8 @@ export const searchRecipes = defineOperation({
   output: RecipeSearchResult,
   annotations: READ,
   access: null,
+  // Recipe names and Git sources are never VMs.
+  target: noVms,
   run: (input) =>
     Effect.map(
       Effect.flatMap(RemoteRecipes, (remote) => remote.search(input.term === undefined ? [] : [input.term], input.refresh ?? false)),
@@ -62,6 +65,8 @@ export const addRecipe = defineOperation({
   annotations: MUTATE,
   hostOnly: ["source", "global", "force", "preview"],
   access: null,
+  // Recipe names and Git sources are never VMs.
+  target: noVms,
   run: (input) =>
     Effect.gen(function* () {
       if ((input.name === undefined) === (input.source === undefined)) {
@@ -91,6 +96,8 @@ export const lockRecipes = defineOperation({
   annotations: MUTATE,
   mcp: false,
   access: null,
+  // Recipe names and Git sources are never VMs.
+  target: noVms,
   run: (input) => Effect.map(Effect.flatMap(RemoteRecipes, (remote) => remote.lock(input.global ?? false)), pins)
 })
 
@@ -106,6 +113,8 @@ export const syncRecipes = defineOperation({
   annotations: MUTATE,
   mcp: false,
   access: null,
+  // Recipe names and Git sources are never VMs.
+  target: noVms,
   run: (input) => Effect.map(Effect.flatMap(RemoteRecipes, (remote) => remote.sync(input.global ?? false)), pins)
 })
 
@@ -125,6 +134,8 @@ export const updateRecipe = defineOperation({
   annotations: MUTATE,
   hostOnly: ["names", "global"],
   access: null,
+  // Recipe names and Git sources are never VMs.
+  target: noVms,
   run: (input) =>
     Effect.gen(function* () {
       const names = [...(input.name !== undefined ? [input.name] : []), ...(input.names ?? [])]
@@ -149,6 +160,8 @@ export const removeRecipe = defineOperation({
   annotations: MUTATE,
   hostOnly: ["global", "force"],
   access: null,
+  // Recipe names and Git sources are never VMs.
+  target: noVms,
   run: (input) =>
     Effect.gen(function* () {
       const removed = yield* (yield* RemoteRecipes).remove(input.name, { global: input.global ?? false, force: input.force ?? false })
