@@ -36,7 +36,8 @@ export const stdioClient = async (home: string, args: ReadonlyArray<string> = []
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, ...command, ...args],
-    env: { ...(process.env as Record<string, string>), STOAT_HOME: home, NO_COLOR: "1" },
+    // No recipe index: a search never reaches the network.
+    env: { ...(process.env as Record<string, string>), STOAT_HOME: home, STOAT_INDEX: join(home, "no-index"), NO_COLOR: "1" },
     stderr: "pipe"
   })
   const client = new Client({ name: "stoat-test", version: "1.0.0" })
@@ -92,6 +93,10 @@ export interface InProcessOptions {
   readonly now?: () => number
   /** Declare elicitation and answer every request with this. */
   readonly elicit?: (message: string) => ElicitResult
+  /** The recipe index; default a folder that does not exist, so no test reaches the network. */
+  readonly index?: string
+  /** The server's working directory (its project); default none. */
+  readonly projectDir?: string
 }
 
 /** The server's shared state over the in-memory hypervisor and guest, on a temp data root. */
@@ -99,7 +104,9 @@ export const fakeMcp = (options: Omit<InProcessOptions, "elicit"> = {}) => {
   const root = tempHome()
   const hypervisor = new FakeHypervisorState()
   const guest = new FakeGuestState()
-  const runtime = ManagedRuntime.make(testLayer({ root, hypervisor, guest }))
+  const runtime = ManagedRuntime.make(
+    testLayer({ root, hypervisor, guest, index: options.index ?? join(root, "no-index"), ...(options.projectDir !== undefined ? { projectDir: options.projectDir } : {}) })
+  )
   const mcp = makeStoatMcp({
     runtime,
     ...(options.limits ? { limits: options.limits } : { limits: { toolBurst: 1e6, burst: 1e6 } }),

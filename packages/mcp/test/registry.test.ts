@@ -12,7 +12,7 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   exec_bg: "exec", job_kill: "exec", job_status: "read", job_wait: "read", job_output: "read",
   list_jobs: "read", copy_to: "exec", copy_from: "exec",
   list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
-  apply_recipes: "exec"
+  apply_recipes: "exec", search_recipes: "read", add_recipe: "mutate", update_recipe: "mutate", remove_recipe: "mutate"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
@@ -39,7 +39,7 @@ describe("the tool registry is the catalog", () => {
   })
 
   it("keeps recipe scaffolding, the host recipe list and refresh out of MCP, and start cannot apply recipes", () => {
-    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes"]) expect(tools.map((t) => t.name)).not.toContain(absent)
+    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes", "lock_recipes", "sync_recipes"]) expect(tools.map((t) => t.name)).not.toContain(absent)
     expect(Object.keys(tools.find((t) => t.name === "start")!.inputSchema["properties"] as object)).not.toContain("apply")
   })
 

@@ -19,6 +19,7 @@ import { ProjectDirectory } from "../recipes/remote/project-directory.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export { FakeJobs } from "./fake-jobs.js"
+export { commitFile, gitIn, makeIndexRepo, makeRecipeRepo, writeIndexFile } from "./git-repos.js"
 export {
   defaultExecHandler,
   FakeGuest,

@@ -10,48 +10,13 @@ import { toErrorInfo } from "../../../src/errors.js"
 import { Git, makeGit } from "../../../src/recipes/remote/git.js"
 import { makeRemoteRecipes, RemoteRecipes, splitUrlRef } from "../../../src/recipes/remote/service.js"
 import { runOperation } from "../../../src/run.js"
-import { testLayer } from "../../../src/testing/index.js"
+import { commitFile as commitTo, gitIn as git, makeIndexRepo as indexRepo, makeRecipeRepo as recipeRepo, testLayer, writeIndexFile as writeIndex } from "../../../src/testing/index.js"
 import { VmStore } from "../../../src/vm-store.js"
-
-const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.org", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.org", GIT_CONFIG_GLOBAL: "/dev/null" }
-const git = (dir: string, ...args: string[]) => execFileSync("git", args, { cwd: dir, env: GIT_ENV, encoding: "utf8" }).trim()
 
 const tempDir = (prefix = "stoat-remote-") => {
   const dir = mkdtempSync(join(tmpdir(), prefix))
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
   return dir
-}
-
-/** A recipe repository: recipe.toml and run.sh at its root, one commit, tagged v1. */
-const recipeRepo = (base: string, name: string, options: { manifestName?: string; body?: string } = {}) => {
-  const dir = join(base, `src-${name}`)
-  mkdirSync(dir, { recursive: true })
-  git(dir, "init", "-q", "-b", "main")
-  writeFileSync(join(dir, "recipe.toml"), `name = "${options.manifestName ?? name}"\ndescription = "the ${name} recipe"\nscript = "run.sh"\n`)
-  writeFileSync(join(dir, "run.sh"), options.body ?? `echo ${name} v1\n`)
-  git(dir, "add", "-A")
-  git(dir, "commit", "-qm", "v1")
-  git(dir, "tag", "v1")
-  return dir
-}
-const commitTo = (dir: string, file: string, text: string) => {
-  writeFileSync(join(dir, file), text)
-  git(dir, "add", "-A")
-  git(dir, "commit", "-qm", `change ${file}`)
-  return git(dir, "rev-parse", "HEAD")
-}
-
-/** An index repository listing the given sources. */
-const indexRepo = (base: string, entries: Record<string, string>) => {
-  const dir = join(base, "index")
-  mkdirSync(dir, { recursive: true })
-  git(dir, "init", "-q", "-b", "main")
-  writeIndex(dir, entries)
-  return dir
-}
-const writeIndex = (dir: string, entries: Record<string, string>) => {
-  const tables = Object.entries(entries).map(([name, source]) => `[recipes.${name}]\nsource = ${JSON.stringify(source)}\ndescription = "${name} for tests"\nos = []\n`)
-  commitTo(dir, "index.toml", `schema = 1\n\n${tables.join("\n")}`)
 }
 
 interface World {
