@@ -12,10 +12,10 @@ export interface RunResult {
   readonly stderr: string
 }
 
-/** Runs the real stoat binary with its own STOAT_HOME and no terminal. */
-export const stoat = (args: ReadonlyArray<string>, env: Record<string, string>, input = ""): Promise<RunResult> =>
+/** Runs the real stoat binary with its own STOAT_HOME and no terminal (in `cwd`, default this process's). */
+export const stoat = (args: ReadonlyArray<string>, env: Record<string, string>, input = "", cwd?: string): Promise<RunResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["pipe", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["pipe", "pipe", "pipe"], ...(cwd !== undefined ? { cwd } : {}) })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
