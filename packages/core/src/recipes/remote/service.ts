@@ -473,9 +473,14 @@ export const makeRemoteRecipes = (indexSpec: string) =>
       Effect.gen(function* () {
         const scope = yield* scopeFor(false)
         if (!scope.project || names.length === 0) return
+        yield* serialized(checkProject(scope, scope.project.declarations, names))
+      })
+
+    const checkProject = (scope: ScopePaths, declarations: ReadonlyArray<Declaration>, names: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
         const entries = yield* readLock(scope.lockFile)
         for (const name of names) {
-          const declaration = scope.project.declarations.find((candidate) => candidate.name === name)
+          const declaration = declarations.find((candidate) => candidate.name === name)
           const entry = entries.get(name)
           if (declaration === undefined && entry === undefined) continue
           if (declaration === undefined || !agrees(declaration, entry)) {
@@ -486,8 +491,8 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         }
       })
 
-    const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      locks.withRootLock(effect).pipe(Effect.catchTag("InvalidSpec", (error) => Effect.fail(error)))
+    // Its own lock, not the data root's: apply (under a start that holds the root lock) runs ensureProject.
+    const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) => locks.withLock(join(root.root, ".recipes.lock"), "remote recipes", effect)
 
     return RemoteRecipes.of({
       search: (terms, refresh) =>
@@ -500,7 +505,7 @@ export const makeRemoteRecipes = (indexSpec: string) =>
       sync: (global) => serialized(sync(global)),
       update: (names, global) => serialized(update(names, global)),
       remove: (name, options) => serialized(remove(name, options)),
-      ensureProject: (names) => serialized(ensureProject(names))
+      ensureProject
     })
   })
 
