@@ -1,30 +1,16 @@
-import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { homedir, tmpdir } from "node:os"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { commitFile, gitIn, makeIndexRepo, makeRecipeRepo } from "@stoat/core/testing"
-import { result, stoat, tempHome } from "../helpers.js"
-
-/** The e2e suites need QEMU; without it they fail loudly instead of skipping. */
-const requireQemu = () => {
-  try {
-    execFileSync("qemu-system-x86_64", ["--version"], { stdio: "ignore" })
-  } catch {
-    throw new Error("qemu-system-x86_64 is not installed: the e2e suite boots real VMs (run scripts/setup.sh)")
-  }
-}
+import { e2eEnv, requireQemu, result, stoat, tempHome } from "../helpers.js"
 
 const home = tempHome()
 const base = mkdtempSync(join(tmpdir(), "stoat-remote-e2e-"))
 const project = join(base, "project")
 const source = makeRecipeRepo(base, "hello", { body: "echo remote-v1 > /tmp/hello.out\necho applied hello v1\n" })
 const index = makeIndexRepo(base, { hello: source })
-const env = {
-  STOAT_HOME: home,
-  STOAT_INDEX: index,
-  STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image")
-}
+const env = { ...e2eEnv(home), STOAT_INDEX: index }
 /** Every command runs in the project folder: its stoat.toml gives project scope. */
 const run = (...args: string[]) => stoat(["--json", ...args], env, "", project)
 const json = async (...args: string[]) => {

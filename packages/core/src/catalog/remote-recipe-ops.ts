@@ -84,39 +84,36 @@ export const addRecipe = defineOperation({
     })
 })
 
-export const lockRecipes = defineOperation({
-  key: "recipe.lock",
-  tool: "lock_recipes",
-  cli: "recipe lock",
-  title: "Pin declared recipes",
-  description: "Resolve the project's [recipes] declarations to 40-hex commits in stoat.lock (unchanged pins kept, undeclared ones dropped); the checkouts are not touched.",
-  kind: "command",
-  input: Schema.Struct({ global: Global }),
-  output: RecipePins,
-  annotations: MUTATE,
-  mcp: false,
-  access: null,
-  // Recipe names and Git sources are never VMs.
-  target: noVms,
-  run: (input) => Effect.map(Effect.flatMap(RemoteRecipes, (remote) => remote.lock(input.global ?? false)), pins)
-})
+/** `recipe lock` and `recipe sync`: CLI-only steps over one scope's pins. */
+const pinsOperation = (step: "lock" | "sync", title: string, description: string) =>
+  defineOperation({
+    key: `recipe.${step}`,
+    tool: `${step}_recipes`,
+    cli: `recipe ${step}`,
+    title,
+    description,
+    kind: "command",
+    input: Schema.Struct({ global: Global }),
+    output: RecipePins,
+    annotations: MUTATE,
+    mcp: false,
+    access: null,
+    // Recipe names and Git sources are never VMs.
+    target: noVms,
+    run: (input) => Effect.map(Effect.flatMap(RemoteRecipes, (remote) => remote[step](input.global ?? false)), pins)
+  })
 
-export const syncRecipes = defineOperation({
-  key: "recipe.sync",
-  tool: "sync_recipes",
-  cli: "recipe sync",
-  title: "Make checkouts match stoat.lock",
-  description: "Check out every pinned recipe at its locked commit (a missing or stale clean checkout is replaced, a changed one refused) and remove project checkouts the lock does not pin.",
-  kind: "command",
-  input: Schema.Struct({ global: Global }),
-  output: RecipePins,
-  annotations: MUTATE,
-  mcp: false,
-  access: null,
-  // Recipe names and Git sources are never VMs.
-  target: noVms,
-  run: (input) => Effect.map(Effect.flatMap(RemoteRecipes, (remote) => remote.sync(input.global ?? false)), pins)
-})
+export const lockRecipes = pinsOperation(
+  "lock",
+  "Pin declared recipes",
+  "Resolve the project's [recipes] declarations to 40-hex commits in stoat.lock (unchanged pins kept, undeclared ones dropped); the checkouts are not touched."
+)
+
+export const syncRecipes = pinsOperation(
+  "sync",
+  "Make checkouts match stoat.lock",
+  "Check out every pinned recipe at its locked commit (a missing or stale clean checkout is replaced, a changed one refused) and remove project checkouts the lock does not pin."
+)
 
 export const updateRecipe = defineOperation({
   key: "recipe.update",
