@@ -90,15 +90,18 @@ const bundledFiles = (names?: ReadonlyArray<string>) =>
 
 /**
  * Writes missing bundled files and upgrades those still as Stoat wrote them; a file whose hash
- * differs from the manifest was edited by hand and is left alone.
+ * differs from the manifest was edited by hand and is left alone. Recipes in `skip` (a global
+ * remote recipe that shadows a bundled name in the same folder) are not touched, so their
+ * checkout stays clean.
  */
-export const installBundled = (dir: string) =>
+export const installBundled = (dir: string, skip: ReadonlySet<string> = new Set()) =>
   Effect.gen(function* () {
     yield* fs.makeDirectory(dir)
     const manifestPath = join(dir, MANIFEST)
     const manifest = yield* readManifest(manifestPath)
     const before = renderManifest(manifest)
     for (const { key, content } of bundledFiles()) {
+      if (skip.has(key.split("/")[0]!)) continue
       const path = join(dir, key)
       const onDisk = yield* fs.readFileStringIfExists(path)
       const wanted = sha256(content)
@@ -306,13 +309,14 @@ export const RecipesLive = Layer.effect(
         )
     })
     // Installing bundled files may fail on a read-only data root; reading still works then.
-    const bundled = installBundled(root.recipes).pipe(
-      Effect.map((manifest) => new Set([...manifest.keys()].map((key) => key.split("/")[0]!))),
-      Effect.catchTag("AccessDenied", () => Effect.succeed(new Set<string>()))
-    )
+    const bundled = (pinned: ReadonlySet<string>) =>
+      installBundled(root.recipes, pinned).pipe(
+        Effect.map((manifest) => new Set([...manifest.keys()].map((key) => key.split("/")[0]!))),
+        Effect.catchTag("AccessDenied", () => Effect.succeed(new Set<string>()))
+      )
     const sources = Effect.gen(function* () {
-      const names = yield* bundled
       const pins = yield* readLock(join(root.root, "stoat.lock"))
+      const names = yield* bundled(new Set(pins.keys()))
       const data: RecipeSource = {
         path: root.recipes,
         scope: "local",

@@ -157,6 +157,17 @@ describe("adding remote recipes", () => {
     expect(local.message).toContain("local recipe")
   })
 
+  it("a forced global recipe over a bundled name stays a clean checkout: bundled files are not written into it", async () => {
+    const w = world({ devtools: (base) => recipeRepo(base, "devtools") })
+    await run(w, runOperation(listRecipeEntries, {}, cli), { project: false })
+    expect(existsSync(join(w.home, "recipes", "devtools", "install.sh"))).toBe(true)
+    await run(w, Effect.flatMap(remote, (r) => r.add({ name: "devtools", global: true, force: true })), { project: false })
+    const listed = await run(w, runOperation(listRecipeEntries, {}, cli), { project: false })
+    expect(listed.recipes.find((r) => r.name === "devtools")).toMatchObject({ scope: "global", description: "the devtools recipe" })
+    expect(git(join(w.home, "recipes", "devtools"), "status", "--porcelain")).toBe("")
+    expect((await run(w, Effect.flatMap(remote, (r) => r.sync(true)), { project: false })).map((pin) => pin.name)).toEqual(["devtools"])
+  })
+
   it("refuses hostile names, refs and sources before running git", async () => {
     const w = world()
     for (const request of [
