@@ -32,13 +32,19 @@ export const writeVm = (home: string, name: string, access: string, sshport = 22
   )
 }
 
-export const stdioClient = async (home: string, args: ReadonlyArray<string> = [], command: ReadonlyArray<string> = ["mcp"]): Promise<Client> => {
+export const stdioClient = async (
+  home: string,
+  args: ReadonlyArray<string> = [],
+  command: ReadonlyArray<string> = ["mcp"],
+  options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}
+): Promise<Client> => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, ...command, ...args],
-    // No recipe index: a search never reaches the network.
-    env: { ...(process.env as Record<string, string>), STOAT_HOME: home, STOAT_INDEX: join(home, "no-index"), NO_COLOR: "1" },
-    stderr: "pipe"
+    // No recipe index unless given: a search never reaches the network.
+    env: { ...(process.env as Record<string, string>), STOAT_HOME: home, STOAT_INDEX: join(home, "no-index"), NO_COLOR: "1", ...options.env },
+    stderr: "pipe",
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {})
   })
   const client = new Client({ name: "stoat-test", version: "1.0.0" })
   await client.connect(transport)

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { commitFile, gitIn, makeIndexRepo, makeRecipeRepo } from "@stoat/core/testing"
-import { dataOf, errorOf, inProcess } from "./helpers.js"
+import { dataOf, errorOf, inProcess, stdioClient, tempHome } from "./helpers.js"
 
 /** The recipe tools in the server's working directory (a project): index names only, project scope. */
 describe("remote recipe tools over MCP", () => {
@@ -38,6 +38,20 @@ describe("remote recipe tools over MCP", () => {
       expect(readFileSync(join(project, "stoat.lock"), "utf8")).not.toContain("hello")
     } finally {
       await server.close()
+    }
+  })
+
+  it("the real server's working directory is its project: add_recipe over stdio writes that folder's stoat.lock", async () => {
+    const served = join(base, "served")
+    mkdirSync(served)
+    writeFileSync(join(served, "stoat.toml"), 'schema = 1\n[project]\nname = "served"\n')
+    const client = await stdioClient(tempHome(), [], ["mcp"], { cwd: served, env: { STOAT_INDEX: index } })
+    try {
+      expect(dataOf(await client.callTool({ name: "add_recipe", arguments: { name: "hello" } }))).toMatchObject({ name: "hello", scope: "project" })
+      expect(readFileSync(join(served, "stoat.lock"), "utf8")).toContain("[recipes.hello]")
+      expect(readFileSync(join(served, ".gitignore"), "utf8")).toBe(".stoat/\n")
+    } finally {
+      await client.close()
     }
   })
 })

@@ -95,6 +95,15 @@ describe("adding remote recipes", () => {
     expect(readFileSync(join(w.project, "stoat.toml"), "utf8")).toContain(`mytool = { source = ${JSON.stringify(other)}, ref = "v1" }`)
   })
 
+  it("a preview resolves and validates a URL but writes nothing", async () => {
+    const w = world()
+    const previewed = await run(w, runOperation(addRecipe, { source: w.hello, preview: true }, cli))
+    expect(previewed).toMatchObject({ name: "hello", source: w.hello, ref: "main", commit: git(w.hello, "rev-parse", "HEAD"), scope: "project" })
+    expect(existsSync(join(w.project, "stoat.lock"))).toBe(false)
+    expect(readFileSync(join(w.project, "stoat.toml"), "utf8")).not.toContain("[recipes]")
+    expect(execFileSync("ls", ["-A", join(w.project, ".stoat", "recipes")], { encoding: "utf8" })).toBe("")
+  })
+
   it("refuses a Git URL on the MCP path: add_recipe takes index names only", async () => {
     const w = world()
     const error = await fail(w, runOperation(addRecipe, { name: `https://example.org/x.git` }, mcp))
