@@ -438,6 +438,11 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           const state = yield* checkoutState(dir)
           if (state.kind === "present" && state.dirty) return yield* tampered(name, dir)
           const staged = yield* stageCheckout(scope.cacheDir, entry.source, entry.ref)
+          if (staged.commit === entry.commit && state.kind === "present" && state.head === entry.commit) {
+            // The ref has not moved and the checkout is already there.
+            yield* fs.remove(staged.stage)
+            continue
+          }
           yield* validate(staged.stage, name, entry.source).pipe(Effect.onError(() => fs.remove(staged.stage).pipe(Effect.ignore)))
           yield* install(staged.stage, dir)
           next.set(name, { ...entry, commit: staged.commit })

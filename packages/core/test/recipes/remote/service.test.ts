@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process"
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -246,7 +246,10 @@ describe("lock, sync, update, rm", () => {
 
   it("update re-resolves the stored ref to the new commit and checks it out", async () => {
     const w = world()
-    await run(w, Effect.flatMap(remote, add))
+    const { commit } = await run(w, Effect.flatMap(remote, add))
+    const placed = statSync(checkout(w, "hello")).ino
+    expect((await run(w, Effect.flatMap(remote, (r) => r.update(["hello"], false))))[0]!.commit).toBe(commit)
+    expect(statSync(checkout(w, "hello")).ino).toBe(placed)
     const next = commitTo(w.hello, "run.sh", "echo hello v2\n")
     const updated = await run(w, Effect.flatMap(remote, (r) => r.update([], false)))
     expect(updated).toEqual([{ name: "hello", source: w.hello, ref: "main", commit: next, scope: "project" }])
