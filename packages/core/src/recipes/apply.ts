@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto"
 import { appendFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import type { Guest, RecipeDetail } from "@stoat/wire"
 import type { ExecutionContext } from "../catalog/operation.js"
 import { DataRoot } from "../data-root.js"
@@ -29,7 +29,7 @@ import { decideRun, orderByDepends, recipeHash, redact, requireApplicable, resol
 import { renderPrelude } from "./prelude.js"
 import { readFirstBootMarkers } from "./first-boot.js"
 import { Recipes, type LoadedRecipe } from "./store.js"
-import { RemoteRecipes } from "./remote/service.js"
+import { ensureProjectRecipes } from "./remote/service.js"
 
 export interface PlannedStep {
   readonly recipe: LoadedRecipe
@@ -59,8 +59,7 @@ export const planApply = (vm: string, only: ReadonlyArray<string> | undefined) =
     }
     const names = only !== undefined && only.length > 0 ? configured.filter((name) => only.includes(name)) : configured
     // Step 2, project scope: declaration, lock and checkouts agree before anything is loaded.
-    const remote = yield* Effect.serviceOption(RemoteRecipes)
-    if (Option.isSome(remote)) yield* remote.value.ensureProject(names)
+    yield* ensureProjectRecipes(names)
     const targets: LoadedRecipe[] = []
     for (const name of names) {
       const recipe = yield* recipes.get(name)

@@ -514,6 +514,13 @@ export const makeRemoteRecipes = (indexSpec: string) =>
     })
   })
 
+/**
+ * Apply step 2 wherever recipe names are about to be loaded (apply, plan, create, update): a
+ * no-op when the stack has no remote recipes or there is no project.
+ */
+export const ensureProjectRecipes = (names: ReadonlyArray<string>) =>
+  Effect.flatMap(Effect.serviceOption(RemoteRecipes), (remote) => (Option.isSome(remote) ? remote.value.ensureProject(names) : Effect.void))
+
 /** `URL@ref`: the ref is what follows the last '@' after the host part (scp-style `git@host:` keeps its '@'). */
 export const splitUrlRef = (value: string): [string, string | undefined] => {
   const at = value.lastIndexOf("@")

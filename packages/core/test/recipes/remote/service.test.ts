@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Layer, TestClock } from "effect"
 import { onTestFinished } from "vitest"
-import { addRecipe, listRecipeEntries, planRecipes } from "../../../src/catalog/index.js"
+import { addRecipe, listRecipeEntries, planRecipes, updateVm } from "../../../src/catalog/index.js"
 import { toErrorInfo } from "../../../src/errors.js"
 import { Git, makeGit } from "../../../src/recipes/remote/git.js"
 import { makeRemoteRecipes, RemoteRecipes, splitUrlRef } from "../../../src/recipes/remote/service.js"
@@ -319,6 +319,17 @@ describe("apply step 2: declaration, lock and checkout agree", () => {
     expect(error.message).toContain("run stoat recipe lock")
     writeFileSync(toml, `${readFileSync(toml, "utf8")}fresh = "main"\n`)
     expect(await fail(w, Effect.flatMap(remote, (r) => r.ensureProject(["fresh"])))).toMatchObject({ code: "lock_out_of_date", subject: "fresh" })
+  })
+
+  it("update --recipes in a project places a missing checkout first (a fresh clone of the project), so the name is known", async () => {
+    const w = world()
+    const { commit } = await run(w, addHello)
+    rmSync(join(w.project, ".stoat"), { recursive: true, force: true })
+    mkdirSync(join(w.home, "box"))
+    writeFileSync(join(w.home, "box", "vm.toml"), VM_TOML.replace('recipes = ["hello"]', "recipes = []"))
+    const updated = await run(w, runOperation(updateVm, { vm: "box", recipes: ["hello"] }, cli))
+    expect(updated.vm.recipes).toEqual(["hello"])
+    expect(git(checkout(w, "hello"), "rev-parse", "HEAD")).toBe(commit)
   })
 
   it("plan_recipes on a VM runs the check: a stale declaration fails the plan", async () => {
