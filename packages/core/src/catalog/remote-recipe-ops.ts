@@ -10,7 +10,7 @@ import { RecipeName, recipeSummary } from "./recipe-ops.js"
 const INDEX_REF = /^[a-z0-9][a-z0-9-]*(@[A-Za-z0-9][A-Za-z0-9._/-]*)?$/
 const IndexRef = Schema.String.pipe(
   Schema.maxLength(264),
-  Schema.pattern(INDEX_REF, { message: () => "a curated index name (name or name@ref); Git URLs are refused here" })
+  Schema.pattern(INDEX_REF, { message: () => "a curated index name: name or name@ref (a ref uses letters, digits, ., _, / and -); Git URLs are refused here" })
 ).annotations({ description: "A curated index name, optionally name@ref (see search_recipes). Git URLs are refused." })
 const Ref = Schema.String.pipe(Schema.maxLength(200), Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, { message: () => "a tag, branch or commit" })).annotations({
   description: "A tag, branch or commit (no ranges); default the source's default branch"
