@@ -12,8 +12,8 @@ export const execute = async <I, O>(
   input: unknown,
   extra: Partial<ExecutionContext> = {}
 ): Promise<{ ok: true; value: O } | { ok: false; error: ErrorInfo }> => {
-  // Project scope is the working directory: its stoat.toml, never a parent's.
-  runtime ??= ManagedRuntime.make(Layer.merge(StoatLive, projectsAt(process.cwd())))
+  // The working directory is the project: its stoat.toml, stoat.lock and .stoat/ (never a parent's).
+  runtime ??= ManagedRuntime.make(StoatLive.pipe(Layer.provideMerge(projectsAt(process.cwd()))))
   const context: ExecutionContext = { entrypoint: "cli", requestId: randomUUID().slice(0, 8), ...extra }
   // Ctrl-C interrupts the operation so its finalizers run (a pull removes its partial file).
   const controller = new AbortController()

@@ -8,11 +8,14 @@ import { RecipesLive } from "./recipes/store.js"
 import { LazyGuestTransportLive } from "./transport-lazy.js"
 import { GuestOpsLive } from "./guest/ops.js"
 import { JobsLive } from "./guest/jobs.js"
+import { GitLive } from "./recipes/remote/git.js"
+import { RemoteRecipesLive } from "./recipes/remote/service.js"
 
 /** Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the stack. */
 export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),
-  (base) => Layer.provideMerge(JobsLive, base)
+  (base) => Layer.provideMerge(JobsLive, base),
+  (base) => Layer.provideMerge(RemoteRecipesLive.pipe(Layer.provide(GitLive)), base)
 )

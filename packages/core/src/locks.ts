@@ -19,6 +19,8 @@ export class Locks extends Context.Tag("stoat/Locks")<
     readonly withRootLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
     /** Serialises state changes of one VM (start/stop/snapshot/update). */
     readonly withVmLock: <A, E, R>(vm: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
+    /** Serialises changes to one file-backed state other than a VM (`what` names it in a timeout). */
+    readonly withLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
     /** A lock that is never waited for: busy ⇒ `in_use` (a second apply on one VM). */
     readonly tryLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InUse | InvalidSpec, R>
   }
@@ -95,6 +97,7 @@ const acquireBlocking = (path: string, what: string, wait: Duration.Duration) =>
 export const makeLocks = (rootLock: string, vmLock: (vm: string) => string, wait = Duration.minutes(2)): Context.Tag.Service<Locks> => ({
   withRootLock: (effect) => Effect.scoped(Effect.zipRight(acquireBlocking(rootLock, "data-root", wait), effect)),
   withVmLock: (vm, effect) => Effect.scoped(Effect.zipRight(acquireBlocking(vmLock(vm), `VM ${vm}`, wait), effect)),
+  withLock: (path, what, effect) => Effect.scoped(Effect.zipRight(acquireBlocking(path, what, wait), effect)),
   tryLock: (path, what, effect) =>
     Effect.scoped(
       Effect.zipRight(

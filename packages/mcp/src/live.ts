@@ -6,4 +6,4 @@ import { StoatLive } from "@stoat/qemu"
  * The live stack (QEMU hypervisor, ssh2 transport, data root from $STOAT_HOME) as one runtime.
  * Project tools read the stoat.toml of the directory the server was started in, fixed here.
  */
-export const liveRuntime = () => ManagedRuntime.make(Layer.merge(StoatLive, projectsAt(process.cwd())))
+export const liveRuntime = () => ManagedRuntime.make(StoatLive.pipe(Layer.provideMerge(projectsAt(process.cwd()))))

@@ -32,14 +32,20 @@ export const writeVm = (home: string, name: string, access: string, sshport = 22
   )
 }
 
-/** `cwd`: the directory the server starts in, whose stoat.toml its project tools read. */
-export const stdioClient = async (home: string, args: ReadonlyArray<string> = [], command: ReadonlyArray<string> = ["mcp"], cwd?: string): Promise<Client> => {
+/** `cwd`: the directory the server starts in, whose stoat.toml, stoat.lock and .stoat/ its project tools use. */
+export const stdioClient = async (
+  home: string,
+  args: ReadonlyArray<string> = [],
+  command: ReadonlyArray<string> = ["mcp"],
+  options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}
+): Promise<Client> => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, ...command, ...args],
-    ...(cwd !== undefined ? { cwd } : {}),
-    env: { ...(process.env as Record<string, string>), STOAT_HOME: home, NO_COLOR: "1" },
-    stderr: "pipe"
+    // No recipe index unless given: a search never reaches the network.
+    env: { ...(process.env as Record<string, string>), STOAT_HOME: home, STOAT_INDEX: join(home, "no-index"), NO_COLOR: "1", ...options.env },
+    stderr: "pipe",
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {})
   })
   const client = new Client({ name: "stoat-test", version: "1.0.0" })
   await client.connect(transport)
@@ -94,6 +100,10 @@ export interface InProcessOptions {
   readonly now?: () => number
   /** Declare elicitation and answer every request with this. */
   readonly elicit?: (message: string) => ElicitResult
+  /** The recipe index; default a folder that does not exist, so no test reaches the network. */
+  readonly index?: string
+  /** The server's working directory (its project); default none. */
+  readonly projectDir?: string
 }
 
 /** The server's shared state over the in-memory hypervisor and guest, on a temp data root. */
@@ -101,7 +111,9 @@ export const fakeMcp = (options: Omit<InProcessOptions, "elicit"> = {}) => {
   const root = tempHome()
   const hypervisor = new FakeHypervisorState()
   const guest = new FakeGuestState()
-  const runtime = ManagedRuntime.make(testLayer({ root, hypervisor, guest }))
+  const runtime = ManagedRuntime.make(
+    testLayer({ root, hypervisor, guest, index: options.index ?? join(root, "no-index"), ...(options.projectDir !== undefined ? { projectDir: options.projectDir } : {}) })
+  )
   const mcp = makeStoatMcp({
     runtime,
     ...(options.limits ? { limits: options.limits } : { limits: { toolBurst: 1e6, burst: 1e6 } }),

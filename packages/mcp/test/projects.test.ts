@@ -13,7 +13,7 @@ describe("project tools use the server's working directory", () => {
   writeFileSync(join(project, "stoat.toml"), `schema = 1\n[project]\nname = "agents"\n[vms.dev]\nimage = "tiny"\n[vms.db]\nimage = "tiny"\nram = 512\n`)
   const clients: Client[] = []
   const client = async (cwd: string) => {
-    const started = await stdioClient(home, [], ["mcp"], cwd)
+    const started = await stdioClient(home, [], ["mcp"], { cwd })
     clients.push(started)
     return started
   }

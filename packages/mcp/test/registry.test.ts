@@ -13,7 +13,8 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   list_jobs: "read", copy_to: "exec", copy_from: "exec",
   list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
   apply_recipes: "exec",
-  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "mutate", project_wait: "mutate"
+  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "mutate", project_wait: "mutate",
+  search_recipes: "read", add_recipe: "mutate", update_recipe: "mutate", remove_recipe: "mutate"
 }
 const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
@@ -40,7 +41,7 @@ describe("the tool registry is the catalog", () => {
   })
 
   it("keeps recipe scaffolding, the host recipe list and refresh out of MCP, and start cannot apply recipes", () => {
-    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes"]) expect(tools.map((t) => t.name)).not.toContain(absent)
+    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes", "lock_recipes", "sync_recipes"]) expect(tools.map((t) => t.name)).not.toContain(absent)
     expect(Object.keys(tools.find((t) => t.name === "start")!.inputSchema["properties"] as object)).not.toContain("apply")
   })
 

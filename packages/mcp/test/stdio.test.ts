@@ -15,10 +15,11 @@ const TOOLS = [
   "exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs", "copy_to", "copy_from",
   "list_images", "prune", "capabilities",
   "list_recipes", "recipe_schema", "check_recipes", "plan_recipes", "apply_recipes",
-  "project_status", "project_up", "project_down", "project_apply", "project_wait"
+  "project_status", "project_up", "project_down", "project_apply", "project_wait",
+  "search_recipes", "add_recipe", "update_recipe", "remove_recipe"
 ]
 /** Inputs no agent may send (seed 000 / original §5), plus our CLI-only overrides. */
-const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force", "unconfined"]
+const HOST_ONLY = ["share", "base", "iso", "console_password", "image_path", "byo", "force", "unconfined", "global", "preview", "names"]
 
 describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
   const home = tempHome()
@@ -92,6 +93,17 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     const hostOnly = errorOf(await client.callTool({ name: "create", arguments: { name: "x", image: "tiny", share: "/etc" } }))
     expect(hostOnly).toMatchObject({ code: "usage", message: "invalid input for create: share: unknown argument" })
     expect(errorOf(await client.callTool({ name: "no_such_tool", arguments: {} })).code).toBe("usage")
+  })
+
+  it("add_recipe takes curated index names only: a Git URL as the name, or a source, is refused before anything runs", async () => {
+    const url = errorOf(await client.callTool({ name: "add_recipe", arguments: { name: "https://example.org/evil.git" } }))
+    expect(url.code).toBe("usage")
+    expect(url.message).toContain("Git URLs are refused")
+    const source = errorOf(await client.callTool({ name: "add_recipe", arguments: { source: "https://example.org/evil.git" } }))
+    expect(source).toMatchObject({ code: "usage", message: "invalid input for add_recipe: source: unknown argument" })
+    expect(errorOf(await client.callTool({ name: "remove_recipe", arguments: { name: "x", force: true } })).code).toBe("usage")
+    const { tools } = await client.listTools()
+    expect(Object.keys(tools.find((tool) => tool.name === "add_recipe")!.inputSchema.properties ?? {}).sort()).toEqual(["name", "ref"])
   })
 
   it("refuses a guest tool below the VM's agent_access with the seed's wording", async () => {

@@ -120,6 +120,7 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
     expect(await ok("ls /tmp/pwned 2>&1 || true")).toMatch(/No such file/)
   })
 
+  // ~12 MB of packages unpacked under TCG: minutes on a loaded 2-core host.
   it("applies the bundled python-dev recipe for real with apt: outputs, a venv owned by the ssh user, health ok, skipped when applied", async () => {
     await data("update", VM, "--recipes", "python-dev")
     const applied = await data("apply", VM)
@@ -134,7 +135,7 @@ describe("debian-12-mini: a Debian 12 guest built locally, one VM for the file",
     expect(log.trimEnd().split("\n").at(-1)).toBe("done")
     // Once-mode: unchanged script and params, nothing runs again.
     expect((await data("apply", VM))["applied"]).toEqual([])
-  })
+  }, 600_000)
 
   it("file write: as the ssh user where it may, as root with --as-root (and not otherwise) under /etc", async () => {
     expect(await data("file", "write", VM, "/home/stoat/mine.txt", "--content", "mine\n")).toEqual({ path: "/home/stoat/mine.txt", bytes: 5, mode: "0644" })

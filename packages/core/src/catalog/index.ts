@@ -10,6 +10,7 @@ import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./
 import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, stoatLog, updateVm, vmLogs, waitVm } from "./vm-ops.js"
 import { applyRecipes, checkRecipes, listRecipeEntries, listRecipes, newRecipe, planRecipes, recipeSchema, refreshRecipes } from "./recipe-ops.js"
 import { projectOperations } from "./project-ops.js"
+import { remoteRecipeOperations } from "./remote-recipe-ops.js"
 import type { Operation } from "./operation.js"
 
 export * from "./operation.js"
@@ -26,6 +27,7 @@ export * from "./maintenance-ops.js"
 export * from "./checkpoint-ops.js"
 export * from "./recipe-ops.js"
 export * from "./project-ops.js"
+export * from "./remote-recipe-ops.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -77,7 +79,8 @@ export const catalog: ReadonlyArray<Operation> = [
   applyRecipes,
   newRecipe,
   refreshRecipes,
-  ...projectOperations
+  ...projectOperations,
+  ...remoteRecipeOperations
 ]
 
 export const operationByKey = (key: string): Operation | undefined => catalog.find((operation) => operation.key === key)

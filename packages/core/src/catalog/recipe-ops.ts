@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
+import { ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
 import { Guests } from "../guests.js"
 import { applyVm, planApply, planView } from "../recipes/apply.js"
 import { RECIPE_NAME } from "../recipes/manifest.js"
@@ -9,7 +9,7 @@ import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, EXEC, MUTATE, READ } from "./operation.js"
 import { lifecycleHooks } from "./vm-ops.js"
 
-const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64))
+export const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64))
 const OsName = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/), Schema.maxLength(64))
 const Backend = Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({ description: "Accepted for compatibility; not a filter" })
 const Only = Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256))).annotations({ description: "Apply only these of the VM's recipes (and run manual ones)" })
@@ -38,6 +38,12 @@ export const recipeSchemaView = (recipe: LoadedRecipe): typeof RecipeSchema.Type
   }
 }
 
+/** A recipe as agents' lists show it: has_health instead of the check script. */
+export const recipeSummary = (recipe: LoadedRecipe): typeof RecipeSummary.Type => {
+  const { health, ...rest } = recipeSchemaView(recipe)
+  return { ...rest, has_health: health !== null }
+}
+
 export const listRecipes = defineOperation({
   key: "recipe.catalog",
   tool: "list_recipes",
@@ -55,12 +61,7 @@ export const listRecipes = defineOperation({
       const all = yield* (yield* Recipes).list
       const guest = input.os === undefined ? undefined : yield* (yield* Guests).get(input.os)
       const shown = guest === undefined ? all : all.filter((recipe) => applicabilityProblem(recipe.manifest, guest) === undefined)
-      return {
-        recipes: shown.map((recipe) => {
-          const { health, ...rest } = recipeSchemaView(recipe)
-          return { ...rest, has_health: health !== null }
-        })
-      }
+      return { recipes: shown.map(recipeSummary) }
     })
 })
 

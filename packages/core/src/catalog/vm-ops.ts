@@ -53,6 +53,7 @@ import { Projects } from "../projects/service.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read-ops.js"
+import { ensureProjectRecipes } from "../recipes/remote/service.js"
 
 const viewOne = (record: OkRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
 
@@ -66,6 +67,8 @@ const requireKnownRecipes = (names: ReadonlyArray<string> | undefined, os: strin
   Effect.gen(function* () {
     if (names === undefined || names.length === 0) return
     const guest = yield* (yield* Guests).get(os)
+    // A project's missing checkout is placed (or a stale declaration refused) before the names are looked up.
+    yield* ensureProjectRecipes(names)
     const recipes = yield* Recipes
     for (const name of names) yield* requireApplicable(yield* recipes.get(name), guest)
   })

@@ -29,6 +29,7 @@ import { decideRun, orderByDepends, recipeHash, redact, requireApplicable, resol
 import { renderPrelude } from "./prelude.js"
 import { readFirstBootMarkers } from "./first-boot.js"
 import { Recipes, type LoadedRecipe } from "./store.js"
+import { ensureProjectRecipes } from "./remote/service.js"
 
 export interface PlannedStep {
   readonly recipe: LoadedRecipe
@@ -57,6 +58,8 @@ export const planApply = (vm: string, only: ReadonlyArray<string> | undefined) =
       return yield* new InvalidSpec({ message: `--only: "${stray}" is not one of VM "${vm}"'s recipes (${configured.join(", ") || "none"})`, subject: stray })
     }
     const names = only !== undefined && only.length > 0 ? configured.filter((name) => only.includes(name)) : configured
+    // Step 2, project scope: declaration, lock and checkouts agree before anything is loaded.
+    yield* ensureProjectRecipes(names)
     const targets: LoadedRecipe[] = []
     for (const name of names) {
       const recipe = yield* recipes.get(name)

@@ -14,6 +14,8 @@ import * as fs from "../platform/fs.js"
 import type { FsError } from "../platform/fs.js"
 import { closest } from "../names.js"
 import { BUNDLED_RECIPES } from "./bundled.js"
+import { readLock } from "./remote/files.js"
+import { Projects } from "../projects/service.js"
 import { parseRecipeToml, RECIPE_NAME, type RecipeManifest } from "./manifest.js"
 
 export type RecipeScope = "bundled" | "local" | "global" | "project"
@@ -28,6 +30,8 @@ export interface RecipeSource {
   /** The scope `recipe list` shows for the root itself. */
   readonly scope: RecipeScope
   readonly scopeOf: (name: string) => RecipeScope
+  /** Remote recipes: the pin in stoat.lock a name found here was checked out from. */
+  readonly pinOf?: (name: string) => { readonly source: string; readonly ref: string; readonly commit: string } | undefined
 }
 
 export interface LoadedRecipe {
@@ -86,15 +90,18 @@ const bundledFiles = (names?: ReadonlyArray<string>) =>
 
 /**
  * Writes missing bundled files and upgrades those still as Stoat wrote them; a file whose hash
- * differs from the manifest was edited by hand and is left alone.
+ * differs from the manifest was edited by hand and is left alone. Recipes in `skip` (a global
+ * remote recipe that shadows a bundled name in the same folder) are not touched, so their
+ * checkout stays clean.
  */
-export const installBundled = (dir: string) =>
+export const installBundled = (dir: string, skip: ReadonlySet<string> = new Set()) =>
   Effect.gen(function* () {
     yield* fs.makeDirectory(dir)
     const manifestPath = join(dir, MANIFEST)
     const manifest = yield* readManifest(manifestPath)
     const before = renderManifest(manifest)
     for (const { key, content } of bundledFiles()) {
+      if (skip.has(key.split("/")[0]!)) continue
       const path = join(dir, key)
       const onDisk = yield* fs.readFileStringIfExists(path)
       const wanted = sha256(content)
@@ -189,14 +196,17 @@ const isRecipeFolder = (path: string) => Effect.map(fs.exists(join(path, "recipe
 
 export const makeRecipes = (sources: Effect.Effect<ReadonlyArray<RecipeSource>, FsError>, dataRecipes: string): Context.Tag.Service<Recipes> => {
   const load = (source: RecipeSource, name: string): Effect.Effect<LoadedRecipe, InvalidSpec | FsError> =>
-    Effect.map(loadRecipeDir(join(source.path, name), name), (manifest) => ({
-      manifest,
-      dir: join(source.path, name),
-      scope: source.scopeOf(name),
-      source: "",
-      ref: "",
-      commit: ""
-    }))
+    Effect.map(loadRecipeDir(join(source.path, name), name), (manifest) => {
+      const pin = source.pinOf?.(name)
+      return {
+        manifest,
+        dir: join(source.path, name),
+        scope: source.scopeOf(name),
+        source: pin?.source ?? "",
+        ref: pin?.ref ?? "",
+        commit: pin?.commit ?? ""
+      }
+    })
 
   const names = (source: RecipeSource) =>
     Effect.gen(function* () {
@@ -281,21 +291,40 @@ echo "greeting=$STOAT_PARAM_GREETING" >> "$STOAT_OUTPUT"
 `
 
 /**
- * The data root's roots: today one folder, `<root>/recipes`, holding bundled recipes (named in
- * `.manifest`) and local ones. Bundled files are installed on first use. Remote recipes (global
- * and project scope) will add sources before it.
+ * The roots in shadow order: the project's checkouts (`./.stoat/recipes`, when a project
+ * directory is provided), then the data root's folder, which holds global remote recipes (pinned
+ * in `<root>/stoat.lock`), bundled ones (named in `.manifest`, installed on first use) and local
+ * ones side by side.
  */
 export const RecipesLive = Layer.effect(
   Recipes,
-  Effect.map(DataRoot, (root) => {
-    const sources = Effect.map(installBundled(root.recipes), (manifest): ReadonlyArray<RecipeSource> => {
-      const bundled = new Set([...manifest.keys()].map((key) => key.split("/")[0]!))
-      return [{ path: root.recipes, scope: "local", scopeOf: (name) => (bundled.has(name) ? "bundled" : "local") }]
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const project = Option.fromNullable((yield* Projects).dir)
+    const projectSource = Option.match(project, {
+      onNone: () => Effect.succeed<ReadonlyArray<RecipeSource>>([]),
+      onSome: (dir) =>
+        Effect.map(Effect.zip(readLock(join(dir, "stoat.lock")), fs.exists(join(dir, ".stoat", "recipes"))), ([pins, present]): ReadonlyArray<RecipeSource> =>
+          pins.size === 0 || !present ? [] : [{ path: join(dir, ".stoat", "recipes"), scope: "project", scopeOf: () => "project", pinOf: (name) => pins.get(name) }]
+        )
     })
-    return makeRecipes(
-      // Installing bundled files may fail on a read-only data root; reading still works then.
-      sources.pipe(Effect.catchTag("AccessDenied", () => Effect.succeed<ReadonlyArray<RecipeSource>>([{ path: root.recipes, scope: "local", scopeOf: () => "local" }]))),
-      root.recipes
-    )
+    // Installing bundled files may fail on a read-only data root; reading still works then.
+    const bundled = (pinned: ReadonlySet<string>) =>
+      installBundled(root.recipes, pinned).pipe(
+        Effect.map((manifest) => new Set([...manifest.keys()].map((key) => key.split("/")[0]!))),
+        Effect.catchTag("AccessDenied", () => Effect.succeed(new Set<string>()))
+      )
+    const sources = Effect.gen(function* () {
+      const pins = yield* readLock(join(root.root, "stoat.lock"))
+      const names = yield* bundled(new Set(pins.keys()))
+      const data: RecipeSource = {
+        path: root.recipes,
+        scope: "local",
+        scopeOf: (name) => (pins.has(name) ? "global" : names.has(name) ? "bundled" : "local"),
+        pinOf: (name) => pins.get(name)
+      }
+      return [...(yield* projectSource), data]
+    })
+    return makeRecipes(sources, root.recipes)
   })
 )

@@ -13,9 +13,13 @@ import { GuestOpsLive } from "../guest/ops.js"
 import { JobsLive } from "../guest/jobs.js"
 import { CheckpointsLive } from "../checkpoints/index.js"
 import { RecipesLive } from "../recipes/store.js"
+import { GitLive } from "../recipes/remote/git.js"
+import { remoteRecipesLayer } from "../recipes/remote/service.js"
+import { projectsAt } from "../projects/service.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export { FakeJobs } from "./fake-jobs.js"
+export { commitFile, gitIn, makeIndexRepo, makeRecipeRepo, writeIndexFile } from "./git-repos.js"
 export {
   defaultExecHandler,
   FakeGuest,
@@ -55,6 +59,10 @@ export interface TestLayerOptions {
   readonly guest?: FakeGuestState
   /** Free host memory the host probe reports (default 16384). */
   readonly memAvailableMb?: number
+  /** The recipe index (a Git repository or a folder holding index.toml); default `STOAT_INDEX`. */
+  readonly index?: string
+  /** The working directory whose stoat.toml gives project scope; default none. */
+  readonly projectDir?: string
 }
 
 /**
@@ -70,7 +78,9 @@ export const testLayer = (options: TestLayerOptions = {}) => {
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),
     (base) => Layer.provideMerge(JobsLive, base),
-    (services) => Layer.provideMerge(CheckpointsLive, services)
+    (services) => Layer.provideMerge(CheckpointsLive, services),
+    (services) => Layer.provideMerge(remoteRecipesLayer(options.index === undefined ? {} : { index: options.index }).pipe(Layer.provide(GitLive)), services),
+    (services) => (options.projectDir === undefined ? services : Layer.provideMerge(services, projectsAt(options.projectDir)))
   )
 }
 
