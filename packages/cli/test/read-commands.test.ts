@@ -80,6 +80,23 @@ describe("usage errors", () => {
     expect(readdirSync(home)).toEqual([])
   })
 
+  it("up and wait take one duration syntax for --timeout (2m, 90s, plain seconds); zero or words are usage errors", async () => {
+    const home = tempHome()
+    for (const command of ["up", "wait"]) {
+      for (const bad of ["0", "soon", "-5", "1x"]) {
+        const run = await stoat(["--json", command, "nosuch", "--timeout", bad], { STOAT_HOME: home })
+        expect(run.code, `${command} --timeout ${bad}`).toBe(2)
+        expect(result(run.stdout)["error"]).toMatchObject({ code: "usage" })
+        expect(result(run.stdout)["error"]["message"]).toContain("--timeout")
+      }
+      // A good duration gets past parsing to the operation: no VM "nosuch".
+      for (const good of ["2m", "90s", "300", "1m30s"]) {
+        const run = await stoat(["--json", command, "nosuch", "--timeout", good], { STOAT_HOME: home })
+        expect(result(run.stdout)["error"], `${command} --timeout ${good}`).toMatchObject({ code: "not_found" })
+      }
+    }
+  })
+
   it("refuses bad VM names at create and writes nothing", async () => {
     const home = tempHome()
     for (const name of ["CON", "lpt1.txt", "-x", "a/b", "has space"]) {

@@ -1,6 +1,7 @@
 import { Args, Flags } from "@oclif/core"
 import { projectUp, startVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
+import { waitTimeoutFlag } from "../flags.js"
 
 export default class Up extends StoatCommand {
   static override summary = "Start a VM, or bring up this project's VMs"
@@ -11,7 +12,7 @@ export default class Up extends StoatCommand {
   static override flags = {
     yes: Flags.boolean({ char: "y", description: "start even if the host has less free memory than the VM's RAM" }),
     wait: Flags.boolean({ allowNo: true, description: "wait until SSH answers (default when not a terminal)" }),
-    timeout: Flags.integer({ description: "seconds to wait for SSH (default 300)", min: 1, max: 600 }),
+    timeout: waitTimeoutFlag("how long to wait for SSH, e.g. 2m or 90s (default 5m, at most 10m)"),
     "no-apply": Flags.boolean({ aliases: ["no-provision"], description: "do not apply recipes after boot" }),
     parallel: Flags.integer({ description: "with no VM: bring up to N project VMs up at once", min: 1, max: 16 })
   }

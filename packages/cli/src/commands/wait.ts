@@ -1,14 +1,7 @@
 import { Args, Flags } from "@oclif/core"
 import { projectWait, waitVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
-
-/** Go-style durations as the original took them: 90s, 2m, 1m30s, 500ms. */
-const parseDuration = (text: string): number | undefined => {
-  const match = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/.exec(text)
-  if (!match || text === "") return /^\d+$/.test(text) ? Number(text) : undefined
-  const [, h, m, s, ms] = match
-  return Number(h ?? 0) * 3600 + Number(m ?? 0) * 60 + Number(s ?? 0) + Number(ms ?? 0) / 1000
-}
+import { waitTimeoutFlag } from "../flags.js"
 
 export default class Wait extends StoatCommand {
   static override summary = "Wait for a VM state (or for each of this project's VMs)"
@@ -17,18 +10,12 @@ export default class Wait extends StoatCommand {
   static override flags = {
     until: Flags.string({ options: ["reachable", "applied", "stopped"], description: "state to wait for (default reachable)" }),
     healthy: Flags.boolean({ description: "wait until recipe health checks pass", exclusive: ["until"] }),
-    timeout: Flags.string({ description: "how long to wait, e.g. 2m or 90s (default 5m)" })
+    timeout: waitTimeoutFlag("how long to wait, e.g. 2m or 90s (default 5m, at most 10m)")
   }
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Wait)
-    let timeout: number | undefined
-    if (flags.timeout !== undefined) {
-      const seconds = parseDuration(flags.timeout)
-      if (seconds === undefined || seconds <= 0) return this.failWith({ code: "usage", message: `--timeout "${flags.timeout}": expected a positive duration like 2m` })
-      timeout = Math.min(600, Math.max(1, Math.ceil(seconds)))
-    }
-    const input = { ...(flags.until ? { until: flags.until } : {}), ...(flags.healthy ? { healthy: true } : {}), ...(timeout ? { timeout_seconds: timeout } : {}) }
+    const input = { ...(flags.until ? { until: flags.until } : {}), ...(flags.healthy ? { healthy: true } : {}), ...(flags.timeout ? { timeout_seconds: flags.timeout } : {}) }
     if (args.vm === undefined) return this.runProject(projectWait, input, flags.until ?? (flags.healthy ? "healthy" : "reachable"))
     const result = await this.call(waitVm, { vm: args.vm, ...input })
     // A script's `stoat wait --healthy && …` must not go on past failing checks (MCP gets healthy: false).
