@@ -1,4 +1,4 @@
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -24,7 +24,7 @@ const timed = async (...args: string[]) => {
   return { out, seconds: (performance.now() - started) / 1000 }
 }
 const declare = (db: string) =>
-  writeFileSync(join(dir, "stoat.toml"), `schema = 1\n[project]\nname = "e2e"\n[vms.web]\nimage = "tiny"\nram = 256\ncpus = 1\n[vms.db]\nimage = "tiny"\n${db}\n`)
+  writeFileSync(join(dir, "stoat.toml"), `schema = 1\n[project]\nname = "e2e"\n[vms.web]\nimage = "tiny"\nram = 256\ncpus = 1\nshares = ["."]\n[vms.db]\nimage = "tiny"\n${db}\n`)
 
 const bothOk = (run: { project: string; vms: Array<{ key: string; status: string }> }) => {
   expect(run.project).toBe("e2e")
@@ -58,6 +58,10 @@ describe("a two-VM project on the tiny guest", () => {
     // Bare VM arguments are declaration keys: exec reaches the real guest of [vms.web].
     expect((await data("get", "web")).vm).toMatchObject({ name: "e2e-web", key: "web", project: dir })
     expect((await data("exec", "web", "--", "hostname")).stdout.trim()).toBe("e2e-web")
+    // The declared share (the project folder) is mounted in the guest, live both ways.
+    expect((await data("exec", "web", "--", "cat", "/mnt/share0/stoat.toml")).stdout).toContain('name = "e2e"')
+    expect((await data("exec", "web", "--", "sh", "-c", "echo from-guest > /mnt/share0/guest-wrote.txt")).exit_code).toBe(0)
+    expect(readFileSync(join(dir, "guest-wrote.txt"), "utf8")).toBe("from-guest\n")
     expect((await data("ls", "--project")).vms.map((vm: { name: string }) => vm.name)).toEqual(["e2e-web", "e2e-db"])
 
     declare("ram = 320\ncpus = 2")

@@ -56,7 +56,8 @@ describe("remote recipes from a local git index, applied on the tiny guest", () 
   })
 
   it("applies the pinned recipe to a real VM, and again after update moves it to a new commit", async () => {
-    await json("create", "box", "--image", "tiny", "--ram", "256", "--agent-access", "exec", "--recipes", "hello")
+    // A VM of its own (--global: this folder's stoat.toml declares no VMs) using the project's recipe checkout.
+    await json("create", "box", "--global", "--image", "tiny", "--ram", "256", "--agent-access", "exec", "--recipes", "hello")
     await json("up", "box", "--wait", "--timeout", "300")
     expect(await guestFile("/tmp/hello.out")).toBe("remote-v1\n")
     const v2 = commitFile(source, "run.sh", "echo remote-v2 > /tmp/hello.out\n")
