@@ -150,10 +150,11 @@ export const waitHealthy = (vm: string, deadline: number) =>
     const untilPass: Effect.Effect<boolean, StoatError, Effect.Effect.Context<typeof round>> = Effect.flatMap(round, (checks) =>
       allOk(checks) ? Effect.succeed(true) : Effect.delay(Effect.suspend(() => untilPass), Duration.millis(300))
     )
-    // The first round always runs, however little time is left.
-    const first = yield* round
-    if (allOk(first)) return true
-    return yield* Effect.timeoutTo(untilPass, { duration: Duration.millis(Math.max(0, until - (yield* Clock.currentTimeMillis))), onTimeout: () => false, onSuccess: (ok) => ok })
+    // The first round always runs, however little time is left; the next ones 300 ms apart.
+    if (allOk(yield* round)) return true
+    return yield* Effect.delay(untilPass, Duration.millis(300)).pipe(
+      Effect.timeoutTo({ duration: Duration.millis(Math.max(0, until - (yield* Clock.currentTimeMillis))), onTimeout: () => false, onSuccess: (ok) => ok })
+    )
   })
 
 /** Root for recipe scripts: the ssh user when it is root, else through the guest's escalate words. */
