@@ -2,7 +2,7 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { JSONSchema } from "effect"
 import { describe, expect, it } from "vitest"
-import { catalog, DESTRUCTIVE, EXEC, MUTATE, READ } from "../src/catalog/index.js"
+import { catalog, DESTRUCTIVE, EXEC, MUTATE, READ } from "../src/operations/index.js"
 
 const CLASSES = [READ, MUTATE, DESTRUCTIVE, EXEC]
 const COMMANDS = fileURLToPath(new URL("../../cli/src/commands/", import.meta.url))

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { CapabilityUnavailable, CannotReach, type Timeout } from "../errors.js"
-import { GuestTransport, type SshTarget } from "../transport.js"
+import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import type { GuestMount } from "./layout.js"
 
 /*

@@ -1,4 +1,4 @@
-import { writeFileAtomic } from "../files.js"
+import { writeFileAtomic } from "../platform/files.js"
 
 /**
  * A minimal ISO 9660 writer for cloud-init NoCloud seeds: one root directory, a handful of small

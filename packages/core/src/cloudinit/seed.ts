@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { Effect, Redacted } from "effect"
 import { Internal, InvalidSpec } from "../errors.js"
-import { writeFileAtomic } from "../files.js"
+import { writeFileAtomic } from "../platform/files.js"
 import { writeIso } from "./iso.js"
 
 /** The account every cloud VM gets; cloud images lock root, so this is who stoat connects as. */

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { GuestTransport, type SshTarget } from "../transport.js"
+import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import * as fs from "../platform/fs.js"
 import { openForRead, openForWrite, resolveHostPath } from "./confine.js"
 

@@ -2,7 +2,7 @@ import { join } from "node:path"
 import { Duration, Effect, Option, Schedule, Schema } from "effect"
 import { parse, stringify } from "smol-toml"
 import { InvalidSpec, Timeout, type InUse } from "../errors.js"
-import { Locks } from "../locks.js"
+import { Locks } from "../platform/locks.js"
 import * as fs from "../platform/fs.js"
 
 /** `j-` + 8 hex digits, as the original names jobs. */

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto"
 import { Context, Data, Duration, Effect, Layer, Schedule } from "effect"
 import { AccessDenied, CannotReach, Internal, NotFound, Usage, type CapabilityUnavailable, type InvalidSpec, type Timeout } from "../errors.js"
-import { DataRoot } from "../data-root.js"
-import { Locks } from "../locks.js"
+import { DataRoot } from "../platform/data-root.js"
+import { Locks } from "../platform/locks.js"
 import type * as fs from "../platform/fs.js"
 import { pollUntil } from "../platform/poll.js"
-import { GuestTransport, type SshTarget } from "../transport.js"
+import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import { readJobs, updateJobs, type JobRecord } from "./job-registry.js"
 import {
   JOB_FACTS,

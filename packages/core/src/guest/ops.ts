@@ -2,7 +2,7 @@ import { posix } from "node:path"
 import { Clock, Context, Effect, Layer } from "effect"
 import type { CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessList, SvcStatus, TailLines, WriteFileResult } from "@stoat/wire"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Timeout, Usage } from "../errors.js"
-import { GuestTransport, type ExecOptions, type ExecOutput } from "../transport.js"
+import { GuestTransport, type ExecOptions, type ExecOutput } from "../ports/guest-transport.js"
 import { bytesField, lossyText, textOrBase64 } from "./encoding.js"
 import {
   ENABLED_SCRIPTS,

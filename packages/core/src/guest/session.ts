@@ -1,11 +1,11 @@
 import { Effect } from "effect"
-import { DataRoot } from "../data-root.js"
+import { DataRoot } from "../platform/data-root.js"
 import type { StoatError } from "../errors.js"
-import { Guests, type LoadedGuest } from "../guests.js"
-import type { Hypervisor } from "../ports.js"
-import type { SshTarget } from "../transport.js"
-import { loadVm, requireRunning, sshTarget } from "../vm-runtime.js"
-import type { VmStore } from "../vm-store.js"
+import { Guests, type LoadedGuest } from "./definitions.js"
+import type { Hypervisor } from "../ports/hypervisor.js"
+import type { SshTarget } from "../ports/guest-transport.js"
+import { loadVm, requireRunning, sshTarget } from "../vm/runtime.js"
+import type { VmStore } from "../vm/store.js"
 
 /** What a guest operation needs to know about its VM: how to reach it and what kind of guest it is. */
 export interface GuestSession {

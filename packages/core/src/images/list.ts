@@ -2,7 +2,7 @@ import { readdir, stat } from "node:fs/promises"
 import { basename, dirname, isAbsolute, join, resolve } from "node:path"
 import { Effect } from "effect"
 import type { Image } from "@stoat/wire"
-import { BUNDLED_GUESTS, type GuestDef } from "../guests.js"
+import { BUNDLED_GUESTS, type GuestDef } from "../guest/definitions.js"
 import { IMAGE_CATALOG, inferByo, type CatalogEntry } from "./catalog.js"
 
 /** The image references a VM's config carries; `VmConfig` fits, so do salvaged partial records. */

@@ -15,7 +15,7 @@ import type { Dirent, MakeDirectoryOptions, RmOptions, Stats } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Option } from "effect"
 import { AccessDenied, Internal, InvalidSpec, LimitReached, NotFound } from "../errors.js"
-import { writeFileAtomic as writeAtomicPromise } from "../files.js"
+import { writeFileAtomic as writeAtomicPromise } from "./files.js"
 
 export type FsError = NotFound | AccessDenied | InvalidSpec | LimitReached | Internal
 

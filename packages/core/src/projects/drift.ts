@@ -1,5 +1,5 @@
 import type { Drift as DriftSchema } from "@stoat/wire"
-import { effectiveAccess, diskSizeBytes, type VmConfig } from "../vm-config.js"
+import { effectiveAccess, diskSizeBytes, type VmConfig } from "../vm/config.js"
 import type { Declaration } from "./file.js"
 
 type Drift = typeof DriftSchema.Type

@@ -1,7 +1,7 @@
 import { Effect, Ref } from "effect"
 import type { ProjectRun as ProjectRunSchema } from "@stoat/wire"
 import { toErrorInfo, type StoatError } from "../errors.js"
-import { ProjectLimits } from "../limits.js"
+import { ProjectLimits } from "../vm/limits.js"
 import type { Declaration, Project } from "./file.js"
 
 type ProjectRun = typeof ProjectRunSchema.Type

@@ -15,7 +15,7 @@ import { readFile, writeFile } from "node:fs/promises"
 import { posix } from "node:path"
 import { Effect, Layer, type Context } from "effect"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
-import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../transport.js"
+import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../ports/guest-transport.js"
 import type { FakeHypervisorState } from "./fake-hypervisor.js"
 import { LIST_SCRIPT, PS_SCRIPT, READ_SCRIPT, STAT_SCRIPT, TAIL_SCRIPT, TIMEOUT_SCRIPT, WRITE_SCRIPT } from "../guest/scripts.js"
 

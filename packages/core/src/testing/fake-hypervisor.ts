@@ -3,8 +3,8 @@ import { join, relative } from "node:path"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, QemuStartFailed } from "../errors.js"
-import { Hypervisor, type BootPlan, type ResumePlan, type StartedVm } from "../ports.js"
-import { diskSizeBytes } from "../vm-config.js"
+import { Hypervisor, type BootPlan, type ResumePlan, type StartedVm } from "../ports/hypervisor.js"
+import { diskSizeBytes } from "../vm/config.js"
 
 /** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
 export class FakeHypervisorState {

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Option } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
-import { copyFrom, copyTo, createVm, startVm } from "../../src/catalog/index.js"
+import { copyFrom, copyTo, createVm, startVm } from "../../src/operations/index.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { openForRead, resolveHostPath } from "../../src/guest/confine.js"
-import { harness } from "../lifecycle/harness.js"
+import { harness } from "../vm/harness.js"
 
 /** A running VM "web", its (real) shared folder, and a folder outside it with a secret. */
 const world = async () => {

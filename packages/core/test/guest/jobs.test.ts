@@ -2,11 +2,11 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parse } from "smol-toml"
-import { createVm, execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs, startVm, stopVm } from "../../src/catalog/index.js"
+import { createVm, execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs, startVm, stopVm } from "../../src/operations/index.js"
 import { jobState, parseFacts } from "../../src/guest/jobs.js"
 import { JOB_LAUNCHER, JOB_WRAPPER } from "../../src/guest/job-scripts.js"
 import { FakeJobs } from "../../src/testing/index.js"
-import { harness } from "../lifecycle/harness.js"
+import { harness } from "../vm/harness.js"
 
 /** A running VM "web" whose fake guest runs background jobs. */
 const world = async () => {

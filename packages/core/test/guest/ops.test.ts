@@ -12,13 +12,13 @@ import {
   tailLogOp,
   useraddOp,
   writeFileOp
-} from "../../src/catalog/guest-ops.js"
-import { createVm, startVm } from "../../src/catalog/vm-ops.js"
-import { accessOf, type Operation } from "../../src/catalog/operation.js"
+} from "../../src/operations/guest.js"
+import { createVm, startVm } from "../../src/operations/vm.js"
+import { accessOf, type Operation } from "../../src/operations/operation.js"
 import { GuestScripts, makeGuestOps, parsePs, type GuestSession } from "../../src/guest/index.js"
-import { BUNDLED_GUESTS } from "../../src/guests.js"
+import { BUNDLED_GUESTS } from "../../src/guest/definitions.js"
 import { FakeGuestState, makeFakeGuest, type FakeExecHandler } from "../../src/testing/index.js"
-import { harness } from "../lifecycle/harness.js"
+import { harness } from "../vm/harness.js"
 import { fails, ok } from "./run.js"
 
 const MiB = 1024 * 1024

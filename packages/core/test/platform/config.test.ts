@@ -3,8 +3,8 @@ import { homedir, tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
-import { DataRoot, DataRootLive } from "../../src/data-root.js"
-import { HostProbe, HostProbeLive } from "../../src/host.js"
+import { DataRoot, DataRootLive } from "../../src/platform/data-root.js"
+import { HostProbe, HostProbeLive } from "../../src/platform/host.js"
 
 const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 const rootOf = (env: Record<string, string>) => Effect.map(DataRoot, (root) => root.root).pipe(Effect.provide(DataRootLive), withEnv(env))

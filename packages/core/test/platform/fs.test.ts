@@ -5,9 +5,9 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { afterEach } from "vitest"
-import { createVm, updateVm } from "../../src/catalog/index.js"
+import { createVm, updateVm } from "../../src/operations/index.js"
 import * as fs from "../../src/platform/fs.js"
-import { harness } from "../lifecycle/harness.js"
+import { harness } from "../vm/harness.js"
 
 const dirs: Array<string> = []
 const scratch = () => {

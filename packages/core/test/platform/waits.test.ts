@@ -4,10 +4,10 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber, Option, Ref, Schedule, TestClock } from "effect"
 import { Timeout } from "../../src/errors.js"
-import { makeLocks } from "../../src/locks.js"
+import { makeLocks } from "../../src/platform/locks.js"
 import { pollUntil } from "../../src/platform/poll.js"
-import { createVm, startVm, waitVm } from "../../src/catalog/index.js"
-import { runOperation } from "../../src/run.js"
+import { createVm, startVm, waitVm } from "../../src/operations/index.js"
+import { runOperation } from "../../src/operations/run.js"
 import { FakeGuestState, FakeHypervisorState, testLayer } from "../../src/testing/index.js"
 
 /** Lets real I/O (fs, SQLite) of a forked fiber progress between TestClock steps. */

@@ -18,10 +18,10 @@ import {
   projectVms,
   projectWait,
   updateVm
-} from "../../src/catalog/index.js"
+} from "../../src/operations/index.js"
 import { projectsAt } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
-import { harness } from "../lifecycle/harness.js"
+import { harness } from "../vm/harness.js"
 
 /** A lifecycle harness whose frontend stands in a fresh project folder (its working directory). */
 const projectHarness = (toml?: string) => {

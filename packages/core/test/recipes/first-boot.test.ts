@@ -1,9 +1,9 @@
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { applyRecipes, createVm, getVm, startVm, updateVm } from "../../src/catalog/index.js"
+import { applyRecipes, createVm, getVm, startVm, updateVm } from "../../src/operations/index.js"
 import { MARKER_DIR } from "../../src/recipes/first-boot.js"
-import { harness } from "../lifecycle/harness.js"
+import { harness } from "../vm/harness.js"
 
 const SECRET = "first-boot-secret-5e1f"
 

@@ -4,8 +4,8 @@ import { toErrorInfo } from "../../src/errors.js"
 import { parseRecipeToml } from "../../src/recipes/manifest.js"
 import { applicabilityProblem, decideRun, orderByDepends, recipeHash, redact, resolveParams, scriptHash } from "../../src/recipes/plan.js"
 import type { LoadedRecipe } from "../../src/recipes/store.js"
-import { BUNDLED_GUESTS } from "../../src/guests.js"
-import { defaultVmConfig } from "../../src/vm-config.js"
+import { BUNDLED_GUESTS } from "../../src/guest/definitions.js"
+import { defaultVmConfig } from "../../src/vm/config.js"
 
 const recipe = (name: string, extra = ""): LoadedRecipe => ({
   manifest: Either.getOrThrow(parseRecipeToml(`${name}/recipe.toml`, name, `schema = 3\nname = "${name}"\nscript = "run.sh"\n${extra}`)),

@@ -12,8 +12,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import ssh2 from "ssh2"
 import type { Connection, ServerChannel } from "ssh2"
-import { layoutOf, type DataRootPaths } from "../../src/data-root.js"
-import { ensureClientKey, ensureGuestHostKey, type KeyPair } from "../../src/keys.js"
+import { layoutOf, type DataRootPaths } from "../../src/platform/data-root.js"
+import { ensureClientKey, ensureGuestHostKey, type KeyPair } from "../../src/platform/keys.js"
 
 const SFTP_SERVERS = ["/usr/lib/openssh/sftp-server", "/usr/lib/sftp-server", "/usr/libexec/sftp-server", "/usr/libexec/openssh/sftp-server"]
 export const sftpServerPath = SFTP_SERVERS.find((path) => existsSync(path))

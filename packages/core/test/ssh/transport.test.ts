@@ -5,8 +5,8 @@ import { Cause, type Context, Effect, Exit, Fiber, Option, Scope } from "effect"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { CannotReach } from "../../src/errors.js"
-import { makeGuestTransport } from "../../src/ssh/transport.js"
-import type { GuestTransport, SshTarget } from "../../src/transport.js"
+import { makeGuestTransport } from "../../src/ssh/live.js"
+import type { GuestTransport, SshTarget } from "../../src/ports/guest-transport.js"
 import { closedPort, sftpIdentity, sftpServerPath, startSilentListener, startTestServer, type TestSshServer } from "./server.js"
 
 type Transport = Context.Tag.Service<GuestTransport>

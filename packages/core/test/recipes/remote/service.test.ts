@@ -5,13 +5,13 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Layer, TestClock } from "effect"
 import { onTestFinished } from "vitest"
-import { addRecipe, listRecipeEntries, planRecipes, updateVm } from "../../../src/catalog/index.js"
+import { addRecipe, listRecipeEntries, planRecipes, updateVm } from "../../../src/operations/index.js"
 import { toErrorInfo } from "../../../src/errors.js"
 import { Git, makeGit } from "../../../src/recipes/remote/git.js"
 import { makeRemoteRecipes, RemoteRecipes, splitUrlRef } from "../../../src/recipes/remote/service.js"
-import { runOperation } from "../../../src/run.js"
+import { runOperation } from "../../../src/operations/run.js"
 import { commitFile as commitTo, gitIn as git, makeIndexRepo as indexRepo, makeRecipeRepo as recipeRepo, testLayer, writeIndexFile as writeIndex } from "../../../src/testing/index.js"
-import { VmStore } from "../../../src/vm-store.js"
+import { VmStore } from "../../../src/vm/store.js"
 
 const tempDir = (prefix = "stoat-remote-") => {
   const dir = mkdtempSync(join(tmpdir(), prefix))

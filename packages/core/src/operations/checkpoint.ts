@@ -1,0 +1,95 @@
+import { Effect, Schema } from "effect"
+import { CheckpointList, CheckpointResult, DeleteCheckpointResult, ForkResult } from "@stoat/wire"
+import { CheckpointName, Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
+import { IntRange, VmName } from "./inputs.js"
+import { DESTRUCTIVE, defineOperation, MUTATE, READ } from "./operation.js"
+import { viewVms } from "./read.js"
+
+export const takeCheckpoint = defineOperation({
+  key: "checkpoint.create",
+  tool: "checkpoint",
+  longRunning: true,
+  cli: "checkpoint",
+  title: "Checkpoint a running VM",
+  description:
+    "Save a running VM's RAM, device state and disk at this instant under a name, so warm copies can be forked from it (see fork). The VM is paused well under a second under TCG and then runs on; its 9p shares are unmounted in the guest for the moment and mounted again (a share in use refuses with capability_unavailable).",
+  kind: "command",
+  input: Schema.Struct({ vm: VmName, name: CheckpointName }),
+  output: CheckpointResult,
+  annotations: MUTATE,
+  // Lifecycle, like snapshot: the only guest commands are stoat's own (shares, identity), never an agent's.
+  access: null,
+  run: (input, context) =>
+    Effect.map(
+      Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.create(input.vm, input.name, context.progress)),
+      (taken) => ({ checkpoint: taken.checkpoint, took_ms: taken.tookMs, remounted: [...taken.remounted] })
+    )
+})
+
+export const listCheckpoints = defineOperation({
+  key: "checkpoint.list",
+  tool: "list_checkpoints",
+  cli: "checkpoint ls",
+  title: "List checkpoints",
+  description: "List the checkpoints of one VM or of every VM: when taken, RAM, state size, pause, the VMs built on each, and whether it can still be forked (usable=false with the problem when its disk layer or state changed or vanished).",
+  kind: "query",
+  input: Schema.Struct({ vm: Schema.optional(VmName) }),
+  output: CheckpointList,
+  annotations: READ,
+  access: null,
+  run: (input) => Effect.map(Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.list(input.vm)), (found) => ({ checkpoints: [...found] }))
+})
+
+export const deleteCheckpoint = defineOperation({
+  key: "checkpoint.delete",
+  tool: "delete_checkpoint",
+  cli: "checkpoint rm",
+  title: "Delete a checkpoint",
+  description: "Delete a checkpoint's saved state. VMs forked from it keep working: the disk layer they are built on stays part of the source VM's disk.",
+  kind: "command",
+  input: Schema.Struct({ vm: VmName, name: CheckpointName }),
+  output: DeleteCheckpointResult,
+  annotations: DESTRUCTIVE,
+  access: null,
+  confirm: (input) => `${input.vm}@${input.name}`,
+  run: (input) =>
+    Effect.as(
+      Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.remove(input.vm, input.name)),
+      { vm: input.vm, name: input.name, deleted: true }
+    )
+})
+
+export const forkCheckpoint = defineOperation({
+  key: "checkpoint.fork",
+  tool: "fork",
+  longRunning: true,
+  cli: "fork",
+  title: "Fork warm VMs from a checkpoint",
+  description: `Start new VMs from a checkpoint, warm: each resumes the saved RAM on its own copy-on-write disk over the checkpoint's, with its own SSH port, hostname and reseeded RNG, and is returned once SSH answers (about a second under TCG). count=N (≤ ${MAX_FORKS_PER_CALL}) makes name-1…name-N at once. All or nothing: if one fails, none is left. A fork is an ordinary VM afterwards.`,
+  kind: "command",
+  input: Schema.Struct({
+    vm: VmName,
+    checkpoint: CheckpointName,
+    name: Schema.String.annotations({ description: "New VM name (with count: the prefix of name-1…name-N)" }),
+    count: Schema.optional(IntRange(1, MAX_FORKS_PER_CALL)).annotations({ description: `How many forks (1..${MAX_FORKS_PER_CALL}); named name-1…name-N` }),
+    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds each fork may take to answer SSH (default 60)" })
+  }),
+  output: ForkResult,
+  annotations: MUTATE,
+  access: null,
+  run: (input, context) =>
+    Effect.gen(function* () {
+      const names = input.count === undefined ? [input.name] : Array.from({ length: input.count }, (_, index) => `${input.name}-${index + 1}`)
+      const forked = yield* (yield* Checkpoints).fork(input.vm, input.checkpoint, names, {
+        ...(context.progress !== undefined ? { progress: context.progress } : {}),
+        ...(input.timeout_seconds !== undefined ? { readyTimeoutMs: input.timeout_seconds * 1000 } : {})
+      })
+      const views = yield* viewVms(forked.forks.map((fork) => fork.record))
+      return {
+        source: input.vm,
+        checkpoint: input.checkpoint,
+        forks: forked.forks.map((fork, index) => ({ vm: views[index]!, ready_ms: fork.readyMs })),
+        took_ms: forked.tookMs
+      }
+    })
+})

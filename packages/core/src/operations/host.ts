@@ -1,0 +1,205 @@
+import { readdir, readFile, stat } from "node:fs/promises"
+import { basename, join } from "node:path"
+import { Effect, Option, Schema } from "effect"
+import { CapabilityReport, PruneResult, type Capability } from "@stoat/wire"
+import { DataRoot } from "../platform/data-root.js"
+import * as fs from "../platform/fs.js"
+import { HostProbe } from "../platform/host.js"
+import { catalogFile, findImage } from "../images/index.js"
+import { Locks } from "../platform/locks.js"
+import { Hypervisor } from "../ports/hypervisor.js"
+import { Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
+import { Projects } from "../projects/service.js"
+import { effectiveAccess, ACCESS_ORDER } from "../vm/config.js"
+import { VmStore, type VmRecord } from "../vm/store.js"
+import { STOAT_VERSION } from "../version.js"
+import { VmName } from "./inputs.js"
+import { defineOperation, DESTRUCTIVE, READ } from "./operation.js"
+
+/** A partial download younger than this may still be in progress in another process. */
+const PART_GRACE_MS = 2 * 60 * 1000
+
+type PruneClass = "broken_vm" | "partial_download" | "orphaned_image" | "orphaned_checkpoint"
+
+/** Image files a VM still needs: its catalog file, iso and base (broken files are scanned for paths). */
+const referencedImages = async (records: ReadonlyArray<VmRecord>, files: ReadonlyArray<string>): Promise<Set<string>> => {
+  const referenced = new Set<string>()
+  for (const record of records) {
+    if (record.kind === "ok") {
+      const { image, iso, base } = record.config
+      const entry = image === "" ? undefined : findImage(image)
+      if (entry) referenced.add(catalogFile(entry, files))
+      else if (image !== "") referenced.add(basename(image))
+      for (const path of [iso, base]) if (path !== "") referenced.add(basename(path))
+      continue
+    }
+    // A broken vm.toml may still name its images; keep anything it mentions.
+    const text = await readFile(join(record.dir, "vm.toml"), "utf8").catch(() => "")
+    for (const file of files) if (text.includes(file)) referenced.add(file)
+  }
+  return referenced
+}
+
+export const prune = defineOperation({
+  key: "host.prune",
+  tool: "prune",
+  cli: "prune",
+  title: "Remove stale files",
+  description:
+    "Find stale files: partial downloads untouched for 2 minutes and orphaned checkpoint files (abandoned or unusable checkpoints, disk layers no disk reads) always, broken VMs (broken=true; never a running one) and images no VM uses (images=true). A dry run unless apply=true.",
+  kind: "command",
+  input: Schema.Struct({ apply: Schema.optional(Schema.Boolean), broken: Schema.optional(Schema.Boolean), images: Schema.optional(Schema.Boolean) }),
+  output: PruneResult,
+  annotations: DESTRUCTIVE,
+  access: null,
+  // A dry run deletes nothing; applying is confirmed with the word "prune".
+  confirm: (input) => (input.apply === true ? "prune" : undefined),
+  run: (input) =>
+    Effect.gen(function* () {
+      const root = yield* DataRoot
+      const store = yield* VmStore
+      const hypervisor = yield* Hypervisor
+      return yield* (yield* Locks).withRootLock(
+        Effect.gen(function* () {
+          const items: Array<{ class: PruneClass; path: string }> = []
+          const files = yield* Effect.promise(() => readdir(root.isos).catch(() => [] as string[]))
+          const now = Date.now()
+          for (const file of files.filter((name) => name.endsWith(".part"))) {
+            const info = yield* Effect.promise(() => stat(join(root.isos, file)).catch(() => undefined))
+            if (info && now - info.mtimeMs >= PART_GRACE_MS) items.push({ class: "partial_download", path: join(root.isos, file) })
+          }
+          for (const path of yield* (yield* Checkpoints).orphans) items.push({ class: "orphaned_checkpoint", path })
+          const records = yield* store.list
+          if (input.broken) {
+            for (const record of records) {
+              if (record.kind !== "broken") continue
+              // A pidfile that still names a live QEMU means someone is using it; leave it alone.
+              if ((yield* hypervisor.status({ name: record.name, dir: record.dir })).running) continue
+              items.push({ class: "broken_vm", path: record.dir })
+            }
+          }
+          if (input.images) {
+            const referenced = yield* Effect.promise(() => referencedImages(records, files))
+            for (const file of files) {
+              if (file.endsWith(".part") || file.startsWith(".") || referenced.has(file)) continue
+              const info = yield* Effect.promise(() => stat(join(root.isos, file)).catch(() => undefined))
+              if (info?.isFile()) items.push({ class: "orphaned_image", path: join(root.isos, file) })
+            }
+          }
+          const label = (item: { class: PruneClass; path: string }) => `${item.class}: ${item.path}`
+          items.sort((a, b) => label(a).localeCompare(label(b)))
+          if (input.apply) {
+            for (const item of items) {
+              yield* item.class === "broken_vm"
+                ? store.remove(basename(item.path))
+                : fs.remove(item.path, { force: true, recursive: item.class === "orphaned_checkpoint" })
+            }
+          }
+          return { dry_run: input.apply !== true, items }
+        })
+      )
+    })
+})
+
+const capability = (name: string, status: Capability["status"], scope: string, extra: Partial<Capability> = {}): Capability => ({
+  name,
+  status,
+  scope,
+  requirements: [],
+  limits: [],
+  evidence: [],
+  ...extra
+})
+
+export const capabilities = defineOperation({
+  key: "host.capabilities",
+  tool: "capabilities",
+  cli: "capabilities",
+  title: "Report capabilities",
+  description:
+    "Report what this host and build can do (VM lifecycle, snapshots, recipes, projects, MCP guest access levels) and what is unavailable, optionally for one VM. Reads host checks and stored VM metadata only; never starts or connects to a VM.",
+  kind: "query",
+  input: Schema.Struct({ vm: Schema.optional(VmName) }),
+  output: CapabilityReport,
+  annotations: READ,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const host = yield* HostProbe
+      const qemu = yield* host.which("qemu-system-x86_64")
+      const qemuImg = yield* host.which("qemu-img")
+      const kvm = yield* Effect.promise(() => stat("/dev/kvm").then(() => true, () => false))
+      // The frontend's project (its working directory): a stoat.toml that does not decode is unknown.
+      const project = yield* Effect.either((yield* Projects).current)
+      const projectState = project._tag === "Left" ? ("unknown" as const) : Option.isSome(project.right) ? ("available" as const) : ("absent" as const)
+      const record = input.vm === undefined ? undefined : yield* (yield* VmStore).get(input.vm)
+      const target = record?.kind === "ok" ? { name: record.name, mode: record.config.mode, agent_access: effectiveAccess(record.config) } : undefined
+      const evidence = (name: string, found: string | undefined) => ({ kind: "program", source: name, result: found ?? "missing" })
+      const qemuOk = qemu !== undefined && qemuImg !== undefined
+      const missing = { code: "host_requirement_missing" }
+      const qemuProfile = capability("qemu-x86_64", qemuOk ? (kvm ? "supported" : "limited") : "unsupported", "host", {
+        requirements: [
+          { kind: "program", name: "qemu-system-x86_64", value: "" },
+          { kind: "program", name: "qemu-img", value: "" },
+          { kind: "device", name: "/dev/kvm", value: "optional (TCG otherwise)" }
+        ],
+        limits: qemuOk ? [] : [missing],
+        evidence: [evidence("qemu-system-x86_64", qemu), evidence("qemu-img", qemuImg), { kind: "device", source: "/dev/kvm", result: kvm ? "present" : "absent" }]
+      })
+      const notBuilt = { reason: { code: "not_implemented" } }
+      const guestLevel = (level: "observe" | "manage" | "exec") => {
+        if (!target) return capability(`mcp.guest.${level}`, "limited", "vm", { limits: [{ code: "target_required" }] })
+        const allowed = ACCESS_ORDER.indexOf(target.agent_access) >= ACCESS_ORDER.indexOf(level)
+        return capability(`mcp.guest.${level}`, allowed ? "supported" : "limited", "vm", allowed ? {} : { limits: [{ code: "agent_access_required", value: level }] })
+      }
+      return {
+        schema: 1,
+        stoat_version: STOAT_VERSION,
+        host: { os: process.platform, arch: process.arch, project_state: projectState },
+        ...(target ? { target } : {}),
+        access_policy: { mcp_agent_access_enforced: true, cli_agent_access_enforced: false, cli_commands: ["exec", "cp"] },
+        profiles: [
+          qemuProfile,
+          capability("recipe-sh", "supported", "host"),
+          // python3 recipes need the guest definition to name a python3 package (tiny names none).
+          capability("recipe-python3", "limited", "vm")
+        ],
+        capabilities: [
+          capability("vm.lifecycle", qemuOk ? "supported" : "unsupported", "host", qemuOk ? {} : { limits: [missing] }),
+          target?.mode === "live"
+            ? capability("vm.snapshot", "limited", "vm", { limits: [{ code: "disk_required" }] })
+            : capability("vm.snapshot", qemuOk ? "supported" : "unsupported", target ? "vm" : "host"),
+          target?.mode === "live"
+            ? capability("vm.checkpoint", "limited", "vm", { limits: [{ code: "disk_required" }] })
+            : capability("vm.checkpoint", qemuOk ? "supported" : "unsupported", target ? "vm" : "host", {
+                requirements: [{ kind: "vm_state", name: "running", value: "the source runs" }],
+                limits: [{ code: "shares_remounted", value: "9p shares are unmounted in the guest during the checkpoint" }, ...(qemuOk ? [] : [missing])]
+              }),
+          target?.mode === "live"
+            ? capability("vm.fork", "limited", "vm", { limits: [{ code: "disk_required" }] })
+            : capability("vm.fork", qemuOk ? "supported" : "unsupported", target ? "vm" : "host", {
+                requirements: [{ kind: "checkpoint", name: "checkpoint", value: "a usable checkpoint of the source" }],
+                limits: [
+                  { code: "max_forks_per_call", value: String(MAX_FORKS_PER_CALL) },
+                  { code: "same_accelerator", value: "forks run under the accelerator the checkpoint was taken under" },
+                  { code: "same_devices", value: "forks keep the source's RAM size, vCPUs and devices at the checkpoint" },
+                  ...(qemuOk ? [] : [missing])
+                ]
+              }),
+          capability("recipes", "supported", "host"),
+          projectState === "available"
+            ? capability("project.operations", "supported", "project")
+            : capability("project.operations", "limited", "project", {
+                limits: [{ code: "project_file_required" }],
+                ...(projectState === "unknown" ? { reason: { code: "project_state_unknown" } } : {})
+              }),
+          guestLevel("observe"),
+          guestLevel("manage"),
+          guestLevel("exec"),
+          capability("cli.guest.shell", "supported", "host"),
+          capability("host.diagnostics", "supported", "host")
+        ],
+        unavailable: [capability("runtime.continuation", "unsupported", "vm", notBuilt)]
+      }
+    })
+})

@@ -1,0 +1,311 @@
+import { Effect, Option, Schema } from "effect"
+import { InitResult, ProjectRun, ProjectStatus, VmList } from "@stoat/wire"
+import { AccessDenied, CapabilityUnavailable, ImmutableField, InvalidSpec, NameTaken, NotFound, type StoatError } from "../errors.js"
+import { driftOf, immutableMessage } from "../projects/drift.js"
+import { fanOut } from "../projects/fan-out.js"
+import { DECLARATION_KEY, type Declaration, type Project } from "../projects/file.js"
+import { initProject, Projects } from "../projects/service.js"
+import { readProjectSecrets, readSecrets, type SecretTable } from "../platform/secrets.js"
+import { ACCESS_ORDER, effectiveAccess } from "../vm/config.js"
+import { isRunning, type OkRecord } from "../vm/runtime.js"
+import { VmStore, type VmRecord } from "../vm/store.js"
+import { aggregateHealth } from "../vm/view.js"
+import { NoInput } from "./inputs.js"
+import { defineOperation, DESTRUCTIVE, MUTATE, READ, type ExecutionContext } from "./operation.js"
+import { viewVms } from "./read.js"
+import { applyRecipes } from "./recipe.js"
+import { createVm, destroyVm, StartFields, startVm, stopVm, updateVm, waitVm } from "./vm.js"
+
+const PROJECT_NOTE = " Acts on the stoat.toml of the server's working directory (no path argument); without one it fails with not_found and the stoat init hint."
+
+/** A declared VM as it stands: missing, or its record (broken, or someone else's, included). */
+const lookup = (declaration: Declaration) =>
+  Effect.gen(function* () {
+    const store = yield* VmStore
+    if (!(yield* store.exists(declaration.name))) return Option.none<VmRecord>()
+    return Option.some(yield* store.get(declaration.name))
+  })
+
+/** A VM of the declared name that another project (or nobody) made is not this project's to change. */
+const foreignOwner = (project: Project, declaration: Declaration, record: OkRecord): string | undefined =>
+  record.config.project === project.dir && record.config.key === declaration.key
+    ? undefined
+    : `VM "${declaration.name}" already exists ${record.config.project === "" ? "outside any project" : `for ${record.config.project}${record.config.key ? ` (key ${record.config.key})` : ""}`}; set another name in [vms.${declaration.key}] or remove that VM`
+
+/** `stoat status`: each declaration's state, health and drift, in declaration order. */
+export const projectStatusOf = (project: Project) =>
+  Effect.gen(function* () {
+    const vms = yield* Effect.forEach(
+      project.vms,
+      (declaration) =>
+        Effect.gen(function* () {
+          const base = { key: declaration.key, name: declaration.name }
+          const found = yield* lookup(declaration)
+          if (Option.isNone(found)) return { ...base, state: "missing", health: "unknown", drift: [] }
+          const record = found.value
+          if (record.kind === "broken") return { ...base, state: "broken", health: "unknown", drift: [], error: record.reason }
+          const running = yield* isRunning(record)
+          const state = running ? "running" : "stopped"
+          const health = aggregateHealth(record)
+          const foreign = foreignOwner(project, declaration, record)
+          if (foreign !== undefined) return { ...base, state, health, drift: [], error: foreign }
+          const report = driftOf(declaration, record.config, running)
+          // An immutable mismatch is shown instead of drift: up would refuse it anyway.
+          if (report.immutable.length > 0) return { ...base, state, health, drift: [], error: immutableMessage(declaration, report.immutable) }
+          return { ...base, state, health, drift: [...report.drift] }
+        }),
+      { concurrency: 4 }
+    )
+    return { project: project.name, dir: project.dir, vms }
+  })
+
+const sameSecrets = (stored: SecretTable, wanted: SecretTable) =>
+  Object.entries(wanted).every(([recipe, params]) => Object.entries(params).every(([param, value]) => stored[recipe]?.[param] === value))
+
+/** The update that brings an existing VM in line with its declaration, or undefined when it already is. */
+const updateFor = (declaration: Declaration, record: OkRecord, running: boolean, secrets: SecretTable | undefined) =>
+  Effect.gen(function* () {
+    const report = driftOf(declaration, record.config, running)
+    if (report.immutable.length > 0) {
+      return yield* new ImmutableField({ message: `VM "${declaration.name}": ${immutableMessage(declaration, report.immutable)}`, subject: report.immutable[0]!.field })
+    }
+    const fields = new Set(report.drift.map((drift) => drift.field.split(".")[0]!))
+    const update = {
+      ...(fields.has("cpus") ? { cpus: declaration.cpus } : {}),
+      ...(fields.has("ram") ? { ram_mb: declaration.ram } : {}),
+      ...(fields.has("recipes") ? { recipes: declaration.recipes } : {}),
+      ...(fields.has("params") ? { params: declaration.params } : {}),
+      ...(fields.has("shares") ? { shares: declaration.shares } : {}),
+      ...(fields.has("agent_access") ? { agent_access: declaration.agent_access } : {}),
+      ...(secrets !== undefined && !sameSecrets(yield* readSecrets(record.dir), secrets) ? { secrets } : {})
+    }
+    return Object.keys(update).length === 0 ? undefined : update
+  })
+
+/**
+ * Reconcile one declaration (reference §3.3): a missing VM is created, an existing one gets the
+ * declared cpus, ram, recipes, params, shares and agent_access through update, and an immutable
+ * change (image, disk, provider) is refused. Create and update are the catalog's own paths.
+ */
+const reconcile = (project: Project, declaration: Declaration, secrets: Readonly<Record<string, SecretTable>>, context: ExecutionContext) =>
+  Effect.gen(function* () {
+    if (declaration.provider !== "qemu") {
+      return yield* new CapabilityUnavailable({ message: `[vms.${declaration.key}]: provider ${declaration.provider} is not supported by this build`, reason: "provider_unsupported" })
+    }
+    const wantedSecrets = secrets[declaration.key]
+    if (Option.isNone(yield* lookup(declaration))) {
+      const created = yield* createVm.run(
+        {
+          name: declaration.name,
+          ...(declaration.imageIsPath ? { image_path: declaration.image } : { image: declaration.image }),
+          ...(declaration.cpus !== undefined ? { cpus: declaration.cpus } : {}),
+          ...(declaration.ram !== undefined ? { ram_mb: declaration.ram } : {}),
+          ...(declaration.disk !== undefined ? { disk: declaration.disk } : {}),
+          recipes: declaration.recipes,
+          agent_access: declaration.agent_access,
+          project: { dir: project.dir, key: declaration.key },
+          shares: declaration.shares
+        },
+        context
+      ).pipe(
+        Effect.as(true),
+        // A parallel `up` of the same project created it first: reconcile that VM like any other.
+        Effect.catchTag("NameTaken", () => Effect.succeed(false))
+      )
+      if (created) context.progress?.({ type: "log", data: { line: `${declaration.key}: created ${declaration.name}` } })
+    }
+    const found = yield* lookup(declaration)
+    if (Option.isNone(found)) return yield* new NotFound({ message: `VM "${declaration.name}" disappeared while it was being created`, subject: declaration.name })
+    const record = found.value
+    if (record.kind === "broken") return yield* new InvalidSpec({ message: `VM "${declaration.name}" is broken: ${record.reason}; fix or delete it (stoat rm ${declaration.key})`, subject: declaration.name })
+    const foreign = foreignOwner(project, declaration, record)
+    if (foreign !== undefined) return yield* new NameTaken({ message: foreign, subject: declaration.name })
+    const update = yield* updateFor(declaration, record, yield* isRunning(record), wantedSecrets)
+    if (update === undefined) return
+    const result = yield* updateVm.run({ vm: declaration.name, ...update }, context)
+    const pending = result.pending_restart.length > 0 ? ` (${result.pending_restart.join(", ")} at the next start)` : ""
+    context.progress?.({ type: "log", data: { line: `${declaration.key}: updated ${result.changed.join(", ")}${pending}` } })
+  })
+
+/** Each declared VM that exists, or a not_found saying `stoat up` creates it. */
+const existing = (declaration: Declaration) =>
+  Effect.flatMap(lookup(declaration), (found) =>
+    Option.isSome(found)
+      ? Effect.succeed(found.value.name)
+      : Effect.fail(new NotFound({ message: `VM "${declaration.name}" ([vms.${declaration.key}]) is not created yet; run stoat up ${declaration.key}`, subject: declaration.name }))
+  )
+
+/** Runs `step` only for declared VMs that exist: a missing VM is already down, or already gone. */
+const ifPresent = <R>(step: (name: string) => Effect.Effect<unknown, StoatError, R>) => (declaration: Declaration) =>
+  Effect.flatMap(lookup(declaration), (found) => (Option.isSome(found) ? step(declaration.name) : Effect.void))
+
+const projectOf = Effect.flatMap(Projects, (scope) => scope.require)
+
+/** What every fan-out operation shares: a command answering ProjectRun, host-side, no single target VM. */
+const FAN_OUT = { kind: "command", output: ProjectRun, annotations: MUTATE, access: null, target: () => [], longRunning: true } as const
+
+const WaitTimeout = Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({ description: "Seconds to wait per VM (default 300, max 600)" })
+
+export const projectStatus = defineOperation({
+  key: "project.status",
+  tool: "project_status",
+  cli: "status",
+  title: "Show the project's VMs",
+  description: `Each VM the project declares, in declaration order: its state (missing until stoat up creates it), health, and drift (declared settings that differ, with needs_restart), or the error an immutable change (image, disk, provider) gives.${PROJECT_NOTE}`,
+  kind: "query",
+  input: NoInput,
+  output: ProjectStatus,
+  annotations: READ,
+  access: null,
+  target: () => [],
+  run: () => Effect.flatMap(projectOf, projectStatusOf)
+})
+
+export const projectUp = defineOperation({
+  key: "project.up",
+  tool: "project_up",
+  cli: "up",
+  title: "Bring the project's VMs up",
+  description: `Reconcile each declared VM (create a missing one; apply changed cpus, ram, recipes, params, shares and agent_access; refuse image, disk or provider changes) and start it, in declaration order. The first failure stops the run and later VMs are skipped. parallel brings up to N VMs up at once. With wait=true also waits for SSH (bounded by timeout_seconds per VM).${PROJECT_NOTE}`,
+  input: Schema.Struct({
+    parallel: Schema.optional(Schema.Int.pipe(Schema.between(1, 16))).annotations({ description: "How many VMs to bring up at once (default 1)" }),
+    ...StartFields
+  }),
+  ...FAN_OUT,
+  // As for start: applying runs guest code, which an agent reaches only through project_apply.
+  hostOnly: ["force", "apply"],
+  run: ({ parallel, ...start }, context) =>
+    Effect.gen(function* () {
+      const project = yield* projectOf
+      const secrets = yield* readProjectSecrets(project.dir)
+      return yield* fanOut(
+        project,
+        (declaration) => Effect.zipRight(reconcile(project, declaration, secrets, context), startVm.run({ vm: declaration.name, ...start }, context)),
+        { concurrency: parallel ?? 1 }
+      )
+    })
+})
+
+export const projectDown = defineOperation({
+  key: "project.down",
+  tool: "project_down",
+  cli: "down",
+  title: "Stop the project's VMs",
+  description: `Stop each declared VM gracefully, in declaration order; one not created yet counts as stopped. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
+  input: NoInput,
+  ...FAN_OUT,
+  run: (_input, context) => Effect.flatMap(projectOf, (project) => fanOut(project, ifPresent((vm) => stopVm.run({ vm }, context))))
+})
+
+/** An agent may apply only where every declared VM grants manage: checked before anything runs. */
+const requireManageEverywhere = (project: Project, context: ExecutionContext) =>
+  Effect.gen(function* () {
+    if (context.entrypoint !== "mcp") return
+    for (const declaration of project.vms) {
+      const found = yield* lookup(declaration)
+      if (Option.isNone(found) || found.value.kind !== "ok") continue
+      const level = effectiveAccess(found.value.config)
+      if (ACCESS_ORDER.indexOf(level) < ACCESS_ORDER.indexOf("manage")) {
+        return yield* new AccessDenied({ message: `vm "${declaration.name}" ([vms.${declaration.key}]) has agent_access = ${level}; project_apply needs manage on every VM`, subject: declaration.name })
+      }
+    }
+  })
+
+export const projectApply = defineOperation({
+  key: "project.apply",
+  tool: "project_apply",
+  cli: "apply",
+  title: "Apply the project's recipes",
+  description: `Apply each declared VM's recipes (as apply_recipes), in declaration order; every VM must be running and, for an agent, grant manage. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
+  input: NoInput,
+  ...FAN_OUT,
+  run: (_input, context) =>
+    Effect.gen(function* () {
+      const project = yield* projectOf
+      yield* requireManageEverywhere(project, context)
+      return yield* fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => applyRecipes.run({ vm }, context)))
+    })
+})
+
+export const projectWait = defineOperation({
+  key: "project.wait",
+  tool: "project_wait",
+  cli: "wait",
+  title: "Wait for the project's VMs",
+  description: `Wait until each declared VM is reachable over SSH (default), stopped, or has applied its recipes, in declaration order. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
+  input: Schema.Struct({
+    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")),
+    healthy: Schema.optional(Schema.Boolean),
+    timeout_seconds: WaitTimeout
+  }),
+  ...FAN_OUT,
+  run: (input, context) =>
+    Effect.flatMap(projectOf, (project) => fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => waitVm.run({ vm, ...input }, context))))
+})
+
+export const projectRm = defineOperation({
+  key: "project.rm",
+  tool: "project_rm",
+  cli: "rm",
+  title: "Delete the project's VMs",
+  description: "Delete each declared VM, in declaration order: each must be stopped (stoat down); one not created is already gone. The first failure stops the run and later VMs are skipped.",
+  kind: "command",
+  input: Schema.Struct({ detach_dependents: Schema.optional(Schema.Boolean) }),
+  output: ProjectRun,
+  annotations: DESTRUCTIVE,
+  // Deleting a whole project is a person's decision at the CLI.
+  mcp: false,
+  access: null,
+  target: () => [],
+  run: (input, context) => Effect.flatMap(projectOf, (project) => fanOut(project, ifPresent((vm) => destroyVm.run({ vm, ...input }, context))))
+})
+
+export const projectInit = defineOperation({
+  key: "project.init",
+  tool: "project_init",
+  cli: "init",
+  title: "Start a project",
+  description: "Write an annotated stoat.toml with one [vms.dev] in the working directory (never over an existing one); in a git checkout add .stoat/ to .gitignore.",
+  kind: "command",
+  input: Schema.Struct({
+    name: Schema.optional(Schema.String.pipe(Schema.pattern(DECLARATION_KEY, { message: () => "project names use lower-case letters, digits and '-'" }), Schema.maxLength(64)))
+  }),
+  output: InitResult,
+  annotations: MUTATE,
+  mcp: false,
+  access: null,
+  target: () => [],
+  run: (input) =>
+    Effect.gen(function* () {
+      const dir = (yield* Projects).dir
+      if (dir === undefined) return yield* new InvalidSpec({ message: "no working directory to create stoat.toml in" })
+      return yield* initProject(dir, input.name)
+    })
+})
+
+export const projectVms = defineOperation({
+  key: "project.vms",
+  tool: "project_vms",
+  cli: "ls",
+  title: "List the project's VMs",
+  description: "The VMs ./stoat.toml declares that exist, in declaration order (ls --project).",
+  kind: "query",
+  input: NoInput,
+  output: VmList,
+  annotations: READ,
+  mcp: false,
+  access: null,
+  target: () => [],
+  run: () =>
+    Effect.gen(function* () {
+      const project = yield* projectOf
+      const records: VmRecord[] = []
+      for (const declaration of project.vms) {
+        const found = yield* lookup(declaration)
+        if (Option.isSome(found)) records.push(found.value)
+      }
+      return { vms: yield* viewVms(records) }
+    })
+})
+
+export const projectOperations = [projectStatus, projectUp, projectDown, projectApply, projectWait, projectRm, projectInit, projectVms] as const

@@ -1,0 +1,188 @@
+import { join } from "node:path"
+import { Effect, Schema } from "effect"
+import * as fs from "../platform/fs.js"
+import { DoctorReport, GuestList, Guest, VersionInfo, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
+import { DataRoot } from "../platform/data-root.js"
+import { Guests, type LoadedGuest } from "../guest/definitions.js"
+import { HostProbe } from "../platform/host.js"
+import { Hypervisor, type AccelProbe } from "../ports/hypervisor.js"
+import { STOAT_VERSION } from "../version.js"
+import { VmStore, type VmRecord } from "../vm/store.js"
+import { toVm, toVmStatus } from "../vm/view.js"
+import { readSecrets, setSecretNames } from "../platform/secrets.js"
+import { NoInput, VmName } from "./inputs.js"
+import { defineOperation, READ } from "./operation.js"
+
+/** Live view of records: run state from the hypervisor, guests for the broken-os rule. */
+export const viewVms = (records: ReadonlyArray<VmRecord>) =>
+  Effect.gen(function* () {
+    const root = yield* DataRoot
+    const hypervisor = yield* Hypervisor
+    const guests = yield* Effect.orElseSucceed((yield* Guests).list, () => [])
+    const graphical = yield* (yield* HostProbe).graphical
+    const byName = new Map<string, Guest>()
+    for (const guest of guests) {
+      byName.set(guest.name, guest)
+      for (const alias of guest.aliases) if (!byName.has(alias)) byName.set(alias, guest)
+    }
+    return yield* Effect.forEach(
+      records,
+      (record) =>
+        Effect.gen(function* () {
+          const state = record.kind === "ok" ? yield* hypervisor.status(record) : { running: false }
+          const vm = toVm(record, { running: state.running, graphical }, byName, root)
+          // A project VM whose stoat.toml has gone: listed, flagged, still usable by name.
+          return vm.project === "" ? vm : { ...vm, project_missing: !(yield* Effect.orElseSucceed(fs.exists(join(vm.project, "stoat.toml")), () => false)) }
+        }),
+      { concurrency: "unbounded" }
+    )
+  })
+
+export const listVms = defineOperation({
+  key: "vm.list",
+  tool: "list_vms",
+  cli: "ls",
+  title: "List VMs",
+  description: "List every VM in the data root with its state (running, stopped or broken), size and SSH port.",
+  kind: "query",
+  input: NoInput,
+  output: VmList,
+  annotations: READ,
+  access: null,
+  run: () =>
+    Effect.gen(function* () {
+      const records = yield* (yield* VmStore).list
+      return { vms: yield* viewVms(records) }
+    })
+})
+
+export const getVm = defineOperation({
+  key: "vm.get",
+  tool: "vm_status",
+  cli: "get",
+  title: "Show a VM",
+  description: "Show one VM: its configuration, state, recipes with their applied state and health.",
+  kind: "query",
+  input: Schema.Struct({ vm: VmName }),
+  output: VmStatus,
+  annotations: READ,
+  access: null,
+  run: ({ vm }) =>
+    Effect.gen(function* () {
+      const record = yield* (yield* VmStore).get(vm)
+      const [view] = yield* viewVms([record])
+      // Only which secrets are set: a refused (too wide) secrets.toml just shows none.
+      const secrets = yield* Effect.orElseSucceed(readSecrets(record.dir), () => ({}))
+      return toVmStatus(record, view!, setSecretNames(secrets))
+    })
+})
+
+/** The wire Guest (contract v3) of a loaded definition: `log_path` is core's own, used by tail_log. */
+const toWireGuest = ({ log_path: _logPath, ...guest }: LoadedGuest): Guest => guest
+
+export const listGuests = defineOperation({
+  key: "guest.list",
+  tool: "list_guests",
+  cli: "guest ls",
+  title: "List guest definitions",
+  description: "List the loaded guest OS definitions (bundled, user files, and user files merged over bundled ones).",
+  kind: "query",
+  input: NoInput,
+  output: GuestList,
+  annotations: READ,
+  access: null,
+  run: () => Effect.map(Effect.flatMap(Guests, (guests) => guests.list), (guests) => ({ guests: guests.map(toWireGuest) }))
+})
+
+export const guestInfo = defineOperation({
+  key: "guest.get",
+  tool: "guest_info",
+  cli: "guest show",
+  title: "Show a guest definition",
+  description: "Show one guest definition: init system, package manager and service command templates.",
+  kind: "query",
+  input: Schema.Struct({ name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)) }),
+  output: Guest,
+  annotations: READ,
+  access: null,
+  run: ({ name }) => Effect.map(Effect.flatMap(Guests, (guests) => guests.get(name)), toWireGuest)
+})
+
+const APT = "sudo apt-get install -y"
+
+export const doctor = defineOperation({
+  key: "host.doctor",
+  tool: "doctor",
+  cli: "doctor",
+  title: "Check host prerequisites",
+  description:
+    "Check the host: qemu-system-x86_64, qemu-img and ssh (required), git and xorriso (optional), and whether KVM really works (a short probe boot; otherwise VMs run under TCG).",
+  kind: "query",
+  input: NoInput,
+  output: DoctorReport,
+  annotations: READ,
+  access: null,
+  run: () =>
+    Effect.gen(function* () {
+      const host = yield* HostProbe
+      const hypervisor = yield* Hypervisor
+      const program = (name: string, pkg: string, optional: boolean, why: string) =>
+        Effect.map(
+          host.which(name),
+          (path): HostCheck => ({
+            name,
+            ok: path !== undefined,
+            detail: path ?? `${name} not found on PATH (${why})`,
+            fix: path ? [] : [`${APT} ${pkg}`],
+            optional
+          })
+        )
+      const checks = yield* Effect.all(
+        [
+          program("qemu-system-x86_64", "qemu-system-x86", false, "runs the VMs"),
+          program("qemu-img", "qemu-utils", false, "creates disks and snapshots"),
+          program("ssh", "openssh-client", false, "stoat ssh"),
+          program("git", "git", true, "remote recipes"),
+          program("xorriso", "xorriso", true, "Alpine disk installs")
+        ],
+        { concurrency: "unbounded" }
+      )
+      const qemuPresent = checks[0]?.ok === true
+      const kvm: HostCheck = qemuPresent
+        ? yield* Effect.match(hypervisor.probeAccelerator, {
+            onFailure: (error) => ({ name: "kvm", ok: false, detail: error.message, fix: [], optional: true }),
+            onSuccess: (probe) => ({
+              name: "kvm",
+              ok: probe.accel === "kvm",
+              detail: probe.detail,
+              fix: kvmFixes(probe),
+              optional: true
+            })
+          })
+        : { name: "kvm", ok: false, detail: "not probed: qemu-system-x86_64 is missing", fix: [], optional: true }
+      const all = [...checks, kvm]
+      return { healthy: all.every((check) => check.ok || check.optional), checks: all }
+    })
+})
+
+/** What a person can do about the accelerator verdict: nothing when KVM works or TCG was chosen on purpose. */
+const kvmFixes = (probe: AccelProbe): ReadonlyArray<string> => {
+  if (probe.accel === "kvm" || probe.detail.startsWith("STOAT_ACCEL=")) return []
+  // KVM opens but cannot run a 64-bit guest (nested kvm-pvm): no group or firmware switch helps.
+  if (probe.detail.includes("does not run")) return ["export STOAT_ACCEL=tcg  # skip the KVM probe on this host"]
+  return ["sudo usermod -aG kvm $USER  # then log in again", "enable virtualisation (VT-x/AMD-V) in firmware or nested virtualisation in the host"]
+}
+
+export const version = defineOperation({
+  key: "host.version",
+  tool: "version",
+  cli: "version",
+  title: "Version",
+  description: "Report Stoat's build version and the JSON contract version.",
+  kind: "query",
+  input: NoInput,
+  output: VersionInfo,
+  annotations: READ,
+  access: null,
+  run: () => Effect.succeed({ version: STOAT_VERSION, contract: CONTRACT_VERSION })
+})

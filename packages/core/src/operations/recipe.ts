@@ -1,0 +1,206 @@
+import { Effect, Schema } from "effect"
+import { ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
+import { Guests } from "../guest/definitions.js"
+import { applyVm, planApply, planView } from "../recipes/apply.js"
+import { RECIPE_NAME } from "../recipes/manifest.js"
+import { applicabilityProblem } from "../recipes/plan.js"
+import { Recipes, type LoadedRecipe } from "../recipes/store.js"
+import { NoInput, VmName } from "./inputs.js"
+import { defineOperation, EXEC, MUTATE, READ } from "./operation.js"
+import { lifecycleHooks } from "./vm.js"
+
+export const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64))
+const OsName = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/), Schema.maxLength(64))
+const Backend = Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({ description: "Accepted for compatibility; not a filter" })
+const Only = Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256))).annotations({ description: "Apply only these of the VM's recipes (and run manual ones)" })
+
+/** The full contract of one recipe (`recipe show`, `recipe_schema`): params and outputs sorted. */
+export const recipeSchemaView = (recipe: LoadedRecipe): typeof RecipeSchema.Type => {
+  const m = recipe.manifest
+  return {
+    name: m.name,
+    description: m.description,
+    schema: m.schema,
+    runtime: m.runtime,
+    reboot: m.reboot,
+    depends: [...m.depends],
+    params: m.params.map((p) => ({
+      name: p.name,
+      type: p.type,
+      required: p.required,
+      default: p.default,
+      ...(p.default_from !== undefined ? { default_from: p.default_from } : {}),
+      values: [...p.values],
+      help: p.help
+    })),
+    outputs: m.outputs.map((o) => ({ ...o })),
+    health: m.health ? { ...m.health } : null
+  }
+}
+
+/** A recipe as agents' lists show it: has_health instead of the check script. */
+export const recipeSummary = (recipe: LoadedRecipe): typeof RecipeSummary.Type => {
+  const { health, ...rest } = recipeSchemaView(recipe)
+  return { ...rest, has_health: health !== null }
+}
+
+export const listRecipes = defineOperation({
+  key: "recipe.catalog",
+  tool: "list_recipes",
+  cli: "recipes",
+  title: "List recipes",
+  description:
+    "List the recipes every recipe root declares (bundled, local, remote), optionally only those that run on one guest OS. has_health tells whether a recipe has a health check; recipe_schema shows it.",
+  kind: "query",
+  input: Schema.Struct({ os: Schema.optional(OsName).annotations({ description: "Only recipes that run on this guest OS" }), backend: Backend }),
+  output: RecipeCatalog,
+  annotations: READ,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const all = yield* (yield* Recipes).list
+      const guest = input.os === undefined ? undefined : yield* (yield* Guests).get(input.os)
+      const shown = guest === undefined ? all : all.filter((recipe) => applicabilityProblem(recipe.manifest, guest) === undefined)
+      return { recipes: shown.map(recipeSummary) }
+    })
+})
+
+export const listRecipeEntries = defineOperation({
+  key: "recipe.list",
+  tool: "recipe_list",
+  cli: "recipe list",
+  title: "List recipes with their scope",
+  description: "Every recipe with its scope (bundled, local, global, project) and the recipe roots in shadow order.",
+  kind: "query",
+  input: NoInput,
+  output: RecipeList,
+  annotations: READ,
+  // list_recipes is the agents' view; this one shows host folders.
+  mcp: false,
+  access: null,
+  run: () =>
+    Effect.gen(function* () {
+      const recipes = yield* Recipes
+      const all = yield* recipes.list
+      return {
+        roots: [...(yield* recipes.roots)],
+        recipes: all.map((recipe) => ({
+          name: recipe.manifest.name,
+          description: recipe.manifest.description,
+          scope: recipe.scope,
+          source: recipe.source,
+          ref: recipe.ref,
+          commit: recipe.commit.slice(0, 7)
+        }))
+      }
+    })
+})
+
+export const recipeSchema = defineOperation({
+  key: "recipe.show",
+  tool: "recipe_schema",
+  cli: "recipe show",
+  title: "Show a recipe's contract",
+  description: "One recipe's contract: schema, runtime, reboot, depends, params (type, default, required, values), outputs and its health check. May refresh bundled recipe files.",
+  kind: "query",
+  input: Schema.Struct({ name: RecipeName }),
+  output: RecipeSchema,
+  annotations: READ,
+  access: null,
+  run: (input) => Effect.map(Effect.flatMap(Recipes, (recipes) => recipes.get(input.name)), recipeSchemaView)
+})
+
+export const checkRecipes = defineOperation({
+  key: "recipe.check",
+  tool: "check_recipes",
+  cli: "check-recipes",
+  title: "Check recipes against a guest OS",
+  description: "Tell whether recipes can run on a guest OS; each one that cannot is listed with the reason. An inapplicable recipe is a result, not a failure.",
+  kind: "query",
+  input: Schema.Struct({ recipes: Schema.NonEmptyArray(RecipeName).pipe(Schema.maxItems(256)), os: OsName, backend: Backend }),
+  output: CheckRecipesResult,
+  annotations: READ,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      const guest = yield* (yield* Guests).get(input.os)
+      const recipes = yield* Recipes
+      const issues: Array<{ name: string; reason: string }> = []
+      for (const name of input.recipes) {
+        const found = yield* Effect.either(recipes.get(name))
+        if (found._tag === "Left") {
+          if (found.left._tag !== "NotFound") return yield* found.left
+          issues.push({ name, reason: "no recipe root declares it" })
+          continue
+        }
+        const problem = applicabilityProblem(found.right.manifest, guest)
+        if (problem !== undefined) issues.push({ name, reason: problem })
+      }
+      return { applicable: issues.length === 0, issues }
+    })
+})
+
+export const planRecipes = defineOperation({
+  key: "recipe.plan",
+  tool: "plan_recipes",
+  cli: "plan",
+  title: "Plan a recipe apply",
+  description:
+    "What apply_recipes would run or skip on a VM and why (never applied, script changed, params changed, already applied, manual), computed on the host: works on a stopped VM and runs nothing.",
+  kind: "query",
+  input: Schema.Struct({ vm: VmName, only: Only }),
+  output: RecipePlan,
+  annotations: READ,
+  access: null,
+  run: (input) => Effect.map(planApply(input.vm, input.only), (planned) => ({ vm: input.vm, plan: planView(planned) }))
+})
+
+export const applyRecipes = defineOperation({
+  key: "recipe.apply",
+  tool: "apply_recipes",
+  longRunning: true,
+  cli: "apply",
+  title: "Apply a VM's recipes",
+  description:
+    "Run a running VM's configured recipe scripts in dependency order, optionally only a named subset (which also runs manual recipes). Once-recipes whose script and params are unchanged are skipped. Records outputs, runs health checks; a failed check fails the call but keeps the recipes applied. The apply log is logs which=apply.",
+  kind: "command",
+  input: Schema.Struct({ vm: VmName, only: Only }),
+  output: ApplyResult,
+  annotations: EXEC,
+  access: "manage",
+  run: (input, context) => applyVm(input.vm, input.only, context, lifecycleHooks)
+})
+
+export const newRecipe = defineOperation({
+  key: "recipe.new",
+  tool: "recipe_new",
+  cli: "recipe new",
+  title: "Scaffold a recipe",
+  description: "Create $STOAT_HOME/recipes/<name>/ with a sample recipe.toml and install.sh.",
+  kind: "command",
+  input: Schema.Struct({ name: Schema.String, os: Schema.optional(Schema.Array(OsName)), backend: Backend }),
+  output: RecipeCreated,
+  annotations: MUTATE,
+  mcp: false,
+  access: null,
+  run: (input) =>
+    Effect.gen(function* () {
+      for (const os of input.os ?? []) yield* (yield* Guests).get(os)
+      return { path: yield* (yield* Recipes).scaffold(input.name, input.os ?? []) }
+    })
+})
+
+export const refreshRecipes = defineOperation({
+  key: "recipe.refresh",
+  tool: "refresh_recipes",
+  cli: "recipe refresh",
+  title: "Rewrite bundled recipes",
+  description: "Rewrite bundled recipe files from this build's copies; a hand-edited file is kept beside it as .bak. Statuses: refreshed, backed_up, current, orphan.",
+  kind: "command",
+  input: Schema.Struct({ names: Schema.optional(Schema.Array(RecipeName)) }),
+  output: RecipeRefreshList,
+  annotations: MUTATE,
+  mcp: false,
+  access: null,
+  run: (input) => Effect.map(Effect.flatMap(Recipes, (recipes) => recipes.refresh(input.names ?? [])), (files) => ({ files: [...files] }))
+})

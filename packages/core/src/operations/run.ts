@@ -1,0 +1,133 @@
+import { existsSync } from "node:fs"
+import { open, type FileHandle } from "node:fs/promises"
+import { dirname, join } from "node:path"
+import { Effect, Exit, ParseResult, Schema } from "effect"
+import { targetsOf, type Operation, type ExecutionContext } from "./operation.js"
+import { DataRoot } from "../platform/data-root.js"
+import { toErrorInfo, Usage, type StoatError } from "../errors.js"
+import { resolveVmArgument } from "../projects/service.js"
+
+/** Effect's wording ("Expected X, actual Y") as a person reads it: "must be X, got Y". */
+const humanMessage = (message: string): string => {
+  if (message.startsWith("is unexpected")) return "unknown argument"
+  if (message.startsWith("is missing")) return "is required"
+  const expected = /^Expected (.*), actual (.*)$/s.exec(message)
+  return expected ? `must be ${expected[1]}, got ${expected[2]}` : message
+}
+
+/**
+ * "field must be …, got …" for each rejected field, so a caller sees every mistake at once.
+ * An optional field fails as "X or undefined"; the undefined half says nothing a person needs.
+ */
+export const describeInputError = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const useful = issues.filter((issue) => !/^Expected undefined, actual /.test(issue.message))
+  const lines = (useful.length > 0 ? useful : issues).map((issue) => {
+    const path = issue.path.map(String).join(".")
+    const message = humanMessage(issue.message)
+    return path === "" ? message : /^(must|is) /.test(message) ? `${path} ${message}` : `${path}: ${message}`
+  })
+  return [...new Set(lines)].join("; ")
+}
+
+/** Decodes input with the operation's own schema; unknown keys are refused. */
+export const decodeInput = <I>(operation: Operation<I>, raw: unknown): Effect.Effect<I, Usage> =>
+  Schema.decodeUnknown(operation.input, { onExcessProperty: "error", errors: "all" })(raw).pipe(
+    Effect.mapError((error) => new Usage({ message: `invalid input for ${operation.tool}: ${describeInputError(error)}` }))
+  )
+
+const subjectOf = (raw: unknown): string | undefined => {
+  if (typeof raw !== "object" || raw === null) return undefined
+  const record = raw as Record<string, unknown>
+  const value = record["vm"] ?? record["source"] ?? record["name"]
+  return typeof value === "string" && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(value) ? value : undefined
+}
+
+/** One line in stoat.log per call: who, what, which VM, how long, outcome. Never argument values. */
+export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
+  Effect.flatMap(DataRoot, (root) => {
+    const line = `${new Date().toISOString()} INFO op=${operation.key} tool=${operation.tool} entrypoint=${context.entrypoint} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
+    return Effect.promise(() => appendLogLine(join(root.root, "logs", "stoat.log"), line))
+  })
+
+/**
+ * Open append-only handles of the logs written so far: a long-lived server writes a line per
+ * call, and opening the file each time cost more than the call. O_APPEND keeps lines of
+ * concurrent processes whole.
+ */
+const logHandles = new Map<string, { readonly file: Promise<FileHandle>; checked: number; failed: boolean }>()
+/** How often a held log handle is checked for a file deleted under it (a person clearing the log). */
+const RECHECK_MS = 1_000
+
+const openLog = (path: string) => {
+  const entry = { file: open(path, "a"), checked: Date.now(), failed: false }
+  logHandles.set(path, entry)
+  entry.file.catch(() => {
+    entry.failed = true
+  })
+  return entry
+}
+
+/** Best effort: a missing logs/ folder (a data root never written to) is not created by a read. */
+const appendLogLine = async (path: string, line: string): Promise<void> => {
+  let entry = logHandles.get(path) ?? openLog(path)
+  if (entry.failed) {
+    // A synchronous look, not another failing open per call on a read-only root.
+    if (!existsSync(dirname(path))) return
+    entry = openLog(path)
+  } else if (Date.now() - entry.checked > RECHECK_MS) {
+    entry.checked = Date.now()
+    const unlinked = await entry.file.then((file) => file.stat()).then((info) => info.nlink === 0, () => true)
+    if (unlinked) {
+      void entry.file.then((file) => file.close()).catch(() => undefined)
+      entry = openLog(path)
+    }
+  }
+  await entry.file.then((file) => file.write(line)).catch(() => undefined)
+}
+
+/** The input fields that name an existing VM; a project declaration key given there names its VM. */
+const VM_FIELDS = ["vm", "source"] as const
+
+/**
+ * Bare VM arguments resolve to a declaration key of the frontend's project first, then to a VM
+ * name as given: `stoat get dev` for `[vms.dev]`. Done here once, so every command, tool, access
+ * check and audit line sees the VM's real name.
+ */
+const resolveDeclarationKeys = <I>(input: I): Effect.Effect<I, StoatError> => {
+  if (typeof input !== "object" || input === null) return Effect.succeed(input)
+  const record = input as Record<string, unknown>
+  const named = VM_FIELDS.filter((field) => typeof record[field] === "string")
+  if (named.length === 0) return Effect.succeed(input)
+  return Effect.gen(function* () {
+    const resolved: Record<string, unknown> = { ...record }
+    for (const field of named) resolved[field] = yield* resolveVmArgument(record[field] as string)
+    return resolved as I
+  })
+}
+
+export interface RunOptions<I, R> {
+  /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */
+  readonly guard?: (input: I) => Effect.Effect<void, StoatError, R>
+}
+
+/** Validates, runs and audits one operation. Every entrypoint goes through here. */
+export const runOperation = <I, O, R, R2 = never>(
+  operation: Operation<I, O, R>,
+  raw: unknown,
+  context: ExecutionContext,
+  options: RunOptions<I, R2> = {}
+): Effect.Effect<O, StoatError, R | R2 | DataRoot> =>
+  Effect.gen(function* () {
+    const started = Date.now()
+    let vm = subjectOf(raw)
+    const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
+      vm = targetsOf(operation, input)[0] ?? vm
+      return options.guard ? Effect.zipRight(options.guard(input), operation.run(input, context)) : operation.run(input, context)
+    })
+    // Audited on every exit, an interrupted (canceled) call included.
+    return yield* Effect.onExit(program, (exit) => {
+      const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
+      return auditCall(context, operation, vm, Date.now() - started, outcome)
+    })
+  })

@@ -1,0 +1,176 @@
+import { Context, type Effect } from "effect"
+import type { Snapshot } from "@stoat/wire"
+import type {
+  AlreadyRunning,
+  CannotReach,
+  CapabilityUnavailable,
+  InvalidSpec,
+  Internal,
+  MonitorRejected,
+  MonitorUnreachable,
+  NoDisk,
+  NotFound,
+  NotRunning,
+  QemuMissing,
+  QemuStartFailed,
+  ScreenshotFailed,
+  ShareInvalid,
+  Timeout,
+  DiskShrink
+} from "../errors.js"
+
+/** Which VM a hypervisor call is about: its name and its folder. */
+export interface VmRef {
+  readonly name: string
+  readonly dir: string
+}
+
+export interface RunState {
+  readonly running: boolean
+  readonly pid?: number
+  /** RFC3339; the pidfile's mtime. */
+  readonly startedAt?: string
+}
+
+export interface AccelProbe {
+  readonly accel: "kvm" | "tcg"
+  readonly detail: string
+}
+
+/** A VM the provider started: its run state, the accelerator it runs under, and anything a person should be told. */
+export interface StartedVm extends RunState {
+  readonly accel: "kvm" | "tcg"
+  /** For example that KVM could not run the guest and it was restarted under TCG. */
+  readonly notice?: string
+}
+
+/** Everything a provider needs to boot a VM; built by core from vm.toml, the image and the data root. */
+export interface BootPlan {
+  readonly vm: VmRef
+  readonly ramMb: number
+  readonly cpus: number
+  readonly sshPort: number
+  readonly forwards: ReadonlyArray<{ readonly host: number; readonly guest: number }>
+  readonly disk?: string
+  /** Direct kernel boot (the tiny guest). */
+  readonly kernel?: { readonly path: string; readonly initrd: string; readonly append: string }
+  readonly cdrom?: string
+  readonly seedIso?: string
+  readonly bootFromCdrom?: boolean
+  readonly workShare: string
+  readonly hostShare?: string
+  readonly extraShares?: ReadonlyArray<{ readonly tag: string; readonly host: string }>
+  readonly cpuModel?: string
+  readonly display: "window" | "vnc"
+  /** Identity baked into a direct-boot guest at start: who may log in, its host key, its name. */
+  readonly guestIdentity?: { readonly authorizedKeys: string; readonly hostKeyPath: string; readonly hostname: string }
+}
+
+/** A guest the provider assembles locally instead of downloading (the tiny guest, debian-12-mini). */
+export interface LocalImage {
+  readonly kernel: string
+  readonly initrd: string
+  readonly append: string
+  /** A root disk image VMs boot an overlay of (debian-12-mini); absent when the initrd is the whole system (tiny). */
+  readonly rootDisk?: string
+}
+
+/**
+ * Where a checkpoint of a running VM goes. `disk`, the file the VM writes to now, is frozen from
+ * then on (forks are built on it, and the running QEMU keeps reading it by that name, so it is
+ * never moved); the VM goes on writing to a new overlay at `top`, whose backing file is `disk`.
+ */
+export interface CheckpointRequest {
+  readonly disk: string
+  readonly top: string
+  /**
+   * Written, the moment the VM writes to `top`, with `top`'s path relative to the VM folder: a
+   * crash right after still leaves the VM's disk found (see diskPath).
+   */
+  readonly topPointer: string
+  /** A folder the provider fills with the RAM and device state and whatever it needs to resume it. */
+  readonly folder: string
+}
+
+/** What the provider saved. */
+export interface CheckpointTaken {
+  /** How long the guest was paused (the disk switch and the state written). */
+  readonly pausedMs: number
+  /** The file in the folder holding the RAM and device state (a change to it makes the checkpoint unusable). */
+  readonly stateFile: string
+  readonly stateBytes: number
+  readonly ramMb: number
+  readonly cpus: number
+}
+
+/** What differs between a checkpoint's source and a VM resumed from it; every device stays the same. */
+export interface ResumePlan {
+  readonly vm: VmRef
+  readonly sshPort: number
+  /** The new VM's disk: an overlay on the checkpoint's layer. */
+  readonly disk: string
+  readonly workShare: string
+}
+
+export interface DiskInfo {
+  readonly virtualSize: number
+  readonly actualSize: number
+  readonly format: string
+  readonly backingFile?: string
+}
+
+/**
+ * The port a VM provider implements (QEMU today; a remote libvirt or a cloud could be another).
+ * Core decides what to run; the provider only knows how.
+ */
+export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
+  Hypervisor,
+  {
+    readonly status: (vm: VmRef) => Effect.Effect<RunState>
+    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    /**
+     * Waits until the guest's console says sshd listens, for guests that say so (true); false at
+     * once for others, and when the VM stops or the time runs out. Readiness still probes SSH.
+     */
+    readonly awaitSshd: (vm: VmRef, timeoutMs: number) => Effect.Effect<boolean>
+    /** Graceful power-down, then SIGTERM, then SIGKILL; returns once the process is gone. */
+    readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning>
+    /** The accelerator VMs start under and why (the setting, a cached verdict, or a new probe). */
+    readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing | InvalidSpec>
+    readonly createDisk: (path: string, size: string, backing?: string) => Effect.Effect<void, Internal | QemuMissing>
+    readonly resizeDisk: (path: string, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing>
+    readonly diskInfo: (path: string) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>
+    readonly listSnapshots: (vm: VmRef, disk: string) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | MonitorUnreachable>
+    readonly saveSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
+    readonly restoreSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | AlreadyRunning>
+    readonly deleteSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | MonitorUnreachable | MonitorRejected>
+    readonly screenshot: (vm: VmRef, out: string) => Effect.Effect<{ readonly width: number; readonly height: number; readonly bytes: number }, ScreenshotFailed | NotRunning>
+    /**
+     * Pauses a running VM as briefly as it can, switches it from `request.disk` onto a fresh
+     * overlay at `request.top`, saves RAM and device state into `request.folder`, and lets it run on. The
+     * guest must have no 9p share mounted (QEMU refuses to migrate one): capability_unavailable.
+     */
+    readonly checkpoint: (
+      vm: VmRef,
+      request: CheckpointRequest
+    ) => Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | MonitorUnreachable | MonitorRejected | Internal | QemuMissing>
+    /** Starts a new VM running from a checkpoint folder, warm: same devices, its own disk, port and share. */
+    readonly resume: (folder: string, plan: ResumePlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    /**
+     * Copies into a disk what it reads through its backing chain above `backing`, then makes
+     * `backing` its backing file (none: it stands alone). The disk must not be in use.
+     */
+    readonly rebaseDisk: (path: string, backing: string | undefined) => Effect.Effect<void, Internal | QemuMissing>
+    readonly validate: (plan: BootPlan) => Effect.Effect<void, InvalidSpec | Timeout>
+    /**
+     * Builds (or reuses) a locally assembled image such as `tiny`; stages are reported as they
+     * happen. With `rootDisk` (a VM's base), the build that disk came from, so the VM keeps the
+     * kernel its modules match after a newer build; not_found when that build is gone.
+     */
+    readonly localImage: (
+      id: string,
+      onStage?: (line: string) => void,
+      options?: { readonly rootDisk?: string }
+    ) => Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec>
+  }
+>() {}

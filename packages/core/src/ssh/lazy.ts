@@ -1,0 +1,28 @@
+import { Effect, Layer, Scope } from "effect"
+import { GuestTransport } from "../ports/guest-transport.js"
+
+/**
+ * The live ssh2 transport, loaded on the first guest call: commands that never reach a guest
+ * (`stoat ls`) never pay for loading ssh2.
+ */
+export const LazyGuestTransportLive = Layer.scoped(
+  GuestTransport,
+  Effect.gen(function* () {
+    const scope = yield* Effect.scope
+    const live = yield* Effect.cached(
+      Effect.flatMap(
+        Effect.promise(() => import("./live.js")),
+        (module) => Scope.extend(module.makeGuestTransport(), scope)
+      )
+    )
+    return {
+      exec: (target, argv, options) => Effect.flatMap(live, (transport) => transport.exec(target, argv, options)),
+      readFile: (target, path, options) => Effect.flatMap(live, (transport) => transport.readFile(target, path, options)),
+      writeFile: (target, path, data, options) => Effect.flatMap(live, (transport) => transport.writeFile(target, path, data, options)),
+      upload: (target, local, remote) => Effect.flatMap(live, (transport) => transport.upload(target, local, remote)),
+      download: (target, remote, local) => Effect.flatMap(live, (transport) => transport.download(target, remote, local)),
+      probe: (port, timeoutMs) => Effect.flatMap(live, (transport) => transport.probe(port, timeoutMs)),
+      release: (vm) => Effect.flatMap(live, (transport) => transport.release(vm))
+    }
+  })
+)

@@ -1,0 +1,116 @@
+import type { Guest, RecipeDetail, Vm, VmStatus } from "@stoat/wire"
+import type { DataRootPaths } from "../platform/data-root.js"
+import { effectiveAccess } from "./config.js"
+import type { VmRecord } from "./store.js"
+
+export interface VmLive {
+  readonly running: boolean
+  readonly graphical: boolean
+}
+
+const SHARED_MOUNT = "/mnt/work"
+
+/** The wire view of a broken VM: everything unknown except its name, reason and reserved port. */
+const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootPaths): Vm => ({
+  name: record.name,
+  os: "",
+  mode: "",
+  backend: "",
+  state: "broken",
+  cpus: 0,
+  ram_mb: 0,
+  disk: "",
+  share: "",
+  recipes: [],
+  ssh_port: record.sshport ?? 0,
+  ssh_user: "",
+  installed: false,
+  forwards: [],
+  allow_exec: false,
+  agent_access: "none",
+  display: "",
+  error: record.reason,
+  project: "",
+  key: "",
+  project_missing: false,
+  shared_dir: root.sharedDir(record.name),
+  shared_mount: SHARED_MOUNT
+})
+
+/** Why a VM whose `os` names no loaded guest is broken (the original's rule). */
+export const unknownGuestReason = (os: string): string => `vm.toml: os: unknown guest "${os}"`
+
+/**
+ * Maps a VM record to the contract's VM. A VM whose `os` names no loaded guest is broken.
+ * Host-only secrets and paths (console password, iso, base, VNC socket) never appear.
+ */
+export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string, Guest>, root: DataRootPaths): Vm => {
+  if (record.kind === "broken") return brokenVm(record, root)
+  const config = record.config
+  if (config.os !== "" && !guests.has(config.os)) {
+    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: unknownGuestReason(config.os), sshport: config.sshport }, root)
+  }
+  const access = effectiveAccess(config)
+  const wantsWindow = config.display === "window" || config.display === "auto" || config.display === ""
+  return {
+    name: record.name,
+    os: config.os,
+    mode: config.mode,
+    backend: config.backend,
+    state: live.running ? "running" : "stopped",
+    cpus: config.cpus,
+    ram_mb: config.ram,
+    disk: config.mode === "live" ? "" : config.disk,
+    share: config.share,
+    recipes: config.recipes,
+    ssh_port: config.sshport,
+    ssh_user: config.sshuser === "" ? "root" : config.sshuser,
+    installed: config.installed,
+    forwards: config.forwards.map((forward) => ({ host_port: forward.hostport, guest_port: forward.guestport })),
+    allow_exec: config.agent_access !== undefined ? access === "exec" : config.allow_exec ?? true,
+    agent_access: access,
+    display: wantsWindow && live.graphical ? "window" : "vnc",
+    project: config.project,
+    key: config.key,
+    project_missing: false,
+    shared_dir: root.sharedDir(record.name),
+    shared_mount: SHARED_MOUNT
+  }
+}
+
+/** Failed if a recipe failed; ok only when every configured recipe is applied and ok. */
+export const aggregateHealth = (record: VmRecord): string => {
+  if (record.kind === "broken") return "unknown"
+  const config = record.config
+  if (config.recipes.length === 0) return "ok"
+  const states = config.recipes.map((name) => config.applied[name]?.health ?? "unknown")
+  if (states.includes("failed")) return "failed"
+  // A VM is not healthy while a configured recipe is unapplied.
+  return states.every((state) => state === "ok") ? "ok" : "unknown"
+}
+
+export const toVmStatus = (record: VmRecord, vm: Vm, setSecrets: SetSecrets = {}): VmStatus => ({
+  ...vm,
+  health: aggregateHealth(record),
+  recipes_detail: recipeDetails(record, setSecrets)
+})
+
+/** Recipe → names of its secrets that are set (never their values). */
+export type SetSecrets = Readonly<Record<string, ReadonlyArray<string>>>
+
+/** Each configured recipe with its applied state, health, params (set secrets as `<set>`) and outputs. */
+export const recipeDetails = (record: VmRecord, setSecrets: SetSecrets = {}): RecipeDetail[] =>
+  record.kind === "broken"
+    ? []
+    : record.config.recipes.map((name) => {
+        const applied = record.config.applied[name]
+        return {
+          name,
+          applied: applied !== undefined,
+          version: applied?.version ?? "",
+          at: applied?.at ?? "",
+          health: applied?.health ?? "unknown",
+          params: { ...(record.config.params[name] ?? {}), ...Object.fromEntries((setSecrets[name] ?? []).map((secret) => [secret, "<set>"])) },
+          outputs: { ...(applied?.outputs ?? {}) }
+        }
+      })
