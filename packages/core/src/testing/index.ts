@@ -16,6 +16,7 @@ import { RecipesLive } from "../recipes/store.js"
 import { GitLive } from "../recipes/remote/git.js"
 import { remoteRecipesLayer } from "../recipes/remote/service.js"
 import { projectsAt } from "../projects/service.js"
+import { AuditLogLive } from "../context/audit-log.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export { FakeJobs } from "./fake-jobs.js"
@@ -73,7 +74,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const dataRoot = options.root ? dataRootAt(options.root) : TempDataRoot
   const state = options.hypervisor ?? new FakeHypervisorState()
   const guest = options.guest ?? new FakeGuestState()
-  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
+  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, AuditLogLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),
