@@ -5,7 +5,7 @@ import { CapabilityReport, PruneResult, type Capability } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { HostProbe } from "../platform/host.js"
-import { catalogFile, findImage } from "../images/index.js"
+import { knownImageFile, findImage } from "../images/index.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
@@ -28,7 +28,7 @@ const referencedImages = async (records: ReadonlyArray<VmRecord>, files: Readonl
     if (record.kind === "ok") {
       const { image, iso, base } = record.config
       const entry = image === "" ? undefined : findImage(image)
-      if (entry) referenced.add(catalogFile(entry, files))
+      if (entry) referenced.add(knownImageFile(entry, files))
       else if (image !== "") referenced.add(basename(image))
       for (const path of [iso, base]) if (path !== "") referenced.add(basename(path))
       continue

@@ -2,13 +2,13 @@ import { Effect, Schema } from "effect"
 import { ImageList, PullResult } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Guests } from "../guest/definitions.js"
-import { listImages, lookupImage, pull } from "../images/index.js"
+import { imagesOnHost, lookupImage, pull } from "../images/index.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { VmStore } from "../vm/store.js"
 import { defineOperation, READ } from "./operation.js"
 import { NoInput } from "./inputs.js"
 
-export const listImagesOp = defineOperation({
+export const listImages = defineOperation({
   key: "image.list",
   tool: "list_images",
   cli: "images",
@@ -25,7 +25,7 @@ export const listImagesOp = defineOperation({
       const records = yield* (yield* VmStore).list
       const guests = yield* Effect.orElseSucceed((yield* Guests).list, () => [])
       const configs = records.flatMap((record) => (record.kind === "ok" ? [record.config] : []))
-      return { images: yield* listImages(root.isos, configs, guests) }
+      return { images: yield* imagesOnHost(root.isos, configs, guests) }
     })
 })
 
