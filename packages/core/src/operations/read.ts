@@ -25,17 +25,23 @@ export const viewVms = (records: ReadonlyArray<VmRecord>) =>
       byName.set(guest.name, guest)
       for (const alias of guest.aliases) if (!byName.has(alias)) byName.set(alias, guest)
     }
-    return yield* Effect.forEach(
+    const views = yield* Effect.forEach(
       records,
       (record) =>
-        Effect.gen(function* () {
-          const state = record.kind === "ok" ? yield* hypervisor.status(record) : { running: false }
-          const vm = toVm(record, { running: state.running, graphical }, byName, root)
-          // A project VM whose stoat.toml has gone: listed, flagged, still usable by name.
-          return vm.project === "" ? vm : { ...vm, project_missing: !(yield* Effect.orElseSucceed(fs.exists(join(vm.project, "stoat.toml")), () => false)) }
-        }),
+        Effect.map(record.kind === "ok" ? hypervisor.status(record) : Effect.succeed({ running: false }), (state) =>
+          toVm(record, { running: state.running, graphical }, byName, root)
+        ),
       { concurrency: "unbounded" }
     )
+    // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
+    // project, however many of its VMs are listed.
+    const projects = [...new Set(views.map((vm) => vm.project).filter((project) => project !== ""))]
+    const present = new Map(
+      yield* Effect.forEach(projects, (project) => Effect.map(Effect.orElseSucceed(fs.exists(join(project, "stoat.toml")), () => false), (found) => [project, found] as const), {
+        concurrency: "unbounded"
+      })
+    )
+    return views.map((vm) => (vm.project === "" ? vm : { ...vm, project_missing: !present.get(vm.project) }))
   })
 
 export const listVms = defineOperation({
