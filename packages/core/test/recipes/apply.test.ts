@@ -37,7 +37,8 @@ const world = async (recipes: Record<string, { manifest: string; script: string 
   return { h, scratch, log: () => readFileSync(join(h.vmDir("box"), "last-provision.log"), "utf8") }
 }
 const recipesOf = async (h: Harness, names: string[]) => h.ok(updateVm, { vm: "box", recipes: names })
-const sent = (h: Harness) => h.guest.execs.filter((call) => call.argv.join(" ") === "sh -s")
+/** Scripts sent to the guest: recipes (run in a process group of their own) and health checks. */
+const sent = (h: Harness) => h.guest.execs.filter((call) => call.options.stdin !== undefined)
 
 describe("apply", () => {
   it("a secret reaches the script's environment only: never the log, results, errors, argv or stoat.log", async () => {
