@@ -98,7 +98,16 @@ export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog): 
   for (const operation of catalog) {
     if (operation.mcp === false) continue
     if (entries.has(operation.tool)) throw new Error(`two operations claim the tool name ${operation.tool}`)
-    entries.set(operation.tool, { operation, definition: definitionOf(operation), confirmable: confirmable(operation) })
+    // JSON Schema generation for every tool is most of a server's start: done on first use, so
+    // `initialize` is answered before it (the server warms them up right after).
+    let definition: ToolDefinition | undefined
+    entries.set(operation.tool, {
+      operation,
+      get definition() {
+        return (definition ??= definitionOf(operation))
+      },
+      confirmable: confirmable(operation)
+    })
   }
   return entries
 }
