@@ -27,7 +27,7 @@ describe("the tool registry is the catalog", () => {
   const tools = [...buildRegistry().values()].map((entry) => entry.definition)
 
   it("has one tool per exposed catalog entry, names unique and snake_case", () => {
-    expect(tools.map((t) => t.name)).toEqual(catalog.filter((op) => op.mcp !== false).map((op) => op.tool))
+    expect(tools.map((t) => t.name)).toEqual(catalog.filter((op) => op.expose.mcp).map((op) => op.tool))
     expect(new Set(tools.map((t) => t.name)).size).toBe(tools.length)
     for (const tool of tools) expect(tool.name).toMatch(/^[a-z][a-z0-9_]*$/)
   })

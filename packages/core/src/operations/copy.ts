@@ -4,7 +4,7 @@ import { DataRoot } from "../platform/data-root.js"
 import { copyFromGuest, copyToGuest } from "../guest/copy.js"
 import { loadVm, requireRunning, sshTarget } from "../vm/runtime.js"
 import { VmName } from "./inputs.js"
-import { defineOperation, EXEC } from "./operation.js"
+import { defineOperation, EXEC, hostOnly } from "./operation.js"
 
 const CopyInput = Schema.Struct({
   vm: VmName,
@@ -17,7 +17,7 @@ const CopyInput = Schema.Struct({
     Schema.maxLength(4096)
   ).annotations({ description: "absolute guest path" }),
   /** CLI only: a person at the terminal may copy any host file they can read or write (original §2.2, §5). */
-  unconfined: Schema.optional(Schema.Boolean)
+  unconfined: hostOnly(Schema.optional(Schema.Boolean))
 })
 type CopyInput = typeof CopyInput.Type
 
@@ -36,7 +36,7 @@ export const copyTo = defineOperation({
   key: "guest.copy_to",
   tool: "copy_to",
   longRunning: true,
-  cli: "cp",
+  expose: { cli: "cp", mcp: true },
   title: "Copy a host file into a VM",
   description:
     "Copy a regular file from the VM's shared folder on the host (local; relative paths are relative to that folder, symlinks leading out of it are refused) to the absolute guest path remote, streamed over SFTP.",
@@ -44,7 +44,6 @@ export const copyTo = defineOperation({
   input: CopyInput,
   output: McpCopyResult,
   annotations: EXEC,
-  hostOnly: ["unconfined"],
   access: "manage",
   run: (input) => copy(input, true)
 })
@@ -53,7 +52,7 @@ export const copyFrom = defineOperation({
   key: "guest.copy_from",
   tool: "copy_from",
   longRunning: true,
-  cli: "cp",
+  expose: { cli: "cp", mcp: true },
   title: "Copy a file out of a VM",
   description:
     "Copy the guest file remote (absolute) into the VM's shared folder on the host (local; relative paths are relative to that folder, symlinks leading out of it are refused). The host file appears complete or not at all.",
@@ -61,7 +60,6 @@ export const copyFrom = defineOperation({
   input: CopyInput,
   output: McpCopyResult,
   annotations: EXEC,
-  hostOnly: ["unconfined"],
   access: "manage",
   run: (input) => copy(input, false)
 })

@@ -41,7 +41,7 @@ export const viewVms = (records: ReadonlyArray<VmRecord>) =>
 export const listVms = defineOperation({
   key: "vm.list",
   tool: "list_vms",
-  cli: "ls",
+  expose: { cli: "ls", mcp: true },
   title: "List VMs",
   description: "List every VM in the data root with its state (running, stopped or broken), size and SSH port.",
   kind: "query",
@@ -59,7 +59,7 @@ export const listVms = defineOperation({
 export const getVm = defineOperation({
   key: "vm.get",
   tool: "vm_status",
-  cli: "get",
+  expose: { cli: "get", mcp: true },
   title: "Show a VM",
   description: "Show one VM: its configuration, state, recipes with their applied state and health.",
   kind: "query",
@@ -83,7 +83,7 @@ const toWireGuest = ({ log_path: _logPath, ...guest }: LoadedGuest): Guest => gu
 export const listGuests = defineOperation({
   key: "guest.list",
   tool: "list_guests",
-  cli: "guest ls",
+  expose: { cli: "guest ls", mcp: true },
   title: "List guest definitions",
   description: "List the loaded guest OS definitions (bundled, user files, and user files merged over bundled ones).",
   kind: "query",
@@ -97,7 +97,7 @@ export const listGuests = defineOperation({
 export const guestInfo = defineOperation({
   key: "guest.get",
   tool: "guest_info",
-  cli: "guest show",
+  expose: { cli: "guest show", mcp: true },
   title: "Show a guest definition",
   description: "Show one guest definition: init system, package manager and service command templates.",
   kind: "query",
@@ -113,7 +113,7 @@ const APT = "sudo apt-get install -y"
 export const doctor = defineOperation({
   key: "host.doctor",
   tool: "doctor",
-  cli: "doctor",
+  expose: { cli: "doctor", mcp: true },
   title: "Check host prerequisites",
   description:
     "Check the host: qemu-system-x86_64, qemu-img and ssh (required), git and xorriso (optional), and whether KVM really works (a short probe boot; otherwise VMs run under TCG).",
@@ -176,7 +176,7 @@ const kvmFixes = (probe: AccelProbe): ReadonlyArray<string> => {
 export const version = defineOperation({
   key: "host.version",
   tool: "version",
-  cli: "version",
+  expose: { cli: "version", mcp: true },
   title: "Version",
   description: "Report Stoat's build version and the JSON contract version.",
   kind: "query",

@@ -43,7 +43,7 @@ const requireTag = (record: OkRecord, tag: string) =>
 export const listSnapshots = defineOperation({
   key: "snapshot.list",
   tool: "list_snapshots",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "List snapshots",
   description: "List a VM's disk snapshots (tag, size, creation time). Works on running and stopped VMs.",
   kind: "query",
@@ -57,7 +57,7 @@ export const listSnapshots = defineOperation({
 export const saveSnapshot = defineOperation({
   key: "snapshot.save",
   tool: "snapshot",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "Save a snapshot",
   description: "Save a disk snapshot under a tag (replacing one with the same tag). On a running VM it is disk-only and crash-consistent.",
   kind: "command",
@@ -78,7 +78,7 @@ export const saveSnapshot = defineOperation({
 export const restoreSnapshot = defineOperation({
   key: "snapshot.restore",
   tool: "restore",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "Restore a snapshot",
   description: "Roll a stopped VM's disk back to a snapshot. Changes since the snapshot are lost. Unknown tags answer not_found with the existing tags.",
   kind: "command",
@@ -101,7 +101,7 @@ export const restoreSnapshot = defineOperation({
 export const deleteSnapshot = defineOperation({
   key: "snapshot.delete",
   tool: "delete_snapshot",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "Delete a snapshot",
   description: "Delete a disk snapshot by tag. Works on running and stopped VMs.",
   kind: "command",
