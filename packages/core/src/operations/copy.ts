@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { McpCopyResult } from "@stoat/wire"
+import { CopyResult, McpCopyResult } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { copyFromGuest, copyToGuest } from "../guest/copy.js"
 import { loadVm, requireRunning, sshTarget } from "../vm/runtime.js"
@@ -32,6 +32,14 @@ const copy = (input: CopyInput, toRemote: boolean) =>
     return { vm: input.vm, local, remote: input.remote, to_remote: toRemote }
   })
 
+/** `stoat cp` names the direction; the tools say to_remote (reference §4). */
+const copyView = (copied: typeof McpCopyResult.Type): typeof CopyResult.Type => ({
+  vm: copied.vm,
+  direction: copied.to_remote ? "to_guest" : "from_guest",
+  local: copied.local,
+  remote: copied.remote
+})
+
 export const copyTo = defineOperation({
   key: "guest.copy_to",
   tool: "copy_to",
@@ -43,6 +51,7 @@ export const copyTo = defineOperation({
   kind: "command",
   input: CopyInput,
   output: McpCopyResult,
+  cliView: copyView,
   annotations: EXEC,
   access: "manage",
   run: (input) => copy(input, true)
@@ -59,6 +68,7 @@ export const copyFrom = defineOperation({
   kind: "command",
   input: CopyInput,
   output: McpCopyResult,
+  cliView: copyView,
   annotations: EXEC,
   access: "manage",
   run: (input) => copy(input, false)

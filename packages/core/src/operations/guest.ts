@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessList, SvcStatus, TailLines, WriteFileResult } from "@stoat/wire"
+import { CliExecResult, CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessList, SvcStatus, TailLines, WriteFileResult } from "@stoat/wire"
 import { Usage } from "../errors.js"
 import { GUEST_CAPS, GuestOps } from "../guest/ops.js"
 import { guestSession, type GuestSession } from "../guest/session.js"
@@ -43,6 +43,7 @@ export const execInGuest = defineOperation({
     timeout_seconds: Schema.optional(IntRange(1, GUEST_CAPS.execTimeoutSeconds))
   }),
   output: ExecResult,
+  cliView: (result, { vm }): typeof CliExecResult.Type => ({ vm, ...result }),
   annotations: EXEC,
   access: "exec",
   run: (input) =>

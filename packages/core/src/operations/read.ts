@@ -1,7 +1,7 @@
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import * as fs from "../platform/fs.js"
-import { DoctorReport, GuestList, Guest, VersionInfo, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
+import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Guests, type LoadedGuest } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
@@ -65,6 +65,7 @@ export const getVm = defineOperation({
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: VmStatus,
+  cliView: (vm): typeof VmGet.Type => ({ vm }),
   annotations: READ,
   access: null,
   run: ({ vm }) =>
@@ -103,6 +104,7 @@ export const guestInfo = defineOperation({
   kind: "query",
   input: Schema.Struct({ name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)) }),
   output: Guest,
+  cliView: (guest): typeof GuestShow.Type => ({ guest }),
   annotations: READ,
   access: null,
   run: ({ name }) => Effect.map(Effect.flatMap(Guests, (guests) => guests.get(name)), toWireGuest)

@@ -104,6 +104,7 @@ export const recipeSchema = defineOperation({
   kind: "query",
   input: Schema.Struct({ name: RecipeName }),
   output: RecipeSchema,
+  cliView: (recipe) => ({ recipe }),
   annotations: READ,
   access: null,
   run: (input) => Effect.map(Effect.flatMap(Recipes, (recipes) => recipes.get(input.name)), recipeSchemaView)

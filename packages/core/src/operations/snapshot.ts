@@ -1,5 +1,5 @@
 import { type Context, Effect, Schema } from "effect"
-import { Snapshots } from "@stoat/wire"
+import { SnapshotAction, SnapshotList, Snapshots } from "@stoat/wire"
 import { AlreadyRunning, NoDisk, NotFound } from "../errors.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
@@ -40,6 +40,11 @@ const requireTag = (record: OkRecord, tag: string) =>
         )
   )
 
+/** `stoat snapshot <vm> <tag>` answers what it did, not the resulting list (reference §4). */
+const snapshotAction =
+  (action: (typeof SnapshotAction.Type)["action"]) =>
+  (_: unknown, input: { readonly vm: string; readonly tag: string }): typeof SnapshotAction.Type => ({ vm: input.vm, tag: input.tag, action })
+
 export const listSnapshots = defineOperation({
   key: "snapshot.list",
   tool: "list_snapshots",
@@ -49,6 +54,7 @@ export const listSnapshots = defineOperation({
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: Snapshots,
+  cliView: ({ snapshots }, { vm }): typeof SnapshotList.Type => ({ vm, snapshots }),
   annotations: READ,
   access: null,
   run: (input) => Effect.map(Effect.flatMap(withDisk(input.vm), listOf), (snapshots) => ({ snapshots }))
@@ -63,6 +69,7 @@ export const saveSnapshot = defineOperation({
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: Snapshots,
+  cliView: snapshotAction("save"),
   annotations: MUTATE,
   access: null,
   run: (input) =>
@@ -84,6 +91,7 @@ export const restoreSnapshot = defineOperation({
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: Snapshots,
+  cliView: snapshotAction("restore"),
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>
@@ -107,6 +115,7 @@ export const deleteSnapshot = defineOperation({
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: Snapshots,
+  cliView: snapshotAction("delete"),
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { readFile, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
-import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
+import { CloneResult, DestroyResult, ForwardResult, LogLines, RmResult, ScreenshotResult, UpdateResult, Vm, VmResult, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
 import {
   AccessDenied,
@@ -58,6 +58,9 @@ import { ensureProjectRecipes } from "../recipes/remote/service.js"
 const viewOne = (record: OkRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
 
 const reload = (name: string) => Effect.flatMap(loadVm(name), viewOne)
+
+/** The CLI's data for an operation that answers one VM (create, up, down). */
+const vmResult = (vm: Vm): typeof VmResult.Type => ({ vm })
 
 // ---------------------------------------------------------------------------------------------
 // create
@@ -129,6 +132,7 @@ export const createVm = defineOperation({
   kind: "command",
   input: CreateInput,
   output: Vm,
+  cliView: vmResult,
   annotations: MUTATE,
   access: null,
   run: (input, context) =>
@@ -284,6 +288,7 @@ export const startVm = defineOperation({
   kind: "command",
   input: Schema.Struct({ vm: VmName, ...StartFields }),
   output: Vm,
+  cliView: vmResult,
   annotations: MUTATE,
   access: null,
   run: (input, context) =>
@@ -370,6 +375,7 @@ export const stopVm = defineOperation({
   kind: "command",
   input: Schema.Struct({ vm: VmName }),
   output: Vm,
+  cliView: vmResult,
   annotations: MUTATE,
   access: null,
   run: (input) =>
@@ -465,6 +471,7 @@ export const destroyVm = defineOperation({
     })
   }),
   output: DestroyResult,
+  cliView: ({ name, destroyed }): typeof RmResult.Type => ({ deleted: destroyed, name }),
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>
