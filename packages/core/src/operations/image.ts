@@ -11,7 +11,7 @@ import { NoInput } from "./inputs.js"
 export const listImages = defineOperation({
   key: "image.list",
   tool: "list_images",
-  cli: "images",
+  expose: { cli: "images", mcp: true },
   title: "List images",
   description: "List the catalog images (and images VMs were created from) with whether each is downloaded and its size. `tiny` is built locally from Debian packages.",
   kind: "query",
@@ -32,8 +32,7 @@ export const listImages = defineOperation({
 export const pullImage = defineOperation({
   key: "image.pull",
   tool: "pull",
-  cli: "pull",
-  mcp: false,
+  expose: { cli: "pull", mcp: false },
   title: "Download an image",
   description:
     "Download a catalog image into the data root, verifying its published checksum while streaming; `tiny` is assembled locally instead. Progress is reported as it goes; interrupting removes the partial file.",

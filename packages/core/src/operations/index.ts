@@ -28,6 +28,7 @@ export * from "./checkpoint.js"
 export * from "./recipe.js"
 export * from "./project.js"
 export * from "./remote-recipe.js"
+export * from "./logs.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [

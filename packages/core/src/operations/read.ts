@@ -1,7 +1,7 @@
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import * as fs from "../platform/fs.js"
-import { DoctorReport, GuestList, Guest, VersionInfo, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
+import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Guests, type LoadedGuest } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
@@ -47,7 +47,7 @@ export const viewVms = (records: ReadonlyArray<VmRecord>) =>
 export const listVms = defineOperation({
   key: "vm.list",
   tool: "list_vms",
-  cli: "ls",
+  expose: { cli: "ls", mcp: true },
   title: "List VMs",
   description: "List every VM in the data root with its state (running, stopped or broken), size and SSH port.",
   kind: "query",
@@ -65,12 +65,13 @@ export const listVms = defineOperation({
 export const getVm = defineOperation({
   key: "vm.get",
   tool: "vm_status",
-  cli: "get",
+  expose: { cli: "get", mcp: true },
   title: "Show a VM",
   description: "Show one VM: its configuration, state, recipes with their applied state and health.",
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: VmStatus,
+  cliView: (vm): typeof VmGet.Type => ({ vm }),
   annotations: READ,
   access: null,
   run: ({ vm }) =>
@@ -89,7 +90,7 @@ const toWireGuest = ({ log_path: _logPath, ...guest }: LoadedGuest): Guest => gu
 export const listGuests = defineOperation({
   key: "guest.list",
   tool: "list_guests",
-  cli: "guest ls",
+  expose: { cli: "guest ls", mcp: true },
   title: "List guest definitions",
   description: "List the loaded guest OS definitions (bundled, user files, and user files merged over bundled ones).",
   kind: "query",
@@ -103,12 +104,13 @@ export const listGuests = defineOperation({
 export const guestInfo = defineOperation({
   key: "guest.get",
   tool: "guest_info",
-  cli: "guest show",
+  expose: { cli: "guest show", mcp: true },
   title: "Show a guest definition",
   description: "Show one guest definition: init system, package manager and service command templates.",
   kind: "query",
   input: Schema.Struct({ name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)) }),
   output: Guest,
+  cliView: (guest): typeof GuestShow.Type => ({ guest }),
   annotations: READ,
   access: null,
   run: ({ name }) => Effect.map(Effect.flatMap(Guests, (guests) => guests.get(name)), toWireGuest)
@@ -119,7 +121,7 @@ const APT = "sudo apt-get install -y"
 export const doctor = defineOperation({
   key: "host.doctor",
   tool: "doctor",
-  cli: "doctor",
+  expose: { cli: "doctor", mcp: true },
   title: "Check host prerequisites",
   description:
     "Check the host: qemu-system-x86_64, qemu-img and ssh (required), git and xorriso (optional), and whether KVM really works (a short probe boot; otherwise VMs run under TCG).",
@@ -182,7 +184,7 @@ const kvmFixes = (probe: AccelProbe): ReadonlyArray<string> => {
 export const version = defineOperation({
   key: "host.version",
   tool: "version",
-  cli: "version",
+  expose: { cli: "version", mcp: true },
   title: "Version",
   description: "Report Stoat's build version and the JSON contract version.",
   kind: "query",
