@@ -50,7 +50,7 @@ const describe = (facts: FieldFacts, field: string, description: string | undefi
 
 /**
  * oclif flags for fields of an operation's input: the description, integer bounds and choices
- * come from the field's schema, so help and parsing say what the operation checks. Pass a
+ * come from the field's schema, so help says what the operation checks. Pass a
  * description where the CLI's wording differs (or the schema has none).
  */
 export const schemaFlags = (input: Schema.Schema.Any) => {
@@ -59,10 +59,13 @@ export const schemaFlags = (input: Schema.Schema.Any) => {
     return flag
   }
   return {
+    // The bounds are shown, not enforced by oclif: the operation's schema checks them, so a bad
+    // value gets the same "cpus must be 1..256, got 9999" from the CLI and from MCP.
     integer: (field: string, description?: string) => {
       const facts = factsOf(input, field)
-      const bounds = { ...(facts.min !== undefined ? { min: facts.min } : {}), ...(facts.max !== undefined ? { max: facts.max } : {}) }
-      return remember(Flags.integer({ description: describe(facts, field, description), ...bounds }), field)
+      const text = describe(facts, field, description)
+      const range = facts.min !== undefined && facts.max !== undefined && !text.includes(String(facts.max)) ? ` (${facts.min}..${facts.max})` : ""
+      return remember(Flags.integer({ description: `${text}${range}` }), field)
     },
     string: (field: string, description?: string) => {
       const facts = factsOf(input, field)
