@@ -1,5 +1,6 @@
 import { Flags } from "@oclif/core"
 import { Option, SchemaAST, type Schema } from "effect"
+import { parseDurationMs } from "@stoat/core"
 
 /** What an input field's schema says about it: its description, integer bounds, literal choices. */
 interface FieldFacts {
@@ -108,12 +109,11 @@ export const paramTable = (values: ReadonlyArray<string>): Record<string, Record
 /** The environment variable a `--secret recipe.param` value comes from when no terminal can ask. */
 export const secretEnvName = (recipe: string, param: string): string => `STOAT_SECRET_${recipe}_${param}`.toUpperCase().replaceAll("-", "_")
 
-/** Go-style durations as the original took them (90s, 2m, 1m30s, 500ms), or plain seconds. */
+/** A duration in seconds: Go-style as the original took them (90s, 2m, 1m30s), or plain seconds. */
 export const parseDuration = (text: string): number | undefined => {
-  const match = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/.exec(text)
-  if (!match || text === "") return /^\d+$/.test(text) ? Number(text) : undefined
-  const [, h, m, s, ms] = match
-  return Number(h ?? 0) * 3600 + Number(m ?? 0) * 60 + Number(s ?? 0) + Number(ms ?? 0) / 1000
+  if (/^\d+$/.test(text)) return Number(text)
+  const ms = parseDurationMs(text)
+  return ms === undefined ? undefined : ms / 1000
 }
 
 /** `--timeout 2m` for the waits (`wait`, `up`): whole seconds, 1 to 600; anything else is a usage error. */
