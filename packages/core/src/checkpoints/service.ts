@@ -17,7 +17,7 @@ import { Hypervisor, type DiskRef, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import type { VmConfig } from "../vm/config.js"
 import { checkMemory, checkVmCount, makeVmFolder } from "../vm/folders.js"
-import { DISK_FILE, diskFile, diskPath, isRunning, loadVm, requireRunning, sshTarget, topPointerPath, vmDisk, vmRef, type OkRecord } from "../vm/runtime.js"
+import { diskFile, diskPath, firstDisk, isRunning, loadVm, requireRunning, sshTarget, topPointerPath, vmDisk, vmRef, type OkRecord } from "../vm/runtime.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
 import {
@@ -308,7 +308,7 @@ const make = Effect.gen(function* () {
               // Applied recipes stay applied: the fork is the source's guest as it was.
               const config: VmConfig = { ...copied, applied, name, sshport, forwards: [], project: "", key: "", ram: file.ram_mb, cpus: file.cpus, disk: file.disk }
               const layer = { vm: vmRef(source), file: relative(source.dir, file.layer) }
-              yield* makeVmFolder(name, (dir) => Effect.zipRight(hypervisor.createDisk({ vm: { name, dir }, file: DISK_FILE }, "", layer), store.write(name, config)))
+              yield* makeVmFolder(name, (dir) => Effect.zipRight(hypervisor.createDisk(firstDisk({ name, dir }), "", layer), store.write(name, config)))
               made.push(name)
             }
           })

@@ -42,7 +42,7 @@ import {
   effectiveAccess,
   type VmConfig
 } from "../vm/config.js"
-import { bootPlan, DISK_FILE, diskPath, isRunning, loadVm, sshTarget, vmDisk, vmRef, type OkRecord } from "../vm/runtime.js"
+import { bootPlan, diskPath, firstDisk, isRunning, loadVm, sshTarget, vmDisk, vmRef, type OkRecord } from "../vm/runtime.js"
 import { VmStore } from "../vm/store.js"
 import { Checkpoints } from "../checkpoints/index.js"
 import { resolveTemplate, withLocalImage } from "../vm/template.js"
@@ -191,9 +191,9 @@ export const createVm = defineOperation({
           })
           const disk = (dir: string) =>
             template.diskAtCreate === "blank"
-              ? hypervisor.createDisk({ vm: { name: input.name, dir }, file: DISK_FILE }, config.disk)
+              ? hypervisor.createDisk(firstDisk({ name: input.name, dir }), config.disk)
               : template.diskAtCreate === "overlay" && template.base
-                ? hypervisor.createDisk({ vm: { name: input.name, dir }, file: DISK_FILE }, config.disk, { image: template.base })
+                ? hypervisor.createDisk(firstDisk({ name: input.name, dir }), config.disk, { image: template.base })
                 : Effect.void
           yield* makeVmFolder(input.name, (dir) => Effect.zipRight(disk(dir), store.write(input.name, config)))
           return yield* loadVm(input.name)
@@ -685,7 +685,7 @@ export const cloneVm = defineOperation({
             Effect.gen(function* () {
               const sourceDisk = diskPath(source)
               const hasDisk = yield* Effect.promise(() => stat(sourceDisk).then(() => true, () => false))
-              if (hasDisk) yield* hypervisor.createDisk({ vm: { name: input.name, dir }, file: DISK_FILE }, source.config.disk, vmDisk(source))
+              if (hasDisk) yield* hypervisor.createDisk(firstDisk({ name: input.name, dir }), source.config.disk, vmDisk(source))
               yield* store.write(input.name, config)
             })
           )

@@ -62,10 +62,13 @@ export const diskPath = (record: VmRecord): string => join(record.dir, diskFile(
 export const diskFile = (record: VmRecord): string => readTopPointer(record.dir) ?? DISK_FILE
 
 /** The name of a VM's first disk in its folder. */
-export const DISK_FILE = "disk.qcow2"
+const DISK_FILE = "disk.qcow2"
 
 /** The disk a VM writes to, as the hypervisor addresses it. */
 export const vmDisk = (record: VmRecord): VmDisk => ({ vm: vmRef(record), file: diskFile(record) })
+
+/** The disk a new VM (its folder being made) starts with. */
+export const firstDisk = (vm: VmRef): VmDisk => ({ vm, file: DISK_FILE })
 
 const readTopPointer = (dir: string): string | undefined => {
   try {
