@@ -2,7 +2,7 @@
 // P4: `stoat up --wait` of the tiny guest against a raw QEMU boot of the same guest (below).
 // P7: `stoat clone` of a stopped VM with a 1 GiB and an 8 GiB disk (target ≤ 300 ms, independent of size).
 import { spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir, homedir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -85,6 +85,8 @@ for (let i = 0; i < runs; i++) {
   const { plan } = JSON.parse(readFileSync(join(vmDir, "boot.json"), "utf8"))
   const dir = mkdtempSync(join(tmpdir(), "stoat-raw-"))
   const consoleLog = join(dir, "console.log")
+  // The plan names the disk inside the VM folder; the stand-in folder links to the real one.
+  if (plan.disk !== undefined) symlinkSync(join(vmDir, plan.disk), join(dir, plan.disk))
   const own = qemuArgs({ ...plan, vm: { name: plan.vm.name, dir }, sshPort: 2400 + i }, { accel: "tcg", initrd: join(vmDir, "initrd.img"), daemonize: false })
   rawStoatArgv.push(
     await time(async () => {

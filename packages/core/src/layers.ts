@@ -11,12 +11,17 @@ import { GuestOpsLive } from "./guest/ops.js"
 import { JobsLive } from "./guest/jobs.js"
 import { GitLive } from "./recipes/remote/git.js"
 import { RemoteRecipesLive } from "./recipes/remote/service.js"
+import { SnapshotsLive } from "./vm/snapshots.js"
 
-/** Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the stack. */
+/**
+ * Core's live services over the data root named by `$STOAT_HOME`. Hypervisor and ImageBuilder
+ * layers (which may need the DataRoot provided here) complete the stack.
+ */
 export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, AuditLogLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),
   (base) => Layer.provideMerge(JobsLive, base),
-  (base) => Layer.provideMerge(RemoteRecipesLive.pipe(Layer.provide(GitLive)), base)
+  (base) => Layer.provideMerge(RemoteRecipesLive.pipe(Layer.provide(GitLive)), base),
+  (base) => Layer.provideMerge(SnapshotsLive, base)
 )

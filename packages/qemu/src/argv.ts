@@ -1,5 +1,6 @@
 import { join } from "node:path"
 import type { BootPlan } from "@stoat/core"
+import { vmFilePath } from "./disks.js"
 
 /** Files QEMU and Stoat keep in a VM's folder while it runs. */
 export interface VmFiles {
@@ -78,7 +79,7 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
   if (plan.disk !== undefined) {
     const format = options.diskFormat ?? (plan.disk.endsWith(".qcow2") ? "qcow2" : "raw")
     args.push(
-      "-drive", `file=${qemuOpt(plan.disk)},if=none,id=${DISK_ID},format=${format},discard=unmap`,
+      "-drive", `file=${qemuOpt(vmFilePath(plan.vm, plan.disk))},if=none,id=${DISK_ID},format=${format},discard=unmap`,
       "-device", `virtio-blk-pci,drive=${DISK_ID}${bootindex(cdromFirst ? 1 : 0)}`
     )
   }

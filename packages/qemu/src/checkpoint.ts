@@ -15,9 +15,12 @@ import {
   type CheckpointTaken,
   type MonitorUnreachable,
   type QemuMissing,
+  type DiskRef,
   type ResumePlan,
+  type VmDisk,
   type VmRef
 } from "@stoat/core"
+import { hostPathOf, vmFilePath } from "./disks.js"
 import { DISK_ID, vmFiles } from "./argv.js"
 import { linkOrCopy, readBootRecord, startVm } from "./lifecycle.js"
 import { readRunState } from "./process.js"
@@ -141,10 +144,17 @@ const migrationBlocker = (qmp: Qmp) =>
  */
 export const checkpointVm = (
   vm: VmRef,
-  request: CheckpointRequest
+  names: CheckpointRequest
 ): Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | MonitorUnreachable | MonitorRejected | Internal | QemuMissing> =>
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
+    // From here on every name of the request is its file on this host.
+    const request: CheckpointRequest = {
+      disk: vmFilePath(vm, names.disk),
+      top: vmFilePath(vm, names.top),
+      topPointer: vmFilePath(vm, names.topPointer),
+      folder: vmFilePath(vm, names.folder)
+    }
     const saved = checkpointFiles(request.folder)
     if (!(yield* Effect.promise(() => readRunState(vm))).running) {
       return yield* new NotRunning({ message: `VM "${vm.name}" is not running; only a running VM can be checkpointed`, subject: vm.name })
@@ -202,7 +212,7 @@ export const checkpointVm = (
       })
     )
     const stateBytes = yield* Effect.promise(() => stat(saved.state).then((info) => info.size, () => 0))
-    return { pausedMs, stateFile: saved.state, stateBytes, ramMb: plan.ramMb, cpus: plan.cpus }
+    return { pausedMs, stateFile: relative(vm.dir, saved.state), stateBytes, ramMb: plan.ramMb, cpus: plan.cpus }
   })
 
 const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, QemuStartFailed> =>
@@ -212,8 +222,9 @@ const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, QemuStar
   })
 
 /** A new VM from a checkpoint: the saved plan with its own folder, disk, SSH port and share; no port forwards. */
-export const resumeVm = (qemu: string, folder: string, target: ResumePlan) =>
+export const resumeVm = (qemu: string, checkpoint: { readonly vm: VmRef; readonly folder: string }, target: ResumePlan) =>
   Effect.gen(function* () {
+    const folder = vmFilePath(checkpoint.vm, checkpoint.folder)
     const saved = yield* readSaved(folder, target.vm)
     const { guestIdentity: _identity, ...plan } = saved.plan
     const files = checkpointFiles(folder)
@@ -223,8 +234,10 @@ export const resumeVm = (qemu: string, folder: string, target: ResumePlan) =>
   })
 
 /** `qemu-img rebase` in safe mode: what the disk reads through the dropped layers is copied into it. */
-export const rebaseDisk = (path: string, backing: string | undefined): Effect.Effect<void, Internal | QemuMissing> =>
+export const rebaseDisk = (disk: VmDisk, backingDisk: DiskRef | undefined): Effect.Effect<void, Internal | QemuMissing> =>
   Effect.gen(function* () {
+    const path = hostPathOf(disk)
+    const backing = backingDisk === undefined ? undefined : hostPathOf(backingDisk)
     const format = backing === undefined ? undefined : (yield* img.diskInfo(backing).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: path })))).format
     yield* img.qemuImg(["rebase", "-q", "-f", "qcow2", "-b", backing ?? "", ...(format !== undefined ? ["-F", format] : []), path], path)
   })

@@ -1,20 +1,15 @@
 import { join } from "node:path"
 import { Config, Effect, Either, Layer } from "effect"
 import {
-  AlreadyRunning,
-  CannotReach,
-  CapabilityUnavailable,
   DataRoot,
   findOnPath,
   Hypervisor,
-  Internal,
   InvalidSpec,
-  NotFound,
   QemuMissing,
   QemuStartFailed,
-  ShareInvalid,
+  type AlreadyRunning,
   type BootPlan,
-  type LocalImage,
+  type ShareInvalid,
   type StartedVm
 } from "@stoat/core"
 import { access } from "node:fs/promises"
@@ -26,8 +21,9 @@ import { readRunState } from "./process.js"
 import * as img from "./qemu-img.js"
 import { screenshot } from "./screenshot.js"
 import * as snapshots from "./snapshots.js"
-import { buildTinyGuest, readTinyGuest } from "./tiny/build.js"
-import { buildDebianMini, DEBIAN_MINI_ID, DebianMiniBuildError, readDebianMini } from "./debian-mini/build.js"
+import { readTinyGuest } from "./tiny/build.js"
+import { hostPathOf } from "./disks.js"
+import { cacheDirsFromEnv, defaultTinyCacheDir } from "./image-builder.js"
 
 export const QEMU_BINARY = "qemu-system-x86_64"
 
@@ -39,7 +35,7 @@ const qemuPath = Effect.flatMap(
 /** Longest path a unix socket address can hold (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107
 
-/** Checks that need no QEMU: paths QEMU could not use and files the plan names but lacks. */
+/** Checks, before every start, that need no QEMU: paths QEMU could not use and files the plan names but lacks. */
 const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec> =>
   Effect.gen(function* () {
     const invalid = (message: string, subject = plan.vm.name) => new InvalidSpec({ message, subject })
@@ -59,35 +55,8 @@ const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec> =>
   })
 
 export interface QemuHypervisorOptions {
-  /**
-   * Where the tiny guest is built and cached: `<dir>/debs` (downloaded packages) and `<dir>/image`.
-   * Default `<data root>/.cache/tiny`.
-   */
+  /** Where the tiny guest is cached (see QemuImageBuilderOptions); the accelerator probe boots its kernel. */
   readonly tinyCacheDir?: string
-  /**
-   * Where debian-12-mini is built and cached: `<dir>/debs` (mmdebstrap's packages) and `<dir>/image`
-   * (one folder per build). Default `<data root>/.cache/debian-12-mini`.
-   */
-  readonly debianMiniCacheDir?: string
-}
-
-/** A failed debian-12-mini build as the typed error its cause calls for. */
-const debianMiniError = (cause: unknown) => {
-  const message = cause instanceof Error ? cause.message : String(cause)
-  if (!(cause instanceof DebianMiniBuildError)) return new Internal({ message: `cannot build ${DEBIAN_MINI_ID}: ${message}`, subject: DEBIAN_MINI_ID })
-  switch (cause.kind) {
-    case "missing_tool":
-    case "needs_root":
-      return new CapabilityUnavailable({ message, subject: DEBIAN_MINI_ID, reason: cause.kind })
-    case "mirror_unreachable":
-      return new CannotReach({ message, subject: DEBIAN_MINI_ID })
-    case "gone":
-      return new NotFound({ message, subject: DEBIAN_MINI_ID })
-    case "invalid_path":
-      return new InvalidSpec({ message, subject: "STOAT_DEBIAN_MINI_CACHE" })
-    case "failed":
-      return new Internal({ message, subject: DEBIAN_MINI_ID })
-  }
 }
 
 /** The QEMU implementation of the Hypervisor port. */
@@ -96,22 +65,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
     Hypervisor,
     Effect.map(DataRoot, (root) => {
       const accelCache = new AccelCache(join(root.root, ".accel-probe.json"))
-      const tinyDir = options.tinyCacheDir ?? join(root.root, ".cache", "tiny")
-      const debianMiniDir = options.debianMiniCacheDir ?? join(root.root, ".cache", DEBIAN_MINI_ID)
-      /** The current debian-12-mini build (made first if needed), or the one a VM's root disk came from. */
-      const debianMini = (onStage?: (line: string) => void, rootDisk?: string): Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec> =>
-        Effect.map(
-          Effect.tryPromise({
-            try: async () => {
-              if (rootDisk === undefined) return buildDebianMini({ cacheDir: debianMiniDir, outDir: join(debianMiniDir, "image"), ...(onStage ? { onStage } : {}) })
-              const pinned = await readDebianMini(join(debianMiniDir, "image"), rootDisk)
-              if (pinned) return pinned
-              throw new DebianMiniBuildError("gone", `the ${DEBIAN_MINI_ID} build that ${rootDisk} belongs to is incomplete or was removed; delete the VM and create it again`)
-            },
-            catch: debianMiniError
-          }),
-          (image) => ({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs, rootDisk: image.rootDisk })
-        )
+      const tinyDir = options.tinyCacheDir ?? defaultTinyCacheDir(root.root)
       /** The kernel the probe boots: the VM's own when it boots one directly, else the tiny guest's when built. */
       const probeKernel = (plan?: BootPlan) =>
         plan?.kernel !== undefined ? Effect.succeed(plan.kernel.path) : Effect.promise(() => readTinyGuest(join(tinyDir, "image")).then((image) => image?.kernel))
@@ -131,8 +85,9 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
        * silent, or whose run state turns internal-error or guest-panicked is stopped and started
        * once more under TCG, and the verdict is cached so later starts go to TCG directly.
        */
-      const start = (plan: BootPlan): Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid> =>
+      const start = (plan: BootPlan): Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec> =>
         Effect.gen(function* () {
+          yield* validatePlan(plan)
           const qemu = yield* qemuPath
           const { setting, verdict } = yield* decide(qemu, plan).pipe(Effect.mapError((error) => new QemuStartFailed({ message: error.message, subject: plan.vm.name })))
           if (verdict.accel === "tcg") return { ...(yield* startVm(plan, { qemu, accel: "tcg" })), accel: "tcg" as const }
@@ -163,31 +118,18 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
         start,
         awaitSshd,
         stop: (vm, stopOptions) => stopVm(vm, stopOptions),
-        createDisk: img.createDisk,
-        resizeDisk: img.resizeDisk,
-        diskInfo: img.diskInfo,
+        // Suspended: a name outside the VM folder is a defect of the call, not a throw at it.
+        createDisk: (disk, size, backing) => Effect.suspend(() => img.createDisk(hostPathOf(disk), size, backing === undefined ? undefined : hostPathOf(backing))),
+        resizeDisk: (disk, size) => Effect.suspend(() => img.resizeDisk(hostPathOf(disk), size)),
+        diskInfo: (disk) => Effect.suspend(() => img.diskInfo(hostPathOf(disk))),
         listSnapshots: snapshots.listSnapshots,
         saveSnapshot: snapshots.saveSnapshot,
         restoreSnapshot: snapshots.restoreSnapshot,
         deleteSnapshot: snapshots.deleteSnapshot,
         screenshot,
         checkpoint: checkpointVm,
-        resume: (folder, plan) => Effect.flatMap(qemuPath, (qemu) => resumeVm(qemu, folder, plan)),
-        rebaseDisk,
-        validate: validatePlan,
-        localImage: (id, onStage, localOptions) =>
-          id === DEBIAN_MINI_ID
-            ? debianMini(onStage, localOptions?.rootDisk)
-            : id === "tiny"
-            ? Effect.map(
-                Effect.tryPromise({
-                  try: () =>
-                    buildTinyGuest({ cacheDir: join(tinyDir, "debs"), outDir: join(tinyDir, "image"), ...(onStage ? { onStage } : {}) }),
-                  catch: (cause) => new Internal({ message: `cannot build the tiny guest: ${cause instanceof Error ? cause.message : String(cause)}`, subject: id })
-                }),
-                (image) => ({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs })
-              )
-            : Effect.fail(new NotFound({ message: `no locally built image "${id}" (only "tiny" and "${DEBIAN_MINI_ID}")`, subject: id }))
+        resume: (checkpoint, plan) => Effect.flatMap(qemuPath, (qemu) => resumeVm(qemu, checkpoint, plan)),
+        rebaseDisk
       })
     })
   )
@@ -203,14 +145,10 @@ const accelSettingConfig: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flat
   }
 )
 
-/**
- * The live layer. STOAT_TINY_CACHE and STOAT_DEBIAN_MINI_CACHE, when set, point the local image
- * build caches elsewhere (so test runs share one).
- */
+/** The live layer; STOAT_TINY_CACHE, when set, names the tiny guest's cache (see QemuImageBuilderLive). */
 export const QemuHypervisorLive = Layer.unwrapEffect(
   Effect.sync(() => {
-    const tinyCacheDir = process.env["STOAT_TINY_CACHE"]
-    const debianMiniCacheDir = process.env["STOAT_DEBIAN_MINI_CACHE"]
-    return makeQemuHypervisor({ ...(tinyCacheDir ? { tinyCacheDir } : {}), ...(debianMiniCacheDir ? { debianMiniCacheDir } : {}) })
+    const { tinyCacheDir } = cacheDirsFromEnv()
+    return makeQemuHypervisor(tinyCacheDir !== undefined ? { tinyCacheDir } : {})
   })
 )

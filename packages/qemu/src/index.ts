@@ -1,4 +1,5 @@
 export * from "./hypervisor.js"
+export * from "./image-builder.js"
 export * from "./accel.js"
 export * from "./process.js"
 export * from "./live.js"

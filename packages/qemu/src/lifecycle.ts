@@ -3,6 +3,7 @@ import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/pr
 import { Effect } from "effect"
 import { AlreadyRunning, Internal, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
+import { vmFilePath } from "./disks.js"
 import { isAlive, ownsVm, readRunState } from "./process.js"
 import { qmpExecute, withQmp } from "./qmp.js"
 import { stderrMessage } from "./run.js"
@@ -152,7 +153,7 @@ export const startVm = (
     if (before.running) return yield* new AlreadyRunning({ message: `VM "${vm.name}" is already running (pid ${before.pid})`, subject: vm.name })
     yield* checkShares(plan)
     const initrd = yield* prepareInitrd(plan, resume)
-    const diskFormat = plan.disk !== undefined ? yield* diskFormatOf(plan.disk) : undefined
+    const diskFormat = plan.disk !== undefined ? yield* diskFormatOf(vmFilePath(vm, plan.disk)) : undefined
     const args = qemuArgs(plan, {
       accel: host.accel,
       ...(initrd !== undefined ? { initrd } : {}),

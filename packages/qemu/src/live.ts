@@ -1,6 +1,10 @@
 import { Layer } from "effect"
-import { CheckpointsLive, CoreLive } from "@stoat/core"
+import { CheckpointsLive, CoreLive, DataRootLive } from "@stoat/core"
 import { QemuHypervisorLive } from "./hypervisor.js"
+import { QemuImageBuilderLive } from "./image-builder.js"
 
-/** The whole live stack: core services over `$STOAT_HOME` with the QEMU hypervisor. */
-export const StoatLive = CheckpointsLive.pipe(Layer.provideMerge(QemuHypervisorLive.pipe(Layer.provideMerge(CoreLive))))
+/** QEMU's implementations of core's ports, over the data root (the same DataRootLive CoreLive uses, so it is built once). */
+const QemuPortsLive = Layer.merge(QemuHypervisorLive, QemuImageBuilderLive).pipe(Layer.provide(DataRootLive))
+
+/** The whole live stack: core services over `$STOAT_HOME` with the QEMU hypervisor and image builder. */
+export const StoatLive = CheckpointsLive.pipe(Layer.provideMerge(CoreLive), Layer.provideMerge(QemuPortsLive))

@@ -1,7 +1,8 @@
-import { mkdir, readFile } from "node:fs/promises"
-import { dirname, resolve } from "node:path"
+import { randomBytes } from "node:crypto"
+import { readFile, rm } from "node:fs/promises"
+import { resolve } from "node:path"
 import { Effect } from "effect"
-import { NotRunning, ScreenshotFailed, type VmRef } from "@stoat/core"
+import { NotRunning, ScreenshotFailed, type Screenshot, type VmRef } from "@stoat/core"
 import { vmFiles } from "./argv.js"
 import { readRunState } from "./process.js"
 import { qmpExecute } from "./qmp.js"
@@ -14,23 +15,27 @@ export const pngSize = (data: Buffer): { readonly width: number; readonly height
   return { width: data.readUInt32BE(16), height: data.readUInt32BE(20) }
 }
 
-/** The VM's display as a PNG written by QEMU itself (QMP screendump, format png since QEMU 7.1). */
-export const screenshot = (
-  vm: VmRef,
-  out: string
-): Effect.Effect<{ readonly width: number; readonly height: number; readonly bytes: number }, ScreenshotFailed | NotRunning> =>
+/**
+ * The VM's display as a PNG made by QEMU itself (QMP screendump, format png since QEMU 7.1). QEMU
+ * writes it to a file of its own choosing in the VM folder; core puts it where the user asked.
+ */
+export const screenshot = (vm: VmRef): Effect.Effect<Screenshot, ScreenshotFailed | NotRunning> =>
   Effect.gen(function* () {
     const state = yield* Effect.promise(() => readRunState(vm))
     if (!state.running) return yield* new NotRunning({ message: `VM "${vm.name}" is not running; start it to take a screenshot`, subject: vm.name })
-    // QEMU runs with "/" as its working directory.
-    const path = resolve(out)
     const failed = (why: string) => new ScreenshotFailed({ message: `screenshot of VM "${vm.name}" failed: ${why}`, subject: vm.name })
-    yield* Effect.tryPromise({ try: () => mkdir(dirname(path), { recursive: true }), catch: (cause) => failed(String(cause)) })
-    yield* qmpExecute(vmFiles(vm.dir).qmp, "screendump", { filename: path, format: "png" }, { subject: vm.name, commandTimeoutMs: 20_000 }).pipe(
-      Effect.mapError((error) => failed(error.message))
+    // Absolute: QEMU runs with "/" as its working directory.
+    const path = resolve(vm.dir, `.screendump-${randomBytes(4).toString("hex")}.png`)
+    const data = yield* Effect.ensuring(
+      Effect.zipRight(
+        qmpExecute(vmFiles(vm.dir).qmp, "screendump", { filename: path, format: "png" }, { subject: vm.name, commandTimeoutMs: 20_000 }).pipe(
+          Effect.mapError((error) => failed(error.message))
+        ),
+        Effect.tryPromise({ try: () => readFile(path), catch: () => failed("QEMU wrote no file") })
+      ),
+      Effect.promise(() => rm(path, { force: true }))
     )
-    const data = yield* Effect.tryPromise({ try: () => readFile(path), catch: () => failed(`QEMU wrote no file at ${path}`) })
     const size = pngSize(data)
-    if (!size) return yield* failed(`${path} is not a PNG image`)
-    return { ...size, bytes: data.length }
+    if (!size) return yield* failed("QEMU's screendump is not a PNG image")
+    return { png: new Uint8Array(data), ...size }
   })

@@ -9,7 +9,7 @@ const plan: BootPlan = {
   cpus: 1,
   sshPort: 2300,
   forwards: [],
-  disk: "/vm/f/disk.qcow2",
+  disk: "disk.qcow2",
   kernel: { path: "/img/vmlinux", initrd: "/img/initrd.img", append: "console=ttyS0" },
   workShare: "/shared/f",
   display: "vnc"

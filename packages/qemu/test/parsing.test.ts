@@ -151,7 +151,7 @@ describe("qemu argv", () => {
     const args = qemuArgs(
       {
         ...plan,
-        disk: `${dir}/disk.qcow2`,
+        disk: "disk.qcow2",
         seedIso: `${dir}/ovl/seed.iso`,
         hostShare: "/srv/data,v2",
         extraShares: [{ tag: "src", host: "/p/src" }],
@@ -181,9 +181,9 @@ describe("qemu argv", () => {
 
   it("boots an install ISO first until the OS is installed", () => {
     const iso = "/home/u/.stoat/isos/alpine.iso"
-    const installing = qemuArgs({ ...plan, disk: `${dir}/disk.qcow2`, cdrom: iso, bootFromCdrom: true }, { accel: "tcg" })
+    const installing = qemuArgs({ ...plan, disk: "disk.qcow2", cdrom: iso, bootFromCdrom: true }, { accel: "tcg" })
     expect(after(installing, "-device")).toEqual(expect.arrayContaining(["virtio-blk-pci,drive=d0,bootindex=1", "ide-cd,drive=cd0,bus=ide.0,bootindex=0"]))
-    const installed = qemuArgs({ ...plan, disk: `${dir}/disk.qcow2`, cdrom: iso }, { accel: "tcg", diskFormat: "raw" })
+    const installed = qemuArgs({ ...plan, disk: "disk.qcow2", cdrom: iso }, { accel: "tcg", diskFormat: "raw" })
     expect(after(installed, "-device")).toEqual(expect.arrayContaining(["virtio-blk-pci,drive=d0,bootindex=0", "ide-cd,drive=cd0,bus=ide.0,bootindex=1"]))
     expect(after(installed, "-drive")[0]).toContain("format=raw")
   })

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { VmRef } from "@stoat/core"
+import type { VmDisk, VmRef } from "@stoat/core"
 import { call, ok, requireQemu } from "./support.js"
 
 const GiB = 1024 ** 3
@@ -13,14 +13,16 @@ const GiB = 1024 ** 3
 describe("qemu-img", () => {
   let root: string
   let vm: VmRef
-  let disk: string
+  let disk: VmDisk
+  /** A disk file of the VM, as core names it. */
+  const inVm = (file: string): VmDisk => ({ vm, file })
 
   beforeAll(async () => {
     requireQemu()
     root = await mkdtemp(join(tmpdir(), "stoat-img-"))
     vm = { name: "img", dir: join(root, "img") }
     await mkdir(vm.dir)
-    disk = join(vm.dir, "disk.qcow2")
+    disk = inVm("disk.qcow2")
   })
   afterAll(async () => {
     await rm(root, { recursive: true, force: true })
@@ -37,19 +39,19 @@ describe("qemu-img", () => {
   it("creates an overlay on an absolute backing file, with the backing format detected", async () => {
     const base = join(root, "base.raw")
     execFileSync("qemu-img", ["create", "-q", "-f", "raw", base, "64M"])
-    const overlay = join(vm.dir, "overlay.qcow2")
-    await ok(root, (h) => h.createDisk(overlay, "", base))
+    const overlay = inVm("overlay.qcow2")
+    await ok(root, (h) => h.createDisk(overlay, "", { image: base }))
     expect(await ok(root, (h) => h.diskInfo(overlay))).toMatchObject({ virtualSize: 64 * 1024 ** 2, format: "qcow2", backingFile: base })
-    const json = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", overlay], { encoding: "utf8" })) as Record<string, unknown>
+    const json = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", join(vm.dir, "overlay.qcow2")], { encoding: "utf8" })) as Record<string, unknown>
     expect(json["backing-filename-format"]).toBe("raw")
     // A larger overlay than its base is how a cloud VM gets its disk size.
-    const grown = join(vm.dir, "grown.qcow2")
-    await ok(root, (h) => h.createDisk(grown, "2G", base))
+    const grown = inVm("grown.qcow2")
+    await ok(root, (h) => h.createDisk(grown, "2G", { image: base }))
     expect((await ok(root, (h) => h.diskInfo(grown))).virtualSize).toBe(2 * GiB)
   })
 
   it("refuses an overlay on a missing base", async () => {
-    const result = await call(root, (h) => h.createDisk(join(vm.dir, "x.qcow2"), "", join(root, "missing.qcow2")))
+    const result = await call(root, (h) => h.createDisk(inVm("x.qcow2"), "", { image: join(root, "missing.qcow2") }))
     expect(Either.isLeft(result) && result.left._tag).toBe("Internal")
   })
 
@@ -66,19 +68,33 @@ describe("qemu-img", () => {
     expect(Either.isLeft(bad) && bad.left.code).toBe("internal")
   })
 
-  it("answers not_found for a missing disk", async () => {
-    const result = await call(root, (h) => h.diskInfo(join(root, "nope.qcow2")))
-    expect(Either.isLeft(result) && result.left.code).toBe("not_found")
+  it("answers not_found for a missing disk, of a VM or a base image", async () => {
+    for (const missing of [inVm("nope.qcow2"), { image: join(root, "nope.qcow2") }]) {
+      const result = await call(root, (h) => h.diskInfo(missing))
+      expect(Either.isLeft(result) && result.left.code).toBe("not_found")
+    }
+  })
+
+  it("builds an overlay on another VM's disk, and rebases it to stand alone", async () => {
+    const other = { name: "other", dir: join(root, "other") }
+    await mkdir(other.dir)
+    const clone = { vm: other, file: "disk.qcow2" }
+    await ok(root, (h) => h.createDisk(clone, "", disk))
+    expect((await ok(root, (h) => h.diskInfo(clone))).backingFile).toBe(join(vm.dir, "disk.qcow2"))
+    await ok(root, (h) => h.rebaseDisk(clone, undefined))
+    expect((await ok(root, (h) => h.diskInfo(clone))).backingFile).toBeUndefined()
+  })
+
+  it("never reaches outside a VM's folder by a file name", async () => {
+    await expect(call(root, (h) => h.diskInfo(inVm("../img/disk.qcow2")))).rejects.toThrow(/not a file inside the folder of VM "img"/)
   })
 
   it("saves, lists, restores and deletes snapshots of a stopped VM", async () => {
     const t0 = performance.now()
-    await ok(root, (h) => h.saveSnapshot(vm, disk, "first"))
+    await ok(root, (h) => h.saveSnapshot(disk, "first"))
     const saveMs = performance.now() - t0
-    await ok(root, (h) => h.saveSnapshot(vm, disk, "second"))
-    // Saving an existing tag replaces it rather than adding a twin.
-    await ok(root, (h) => h.saveSnapshot(vm, disk, "first"))
-    const list = await ok(root, (h) => h.listSnapshots(vm, disk))
+    await ok(root, (h) => h.saveSnapshot(disk, "second"))
+    const list = await ok(root, (h) => h.listSnapshots(disk))
     expect(list.map((snapshot) => snapshot.tag).sort()).toEqual(["first", "second"])
     for (const snapshot of list) {
       expect(snapshot).toMatchObject({ vm_state: "stopped", size_display: "0 B", size_bytes: 0 })
@@ -87,50 +103,47 @@ describe("qemu-img", () => {
     }
 
     const t1 = performance.now()
-    await ok(root, (h) => h.restoreSnapshot(vm, disk, "second"))
+    await ok(root, (h) => h.restoreSnapshot(disk, "second"))
     const restoreMs = performance.now() - t1
-    const missing = await call(root, (h) => h.restoreSnapshot(vm, disk, "third"))
-    expect(Either.isLeft(missing) && missing.left.code).toBe("not_found")
-    expect(Either.isLeft(missing) && missing.left.message).toMatch(/existing tags: (first, second|second, first)/)
 
     const t2 = performance.now()
-    await ok(root, (h) => h.deleteSnapshot(vm, disk, "first"))
+    await ok(root, (h) => h.deleteSnapshot(disk, "first"))
     const deleteMs = performance.now() - t2
-    expect((await ok(root, (h) => h.listSnapshots(vm, disk))).map((snapshot) => snapshot.tag)).toEqual(["second"])
-    const gone = await call(root, (h) => h.deleteSnapshot(vm, disk, "first"))
-    expect(Either.isLeft(gone) && gone.left.code).toBe("not_found")
+    expect((await ok(root, (h) => h.listSnapshots(disk))).map((snapshot) => snapshot.tag)).toEqual(["second"])
+    // Deleting a tag that is not there is nothing to do (not_found is core's rule).
+    await ok(root, (h) => h.deleteSnapshot(disk, "first"))
     console.log(`stopped snapshot: save ${saveMs.toFixed(0)} ms, restore ${restoreMs.toFixed(0)} ms, delete ${deleteMs.toFixed(0)} ms`)
   })
 
   it("deletes every twin of a tag that qemu-img created twice", async () => {
-    execFileSync("qemu-img", ["snapshot", "-c", "twin", disk])
-    execFileSync("qemu-img", ["snapshot", "-c", "twin", disk])
-    await ok(root, (h) => h.deleteSnapshot(vm, disk, "twin"))
-    expect((await ok(root, (h) => h.listSnapshots(vm, disk))).map((snapshot) => snapshot.tag)).toEqual(["second"])
+    execFileSync("qemu-img", ["snapshot", "-c", "twin", join(vm.dir, "disk.qcow2")])
+    execFileSync("qemu-img", ["snapshot", "-c", "twin", join(vm.dir, "disk.qcow2")])
+    await ok(root, (h) => h.deleteSnapshot(disk, "twin"))
+    expect((await ok(root, (h) => h.listSnapshots(disk))).map((snapshot) => snapshot.tag)).toEqual(["second"])
   })
 
   it("will not restore a tag that qemu-img would read as another snapshot's id", async () => {
     // "second" has id 2 by now; a snapshot tagged "2" is ambiguous for `qemu-img snapshot -a 2`.
-    const ids = execFileSync("qemu-img", ["snapshot", "-l", disk], { encoding: "utf8" })
+    const ids = execFileSync("qemu-img", ["snapshot", "-l", join(vm.dir, "disk.qcow2")], { encoding: "utf8" })
     const id = /^(\d+)\s+second\s/m.exec(ids)?.[1] ?? "?"
-    await ok(root, (h) => h.saveSnapshot(vm, disk, id))
-    const result = await call(root, (h) => h.restoreSnapshot(vm, disk, id))
+    await ok(root, (h) => h.saveSnapshot(disk, id))
+    const result = await call(root, (h) => h.restoreSnapshot(disk, id))
     expect(Either.isLeft(result) && result.left.message).toMatch(/also the id of another snapshot/)
-    await ok(root, (h) => h.deleteSnapshot(vm, disk, id))
+    await ok(root, (h) => h.deleteSnapshot(disk, id))
   })
 
   it("reports missing QEMU binaries as qemu_missing", async () => {
     const path = process.env["PATH"]
     process.env["PATH"] = join(root, "empty-bin")
     try {
-      const create = await call(root, (h) => h.createDisk(join(vm.dir, "new.qcow2"), "1G"))
+      const create = await call(root, (h) => h.createDisk(inVm("new.qcow2"), "1G"))
       expect(Either.isLeft(create) && create.left.code).toBe("qemu_missing")
       const start = await call(root, (h) =>
         h.start({ vm, ramMb: 256, cpus: 1, sshPort: 2222, forwards: [], workShare: root, display: "vnc" })
       )
       expect(Either.isLeft(start) && start.left.code).toBe("qemu_missing")
       // Snapshot operations have no qemu_missing in their contract.
-      const list = await call(root, (h) => h.listSnapshots(vm, disk))
+      const list = await call(root, (h) => h.listSnapshots(disk))
       expect(Either.isLeft(list) && list.left.code).toBe("internal")
     } finally {
       process.env["PATH"] = path
@@ -138,12 +151,12 @@ describe("qemu-img", () => {
   })
 
   it("answers no_disk when the VM has no disk", async () => {
-    const none = join(vm.dir, "none.qcow2")
+    const none = inVm("none.qcow2")
     const codes = [
-      await call(root, (h) => h.listSnapshots(vm, none)),
-      await call(root, (h) => h.saveSnapshot(vm, none, "x")),
-      await call(root, (h) => h.restoreSnapshot(vm, none, "x")),
-      await call(root, (h) => h.deleteSnapshot(vm, none, "x"))
+      await call(root, (h) => h.listSnapshots(none)),
+      await call(root, (h) => h.saveSnapshot(none, "x")),
+      await call(root, (h) => h.restoreSnapshot(none, "x")),
+      await call(root, (h) => h.deleteSnapshot(none, "x"))
     ].map((result: Either.Either<unknown, { readonly code: string }>) => Either.isLeft(result) && result.left.code)
     expect(codes).toEqual(["no_disk", "no_disk", "no_disk", "no_disk"])
   })

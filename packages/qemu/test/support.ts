@@ -5,8 +5,9 @@ import { createServer } from "node:net"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { type Context, Effect, Either, Layer } from "effect"
-import { dataRootAt, Hypervisor, type BootPlan } from "@stoat/core"
+import { dataRootAt, Hypervisor, ImageBuilder, type BootPlan } from "@stoat/core"
 import { makeQemuHypervisor } from "../src/hypervisor.js"
+import { makeQemuImageBuilder } from "../src/image-builder.js"
 import type { TinyGuestImage } from "../src/tiny/build.js"
 
 /** These tests drive real QEMU: a missing binary is a failure, never a skip. */
@@ -29,6 +30,10 @@ export const hypervisorAt = (root: string) => makeQemuHypervisor({ tinyCacheDir 
 /** Runs one Hypervisor call; the typed failure comes back as Left so tests can look at its code. */
 export const call = <A, E>(root: string, use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>) =>
   Effect.runPromise(Effect.either(Effect.flatMap(Hypervisor, use)).pipe(Effect.provide(hypervisorAt(root))))
+
+/** Runs one ImageBuilder call over the shared tiny cache; the typed failure comes back as Left. */
+export const build = <A, E>(root: string, use: (images: Context.Tag.Service<ImageBuilder>) => Effect.Effect<A, E>) =>
+  Effect.runPromise(Effect.either(Effect.flatMap(ImageBuilder, use)).pipe(Effect.provide(makeQemuImageBuilder({ tinyCacheDir }).pipe(Layer.provide(dataRootAt(root))))))
 
 /** Like `call`, but a failure throws with its message. */
 export const ok = async <A, E>(root: string, use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>): Promise<A> => {

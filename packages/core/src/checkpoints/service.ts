@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { rename } from "node:fs/promises"
-import { basename, join, resolve, sep } from "node:path"
+import { basename, join, relative, resolve, sep } from "node:path"
 import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
 import type { Checkpoint } from "@stoat/wire"
 import type { ExecutionContext } from "../operations/operation.js"
@@ -13,12 +13,12 @@ import { validateVmName } from "../vm/names.js"
 import { allocateSshPort } from "../vm/network.js"
 import * as fs from "../platform/fs.js"
 import { elapsedSince } from "../platform/poll.js"
-import { Hypervisor } from "../ports/hypervisor.js"
+import { Hypervisor, type DiskRef, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import type { VmConfig } from "../vm/config.js"
 import { checkMemory, checkVmCount, makeVmFolder } from "../vm/folders.js"
-import { diskPath, isRunning, loadVm, requireRunning, sshTarget, topPointerPath, vmRef, type OkRecord } from "../vm/runtime.js"
-import { VmStore } from "../vm/store.js"
+import { diskFile, diskPath, firstDisk, isRunning, loadVm, requireRunning, sshTarget, topPointerPath, vmDisk, vmRef, type OkRecord } from "../vm/runtime.js"
+import { VmStore, type VmRecord } from "../vm/store.js"
 import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
 import {
   checkpointDir,
@@ -95,17 +95,26 @@ const make = Effect.gen(function* () {
 
   const exists = (path: string) => Effect.orElseSucceed(fs.exists(path), () => false)
 
-  /** The backing files under a disk, nearest first; undefined when some layer cannot be read. */
-  const backingChain = (disk: string): Effect.Effect<ReadonlyArray<string> | undefined> =>
+  const inFolder = (folder: string) => (path: string) => path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`)
+
+  /** How the hypervisor names a file of a backing chain: a disk of the VM whose folder holds it, else a base image. */
+  const diskRefAt = (records: ReadonlyArray<VmRecord>, path: string): DiskRef => {
+    const owner = records.find((record) => inFolder(record.dir)(path))
+    return owner === undefined ? { image: path } : { vm: vmRef(owner), file: relative(owner.dir, path) }
+  }
+
+  /** The backing files under a VM's disk, nearest first; undefined when some layer cannot be read. */
+  const backingChain = (record: OkRecord, records: ReadonlyArray<VmRecord>): Effect.Effect<ReadonlyArray<string> | undefined> =>
     Effect.gen(function* () {
       const chain: string[] = []
-      let current = disk
+      let current: DiskRef = vmDisk(record)
       for (let depth = 0; depth < 64; depth++) {
         const info = yield* Effect.either(hypervisor.diskInfo(current))
         if (Either.isLeft(info)) return undefined
         if (info.right.backingFile === undefined) return chain
-        current = resolve(info.right.backingFile)
-        chain.push(current)
+        const path = resolve(info.right.backingFile)
+        chain.push(path)
+        current = diskRefAt(records, path)
       }
       return undefined
     })
@@ -116,12 +125,10 @@ const make = Effect.gen(function* () {
     const found: Array<{ readonly record: OkRecord; readonly chain: ReadonlyArray<string> | undefined }> = []
     for (const record of records) {
       if (record.kind !== "ok" || !(yield* exists(diskPath(record)))) continue
-      found.push({ record, chain: yield* backingChain(diskPath(record)) })
+      found.push({ record, chain: yield* backingChain(record, records) })
     }
     return found
   })
-
-  const inFolder = (folder: string) => (path: string) => path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`)
 
   const view = (record: OkRecord, name: string, all: ReadonlyArray<{ readonly record: OkRecord; readonly chain: ReadonlyArray<string> | undefined }>) =>
     Effect.gen(function* () {
@@ -185,7 +192,12 @@ const make = Effect.gen(function* () {
             const remount = mountShares(target, mounts).pipe(
               Effect.catchAll((error) => Effect.sync(() => progress?.({ type: "log", data: { line: `warning: ${error.message}` } })))
             )
-            const request = { disk: layer, top: join(layersDir(record.dir), `${id}.qcow2`), topPointer: topPointerPath(record.dir), folder: temp }
+            const request = {
+              disk: diskFile(record),
+              top: relative(record.dir, join(layersDir(record.dir), `${id}.qcow2`)),
+              topPointer: relative(record.dir, topPointerPath(record.dir)),
+              folder: relative(record.dir, temp)
+            }
             const taken = yield* Effect.ensuring(hypervisor.checkpoint(vmRef(record), request), remount)
             progress?.({ type: "log", data: { line: `checkpoint ${vm}@${name}: paused ${taken.pausedMs} ms, ${taken.stateBytes} bytes of state` } })
             const layerInfo = yield* fs.statIfExists(layer)
@@ -295,26 +307,28 @@ const make = Effect.gen(function* () {
               const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(now), catch: internalError("cannot allocate an ssh port") })
               // Applied recipes stay applied: the fork is the source's guest as it was.
               const config: VmConfig = { ...copied, applied, name, sshport, forwards: [], project: "", key: "", ram: file.ram_mb, cpus: file.cpus, disk: file.disk }
-              yield* makeVmFolder(name, (dir) => Effect.zipRight(hypervisor.createDisk(join(dir, "disk.qcow2"), "", file.layer), store.write(name, config)))
+              const layer = { vm: vmRef(source), file: relative(source.dir, file.layer) }
+              yield* makeVmFolder(name, (dir) => Effect.zipRight(hypervisor.createDisk(firstDisk({ name, dir }), "", layer), store.write(name, config)))
               made.push(name)
             }
           })
         )
         const timeoutMs = options.readyTimeoutMs ?? FORK_READY_TIMEOUT_MS
-        return yield* Effect.forEach(names, (name) => startFork(name, folder, file, `${vm}@${checkpoint}`, timeoutMs, options.progress), { concurrency: "unbounded" })
+        const saved = { vm: vmRef(source), folder: relative(source.dir, folder) }
+        return yield* Effect.forEach(names, (name) => startFork(name, saved, file, `${vm}@${checkpoint}`, timeoutMs, options.progress), { concurrency: "unbounded" })
       })
       // All or nothing: one fork that fails (or a Ctrl-C) takes the others of this call with it.
       const forks = yield* Effect.onExit(program, (exit) => (Exit.isSuccess(exit) ? Effect.void : discard(made)))
       return { forks, tookMs: yield* elapsedSince(started) }
     })
 
-  const startFork = (name: string, folder: string, file: CheckpointFile, from: string, timeoutMs: number, progress?: Progress) =>
+  const startFork = (name: string, saved: { readonly vm: VmRef; readonly folder: string }, file: CheckpointFile, from: string, timeoutMs: number, progress?: Progress) =>
     Effect.gen(function* () {
       const record = yield* loadVm(name)
       const started = yield* Clock.currentTimeMillis
       yield* locks.withVmLock(
         name,
-        hypervisor.resume(folder, { vm: vmRef(record), sshPort: record.config.sshport, disk: diskPath(record), workShare: root.sharedDir(name) })
+        hypervisor.resume(saved, { vm: vmRef(record), sshPort: record.config.sshport, disk: diskFile(record), workShare: root.sharedDir(name) })
       )
       progress?.({ type: "log", data: { line: `fork ${name}: running from ${from} (${yield* elapsedSince(started)} ms)` } })
       // A resumed guest's network is up already: connect at once (no separate banner probe), and
@@ -365,7 +379,8 @@ const make = Effect.gen(function* () {
         const next = remaining.find((entry) => entry.chain[0] !== undefined && under(entry.chain[0])) ?? remaining[0]
         if (next === undefined) break
         const lastInside = next.chain.findLastIndex(under)
-        yield* hypervisor.rebaseDisk(diskPath(next.record), next.chain[lastInside + 1])
+        const backing = next.chain[lastInside + 1]
+        yield* hypervisor.rebaseDisk(vmDisk(next.record), backing === undefined ? undefined : diskRefAt(yield* store.list, backing))
         detached.push(next.record.name)
       }
       return detached

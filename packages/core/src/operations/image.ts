@@ -3,7 +3,7 @@ import { ImageList, PullResult } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Guests } from "../guest/definitions.js"
 import { imagesOnHost, lookupImage, pull } from "../images/index.js"
-import { Hypervisor } from "../ports/hypervisor.js"
+import { ImageBuilder } from "../ports/image-builder.js"
 import { VmStore } from "../vm/store.js"
 import { defineOperation, READ } from "./operation.js"
 import { NoInput } from "./inputs.js"
@@ -47,7 +47,7 @@ export const pullImage = defineOperation({
       yield* root.ensure
       const entry = yield* lookupImage(input.id)
       if (entry.local) {
-        yield* (yield* Hypervisor).localImage(entry.id, (line) => context.progress?.({ type: "log", data: { line } }))
+        yield* (yield* ImageBuilder).build(entry.id, { onStage: (line) => context.progress?.({ type: "log", data: { line } }) })
         return { id: entry.id, downloaded: true, verified: true, checksum_available: false }
       }
       return yield* pull(entry, { isosDir: root.isos, onProgress: (progress) => context.progress?.({ type: "progress", data: progress }) })

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { readFile, stat } from "node:fs/promises"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
 import { CloneResult, DestroyResult, ForwardResult, LogLines, RmResult, ScreenshotResult, UpdateResult, Vm, VmResult, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
@@ -17,6 +17,7 @@ import {
   InvalidSpec,
   LimitReached,
   NameTaken,
+  ScreenshotFailed,
   Timeout
 } from "../errors.js"
 import { Guests } from "../guest/definitions.js"
@@ -28,6 +29,7 @@ import { elapsedSince, pollUntil } from "../platform/poll.js"
 import { validateVmName } from "../vm/names.js"
 import { allocateSshPort, isBindable, validateForwards } from "../vm/network.js"
 import { Hypervisor } from "../ports/hypervisor.js"
+import { ImageBuilder } from "../ports/image-builder.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import {
   ACCESS_ORDER,
@@ -40,7 +42,7 @@ import {
   effectiveAccess,
   type VmConfig
 } from "../vm/config.js"
-import { bootPlan, diskPath, isRunning, loadVm, sshTarget, vmRef, type OkRecord } from "../vm/runtime.js"
+import { bootPlan, diskPath, firstDisk, isRunning, loadVm, sshTarget, vmDisk, vmRef, type OkRecord } from "../vm/runtime.js"
 import { VmStore } from "../vm/store.js"
 import { Checkpoints } from "../checkpoints/index.js"
 import { resolveTemplate, withLocalImage } from "../vm/template.js"
@@ -158,7 +160,7 @@ export const createVm = defineOperation({
       // Build a local image before taking the lock: it can take a while the first time.
       const template =
         resolved.backend === "direct"
-          ? withLocalImage(resolved, yield* hypervisor.localImage(resolved.image, (line) => context.progress?.({ type: "log", data: { line } })))
+          ? withLocalImage(resolved, yield* (yield* ImageBuilder).build(resolved.image, { onStage: (line) => context.progress?.({ type: "log", data: { line } }) }))
           : resolved
       const consolePassword = input.console_password === "random" ? randomBytes(16).toString("hex") : (input.console_password ?? "")
       const record = yield* locks.withRootLock(
@@ -194,9 +196,9 @@ export const createVm = defineOperation({
           })
           const disk = (dir: string) =>
             template.diskAtCreate === "blank"
-              ? hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk)
+              ? hypervisor.createDisk(firstDisk({ name: input.name, dir }), config.disk)
               : template.diskAtCreate === "overlay" && template.base
-                ? hypervisor.createDisk(join(dir, "disk.qcow2"), config.disk, template.base)
+                ? hypervisor.createDisk(firstDisk({ name: input.name, dir }), config.disk, { image: template.base })
                 : Effect.void
           yield* makeVmFolder(input.name, (dir) => Effect.zipRight(disk(dir), store.write(input.name, config)))
           return yield* loadVm(input.name)
@@ -648,7 +650,7 @@ export const updateVm = defineOperation({
             }
             if (config.mode === "live") return yield* new NoDisk({ message: `VM "${input.vm}" is a live VM and has no disk`, subject: input.vm })
             // A cloud VM's disk is made at first start, at the size vm.toml then names.
-            if (yield* Effect.promise(() => stat(diskPath(record)).then(() => true, () => false))) yield* hypervisor.resizeDisk(diskPath(record), input.disk)
+            if (yield* Effect.promise(() => stat(diskPath(record)).then(() => true, () => false))) yield* hypervisor.resizeDisk(vmDisk(record), input.disk)
             config = { ...config, disk: input.disk }
             touch("disk", false)
           }
@@ -691,7 +693,7 @@ export const cloneVm = defineOperation({
             Effect.gen(function* () {
               const sourceDisk = diskPath(source)
               const hasDisk = yield* Effect.promise(() => stat(sourceDisk).then(() => true, () => false))
-              if (hasDisk) yield* hypervisor.createDisk(join(dir, "disk.qcow2"), source.config.disk, sourceDisk)
+              if (hasDisk) yield* hypervisor.createDisk(firstDisk({ name: input.name, dir }), source.config.disk, vmDisk(source))
               yield* store.write(input.name, config)
             })
           )
@@ -826,8 +828,12 @@ export const screenshotVm = defineOperation({
       for (let n = 2; input.path === undefined && (yield* fs.exists(path)); n++) {
         path = join(folder, `${stamp}-${n}.png`)
       }
-      const shot = yield* (yield* Hypervisor).screenshot(vmRef(record), path)
-      return { vm: input.vm, path, ...shot }
+      const shot = yield* (yield* Hypervisor).screenshot(vmRef(record))
+      // Written here, not by the provider: the file lands where the user asked, on this host.
+      yield* Effect.zipRight(fs.makeDirectory(dirname(path)), fs.writeFileAtomic(path, shot.png)).pipe(
+        Effect.mapError((error) => new ScreenshotFailed({ message: `screenshot of VM "${input.vm}" failed: ${error.message}`, subject: input.vm }))
+      )
+      return { vm: input.vm, path, width: shot.width, height: shot.height, bytes: shot.png.byteLength }
     })
 })
 

@@ -2,7 +2,6 @@ import { Context, type Effect } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import type {
   AlreadyRunning,
-  CannotReach,
   CapabilityUnavailable,
   InvalidSpec,
   Internal,
@@ -15,7 +14,6 @@ import type {
   QemuStartFailed,
   ScreenshotFailed,
   ShareInvalid,
-  Timeout,
   DiskShrink
 } from "../errors.js"
 
@@ -24,6 +22,22 @@ export interface VmRef {
   readonly name: string
   readonly dir: string
 }
+
+/** A disk file of a VM, named relative to the VM's folder (`disk.qcow2`, `layers/<id>.qcow2`). */
+export interface VmDisk {
+  readonly vm: VmRef
+  readonly file: string
+}
+
+/** A base image a disk can be an overlay of: one the image store holds, or one the user named. */
+export interface BaseImage {
+  readonly image: string
+}
+
+/** Any disk the provider can describe or build on: a VM's own, or a base image. */
+export type DiskRef = VmDisk | BaseImage
+
+export const isBaseImage = (disk: DiskRef): disk is BaseImage => "image" in disk
 
 export interface RunState {
   readonly running: boolean
@@ -51,6 +65,7 @@ export interface BootPlan {
   readonly cpus: number
   readonly sshPort: number
   readonly forwards: ReadonlyArray<{ readonly host: number; readonly guest: number }>
+  /** The VM's disk, relative to its folder. */
   readonly disk?: string
   /** Direct kernel boot (the tiny guest). */
   readonly kernel?: { readonly path: string; readonly initrd: string; readonly append: string }
@@ -66,26 +81,18 @@ export interface BootPlan {
   readonly guestIdentity?: { readonly authorizedKeys: string; readonly hostKeyPath: string; readonly hostname: string }
 }
 
-/** A guest the provider assembles locally instead of downloading (the tiny guest, debian-12-mini). */
-export interface LocalImage {
-  readonly kernel: string
-  readonly initrd: string
-  readonly append: string
-  /** A root disk image VMs boot an overlay of (debian-12-mini); absent when the initrd is the whole system (tiny). */
-  readonly rootDisk?: string
-}
-
 /**
- * Where a checkpoint of a running VM goes. `disk`, the file the VM writes to now, is frozen from
- * then on (forks are built on it, and the running QEMU keeps reading it by that name, so it is
- * never moved); the VM goes on writing to a new overlay at `top`, whose backing file is `disk`.
+ * Where a checkpoint of a running VM goes, every name relative to the VM folder. `disk`, the file
+ * the VM writes to now, is frozen from then on (forks are built on it, and the running QEMU keeps
+ * reading it by that name, so it is never moved); the VM goes on writing to a new overlay at
+ * `top`, whose backing file is `disk`.
  */
 export interface CheckpointRequest {
   readonly disk: string
   readonly top: string
   /**
-   * Written, the moment the VM writes to `top`, with `top`'s path relative to the VM folder: a
-   * crash right after still leaves the VM's disk found (see diskPath).
+   * Written, the moment the VM writes to `top`, with `top` itself: a crash right after still
+   * leaves the VM's disk found (see diskPath).
    */
   readonly topPointer: string
   /** A folder the provider fills with the RAM and device state and whatever it needs to resume it. */
@@ -96,7 +103,7 @@ export interface CheckpointRequest {
 export interface CheckpointTaken {
   /** How long the guest was paused (the disk switch and the state written). */
   readonly pausedMs: number
-  /** The file in the folder holding the RAM and device state (a change to it makes the checkpoint unusable). */
+  /** The file holding the RAM and device state, relative to the VM folder (a change to it makes the checkpoint unusable). */
   readonly stateFile: string
   readonly stateBytes: number
   readonly ramMb: number
@@ -107,7 +114,7 @@ export interface CheckpointTaken {
 export interface ResumePlan {
   readonly vm: VmRef
   readonly sshPort: number
-  /** The new VM's disk: an overlay on the checkpoint's layer. */
+  /** The new VM's disk, relative to its folder (as in BootPlan): an overlay on the checkpoint's layer. */
   readonly disk: string
   readonly workShare: string
 }
@@ -116,7 +123,15 @@ export interface DiskInfo {
   readonly virtualSize: number
   readonly actualSize: number
   readonly format: string
+  /** Where the provider says the disk's backing data lives (for QEMU, the backing file's path). */
   readonly backingFile?: string
+}
+
+/** A PNG of a VM's display. */
+export interface Screenshot {
+  readonly png: Uint8Array
+  readonly width: number
+  readonly height: number
 }
 
 /**
@@ -127,7 +142,8 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
   Hypervisor,
   {
     readonly status: (vm: VmRef) => Effect.Effect<RunState>
-    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    /** Checks the plan first (invalid_spec for one the provider cannot run), then boots it. */
+    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec>
     /**
      * Waits until the guest's console says sshd listens, for guests that say so (true); false at
      * once for others, and when the VM stops or the time runs out. Readiness still probes SSH.
@@ -137,14 +153,22 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning>
     /** The accelerator VMs start under and why (the setting, a cached verdict, or a new probe). */
     readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing | InvalidSpec>
-    readonly createDisk: (path: string, size: string, backing?: string) => Effect.Effect<void, Internal | QemuMissing>
-    readonly resizeDisk: (path: string, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing>
-    readonly diskInfo: (path: string) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>
-    readonly listSnapshots: (vm: VmRef, disk: string) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | MonitorUnreachable>
-    readonly saveSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
-    readonly restoreSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | AlreadyRunning>
-    readonly deleteSnapshot: (vm: VmRef, disk: string, tag: string) => Effect.Effect<void, Internal | NoDisk | NotFound | MonitorUnreachable | MonitorRejected>
-    readonly screenshot: (vm: VmRef, out: string) => Effect.Effect<{ readonly width: number; readonly height: number; readonly bytes: number }, ScreenshotFailed | NotRunning>
+    /** Makes `disk`, of `size` (empty: the backing's size) and optionally an overlay of `backing`. */
+    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | QemuMissing>
+    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing>
+    readonly diskInfo: (disk: DiskRef) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>
+    /*
+     * Snapshot mechanisms only (the rules, such as replacing a tag or restoring only a stopped VM,
+     * are the Snapshots service's). no_disk when the disk does not exist.
+     */
+    readonly listSnapshots: (disk: VmDisk) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | MonitorUnreachable>
+    /** Adds a snapshot named `tag`, on a running VM disk-only. */
+    readonly saveSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
+    /** Rolls a stopped VM's disk back to the snapshot named `tag`. */
+    readonly restoreSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk>
+    /** Deletes every snapshot named `tag` (none: nothing to do). */
+    readonly deleteSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
+    readonly screenshot: (vm: VmRef) => Effect.Effect<Screenshot, ScreenshotFailed | NotRunning>
     /**
      * Pauses a running VM as briefly as it can, switches it from `request.disk` onto a fresh
      * overlay at `request.top`, saves RAM and device state into `request.folder`, and lets it run on. The
@@ -154,23 +178,18 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
       vm: VmRef,
       request: CheckpointRequest
     ) => Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | MonitorUnreachable | MonitorRejected | Internal | QemuMissing>
-    /** Starts a new VM running from a checkpoint folder, warm: same devices, its own disk, port and share. */
-    readonly resume: (folder: string, plan: ResumePlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    /**
+     * Starts a new VM running from a checkpoint (`folder`, relative to the checkpointed VM's
+     * folder), warm: same devices, its own disk, port and share.
+     */
+    readonly resume: (
+      checkpoint: { readonly vm: VmRef; readonly folder: string },
+      plan: ResumePlan
+    ) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
     /**
      * Copies into a disk what it reads through its backing chain above `backing`, then makes
      * `backing` its backing file (none: it stands alone). The disk must not be in use.
      */
-    readonly rebaseDisk: (path: string, backing: string | undefined) => Effect.Effect<void, Internal | QemuMissing>
-    readonly validate: (plan: BootPlan) => Effect.Effect<void, InvalidSpec | Timeout>
-    /**
-     * Builds (or reuses) a locally assembled image such as `tiny`; stages are reported as they
-     * happen. With `rootDisk` (a VM's base), the build that disk came from, so the VM keeps the
-     * kernel its modules match after a newer build; not_found when that build is gone.
-     */
-    readonly localImage: (
-      id: string,
-      onStage?: (line: string) => void,
-      options?: { readonly rootDisk?: string }
-    ) => Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec>
+    readonly rebaseDisk: (disk: VmDisk, backing: DiskRef | undefined) => Effect.Effect<void, Internal | QemuMissing>
   }
 >() {}

@@ -1,9 +1,9 @@
 import { readFile, writeFile } from "node:fs/promises"
-import { join, relative } from "node:path"
+import { join } from "node:path"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, QemuStartFailed } from "../errors.js"
-import { Hypervisor, type BootPlan, type ResumePlan, type StartedVm } from "../ports/hypervisor.js"
+import { isBaseImage, type BootPlan, type DiskRef, type Hypervisor, type ResumePlan, type StartedVm, type VmDisk } from "../ports/hypervisor.js"
 import { diskSizeBytes } from "../vm/config.js"
 
 /** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
@@ -28,23 +28,35 @@ export class FakeHypervisorState {
   checkpointPausedMs = 120
   /** Folder each resumed VM was resumed from, by VM folder. */
   readonly resumedFrom = new Map<string, string>()
-  /** Disks rebased, with the backing file each was left on (undefined: it stands alone). */
+  /** Disks rebased (host paths), with the backing file each was left on (undefined: it stands alone). */
   readonly rebased: Array<{ readonly path: string; readonly backing: string | undefined }> = []
-  /** Every localImage call: which image, and the root disk it was pinned to (a VM's base). */
-  readonly localImageCalls: Array<{ readonly id: string; readonly rootDisk?: string }> = []
 }
 
 /** The plan a resume runs: the checkpointed VM's, with the new VM's folder, disk, port and share. */
-const resumedPlan = (saved: BootPlan, target: ResumePlan): BootPlan => ({ ...saved, vm: target.vm, sshPort: target.sshPort, disk: target.disk, workShare: target.workShare, forwards: [] })
+const resumedPlan = (saved: BootPlan, target: ResumePlan): BootPlan => ({
+  ...saved,
+  vm: target.vm,
+  sshPort: target.sshPort,
+  disk: target.disk,
+  workShare: target.workShare,
+  forwards: []
+})
+
+/** Disks are kept by host path, as QEMU's would be found. */
+const pathOf = (disk: DiskRef) => (isBaseImage(disk) ? disk.image : join(disk.vm.dir, disk.file))
+
+/** The smallest PNG header the display could give (8-byte signature, IHDR of 640x480). */
+const FAKE_PNG = Uint8Array.from(Buffer.concat([Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"), Buffer.from([0, 0, 2, 128, 0, 0, 1, 224])]))
 
 export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Service<Hypervisor> => {
-  const disk = (path: string) => {
+  const disk = (ref: DiskRef) => {
+    const path = pathOf(ref)
     const found = state.disks.get(path)
     return found ? Effect.succeed(found) : Effect.fail(new NotFound({ message: `no disk ${path}`, subject: path }))
   }
   // Like the QEMU adapter: snapshot calls on a disk that does not exist answer no_disk.
-  const snapshotDisk = (vm: { readonly name: string }, path: string) =>
-    Effect.mapError(disk(path), () => new NoDisk({ message: `VM "${vm.name}" has no disk to snapshot (${path} does not exist)`, subject: vm.name }))
+  const snapshotDisk = (ref: VmDisk) =>
+    Effect.mapError(disk(ref), () => new NoDisk({ message: `VM "${ref.vm.name}" has no disk to snapshot (${pathOf(ref)} does not exist)`, subject: ref.vm.name }))
   return {
     status: (vm) =>
       Effect.sync(() => {
@@ -70,37 +82,39 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
     probeAccelerator: Effect.sync(() => ({ accel: state.accel, detail: state.accel === "kvm" ? "KVM works" : "KVM unusable; using TCG" })),
     // Like qemu-img, an empty placeholder file appears at `path` (its folder must exist), so code
     // that checks for the disk on the host sees it; size, backing and snapshots live in `state.disks`.
-    createDisk: (path, size, backing) =>
+    createDisk: (ref, size, backing) =>
       Effect.suspend(() => {
+        const path = pathOf(ref)
         if (state.createDiskError !== undefined) return Effect.fail(new Internal({ message: state.createDiskError, subject: path }))
         return Effect.tryPromise({
           try: () => writeFile(path, ""),
           catch: (cause) => new Internal({ message: `cannot create ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: path })
         }).pipe(
           Effect.tap(() => {
-            state.disks.set(path, { size: diskSizeBytes(size), snapshots: [], ...(backing ? { backing } : {}) })
+            state.disks.set(path, { size: diskSizeBytes(size), snapshots: [], ...(backing ? { backing: pathOf(backing) } : {}) })
           })
         )
       }),
-    resizeDisk: (path, size) =>
-      Effect.flatMap(disk(path), (found) =>
+    resizeDisk: (ref, size) =>
+      Effect.flatMap(disk(ref), (found) =>
         diskSizeBytes(size) < found.size
-          ? Effect.fail(new DiskShrink({ message: `disk can only grow`, subject: path }))
+          ? Effect.fail(new DiskShrink({ message: `disk can only grow`, subject: pathOf(ref) }))
           : Effect.sync(() => {
               found.size = diskSizeBytes(size)
             })
-      ).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: path })))),
-    diskInfo: (path) =>
-      Effect.map(disk(path), (found) => ({ virtualSize: found.size, actualSize: 0, format: "qcow2", ...(found.backing ? { backingFile: found.backing } : {}) })),
-    listSnapshots: (vm, path) => Effect.map(snapshotDisk(vm, path), (found) => found.snapshots),
-    saveSnapshot: (vm, path, tag) =>
-      Effect.map(snapshotDisk(vm, path), (found) => {
+      ).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: pathOf(ref) })))),
+    diskInfo: (ref) =>
+      Effect.map(disk(ref), (found) => ({ virtualSize: found.size, actualSize: 0, format: "qcow2", ...(found.backing ? { backingFile: found.backing } : {}) })),
+    listSnapshots: (ref) => Effect.map(snapshotDisk(ref), (found) => found.snapshots),
+    // Mechanisms only, as the port asks: saving adds one more of a tag, restore checks nothing.
+    saveSnapshot: (ref, tag) =>
+      Effect.map(snapshotDisk(ref), (found) => {
         const now = new Date()
         found.snapshots = [
-          ...found.snapshots.filter((snapshot) => snapshot.tag !== tag),
+          ...found.snapshots,
           {
             tag,
-            vm_state: state.running.has(vm.dir) ? "running" : "stopped",
+            vm_state: state.running.has(ref.vm.dir) ? "running" : "stopped",
             size_display: "0 B",
             created_display: now.toISOString(),
             created: now.toISOString(),
@@ -108,23 +122,14 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
           }
         ]
       }),
-    restoreSnapshot: (vm, path, tag) =>
-      Effect.flatMap(snapshotDisk(vm, path), (found): Effect.Effect<void, NotFound | AlreadyRunning> =>
-        state.running.has(vm.dir)
-          ? Effect.fail(new AlreadyRunning({ message: `stop VM ${vm.name} before restoring`, subject: vm.name }))
-          : found.snapshots.some((snapshot) => snapshot.tag === tag)
-            ? Effect.void
-            : Effect.fail(new NotFound({ message: `no snapshot "${tag}"`, subject: tag }))
-      ),
-    deleteSnapshot: (vm, path, tag) =>
-      Effect.flatMap(snapshotDisk(vm, path), (found) => {
-        const before = found.snapshots.length
+    restoreSnapshot: (ref) => Effect.asVoid(snapshotDisk(ref)),
+    deleteSnapshot: (ref, tag) =>
+      Effect.map(snapshotDisk(ref), (found) => {
         found.snapshots = found.snapshots.filter((snapshot) => snapshot.tag !== tag)
-        return before === found.snapshots.length ? Effect.fail(new NotFound({ message: `no snapshot "${tag}"`, subject: tag })) : Effect.void
       }),
     screenshot: (vm) =>
       state.running.has(vm.dir)
-        ? Effect.succeed({ width: 640, height: 480, bytes: 0 })
+        ? Effect.succeed({ png: FAKE_PNG, width: 640, height: 480 })
         : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name })),
     checkpoint: (vm, request) =>
       Effect.gen(function* () {
@@ -133,21 +138,23 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         if (state.migrationBlocker !== undefined) {
           return yield* new CapabilityUnavailable({ message: `QEMU cannot save the state of VM "${vm.name}": ${state.migrationBlocker}`, subject: vm.name, reason: "migration_blocked" })
         }
-        const current = yield* Effect.mapError(disk(request.disk), (error) => new Internal({ message: error.message, subject: vm.name }))
+        const current = yield* Effect.mapError(disk({ vm, file: request.disk }), (error) => new Internal({ message: error.message, subject: vm.name }))
+        const folder = join(vm.dir, request.folder)
         yield* Effect.tryPromise({
           try: async () => {
-            await writeFile(request.top, "")
-            await writeFile(request.topPointer, `${relative(vm.dir, request.top)}\n`)
-            await writeFile(join(request.folder, "state"), `fake state of ${vm.name}`)
-            await writeFile(join(request.folder, "plan.json"), JSON.stringify(entry.plan))
+            await writeFile(join(vm.dir, request.top), "")
+            await writeFile(join(vm.dir, request.topPointer), `${request.top}\n`)
+            await writeFile(join(folder, "state"), `fake state of ${vm.name}`)
+            await writeFile(join(folder, "plan.json"), JSON.stringify(entry.plan))
           },
           catch: (cause) => new Internal({ message: `fake checkpoint: ${cause instanceof Error ? cause.message : String(cause)}`, subject: vm.name })
         })
-        state.disks.set(request.top, { size: current.size, backing: request.disk, snapshots: [] })
+        state.disks.set(join(vm.dir, request.top), { size: current.size, backing: join(vm.dir, request.disk), snapshots: [] })
         return { pausedMs: state.checkpointPausedMs, stateFile: join(request.folder, "state"), stateBytes: Buffer.byteLength(`fake state of ${vm.name}`), ramMb: entry.plan.ramMb, cpus: entry.plan.cpus }
       }),
-    resume: (folder, target) =>
+    resume: (checkpoint, target) =>
       Effect.gen(function* () {
+        const folder = join(checkpoint.vm.dir, checkpoint.folder)
         if (state.running.has(target.vm.dir)) return yield* new AlreadyRunning({ message: `VM ${target.vm.name} is already running`, subject: target.vm.name })
         const gate = state.resumeGate
         if (gate !== undefined) yield* Effect.promise(() => gate)
@@ -162,26 +169,16 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         state.resumedFrom.set(target.vm.dir, folder)
         return { running: true, pid: 4242, startedAt, accel: state.accel }
       }),
-    rebaseDisk: (path, backing) =>
+    rebaseDisk: (ref, backing) =>
       Effect.flatMap(
-        Effect.mapError(disk(path), (error) => new Internal({ message: error.message, subject: path })),
+        Effect.mapError(disk(ref), (error) => new Internal({ message: error.message, subject: pathOf(ref) })),
         (found) =>
           Effect.sync(() => {
-            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backing !== undefined ? { backing } : {}) })
-            state.rebased.push({ path, backing })
+            const path = pathOf(ref)
+            const backingPath = backing === undefined ? undefined : pathOf(backing)
+            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backingPath !== undefined ? { backing: backingPath } : {}) })
+            state.rebased.push({ path, backing: backingPath })
           })
-      ),
-    validate: () => Effect.void,
-    // Like the QEMU adapter: debian-12-mini boots an overlay of a root disk; tiny is all initrd.
-    localImage: (id, _onStage, options) =>
-      Effect.sync(() => {
-        state.localImageCalls.push({ id, ...(options?.rootDisk !== undefined ? { rootDisk: options.rootDisk } : {}) })
-        return {
-        kernel: `/fake/${id}/vmlinux`,
-        initrd: `/fake/${id}/initrd.img`,
-        append: "console=ttyS0",
-        ...(id === "debian-12-mini" ? { rootDisk: `/fake/${id}/rootfs.qcow2` } : {})
-        }
-      })
+      )
   }
 }

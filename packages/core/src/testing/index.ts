@@ -8,6 +8,8 @@ import { HostProbe } from "../platform/host.js"
 import { LocksLive } from "../platform/locks.js"
 import { NotRunning } from "../errors.js"
 import { Hypervisor, type RunState } from "../ports/hypervisor.js"
+import { ImageBuilder } from "../ports/image-builder.js"
+import { SnapshotsLive } from "../vm/snapshots.js"
 import { VmStoreLive } from "../vm/store.js"
 import { GuestOpsLive } from "../guest/ops.js"
 import { JobsLive } from "../guest/jobs.js"
@@ -19,6 +21,7 @@ import { projectsAt } from "../projects/service.js"
 import { AuditLogLive } from "../context/audit-log.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { FakeImageBuilderState, makeFakeImageBuilder } from "./fake-image-builder.js"
 export { FakeJobs } from "./fake-jobs.js"
 export { commitFile, gitIn, makeIndexRepo, makeRecipeRepo, writeIndexFile } from "./git-repos.js"
 export {
@@ -33,6 +36,7 @@ export {
   type FakeGuestFile
 } from "./fake-guest.js"
 import { makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
+import { makeFakeImageBuilder, FakeImageBuilderState } from "./fake-image-builder.js"
 import { FakeGuest, FakeGuestState } from "./fake-guest.js"
 
 /** A fresh data root in a temp folder, removed when the scope closes. For tests and harnesses. */
@@ -56,6 +60,8 @@ export interface TestLayerOptions {
   readonly root?: string
   /** Share it to inspect or steer the in-memory hypervisor (running VMs, disks, failures). */
   readonly hypervisor?: FakeHypervisorState
+  /** Share it to read which local images were built. */
+  readonly images?: FakeImageBuilderState
   /** Share it to seed guest files, script exec, hold sshd down, and read the call log. */
   readonly guest?: FakeGuestState
   /** Free host memory the host probe reports (default 16384). */
@@ -67,19 +73,29 @@ export interface TestLayerOptions {
 }
 
 /**
- * Core services over a real (temporary) data root with the in-memory hypervisor and guest
- * transport: the whole catalog can run without QEMU or ssh. Provide `root` to reuse a folder.
+ * Core services over a real (temporary) data root with the in-memory hypervisor, image builder
+ * and guest transport: the whole catalog can run without QEMU or ssh. Provide `root` to reuse a folder.
  */
 export const testLayer = (options: TestLayerOptions = {}) => {
   const dataRoot = options.root ? dataRootAt(options.root) : TempDataRoot
   const state = options.hypervisor ?? new FakeHypervisorState()
   const guest = options.guest ?? new FakeGuestState()
-  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, AuditLogLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
+  const images = options.images ?? new FakeImageBuilderState()
+  return Layer.mergeAll(
+    VmStoreLive,
+    GuestsLive,
+    LocksLive,
+    RecipesLive,
+    AuditLogLive,
+    Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
+    Layer.succeed(ImageBuilder, makeFakeImageBuilder(images))
+  ).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),
     (base) => Layer.provideMerge(JobsLive, base),
     (services) => Layer.provideMerge(CheckpointsLive, services),
+    (services) => Layer.provideMerge(SnapshotsLive, services),
     (services) => Layer.provideMerge(remoteRecipesLayer(options.index === undefined ? {} : { index: options.index }).pipe(Layer.provide(GitLive)), services),
     (services) => (options.projectDir === undefined ? services : Layer.provideMerge(services, projectsAt(options.projectDir)))
   )

@@ -17,19 +17,22 @@ export const checkVmCount = (count: number, name: string) =>
 
 /** Makes a VM folder and fills it; a failure part way removes the folder, so a failed create or clone leaves nothing. */
 export const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<void, E, R>) =>
-  Effect.gen(function* () {
-    const root = yield* DataRoot
-    const dir = root.vmDir(name)
-    // Not recursive: a folder that already stands there is somebody's, and a failed create must not remove it.
-    yield* fs.makeDirectory(dir, { recursive: false }).pipe(
-      Effect.catchIf(
-        (error) => error.errno === "EEXIST",
-        () => new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
+  // Interruptible only while filling: an interrupt right after the folder appears would otherwise leave it behind.
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function* () {
+      const root = yield* DataRoot
+      const dir = root.vmDir(name)
+      // Not recursive: a folder that already stands there is somebody's, and a failed create must not remove it.
+      yield* fs.makeDirectory(dir, { recursive: false }).pipe(
+        Effect.catchIf(
+          (error) => error.errno === "EEXIST",
+          () => new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
+        )
       )
-    )
-    const filled = Effect.zipRight(fill(dir), fs.makeDirectory(root.sharedDir(name)))
-    yield* Effect.onError(filled, () => Effect.ignore(fs.remove(dir)))
-  })
+      const filled = Effect.zipRight(fill(dir), fs.makeDirectory(root.sharedDir(name)))
+      yield* Effect.onError(restore(filled), () => Effect.ignore(fs.remove(dir)))
+    })
+  )
 
 export interface MemoryNeed {
   /** The VM (or first VM) the refusal is about. */

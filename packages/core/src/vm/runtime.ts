@@ -5,7 +5,8 @@ import { Effect } from "effect"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { Broken, NotRunning, type StoatError } from "../errors.js"
-import { Hypervisor, type BootPlan, type VmRef } from "../ports/hypervisor.js"
+import { Hypervisor, type BootPlan, type VmDisk, type VmRef } from "../ports/hypervisor.js"
+import { ImageBuilder } from "../ports/image-builder.js"
 import { clientKeyPair, guestHostKeyPair } from "../platform/keys.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { diskSizeBytes, type VmConfig } from "./config.js"
@@ -55,10 +56,19 @@ export const topPointerPath = (dir: string): string => join(dir, "disk.top")
  * (a checkpoint freezes the file the VM wrote to, which the running QEMU still reads by its name,
  * so the new top gets a new name rather than the old file being moved).
  */
-export const diskPath = (record: VmRecord): string => {
-  const top = readTopPointer(record.dir)
-  return top === undefined ? join(record.dir, "disk.qcow2") : join(record.dir, top)
-}
+export const diskPath = (record: VmRecord): string => join(record.dir, diskFile(record))
+
+/** The disk file a VM writes to, relative to its folder (see diskPath). */
+export const diskFile = (record: VmRecord): string => readTopPointer(record.dir) ?? DISK_FILE
+
+/** The name of a VM's first disk in its folder. */
+const DISK_FILE = "disk.qcow2"
+
+/** The disk a VM writes to, as the hypervisor addresses it. */
+export const vmDisk = (record: VmRecord): VmDisk => ({ vm: vmRef(record), file: diskFile(record) })
+
+/** The disk a new VM (its folder being made) starts with. */
+export const firstDisk = (vm: VmRef): VmDisk => ({ vm, file: DISK_FILE })
 
 const readTopPointer = (dir: string): string | undefined => {
   try {
@@ -78,7 +88,7 @@ export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => (
 })
 
 /** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
-export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | Guests | Recipes | VmStore> =>
+export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | ImageBuilder | Guests | Recipes | VmStore> =>
   Effect.gen(function* () {
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
@@ -96,11 +106,11 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
       ...(config.share !== "" ? { hostShare: config.share } : {}),
       ...(config.shares.length > 0 ? { extraShares: config.shares.map((share) => ({ tag: share.tag, host: share.host })) } : {}),
       ...(config.cpu_model ? { cpuModel: config.cpu_model } : {}),
-      ...(config.mode !== "live" ? { disk: diskPath(record) } : {})
+      ...(config.mode !== "live" ? { disk: diskFile(record) } : {})
     }
     if (config.backend === "direct") {
       // A VM with a base boots the build its disk was made from (its kernel matches the disk's modules).
-      const image = yield* hypervisor.localImage(config.image === "" ? "tiny" : config.image, undefined, config.base !== "" ? { rootDisk: config.base } : undefined)
+      const image = yield* (yield* ImageBuilder).build(config.image === "" ? "tiny" : config.image, config.base !== "" ? { rootDisk: config.base } : undefined)
       const keys = yield* clientKeyPair(root)
       const hostKey = yield* guestHostKeyPair(root)
       return {
@@ -109,16 +119,16 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
         guestIdentity: { authorizedKeys: keys.publicKey, hostKeyPath: hostKey.privateKeyPath, hostname: record.name }
       }
     }
-    const disk = diskPath(record)
     if (config.mode === "cloud") {
       // The overlay on the shared base is made at first start, so a never-started VM costs nothing.
-      const exists = yield* Effect.promise(() => stat(disk).then(() => true, () => false))
+      const exists = yield* Effect.promise(() => stat(diskPath(record)).then(() => true, () => false))
       if (!exists) {
         if (config.base === "") return yield* new Broken({ message: `VM "${record.name}" is a cloud VM without a base image`, subject: record.name })
-        const baseSize = (yield* hypervisor.diskInfo(config.base)).virtualSize
-        yield* hypervisor.createDisk(disk, String(Math.max(baseSize, diskSizeBytes(config.disk))), config.base)
+        const baseImage = { image: config.base }
+        const baseSize = (yield* hypervisor.diskInfo(baseImage)).virtualSize
+        yield* hypervisor.createDisk(vmDisk(record), String(Math.max(baseSize, diskSizeBytes(config.disk))), baseImage)
       }
-      return { ...base, disk, seedIso: yield* ensureSeed(record) }
+      return { ...base, disk: diskFile(record), seedIso: yield* ensureSeed(record) }
     }
     return config.iso !== "" ? { ...base, cdrom: config.iso, bootFromCdrom: !config.installed } : base
   })

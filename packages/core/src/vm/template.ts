@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import { CapabilityUnavailable, ImageNotDownloaded, InvalidSpec, NotFound, type StoatError } from "../errors.js"
 import { knownImageFile, inferByo, lookupImage, type KnownImage } from "../images/index.js"
-import type { LocalImage } from "../ports/hypervisor.js"
+import type { LocalImage } from "../ports/image-builder.js"
 import type { VmConfig } from "./config.js"
 
 /** What an image decides about a new VM before the caller's choices are applied. */

@@ -436,7 +436,8 @@ describe("recipes declared in stoat.toml", () => {
     writeFileSync(join(h.dir, ".stoat", "secrets.toml"), '[dev.greet]\ntoken = "tok-s3cret"\n', { mode: 0o600 })
     const scripts: string[] = []
     h.guest.execHandler = (argv, context) => {
-      if (argv.join(" ") !== "sh -s") return defaultExecHandler(argv, context)
+      // A recipe reaches the guest as a script on stdin (run in a process group of its own).
+      if (context.input.length === 0) return defaultExecHandler(argv, context)
       scripts.push(Buffer.from(context.input).toString("utf8"))
       return { exitCode: 0, stdout: "hello world\n" }
     }

@@ -154,7 +154,7 @@ describe("fork", () => {
     expect(vm.ssh_port).not.toBe((await h.ok(getVm, { vm: "src" })).ssh_port)
     expect(h.hypervisor.resumedFrom.get(h.vmDir("try"))).toBe(checkpointFolder(h, "src", "ready"))
     expect(h.hypervisor.disks.get(h.diskOf("try"))?.backing).toBe(h.diskOf("src"))
-    expect(h.hypervisor.running.get(h.vmDir("try"))?.plan).toMatchObject({ sshPort: vm.ssh_port, workShare: h.sharedDir("try"), disk: h.diskOf("try") })
+    expect(h.hypervisor.running.get(h.vmDir("try"))?.plan).toMatchObject({ sshPort: vm.ssh_port, workShare: h.sharedDir("try"), disk: "disk.qcow2" })
     const identity = calls.find((call) => call.script === "stoat-fork-identity")
     expect(identity).toMatchObject({ vm: "try" })
     expect(identity?.args[0]).toBe("try")
@@ -259,7 +259,7 @@ describe("fork", () => {
     const starts = h.hypervisor.starts
     await h.ok(startVm, { vm: "try" })
     expect(h.hypervisor.starts).toBe(starts + 1)
-    expect(h.hypervisor.running.get(h.vmDir("try"))?.plan.disk).toBe(h.diskOf("try"))
+    expect(h.hypervisor.running.get(h.vmDir("try"))?.plan.disk).toBe("disk.qcow2")
     await h.ok(stopVm, { vm: "try" })
     await h.ok(cloneVm, { source: "try", name: "copy" })
     expect(h.hypervisor.disks.get(h.diskOf("copy"))?.backing).toBe(h.diskOf("try"))

@@ -28,9 +28,9 @@ describe("create", () => {
     expect(h.readVmToml("deb")).toMatch(/base = "\/fake\/debian-12-mini\/rootfs.qcow2"/)
     // A start boots the build the disk came from, not whichever build is current by then.
     await h.ok(startVm, { vm: "deb" })
-    expect(h.hypervisor.localImageCalls.at(-1)).toEqual({ id: "debian-12-mini", rootDisk: "/fake/debian-12-mini/rootfs.qcow2" })
+    expect(h.images.builds.at(-1)).toEqual({ id: "debian-12-mini", rootDisk: "/fake/debian-12-mini/rootfs.qcow2" })
     const plan = h.hypervisor.running.get(join(h.root, "deb"))?.plan
-    expect(plan).toMatchObject({ disk: h.diskOf("deb"), kernel: { path: "/fake/debian-12-mini/vmlinux" }, guestIdentity: { hostname: "deb" } })
+    expect(plan).toMatchObject({ disk: "disk.qcow2", kernel: { path: "/fake/debian-12-mini/vmlinux" }, guestIdentity: { hostname: "deb" } })
   })
 
   it("a tiny VM gets a blank data disk and boots whatever tiny build is current", async () => {
@@ -38,7 +38,7 @@ describe("create", () => {
     await h.ok(createVm, { name: "t", image: "tiny" })
     expect(h.hypervisor.disks.get(h.diskOf("t"))?.backing).toBeUndefined()
     await h.ok(startVm, { vm: "t" })
-    expect(h.hypervisor.localImageCalls.at(-1)).toEqual({ id: "tiny" })
+    expect(h.images.builds.at(-1)).toEqual({ id: "tiny" })
   })
 
   it("takes ram_mb, cpus, disk and agent_access when given", async () => {

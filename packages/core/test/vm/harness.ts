@@ -9,7 +9,7 @@ import { isReservedDir } from "../../src/platform/data-root.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { isBindable } from "../../src/vm/network.js"
 import { runOperation } from "../../src/operations/run.js"
-import { FakeGuestState, FakeHypervisorState, testLayer } from "../../src/testing/index.js"
+import { FakeGuestState, FakeHypervisorState, FakeImageBuilderState, testLayer } from "../../src/testing/index.js"
 
 export type Entrypoint = ExecutionContext["entrypoint"]
 
@@ -29,12 +29,14 @@ export const harness = (options: { readonly memAvailableMb?: number } = {}) => {
   onTestFinished(() => rmSync(root, { recursive: true, force: true }))
   const hypervisor = new FakeHypervisorState()
   const guest = new FakeGuestState()
+  const images = new FakeImageBuilderState()
   const world = {
     root,
     hypervisor,
+    images,
     guest,
     memAvailableMb: options.memAvailableMb ?? 16_384,
-    layer: () => testLayer({ root, hypervisor, guest, memAvailableMb: world.memAvailableMb }),
+    layer: () => testLayer({ root, hypervisor, images, guest, memAvailableMb: world.memAvailableMb }),
 
     exit: <I, O, R>(operation: Operation<I, O, R>, input: unknown, call: CallOptions = {}): Promise<Exit.Exit<O, unknown>> => {
       const context: ExecutionContext = {

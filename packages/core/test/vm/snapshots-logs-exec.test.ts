@@ -84,6 +84,28 @@ describe("snapshots", () => {
     const h = harness()
     expect((await h.fail(listSnapshots, { vm: "ghost" })).code).toBe("not_found")
   })
+
+  it("the rules are core's: twins of a tag made outside stoat are replaced by one and named once", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    await h.ok(saveSnapshot, { vm: "web", tag: "twin" })
+    // As `qemu-img snapshot -c twin` run twice by hand leaves it.
+    const disk = h.hypervisor.disks.get(h.diskOf("web"))!
+    disk.snapshots = [...disk.snapshots, ...disk.snapshots]
+    const missing = await h.fail(restoreSnapshot, { vm: "web", tag: "other" })
+    expect(missing.message).toMatch(/existing tags: twin$/)
+    expect(tags(await h.ok(saveSnapshot, { vm: "web", tag: "twin" }))).toEqual(["twin"])
+  })
+
+  it("a running VM's disk is never rolled back: restore stops at the rule and the snapshots stay", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    await h.ok(saveSnapshot, { vm: "web", tag: "clean" })
+    await h.ok(startVm, { vm: "web" })
+    const before = structuredClone(h.hypervisor.disks.get(h.diskOf("web"))!.snapshots)
+    expect((await h.fail(restoreSnapshot, { vm: "web", tag: "nope" })).code).toBe("already_running")
+    expect(h.hypervisor.disks.get(h.diskOf("web"))!.snapshots).toEqual(before)
+  })
 })
 
 describe("logs", () => {

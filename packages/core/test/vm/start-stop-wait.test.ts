@@ -19,7 +19,7 @@ describe("start", () => {
     const vm = await h.ok(startVm, { vm: "web" })
     expect(vm.state).toBe("running")
     const plan = h.hypervisor.running.get(h.vmDir("web"))?.plan
-    expect(plan).toMatchObject({ ramMb: 300, cpus: 2, sshPort: created.ssh_port, disk: h.diskOf("web") })
+    expect(plan).toMatchObject({ ramMb: 300, cpus: 2, sshPort: created.ssh_port, disk: "disk.qcow2" })
     expect((await h.ok(getVm, { vm: "web" })).state).toBe("running")
   })
 

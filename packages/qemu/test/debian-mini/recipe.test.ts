@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { BUNDLED_GUESTS, dataRootAt, Hypervisor } from "@stoat/core"
+import { BUNDLED_GUESTS, dataRootAt, ImageBuilder } from "@stoat/core"
 import { buildDebianMini, checkBuildHost, DebianMiniBuildError, readDebianMini, withBuildLock } from "../../src/debian-mini/build.js"
 import {
   chrootCommands,
@@ -29,7 +29,7 @@ import {
   recipeHash,
   STOAT_UNITS
 } from "../../src/debian-mini/recipe.js"
-import { makeQemuHypervisor } from "../../src/hypervisor.js"
+import { makeQemuImageBuilder } from "../../src/image-builder.js"
 import { GUEST_AUTHORIZED_KEYS, GUEST_HOSTNAME, GUEST_OPENSSH_HOST_KEY } from "../../src/tiny/guest-files.js"
 import { TINY_SSHD_MARKER } from "../../src/tiny/probe.js"
 
@@ -404,25 +404,25 @@ describe("the build host", () => {
     await expect(checkBuildHost(bin, 0)).resolves.toBeUndefined()
   })
 
-  it("reaches the caller as typed errors through the hypervisor: capability_unavailable, invalid_spec, not_found", async () => {
+  it("reaches the caller as typed errors through the image builder: capability_unavailable, invalid_spec, not_found", async () => {
     const root = await tempDir()
-    const viaHypervisor = (cacheDir: string, rootDisk?: string) =>
+    const viaBuilder = (cacheDir: string, rootDisk?: string) =>
       Effect.runPromise(
-        Effect.either(Effect.flatMap(Hypervisor, (h) => h.localImage("debian-12-mini", undefined, rootDisk !== undefined ? { rootDisk } : undefined))).pipe(
-          Effect.provide(makeQemuHypervisor({ debianMiniCacheDir: cacheDir }).pipe(Layer.provide(dataRootAt(root))))
+        Effect.either(Effect.flatMap(ImageBuilder, (images) => images.build("debian-12-mini", rootDisk !== undefined ? { rootDisk } : undefined))).pipe(
+          Effect.provide(makeQemuImageBuilder({ debianMiniCacheDir: cacheDir }).pipe(Layer.provide(dataRootAt(root))))
         )
       )
     const savedPath = process.env["PATH"]
     process.env["PATH"] = await tempDir()
     try {
-      const missing = await viaHypervisor(join(root, "cache"))
+      const missing = await viaBuilder(join(root, "cache"))
       expect(Either.isLeft(missing) && missing.left).toMatchObject({ code: "capability_unavailable", reason: "missing_tool" })
     } finally {
       process.env["PATH"] = savedPath
     }
-    const badPath = await viaHypervisor(join(root, "a cache"))
+    const badPath = await viaBuilder(join(root, "a cache"))
     expect(Either.isLeft(badPath) && badPath.left).toMatchObject({ code: "invalid_spec", subject: "STOAT_DEBIAN_MINI_CACHE" })
-    const gone = await viaHypervisor(join(root, "cache"), join(root, "cache", "image", "vanished", "rootfs.qcow2"))
+    const gone = await viaBuilder(join(root, "cache"), join(root, "cache", "image", "vanished", "rootfs.qcow2"))
     expect(Either.isLeft(gone) && gone.left).toMatchObject({ code: "not_found" })
     expect(Either.isLeft(gone) && gone.left.message).toMatch(/delete the VM and create it again/)
   })
