@@ -4,6 +4,7 @@ import { GuestsLive } from "./guest/definitions.js"
 import { HostProbeLive } from "./platform/host.js"
 import { LocksLive } from "./platform/locks.js"
 import { VmStoreLive } from "./vm/store.js"
+import { VmsLive } from "./vm/lifecycle.js"
 import { RecipesLive } from "./recipes/store.js"
 import { LazyGuestTransportLive } from "./ssh/lazy.js"
 import { GuestOpsLive } from "./guest/ops.js"
@@ -11,8 +12,11 @@ import { JobsLive } from "./guest/jobs.js"
 import { GitLive } from "./recipes/remote/git.js"
 import { RemoteRecipesLive } from "./recipes/remote/service.js"
 
-/** Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the stack. */
-export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive).pipe(
+/**
+ * Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the
+ * stack, and each frontend provides its `Caller` (with `callerLayer`) per call.
+ */
+export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestsLive, LocksLive, RecipesLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),

@@ -6,6 +6,7 @@ import { targetsOf, type Operation, type ExecutionContext } from "./operation.js
 import { DataRoot } from "../platform/data-root.js"
 import { toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
+import { Caller } from "../context/caller.js"
 
 /** Effect's wording ("Expected X, actual Y") as a person reads it: "must be X, got Y". */
 const humanMessage = (message: string): string => {
@@ -45,8 +46,8 @@ const subjectOf = (raw: unknown): string | undefined => {
 
 /** One line in stoat.log per call: who, what, which VM, how long, outcome. Never argument values. */
 export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
-  Effect.flatMap(DataRoot, (root) => {
-    const line = `${new Date().toISOString()} INFO op=${operation.key} tool=${operation.tool} entrypoint=${context.entrypoint} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
+  Effect.flatMap(Effect.all([DataRoot, Caller]), ([root, caller]) => {
+    const line = `${new Date().toISOString()} INFO op=${operation.key} tool=${operation.tool} entrypoint=${caller.kind} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
     return Effect.promise(() => appendLogLine(join(root.root, "logs", "stoat.log"), line))
   })
 
@@ -117,7 +118,7 @@ export const runOperation = <I, O, R, R2 = never>(
   raw: unknown,
   context: ExecutionContext,
   options: RunOptions<I, R2> = {}
-): Effect.Effect<O, StoatError, R | R2 | DataRoot> =>
+): Effect.Effect<O, StoatError, R | R2 | DataRoot | Caller> =>
   Effect.gen(function* () {
     const started = Date.now()
     let vm = subjectOf(raw)

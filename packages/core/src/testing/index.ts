@@ -9,6 +9,9 @@ import { LocksLive } from "../platform/locks.js"
 import { NotRunning } from "../errors.js"
 import { Hypervisor, type RunState } from "../ports/hypervisor.js"
 import { VmStoreLive } from "../vm/store.js"
+import { VmsLive } from "../vm/lifecycle.js"
+import { CliCaller, type Caller } from "../context/caller.js"
+import { callerLayer } from "../context/access-policy.js"
 import { GuestOpsLive } from "../guest/ops.js"
 import { JobsLive } from "../guest/jobs.js"
 import { CheckpointsLive } from "../checkpoints/index.js"
@@ -63,6 +66,8 @@ export interface TestLayerOptions {
   readonly index?: string
   /** The working directory whose stoat.toml gives project scope; default none. */
   readonly projectDir?: string
+  /** Who calls (the policy follows from it); default a person at the CLI, `CliCaller`. */
+  readonly caller?: Layer.Layer<Caller>
 }
 
 /**
@@ -73,7 +78,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const dataRoot = options.root ? dataRootAt(options.root) : TempDataRoot
   const state = options.hypervisor ?? new FakeHypervisorState()
   const guest = options.guest ?? new FakeGuestState()
-  return Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state))).pipe(
+  return Layer.mergeAll(VmStoreLive, VmsLive, GuestsLive, LocksLive, RecipesLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state)), callerLayer(options.caller ?? CliCaller)).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),

@@ -119,15 +119,15 @@ describe("update", () => {
   it("agent_access: MCP may lower it but not raise it (access_denied); the CLI may raise it", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" }) // manage
-    const denied = await h.fail(updateVm, { vm: "web", agent_access: "exec" }, { entrypoint: "mcp" })
+    const denied = await h.fail(updateVm, { vm: "web", agent_access: "exec" }, { caller: "mcp" })
     expect(denied).toMatchObject({ code: "access_denied", subject: "web" })
     expect((await h.ok(getVm, { vm: "web" })).agent_access).toBe("manage")
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { entrypoint: "mcp" })).vm.agent_access).toBe("observe")
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { entrypoint: "mcp" })).vm.agent_access).toBe("observe")
-    expect((await h.fail(updateVm, { vm: "web", agent_access: "manage" }, { entrypoint: "mcp" })).code).toBe("access_denied")
-    const raised = await h.ok(updateVm, { vm: "web", agent_access: "exec" }, { entrypoint: "cli" })
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe("observe")
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe("observe")
+    expect((await h.fail(updateVm, { vm: "web", agent_access: "manage" }, { caller: "mcp" })).code).toBe("access_denied")
+    const raised = await h.ok(updateVm, { vm: "web", agent_access: "exec" }, { caller: "cli" })
     expect(raised.vm).toMatchObject({ agent_access: "exec", allow_exec: true })
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "none" }, { entrypoint: "mcp" })).vm).toMatchObject({ agent_access: "none", allow_exec: false })
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "none" }, { caller: "mcp" })).vm).toMatchObject({ agent_access: "none", allow_exec: false })
   })
 
   it("ssh_port taken by another VM's ssh port or forward is invalid_spec naming that VM", async () => {

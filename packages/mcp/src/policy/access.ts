@@ -1,5 +1,10 @@
 import { Effect } from "effect"
-import { ACCESS_ORDER, AccessDenied, accessOf, loadVm, effectiveAccess, targetsOf, type Operation } from "@stoat/core"
+import { ACCESS_ORDER, AccessDenied, accessOf, callerLayer, loadVm, effectiveAccess, McpCaller, targetsOf, type Operation } from "@stoat/core"
+
+const mcpCaller = callerLayer(McpCaller)
+
+/** Runs core work as an agent's call: the MCP caller and its policy, whatever the runtime holds. */
+export const asAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, mcpCaller)
 
 /**
  * The MCP server's guest-access check: each target VM's agent_access, read from its vm.toml on
