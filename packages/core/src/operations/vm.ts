@@ -4,9 +4,7 @@ import { Effect, Schema } from "effect"
 import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
 import { InvalidSpec } from "../errors.js"
-import { Locks } from "../platform/locks.js"
 import * as fs from "../platform/fs.js"
-import { validateForwards } from "../vm/network.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { AccessLevel, DISK_RANGE, DiskSizeInput } from "../vm/config.js"
 import { isRunning, loadVm, vmRef, type OkRecord } from "../vm/runtime.js"
@@ -219,6 +217,12 @@ export const cloneVm = defineOperation({
     Effect.map(Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.clone(input.source, input.name)), viewOne), (vm) => ({ forwards_copied: false, source: input.source, vm }))
 })
 
+const forwardsView = (record: OkRecord, running: boolean) => ({
+  vm: record.name,
+  forwards: record.config.forwards.map((forward) => ({ host_port: forward.hostport, guest_port: forward.guestport })),
+  active: running
+})
+
 export const forwardPorts = defineOperation({
   key: "vm.forward",
   tool: "forward",
@@ -238,25 +242,11 @@ export const forwardPorts = defineOperation({
   run: (input) =>
     Effect.gen(function* () {
       if (input.clear && input.pairs && input.pairs.length > 0) return yield* new InvalidSpec({ message: "clear takes no pairs" })
-      const store = yield* VmStore
-      const show = (record: OkRecord, running: boolean) => ({
-        vm: record.name,
-        forwards: record.config.forwards.map((forward) => ({ host_port: forward.hostport, guest_port: forward.guestport })),
-        active: running
-      })
       const record = yield* loadVm(input.vm)
       const running = yield* isRunning(record)
-      if (!input.clear && (input.pairs === undefined || input.pairs.length === 0)) return show(record, running)
-      return yield* (yield* Locks).withRootLock(
-        Effect.gen(function* () {
-          const fresh = yield* loadVm(input.vm)
-          const forwards = input.clear ? [] : validateForwards(input.vm, fresh.config.sshport, input.pairs ?? [], yield* store.list)
-          if (forwards instanceof InvalidSpec) return yield* forwards
-          yield* store.write(input.vm, { ...fresh.config, forwards })
-          const saved = yield* loadVm(input.vm)
-          return { ...show(saved, false), applies_at: running ? ("next_start" as const) : ("now" as const) }
-        })
-      )
+      if (!input.clear && (input.pairs === undefined || input.pairs.length === 0)) return forwardsView(record, running)
+      const saved = yield* (yield* Vms).setForwards(input.vm, input.clear ? [] : (input.pairs ?? []))
+      return { ...forwardsView(saved, false), applies_at: running ? ("next_start" as const) : ("now" as const) }
     })
 })
 

@@ -298,7 +298,7 @@ const FIELD_UPDATERS: { readonly [K in UpdatableField]-?: FieldUpdater<NonNullab
   }
 }
 
-const updateVm = (name: string, spec: UpdateSpec) =>
+const updateSettings = (name: string, spec: UpdateSpec) =>
   Effect.gen(function* () {
     // An unknown VM answers not_found before anything about the request itself.
     yield* loadVm(name)
@@ -518,6 +518,20 @@ function makeVms(): Vms["Type"] {
       )
     })
 
+  const setForwards = (name: string, pairs: ReadonlyArray<string>) =>
+    Effect.flatMap(Locks, (locks) =>
+      locks.withRootLock(
+        Effect.gen(function* () {
+          const store = yield* VmStore
+          const record = yield* loadVm(name)
+          const forwards = pairs.length === 0 ? [] : validateForwards(name, record.config.sshport, pairs, yield* store.list)
+          if (forwards instanceof InvalidSpec) return yield* forwards
+          yield* store.write(name, { ...record.config, forwards })
+          return yield* loadVm(name)
+        })
+      )
+    )
+
   /** What apply needs from the lifecycle: its ssh wait, and a restart for `reboot = true` recipes. */
   const hooks: ApplyHooks = {
     waitReachable,
@@ -526,7 +540,7 @@ function makeVms(): Vms["Type"] {
 
   const applyRecipes = (name: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext) => applyVm(name, only, context, hooks)
 
-  return { create, start, stop, wait, update: updateVm, clone, destroy, applyRecipes }
+  return { create, start, stop, wait, update: updateSettings, clone, destroy, setForwards, applyRecipes }
 }
 
 export class Vms extends Context.Tag("stoat/Vms")<
@@ -544,6 +558,8 @@ export class Vms extends Context.Tag("stoat/Vms")<
     readonly clone: (source: string, name: string) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Deletes a stopped VM; `detachDependents` also deletes its checkpoints and detaches VMs built on its disk. */
     readonly destroy: (name: string, options: { readonly detachDependents?: boolean | undefined }) => Effect.Effect<void, StoatError, LifecycleServices | Checkpoints>
+    /** Replaces a VM's host→guest port forwards ("8080:80" pairs; none clears them); a running VM takes them at its next start. */
+    readonly setForwards: (name: string, pairs: ReadonlyArray<string>) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Applies a running VM's recipes (all, or `only` these), rebooting it when a recipe asks. */
     readonly applyRecipes: (name: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext) => ReturnType<typeof applyVm>
   }
