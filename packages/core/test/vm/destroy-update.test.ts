@@ -74,6 +74,28 @@ describe("update", () => {
     expect(result.vm).toMatchObject({ ram_mb: 512, cpus: 2 })
   })
 
+  it("many settings at once: changed in the table's order, params once for params and secrets, boot-time ones pending on a running VM", async () => {
+    const h = harness()
+    const vm = await h.ok(createVm, { name: "web", image: "tiny" })
+    await h.ok(startVm, { vm: "web" })
+    const result = await h.ok(updateVm, {
+      vm: "web",
+      secrets: { hello: { token: "s3cret" } },
+      params: { hello: { greeting: "hi" } },
+      shares: ["/tmp/a"],
+      share: "/tmp/b",
+      display: "window",
+      ssh_port: vm.ssh_port + 50,
+      cpus: 2,
+      ram_mb: 512,
+      agent_access: "observe"
+    })
+    expect(result.changed).toEqual(["agent_access", "ram", "cpus", "ssh_port", "display", "share", "shares", "params"])
+    expect(result.pending_restart).toEqual(["ram", "cpus", "ssh_port", "display", "share", "shares"])
+    expect(result.applies_at).toBe("next_start")
+    expect(JSON.stringify(result)).not.toContain("s3cret")
+  })
+
   it("on a running VM ram, cpus and ssh_port are saved and listed in pending_restart (applies_at next_start)", async () => {
     const h = harness()
     const vm = await h.ok(createVm, { name: "web", image: "tiny" })
