@@ -1,6 +1,6 @@
 import { createInterface } from "node:readline/promises"
 import { Command, Flags } from "@oclif/core"
-import type { Operation } from "@stoat/core"
+import { cliDataOf, type Operation } from "@stoat/core"
 import { encodeLine, event, resultError, resultOk, type ErrorInfo, type ProjectRun } from "@stoat/wire"
 import { renderProjectRun, runFailed } from "./views/project.js"
 import { disposeRuntime, execute } from "./runtime.js"
@@ -79,6 +79,22 @@ export abstract class StoatCommand extends Command {
       process.stderr.write("not deleted\n")
       return this.exit(1)
     }
+  }
+
+  /**
+   * Runs the operation and prints its result: with `--json` the envelope of the operation's CLI
+   * view (reference §4), else whatever `render` writes for the result.
+   */
+  protected async show<I, O>(
+    operation: Operation<I, O, any>,
+    input: unknown,
+    render: (output: O) => void,
+    options: { interactive?: boolean; showProgress?: boolean } = {}
+  ): Promise<O> {
+    const output = await this.call(operation, input, options)
+    // The input succeeded decoding, so it has the fields a view reads (vm, tag) as given.
+    this.emit(cliDataOf(operation, output, input as I), () => render(output))
+    return output
   }
 
   /** Prints the result: the envelope with `--json`, else whatever `render` writes. */

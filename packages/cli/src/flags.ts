@@ -1,4 +1,86 @@
 import { Flags } from "@oclif/core"
+import { Option, SchemaAST, type Schema } from "effect"
+
+/** What an input field's schema says about it: its description, integer bounds, literal choices. */
+interface FieldFacts {
+  readonly description?: string
+  readonly min?: number
+  readonly max?: number
+  readonly options?: ReadonlyArray<string>
+}
+
+const alternatives = (ast: SchemaAST.AST): ReadonlyArray<SchemaAST.AST> =>
+  SchemaAST.isUnion(ast) ? ast.types.flatMap(alternatives).filter((type) => !SchemaAST.isUndefinedKeyword(type)) : [ast]
+
+/**
+ * The schema's wording as a flag's: no "(CLI only…)" note (every flag is), lower case first
+ * unless the first word is an acronym (RAM).
+ */
+const asFlagText = (description: string): string => {
+  const text = description.replace(/\s*\(CLI only[^)]*\)$/, "")
+  return /^[A-Z][A-Z]/.test(text) ? text : text.charAt(0).toLowerCase() + text.slice(1)
+}
+
+const factsOf = (input: Schema.Schema.Any, field: string): FieldFacts => {
+  const signature = SchemaAST.isTypeLiteral(input.ast) ? input.ast.propertySignatures.find((candidate) => candidate.name === field) : undefined
+  if (signature === undefined) throw new Error(`the operation input has no field ${field}`)
+  const description = Option.getOrUndefined(SchemaAST.getDescriptionAnnotation(signature))
+  const types = alternatives(signature.type)
+  if (types.length > 1 || SchemaAST.isLiteral(types[0]!)) {
+    return { ...(description ? { description } : {}), options: types.map((type) => (SchemaAST.isLiteral(type) ? String(type.literal) : "")).filter(Boolean) }
+  }
+  // Bounds sit on the refinements (Schema.between) as their JSON Schema annotation.
+  let bounds: { min?: number; max?: number } = {}
+  for (let ast: SchemaAST.AST = types[0]!; SchemaAST.isRefinement(ast); ast = ast.from) {
+    const json = Option.getOrUndefined(SchemaAST.getJSONSchemaAnnotation(ast)) as { minimum?: number; maximum?: number } | undefined
+    if (json?.minimum !== undefined) bounds = { ...bounds, min: json.minimum }
+    if (json?.maximum !== undefined) bounds = { ...bounds, max: json.maximum }
+  }
+  return { ...(description ? { description } : {}), ...bounds }
+}
+
+/** The input field each schema-built flag sets (see `inputOf`). */
+const fieldOfFlag = new WeakMap<object, string>()
+
+const describe = (facts: FieldFacts, field: string, description: string | undefined): string => {
+  const text = description ?? (facts.description && asFlagText(facts.description))
+  if (!text) throw new Error(`input field ${field} has no description: give the flag one`)
+  return text
+}
+
+/**
+ * oclif flags for fields of an operation's input: the description, integer bounds and choices
+ * come from the field's schema, so help and parsing say what the operation checks. Pass a
+ * description where the CLI's wording differs (or the schema has none).
+ */
+export const schemaFlags = (input: Schema.Schema.Any) => {
+  const remember = <F extends object>(flag: F, field: string): F => {
+    fieldOfFlag.set(flag, field)
+    return flag
+  }
+  return {
+    integer: (field: string, description?: string) => {
+      const facts = factsOf(input, field)
+      const bounds = { ...(facts.min !== undefined ? { min: facts.min } : {}), ...(facts.max !== undefined ? { max: facts.max } : {}) }
+      return remember(Flags.integer({ description: describe(facts, field, description), ...bounds }), field)
+    },
+    string: (field: string, description?: string) => {
+      const facts = factsOf(input, field)
+      return remember(Flags.string({ description: describe(facts, field, description), ...(facts.options ? { options: [...facts.options] } : {}) }), field)
+    },
+    boolean: (field: string, description?: string, options: { allowNo?: boolean } = {}) =>
+      remember(Flags.boolean({ description: describe(factsOf(input, field), field, description), ...options }), field)
+  }
+}
+
+/** The input fields of the schema-built flags that were given, under their field names. */
+export const inputOf = (definitions: Record<string, object>, parsed: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(
+    Object.entries(definitions).flatMap(([name, definition]) => {
+      const field = fieldOfFlag.get(definition)
+      return field !== undefined && parsed[name] !== undefined ? [[field, parsed[name]]] : []
+    })
+  )
 
 /**
  * `--recipes a,b` or `--recipes a --recipes b` (the original's csv/repeat). Non-greedy: the

@@ -36,3 +36,4 @@ export { Jobs, JobsLive, jobState, type JobFacts, type JobState } from "./guest/
 export * from "./checkpoints/index.js"
 export * as ProjectsModule from "./projects/index.js"
 export { Projects, projectsAt, projectScopeAt, type ProjectScope } from "./projects/service.js"
+export { AuditLog, AuditLogLive, makeAuditLog, type AuditEntry } from "./context/audit-log.js"

@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { AuditLogLive } from "./context/audit-log.js"
 import { DataRootLive } from "./platform/data-root.js"
 import { GuestsLive } from "./guest/definitions.js"
 import { HostProbeLive } from "./platform/host.js"
@@ -16,7 +17,7 @@ import { RemoteRecipesLive } from "./recipes/remote/service.js"
  * Core's live services over the data root named by `$STOAT_HOME`. A Hypervisor layer completes the
  * stack, and each frontend provides its `Caller` (with `callerLayer`) per call.
  */
-export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestsLive, LocksLive, RecipesLive).pipe(
+export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestsLive, LocksLive, RecipesLive, AuditLogLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { JSONSchema } from "effect"
 import { describe, expect, it } from "vitest"
-import { catalog, DESTRUCTIVE, EXEC, MUTATE, READ } from "../src/operations/index.js"
+import { catalog, DESTRUCTIVE, EXEC, hostOnlyFields, MUTATE, READ } from "../src/operations/index.js"
 
 const CLASSES = [READ, MUTATE, DESTRUCTIVE, EXEC]
 const COMMANDS = fileURLToPath(new URL("../../cli/src/commands/", import.meta.url))
@@ -24,7 +24,7 @@ describe("the operation catalog is ready for every frontend", () => {
 
   // `pull` is CLI-only (no MCP tool), so it keeps its own hints (idempotent, open world).
   it("gives every MCP tool one of the four annotation classes (reference §5), queries the read class", () => {
-    for (const operation of catalog.filter((candidate) => candidate.mcp !== false)) {
+    for (const operation of catalog.filter((candidate) => candidate.expose.mcp)) {
       expect(CLASSES, operation.key).toContainEqual(operation.annotations)
       if (operation.kind === "query") expect(operation.annotations, operation.key).toEqual(READ)
     }
@@ -36,7 +36,7 @@ describe("the operation catalog is ready for every frontend", () => {
         const schema = JSONSchema.make(operation.input) as Record<string, unknown>
         expect(schema["type"]).toBe("object")
         expect(schema["additionalProperties"]).toBe(false)
-        for (const field of operation.hostOnly ?? []) expect(Object.keys((schema["properties"] ?? {}) as object)).toContain(field)
+        for (const field of hostOnlyFields(operation.input)) expect(Object.keys((schema["properties"] ?? {}) as object)).toContain(field)
       })
 
       it("has an output JSON Schema of an object", () => {
@@ -45,9 +45,12 @@ describe("the operation catalog is ready for every frontend", () => {
       })
 
 
-      it("is served by a CLI command", () => {
-        expect(commandFile(operation.cli), `no packages/cli/src/commands file for "stoat ${operation.cli}"`).toBeDefined()
-      })
+      const { cli } = operation.expose
+      if (cli !== false) {
+        it("is served by a CLI command", () => {
+          expect(commandFile(cli), `no packages/cli/src/commands file for "stoat ${cli}"`).toBeDefined()
+        })
+      }
     })
   }
 })

@@ -71,9 +71,12 @@ export const createServer = (mcp: StoatMcp): Server => {
       taskStore: mcp.tasks
     }
   )
-  const definitions = [...mcp.tools.values()].map((entry) => entry.definition)
-
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: definitions as never }))
+  // The client's `initialized` is the moment after the handshake: build what tools/list needs then.
+  server.oninitialized = () =>
+    setImmediate(() => {
+      for (const entry of mcp.tools.values()) void entry.definition
+    })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...mcp.tools.values()].map((entry) => entry.definition) as never }))
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const token = request.params._meta?.progressToken

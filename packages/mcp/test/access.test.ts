@@ -154,6 +154,6 @@ describe("update over MCP may lower agent_access and never raise it", () => {
 
   it("covers every catalog entry in the registry or deliberately leaves it out", () => {
     const names = new Set(tools.map((t) => t.definition.name))
-    for (const op of catalog) expect(names.has(op.tool)).toBe(op.mcp !== false)
+    for (const op of catalog) expect(names.has(op.tool)).toBe(op.expose.mcp)
   })
 })

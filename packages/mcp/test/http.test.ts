@@ -58,7 +58,7 @@ describe("stoat mcp --http 127.0.0.1:<port> with real SDK clients", () => {
     try {
       const [listA, listB] = await Promise.all([a.listTools(), b.listTools()])
       // One tool per catalog entry the MCP server exposes.
-      expect(listA.tools.length).toBe(catalog.filter((op) => op.mcp !== false).length)
+      expect(listA.tools.length).toBe(catalog.filter((op) => op.expose.mcp).length)
       expect(listB.tools.map((t) => t.name)).toEqual(listA.tools.map((t) => t.name))
       const [vmsA, vmsB] = await Promise.all([a.callTool({ name: "list_vms", arguments: {} }), b.callTool({ name: "list_vms", arguments: {} })])
       expect(dataOf(vmsA)).toEqual(dataOf(vmsB))

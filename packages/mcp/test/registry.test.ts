@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { catalog } from "@stoat/core"
+import { catalog, hostOnlyFields } from "@stoat/core"
 import { buildRegistry } from "../src/index.js"
 
 /** The annotation class of each seed tool (reference/stoat-original.md §5). */
@@ -27,9 +27,22 @@ describe("the tool registry is the catalog", () => {
   const tools = [...buildRegistry().values()].map((entry) => entry.definition)
 
   it("has one tool per exposed catalog entry, names unique and snake_case", () => {
-    expect(tools.map((t) => t.name)).toEqual(catalog.filter((op) => op.mcp !== false).map((op) => op.tool))
+    expect(tools.map((t) => t.name)).toEqual(catalog.filter((op) => op.expose.mcp).map((op) => op.tool))
     expect(new Set(tools.map((t) => t.name)).size).toBe(tools.length)
     for (const tool of tools) expect(tool.name).toMatch(/^[a-z][a-z0-9_]*$/)
+  })
+
+  it("leaves the fields annotated host-only out of each tool's input schema", () => {
+    // The CLI-only knobs of reference §5: host paths, passwords, overrides.
+    expect(hostOnlyFields(catalog.find((op) => op.tool === "update")!.input)).toEqual(["share", "shares", "display", "installed", "name", "os", "backend", "mode"])
+    for (const op of catalog.filter((candidate) => candidate.expose.mcp)) {
+      const tool = tools.find((t) => t.name === op.tool)!
+      const properties = Object.keys(tool.inputSchema["properties"] as object)
+      for (const field of hostOnlyFields(op.input)) {
+        expect(properties, `${op.tool}.${field}`).not.toContain(field)
+        expect(tool.inputSchema["required"], `${op.tool}.${field}`).not.toContain(field)
+      }
+    }
   })
 
   it("gives each seed tool the annotations of its class", () => {

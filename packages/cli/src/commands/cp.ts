@@ -45,8 +45,8 @@ export default class Cp extends StoatCommand {
       request = to ? { vm: to.vm, toGuest: true, local: args.src, remote: to.path } : { vm: from!.vm, toGuest: false, local: args.dst, remote: from!.path }
     }
     const input = { vm: request.vm, local: resolve(request.local), remote: request.remote, unconfined: true }
-    const copied = await this.call(request.toGuest ? copyTo : copyFrom, input)
-    const data = { vm: copied.vm, direction: copied.to_remote ? "to_guest" : "from_guest", local: copied.local, remote: copied.remote }
-    this.emit(data, () => this.line(copied.to_remote ? `copied ${copied.local} to ${copied.vm}:${copied.remote}` : `copied ${copied.vm}:${copied.remote} to ${copied.local}`))
+    await this.show(request.toGuest ? copyTo : copyFrom, input, (copied) =>
+      this.line(copied.to_remote ? `copied ${copied.local} to ${copied.vm}:${copied.remote}` : `copied ${copied.vm}:${copied.remote} to ${copied.local}`)
+    )
   }
 }

@@ -11,7 +11,6 @@ export default class Down extends StoatCommand {
   async run(): Promise<void> {
     const { args } = await this.parse(Down)
     if (args.vm === undefined) return this.runProject(projectDown, {}, "stopped")
-    const vm = await this.call(stopVm, { vm: args.vm })
-    this.emit({ vm }, () => this.line(`${vm.name} is stopped`))
+    await this.show(stopVm, { vm: args.vm }, (vm) => this.line(`${vm.name} is stopped`))
   }
 }

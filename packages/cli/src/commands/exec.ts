@@ -18,12 +18,11 @@ export default class Exec extends StoatCommand {
     // main takes the guest command out of argv before oclif could mistake its flags for stoat's.
     const words = cliState.guest ?? []
     if (words.length === 0) return this.failWith({ code: "usage", message: "missing command: stoat exec <vm> <cmd...>" })
-    const result = await this.call(execInGuest, { vm: args.vm, argv: words, timeout_seconds: flags.timeout })
-    this.emit({ vm: args.vm, ...result }, () => {
+    const { exit_code } = await this.show(execInGuest, { vm: args.vm, argv: words, timeout_seconds: flags.timeout }, (result) => {
       process.stdout.write(streamBytes(result, "stdout"))
       process.stderr.write(streamBytes(result, "stderr"))
       if (result.message !== undefined) process.stderr.write(`stoat: exec: ${result.message}\n`)
     })
-    if (!this.json && result.exit_code !== 0) this.exit(result.exit_code)
+    if (!this.json && exit_code !== 0) this.exit(exit_code)
   }
 }

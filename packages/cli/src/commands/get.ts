@@ -10,8 +10,7 @@ export default class Get extends StoatCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(Get)
-    const vm = await this.call(getVm, { vm: args.vm })
-    this.emit({ vm }, () => {
+    await this.show(getVm, { vm: args.vm }, (vm) => {
       const lines: Array<[string, string]> = [
         ["name", vm.name],
         ["os", vm.os],

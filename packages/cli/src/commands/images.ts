@@ -1,4 +1,4 @@
-import { listImagesOp } from "@stoat/core"
+import { listImages } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 import { table } from "../render.js"
 
@@ -13,7 +13,7 @@ export default class Images extends StoatCommand {
 
   async run(): Promise<void> {
     await this.parse(Images)
-    const { images } = await this.call(listImagesOp, {})
+    const { images } = await this.call(listImages, {})
     this.emit({ images }, () =>
       this.line(
         table(

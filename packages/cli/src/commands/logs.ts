@@ -1,7 +1,8 @@
-import { readFile, stat } from "node:fs/promises"
 import { Args, Flags } from "@oclif/core"
-import { layoutOf, logFile, resolveDataRoot, stoatLog, vmLogs } from "@stoat/core"
+import { Effect, Stream } from "effect"
+import { followLog, stoatLog, vmLogs } from "@stoat/core"
 import { StoatCommand } from "../base.js"
+import { disposeRuntime, runLive } from "../runtime.js"
 
 export default class Logs extends StoatCommand {
   static override summary = "Show a VM's console or apply log, or stoat's own log"
@@ -26,18 +27,11 @@ export default class Logs extends StoatCommand {
       for (const line of result.lines) this.line(line)
     })
     if (!flags.follow) return
-    // Follow: print what is appended; a truncated file is re-read from the top.
-    const file = logFile(layoutOf(resolveDataRoot()), args.vm, which)
-    let offset = (await stat(file).catch(() => undefined))?.size ?? 0
-    for (;;) {
-      await new Promise((resolve) => setTimeout(resolve, 300))
-      const size = (await stat(file).catch(() => undefined))?.size ?? 0
-      if (size < offset) offset = 0
-      if (size > offset) {
-        const text = await readFile(file)
-        process.stdout.write(text.subarray(offset, size))
-        offset = size
-      }
-    }
+    // The tail named the VM (a project key resolved to its name); what is appended follows it until Ctrl-C.
+    const followed = await runLive(Stream.runForEach(followLog({ vm: result.vm, which }), (bytes) => Effect.sync(() => process.stdout.write(bytes))))
+    await disposeRuntime()
+    // Only Ctrl-C ends it: then the exit status a shell expects of an interrupted command.
+    if (!followed.ok && followed.error.code !== "canceled") return this.failWith(followed.error)
+    this.exit(130)
   }
 }

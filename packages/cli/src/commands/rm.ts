@@ -1,5 +1,5 @@
 import { Args, Flags } from "@oclif/core"
-import { destroyVm, projectRm } from "@stoat/core"
+import { cliDataOf, destroyVm, projectRm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 
 export default class Rm extends StoatCommand {
@@ -19,17 +19,19 @@ export default class Rm extends StoatCommand {
     let detach = flags.yes
     if (!flags.yes) {
       await this.confirmOrExit(`delete VM "${args.vm}" and its disk?`, args.vm, flags.quiet)
-      const first = await this.attempt(destroyVm, { vm: args.vm })
-      if (first.ok) return this.report(first.value)
+      const input = { vm: args.vm }
+      const first = await this.attempt(destroyVm, input)
+      if (first.ok) return this.report(first.value, input)
       if (first.error.code !== "confirmation_required") return this.failWith(first.error)
       process.stderr.write(`${first.error.message}\n`)
       await this.confirmOrExit(`delete "${args.vm}" anyway?`, args.vm, flags.quiet)
       detach = true
     }
-    this.report(await this.call(destroyVm, { vm: args.vm, detach_dependents: detach }))
+    const input = { vm: args.vm, detach_dependents: detach }
+    this.report(await this.call(destroyVm, input), input)
   }
 
-  private report(result: { readonly name: string; readonly destroyed: boolean }): void {
-    this.emit({ deleted: result.destroyed, name: result.name }, () => this.line(`deleted ${result.name}`))
+  private report(result: typeof destroyVm.output.Type, input: typeof destroyVm.input.Type): void {
+    this.emit(cliDataOf(destroyVm, result, input), () => this.line(`deleted ${result.name}`))
   }
 }

@@ -20,8 +20,7 @@ export default class Snapshot extends StoatCommand {
     const { args, flags } = await this.parse(Snapshot)
     if ((flags.restore || flags.delete) && !args.tag) return this.failWith({ code: "usage", message: "--restore and --delete need a tag" })
     if (!args.tag) {
-      const { snapshots } = await this.call(listSnapshots, { vm: args.vm })
-      this.emit({ vm: args.vm, snapshots }, () =>
+      await this.show(listSnapshots, { vm: args.vm }, ({ snapshots }) =>
         this.line(
           snapshots.length === 0
             ? `${args.vm}: no snapshots`
@@ -32,7 +31,8 @@ export default class Snapshot extends StoatCommand {
     }
     const action = flags.restore ? "restore" : flags.delete ? "delete" : "save"
     const operation = action === "restore" ? restoreSnapshot : action === "delete" ? deleteSnapshot : saveSnapshot
-    await this.call(operation, { vm: args.vm, tag: args.tag })
-    this.emit({ vm: args.vm, tag: args.tag, action }, () => this.line(`${action === "save" ? "saved" : action === "restore" ? "restored" : "deleted"} snapshot ${args.tag} of ${args.vm}`))
+    await this.show(operation, { vm: args.vm, tag: args.tag }, () =>
+      this.line(`${action === "save" ? "saved" : action === "restore" ? "restored" : "deleted"} snapshot ${args.tag} of ${args.vm}`)
+    )
   }
 }

@@ -25,7 +25,8 @@ export default class Up extends StoatCommand {
       return this.runProject(projectUp, { ...common, ...(flags.parallel ? { parallel: flags.parallel } : {}) }, wait ? "running; ssh is up" : "running", { showProgress: !flags.quiet })
     }
     if (flags.parallel) return this.failWith({ code: "usage", message: "--parallel is for the project fan-out (stoat up with no VM name)" })
-    const vm = await this.call(startVm, { vm: args.vm, ...common }, { showProgress: !flags.quiet })
-    this.emit({ vm }, () => this.line(`${vm.name} is running (ssh port ${vm.ssh_port})${wait ? "; ssh is up" : ""}`))
+    await this.show(startVm, { vm: args.vm, ...common }, (vm) => this.line(`${vm.name} is running (ssh port ${vm.ssh_port})${wait ? "; ssh is up" : ""}`), {
+      showProgress: !flags.quiet
+    })
   }
 }

@@ -1,7 +1,9 @@
 import { Args, Flags } from "@oclif/core"
 import { updateVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
-import { paramTable, recipeNames, recipesFlag, secretEnvName } from "../flags.js"
+import { inputOf, paramTable, recipeNames, recipesFlag, schemaFlags, secretEnvName } from "../flags.js"
+
+const field = schemaFlags(updateVm.input)
 
 export default class Update extends StoatCommand {
   static override summary = "Change a VM's settings"
@@ -9,15 +11,15 @@ export default class Update extends StoatCommand {
     "Change only the settings given. On a running VM, boot-time settings (ram, cpus, ssh port, display, share) take effect at the next start. Disks only grow, and only while stopped."
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
   static override flags = {
-    ram: Flags.integer({ description: "RAM in MiB", min: 256 }),
-    cpus: Flags.integer({ description: "vCPUs", min: 1 }),
-    "ssh-port": Flags.integer({ description: "host port forwarded to the guest's sshd", min: 1024, max: 65535 }),
-    disk: Flags.string({ description: "new absolute disk size (grow only)" }),
-    share: Flags.string({ description: "host folder shared read-only (\"\" clears)" }),
-    recipes: recipesFlag("replace the recipe list (comma-separated or repeated; \"\" clears)"),
-    "agent-access": Flags.string({ options: ["none", "observe", "manage", "exec"], description: "what MCP agents may do in the guest" }),
-    display: Flags.string({ options: ["auto", "window", "vnc"], description: "display preference" }),
-    installed: Flags.boolean({ allowNo: true, description: "mark the disk as installed" }),
+    ram: field.integer("ram_mb", "RAM in MiB"),
+    cpus: field.integer("cpus", "vCPUs"),
+    "ssh-port": field.integer("ssh_port", "host port forwarded to the guest's sshd"),
+    disk: field.string("disk"),
+    share: field.string("share", 'host folder shared read-only ("" clears)'),
+    recipes: recipesFlag('replace the recipe list (comma-separated or repeated; "" clears)'),
+    "agent-access": field.string("agent_access", "what MCP agents may do in the guest"),
+    display: field.string("display", "display preference"),
+    installed: field.boolean("installed", "mark the disk as installed", { allowNo: true }),
     set: Flags.string({ description: "recipe param: recipe.param=value (repeatable)", multiple: true, multipleNonGreedy: true }),
     secret: Flags.string({ description: "recipe secret recipe.param, read from $STOAT_SECRET_<RECIPE>_<PARAM> (repeatable)", multiple: true, multipleNonGreedy: true })
   }
@@ -26,15 +28,8 @@ export default class Update extends StoatCommand {
     const { args, flags } = await this.parse(Update)
     const input = {
       vm: args.vm,
-      ...(flags.ram !== undefined ? { ram_mb: flags.ram } : {}),
-      ...(flags.cpus !== undefined ? { cpus: flags.cpus } : {}),
-      ...(flags["ssh-port"] !== undefined ? { ssh_port: flags["ssh-port"] } : {}),
-      ...(flags.disk !== undefined ? { disk: flags.disk } : {}),
-      ...(flags.share !== undefined ? { share: flags.share } : {}),
-      ...(flags.recipes !== undefined ? { recipes: recipeNames(flags.recipes) } : {}),
-      ...(flags["agent-access"] !== undefined ? { agent_access: flags["agent-access"] } : {}),
-      ...(flags.display !== undefined ? { display: flags.display } : {}),
-      ...(flags.installed !== undefined ? { installed: flags.installed } : {})
+      ...inputOf(Update.flags, flags),
+      ...(flags.recipes !== undefined ? { recipes: recipeNames(flags.recipes) } : {})
     }
     if (flags.set) {
       const params = paramTable(flags.set)

@@ -1,9 +1,9 @@
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { result, stoat, tempHome } from "../helpers.js"
+import { BIN, result, stoat, tempHome } from "../helpers.js"
 
 /** The e2e suites need QEMU; without it they fail loudly instead of skipping. */
 const requireQemu = () => {
@@ -160,5 +160,21 @@ describe("recipes on the tiny guest", () => {
     expect(await guest("cat /tmp/stamps 2>/dev/null; true")).toBe("")
     const healthy = await json("wait", "box", "--healthy", "--timeout", "30s")
     expect(healthy).toMatchObject({ healthy: true })
+  })
+
+  it("Ctrl-C of apply stops everything the recipe started in the guest, not only its first process", async () => {
+    recipe("hang", "", "sh -c 'sleep 321' &\necho hang-started\nwait\n")
+    await json("update", "box", "--recipes", "hang")
+    const apply = spawn(process.execPath, [BIN, "--json", "apply", "box"], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const exited = new Promise<number | null>((resolve) => apply.once("exit", (code) => resolve(code)))
+    const sleeping = async () => (await guest("ps -o pid,args 2>/dev/null | grep '[s]leep 321' || ps | grep '[s]leep 321' || true")).trim()
+    for (let i = 0; i < 240 && (await sleeping()) === ""; i++) await new Promise((resolve) => setTimeout(resolve, 250))
+    expect(await sleeping()).not.toBe("")
+    apply.kill("SIGINT")
+    expect(await exited).not.toBe(0)
+    // The stop is sent before apply exits; give the guest a moment to reap.
+    for (let i = 0; i < 20 && (await sleeping()) !== ""; i++) await new Promise((resolve) => setTimeout(resolve, 250))
+    expect(await sleeping()).toBe("")
+    expect(applyLog().trimEnd().split("\n").at(-1)).toBe("CANCELLED: interrupted")
   })
 })

@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import type { PullResult } from "@stoat/wire"
 import { Canceled, ChecksumMismatch, DownloadFailed, DownloadStalled, InvalidSpec } from "../errors.js"
-import type { CatalogEntry } from "./catalog.js"
+import type { KnownImage } from "./known.js"
 import { algorithmOf, findChecksum, parseAlpineReleases } from "./checksum.js"
 import { AbortedError, DEFAULT_TIMEOUTS, TransferError, fetchText, openGet, readBody, type DownloadTimeouts } from "./http.js"
 
@@ -31,7 +31,7 @@ export interface PullOptions {
 
 export type PullError = DownloadFailed | DownloadStalled | ChecksumMismatch | InvalidSpec | Canceled
 
-/** What to fetch once the catalog entry is resolved: file name, URL and the expected digest, if published. */
+/** What to fetch once the known image is resolved: file name, URL and the expected digest, if published. */
 interface Target {
   readonly file: string
   readonly url: string
@@ -40,7 +40,7 @@ interface Target {
 
 const safeFileName = (file: string): boolean => file !== "" && file !== "." && file !== ".." && !/[/\\\0]/.test(file)
 
-const resolveTarget = async (entry: CatalogEntry, signal: AbortSignal, timeouts: DownloadTimeouts): Promise<Target> => {
+const resolveTarget = async (entry: KnownImage, signal: AbortSignal, timeouts: DownloadTimeouts): Promise<Target> => {
   const source = entry.source
   if (source.kind === "local") throw new InvalidSpec({ message: `image ${entry.id} is built locally by stoat; there is nothing to pull`, subject: entry.id })
   if (source.kind === "alpine-index") {
@@ -60,7 +60,7 @@ const resolveTarget = async (entry: CatalogEntry, signal: AbortSignal, timeouts:
 }
 
 /** Wraps a metadata fetch failure with context; aborts and stalls pass through to `classify`. */
-const failed = (entry: CatalogEntry, context: string) => (error: unknown): never => {
+const failed = (entry: KnownImage, context: string) => (error: unknown): never => {
   if (error instanceof TransferError && !error.stalled) throw new DownloadFailed({ message: `${context}: ${error.message}`, subject: entry.id })
   throw error
 }
@@ -85,7 +85,7 @@ const syncDir = async (dir: string) => {
   }
 }
 
-const run = async (entry: CatalogEntry, options: PullOptions, signal: AbortSignal): Promise<PullResult> => {
+const run = async (entry: KnownImage, options: PullOptions, signal: AbortSignal): Promise<PullResult> => {
   const timeouts: DownloadTimeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts }
   const target = await resolveTarget(entry, signal, timeouts)
   const algorithm = target.digest ? algorithmOf(target.digest) : undefined
@@ -149,7 +149,7 @@ const run = async (entry: CatalogEntry, options: PullOptions, signal: AbortSigna
   return { id: entry.id, downloaded: true, verified: checksumAvailable, checksum_available: checksumAvailable }
 }
 
-const classify = (entry: CatalogEntry, error: unknown): PullError => {
+const classify = (entry: KnownImage, error: unknown): PullError => {
   if (
     error instanceof DownloadFailed ||
     error instanceof DownloadStalled ||
@@ -173,7 +173,7 @@ const classify = (entry: CatalogEntry, error: unknown): PullError => {
  * (Ctrl-C) or aborting `signal` stops the request and deletes the part file before the Effect
  * finishes. `verified` is true only when the bytes were checked against a published digest.
  */
-export const pull = (entry: CatalogEntry, options: PullOptions): Effect.Effect<PullResult, PullError> =>
+export const pull = (entry: KnownImage, options: PullOptions): Effect.Effect<PullResult, PullError> =>
   Effect.async<PullResult, PullError>((resume) => {
     const controller = new AbortController()
     const external = options.signal

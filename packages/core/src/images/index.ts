@@ -1,6 +1,6 @@
-// Image catalog, checksum parsing, pulls and listing. Light at load time: node:http/https are
+// Known images, checksum parsing, pulls and listing. Light at load time: node:http/https are
 // imported only when a pull starts.
-export * from "./catalog.js"
+export * from "./known.js"
 export * from "./checksum.js"
 export { pull, DEFAULT_TIMEOUTS, type DownloadTimeouts, type PullError, type PullOptions, type PullProgress } from "./download.js"
 export * from "./list.js"

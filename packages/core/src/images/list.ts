@@ -3,7 +3,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path"
 import { Effect } from "effect"
 import type { Image } from "@stoat/wire"
 import { BUNDLED_GUESTS, type GuestDef } from "../guest/definitions.js"
-import { IMAGE_CATALOG, inferByo, type CatalogEntry } from "./catalog.js"
+import { KNOWN_IMAGES, inferByo, type KnownImage } from "./known.js"
 
 /** The image references a VM's config carries; `VmConfig` fits, so do salvaged partial records. */
 export interface VmImageRefs {
@@ -44,8 +44,8 @@ export const localAlpineFile = (flavor: string, files: ReadonlyArray<string>): s
   return best?.file
 }
 
-/** The bare file name under isos/ that a catalog entry is (or would be) stored as; "" while unknown. */
-export const catalogFile = (entry: CatalogEntry, files: ReadonlyArray<string>): string => {
+/** The bare file name under isos/ that a known image is (or would be) stored as; "" while unknown. */
+export const knownImageFile = (entry: KnownImage, files: ReadonlyArray<string>): string => {
   switch (entry.source.kind) {
     case "url":
       return entry.source.file
@@ -66,11 +66,11 @@ const localBuildBytes = async (dir: string): Promise<number | undefined> => {
 }
 
 /**
- * The catalog with download state (exact bytes for a file on disk, the declared approximation
- * otherwise), then every file in isos/ that a VM uses and the catalog does not claim, as BYO.
+ * The known images with download state (exact bytes for a file on disk, the declared approximation
+ * otherwise), then every file in isos/ that a VM uses and no known image claims, as BYO.
  * Reads only the local disk.
  */
-export const listImages = (
+export const imagesOnHost = (
   isosDir: string,
   vmConfigs: ReadonlyArray<VmImageRefs>,
   guests: ReadonlyArray<Pick<GuestDef, "name" | "filename_hints">> = BUNDLED_GUESTS
@@ -80,8 +80,8 @@ export const listImages = (
     const files = (await readdir(isos).catch(() => [] as string[])).filter((name) => !name.endsWith(".part")).sort()
     const claimed = new Set<string>()
     const images: Image[] = []
-    for (const entry of IMAGE_CATALOG) {
-      const file = catalogFile(entry, files)
+    for (const entry of KNOWN_IMAGES) {
+      const file = knownImageFile(entry, files)
       const bytes =
         file === "" ? undefined : entry.source.kind === "local" ? await localBuildBytes(join(isos, file)) : await sizeOf(join(isos, file))
       if (file !== "") claimed.add(file)

@@ -9,7 +9,7 @@ export const takeCheckpoint = defineOperation({
   key: "checkpoint.create",
   tool: "checkpoint",
   longRunning: true,
-  cli: "checkpoint",
+  expose: { cli: "checkpoint", mcp: true },
   title: "Checkpoint a running VM",
   description:
     "Save a running VM's RAM, device state and disk at this instant under a name, so warm copies can be forked from it (see fork). The VM is paused well under a second under TCG and then runs on; its 9p shares are unmounted in the guest for the moment and mounted again (a share in use refuses with capability_unavailable).",
@@ -29,7 +29,7 @@ export const takeCheckpoint = defineOperation({
 export const listCheckpoints = defineOperation({
   key: "checkpoint.list",
   tool: "list_checkpoints",
-  cli: "checkpoint ls",
+  expose: { cli: "checkpoint ls", mcp: true },
   title: "List checkpoints",
   description: "List the checkpoints of one VM or of every VM: when taken, RAM, state size, pause, the VMs built on each, and whether it can still be forked (usable=false with the problem when its disk layer or state changed or vanished).",
   kind: "query",
@@ -43,7 +43,7 @@ export const listCheckpoints = defineOperation({
 export const deleteCheckpoint = defineOperation({
   key: "checkpoint.delete",
   tool: "delete_checkpoint",
-  cli: "checkpoint rm",
+  expose: { cli: "checkpoint rm", mcp: true },
   title: "Delete a checkpoint",
   description: "Delete a checkpoint's saved state. VMs forked from it keep working: the disk layer they are built on stays part of the source VM's disk.",
   kind: "command",
@@ -63,7 +63,7 @@ export const forkCheckpoint = defineOperation({
   key: "checkpoint.fork",
   tool: "fork",
   longRunning: true,
-  cli: "fork",
+  expose: { cli: "fork", mcp: true },
   title: "Fork warm VMs from a checkpoint",
   description: `Start new VMs from a checkpoint, warm: each resumes the saved RAM on its own copy-on-write disk over the checkpoint's, with its own SSH port, hostname and reseeded RNG, and is returned once SSH answers (about a second under TCG). count=N (≤ ${MAX_FORKS_PER_CALL}) makes name-1…name-N at once. All or nothing: if one fails, none is left. A fork is an ordinary VM afterwards.`,
   kind: "command",

@@ -1,10 +1,10 @@
 import { Effect, Schema } from "effect"
-import { McpCopyResult } from "@stoat/wire"
+import { CopyResult, McpCopyResult } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { copyFromGuest, copyToGuest } from "../guest/copy.js"
 import { loadVm, requireRunning, sshTarget } from "../vm/runtime.js"
 import { VmName } from "./inputs.js"
-import { defineOperation, EXEC } from "./operation.js"
+import { defineOperation, EXEC, hostOnly } from "./operation.js"
 
 const CopyInput = Schema.Struct({
   vm: VmName,
@@ -17,7 +17,7 @@ const CopyInput = Schema.Struct({
     Schema.maxLength(4096)
   ).annotations({ description: "absolute guest path" }),
   /** CLI only: a person at the terminal may copy any host file they can read or write (original §2.2, §5). */
-  unconfined: Schema.optional(Schema.Boolean)
+  unconfined: hostOnly(Schema.optional(Schema.Boolean))
 })
 type CopyInput = typeof CopyInput.Type
 
@@ -32,19 +32,27 @@ const copy = (input: CopyInput, toRemote: boolean) =>
     return { vm: input.vm, local, remote: input.remote, to_remote: toRemote }
   })
 
+/** `stoat cp` names the direction; the tools say to_remote (reference §4). */
+const copyView = (copied: typeof McpCopyResult.Type): typeof CopyResult.Type => ({
+  vm: copied.vm,
+  direction: copied.to_remote ? "to_guest" : "from_guest",
+  local: copied.local,
+  remote: copied.remote
+})
+
 export const copyTo = defineOperation({
   key: "guest.copy_to",
   tool: "copy_to",
   longRunning: true,
-  cli: "cp",
+  expose: { cli: "cp", mcp: true },
   title: "Copy a host file into a VM",
   description:
     "Copy a regular file from the VM's shared folder on the host (local; relative paths are relative to that folder, symlinks leading out of it are refused) to the absolute guest path remote, streamed over SFTP.",
   kind: "command",
   input: CopyInput,
   output: McpCopyResult,
+  cliView: copyView,
   annotations: EXEC,
-  hostOnly: ["unconfined"],
   access: "manage",
   run: (input) => copy(input, true)
 })
@@ -53,15 +61,15 @@ export const copyFrom = defineOperation({
   key: "guest.copy_from",
   tool: "copy_from",
   longRunning: true,
-  cli: "cp",
+  expose: { cli: "cp", mcp: true },
   title: "Copy a file out of a VM",
   description:
     "Copy the guest file remote (absolute) into the VM's shared folder on the host (local; relative paths are relative to that folder, symlinks leading out of it are refused). The host file appears complete or not at all.",
   kind: "command",
   input: CopyInput,
   output: McpCopyResult,
+  cliView: copyView,
   annotations: EXEC,
-  hostOnly: ["unconfined"],
   access: "manage",
   run: (input) => copy(input, false)
 })

@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessList, SvcStatus, TailLines, WriteFileResult } from "@stoat/wire"
+import { CliExecResult, CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessList, SvcStatus, TailLines, WriteFileResult } from "@stoat/wire"
 import { Usage } from "../errors.js"
 import { GUEST_CAPS, GuestOps } from "../guest/ops.js"
 import { guestSession, type GuestSession } from "../guest/session.js"
@@ -29,7 +29,7 @@ export const execInGuest = defineOperation({
   key: "guest.exec",
   tool: "exec",
   longRunning: true,
-  cli: "exec",
+  expose: { cli: "exec", mcp: true },
   title: "Run a command in a VM",
   description:
     "Run argv (an argument array, not a shell string: use [\"sh\",\"-c\",\"...\"] for shell syntax) in a running VM over SSH; returns stdout, stderr and exit_code. stdin, cwd (absolute) and env are optional. Stops after timeout_seconds (default 60, max 600) and returns the output so far with timed_out=true: start anything longer with exec_bg and poll it. Each stream is capped at 1 MiB (truncated=true); a stream that is not UTF-8 comes as <stream>_base64. Call wait after start before using it.",
@@ -43,6 +43,7 @@ export const execInGuest = defineOperation({
     timeout_seconds: Schema.optional(IntRange(1, GUEST_CAPS.execTimeoutSeconds))
   }),
   output: ExecResult,
+  cliView: (result, { vm }): typeof CliExecResult.Type => ({ vm, ...result }),
   annotations: EXEC,
   access: "exec",
   run: (input) =>
@@ -60,7 +61,7 @@ export const execInGuest = defineOperation({
 export const readFileOp = defineOperation({
   key: "guest.read_file",
   tool: "read_file",
-  cli: "file read",
+  expose: { cli: "file read", mcp: true },
   title: "Read a file in a VM",
   description:
     "Read a file of a running VM as the guest's ssh user. path is absolute; offset (bytes, default 0) and max_bytes (default and cap 1 MiB; 0 = the cap) select a range. Returns content (UTF-8 text, or base64 with encoding=\"base64\" when the bytes are not UTF-8), the file's size, and truncated=true when more follows the returned range (read on with a larger offset). Missing path: not_found; unreadable: access_denied.",
@@ -83,7 +84,7 @@ export const readFileOp = defineOperation({
 export const writeFileOp = defineOperation({
   key: "guest.write_file",
   tool: "write_file",
-  cli: "file write",
+  expose: { cli: "file write", mcp: true },
   title: "Write a file in a VM",
   description:
     "Write content to an absolute path in a running VM, as the guest's ssh user (the file belongs to that user). mode is octal permission bits (default 0644, set on the file after writing); append=true appends; parents=true creates missing parent folders; encoding=\"base64\" when content is base64 of binary bytes. as_root=true writes as root through the guest's escalation (sudo -n) and needs agent_access exec. Returns {path, bytes, mode}. Missing folder: not_found; not writable: access_denied. For large files use copy_to.",
@@ -121,7 +122,7 @@ const PathInput = Schema.Struct({ vm: VmName, path: GuestPath })
 export const listDirOp = defineOperation({
   key: "guest.list_dir",
   tool: "list_dir",
-  cli: "file ls",
+  expose: { cli: "file ls", mcp: true },
   title: "List a folder in a VM",
   description:
     "List the entries of an absolute folder path in a running VM, as the ssh user: each entry's basename, type (file, dir, symlink, fifo, socket, char, block), size in bytes, mode (octal, e.g. 0755), mtime (RFC 3339 UTC) and owner. Hidden entries included, symlinks not followed. At most 2000 entries, with truncated=true when there are more.",
@@ -136,7 +137,7 @@ export const listDirOp = defineOperation({
 export const statOp = defineOperation({
   key: "guest.stat",
   tool: "stat",
-  cli: "file stat",
+  expose: { cli: "file stat", mcp: true },
   title: "Stat a path in a VM",
   description:
     "Describe one absolute path in a running VM (a symlink itself, not its target): name (basename), type, size, mode (octal), mtime (RFC 3339 UTC) and owner. Missing path: not_found.",
@@ -151,7 +152,7 @@ export const statOp = defineOperation({
 export const psOp = defineOperation({
   key: "guest.ps",
   tool: "ps",
-  cli: "ps",
+  expose: { cli: "ps", mcp: true },
   title: "List processes in a VM",
   description:
     "List the processes of a running VM: pid, ppid, user, elapsed (when the guest's ps reports it) and command line. At most 2000 rows, with truncated=true when there are more.",
@@ -168,7 +169,7 @@ const ServiceName = GuestName("service")
 export const svcStatusOp = defineOperation({
   key: "guest.svc_status",
   tool: "svc_status",
-  cli: "svc",
+  expose: { cli: "svc", mcp: true },
   title: "Show a service's status in a VM",
   description:
     "Run the guest definition's service status command (systemctl status / rc-service status) for a service of a running VM. Returns its stdout, stderr and exit_code, plus active (running now) and enabled (starts at boot). A guest without a service manager answers capability_unavailable.",
@@ -183,7 +184,7 @@ export const svcStatusOp = defineOperation({
 export const svcOp = defineOperation({
   key: "guest.svc",
   tool: "svc",
-  cli: "svc",
+  expose: { cli: "svc", mcp: true },
   title: "Enable, start, stop or restart a service in a VM",
   description:
     "Enable, start, stop or restart a service of a running VM with the guest definition's service templates, as root (through sudo -n when the ssh user is not root). Returns the command's stdout, stderr and exit_code; a non-zero exit_code is the service manager's answer (read stderr). A guest without a service manager answers capability_unavailable.",
@@ -198,7 +199,7 @@ export const svcOp = defineOperation({
 export const tailLogOp = defineOperation({
   key: "guest.tail_log",
   tool: "tail_log",
-  cli: "tail",
+  expose: { cli: "tail", mcp: true },
   title: "Tail a log in a VM",
   description:
     "The last lines (default 50, max 2000) of a log in a running VM. unit: that systemd unit's journal (journalctl, as root; systemd guests only). path: an absolute file, read as the ssh user. Neither: the guest's system log (its definition's log_path, or the whole journal on systemd), as root. Give unit or path, not both.",
@@ -222,7 +223,7 @@ export const pkgInstallOp = defineOperation({
   key: "guest.pkg_install",
   tool: "pkg_install",
   longRunning: true,
-  cli: "pkg install",
+  expose: { cli: "pkg install", mcp: true },
   title: "Install packages in a VM",
   description:
     "Install packages in a running VM with the guest definition's package manager (e.g. apt-get update, then apt-get install -y), as root. packages are plain names (not options). Returns the combined stdout, stderr and the install's exit_code. Can take minutes on a slow guest. A guest without a package manager answers capability_unavailable.",
@@ -237,7 +238,7 @@ export const pkgInstallOp = defineOperation({
 export const useraddOp = defineOperation({
   key: "guest.useradd",
   tool: "useradd",
-  cli: "user add",
+  expose: { cli: "user add", mcp: true },
   title: "Add a user in a VM",
   description:
     "Add a user to a running VM with the guest definition's useradd command (e.g. useradd -m -s /bin/bash NAME), as root. Returns stdout, stderr and exit_code (non-zero when the user exists). A guest that defines no useradd command answers capability_unavailable.",

@@ -5,7 +5,7 @@ import { CapabilityReport, PruneResult, type Capability } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { HostProbe } from "../platform/host.js"
-import { catalogFile, findImage } from "../images/index.js"
+import { knownImageFile, findImage } from "../images/index.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
@@ -28,7 +28,7 @@ const referencedImages = async (records: ReadonlyArray<VmRecord>, files: Readonl
     if (record.kind === "ok") {
       const { image, iso, base } = record.config
       const entry = image === "" ? undefined : findImage(image)
-      if (entry) referenced.add(catalogFile(entry, files))
+      if (entry) referenced.add(knownImageFile(entry, files))
       else if (image !== "") referenced.add(basename(image))
       for (const path of [iso, base]) if (path !== "") referenced.add(basename(path))
       continue
@@ -43,7 +43,7 @@ const referencedImages = async (records: ReadonlyArray<VmRecord>, files: Readonl
 export const prune = defineOperation({
   key: "host.prune",
   tool: "prune",
-  cli: "prune",
+  expose: { cli: "prune", mcp: true },
   title: "Remove stale files",
   description:
     "Find stale files: partial downloads untouched for 2 minutes and orphaned checkpoint files (abandoned or unusable checkpoints, disk layers no disk reads) always, broken VMs (broken=true; never a running one) and images no VM uses (images=true). A dry run unless apply=true.",
@@ -114,7 +114,7 @@ const capability = (name: string, status: Capability["status"], scope: string, e
 export const capabilities = defineOperation({
   key: "host.capabilities",
   tool: "capabilities",
-  cli: "capabilities",
+  expose: { cli: "capabilities", mcp: true },
   title: "Report capabilities",
   description:
     "Report what this host and build can do (VM lifecycle, snapshots, recipes, projects, MCP guest access levels) and what is unavailable, optionally for one VM. Reads host checks and stored VM metadata only; never starts or connects to a VM.",

@@ -2,16 +2,16 @@ import { Effect, Schema } from "effect"
 import { ImageList, PullResult } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Guests } from "../guest/definitions.js"
-import { listImages, lookupImage, pull } from "../images/index.js"
+import { imagesOnHost, lookupImage, pull } from "../images/index.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { VmStore } from "../vm/store.js"
 import { defineOperation, READ } from "./operation.js"
 import { NoInput } from "./inputs.js"
 
-export const listImagesOp = defineOperation({
+export const listImages = defineOperation({
   key: "image.list",
   tool: "list_images",
-  cli: "images",
+  expose: { cli: "images", mcp: true },
   title: "List images",
   description: "List the catalog images (and images VMs were created from) with whether each is downloaded and its size. `tiny` is built locally from Debian packages.",
   kind: "query",
@@ -25,15 +25,14 @@ export const listImagesOp = defineOperation({
       const records = yield* (yield* VmStore).list
       const guests = yield* Effect.orElseSucceed((yield* Guests).list, () => [])
       const configs = records.flatMap((record) => (record.kind === "ok" ? [record.config] : []))
-      return { images: yield* listImages(root.isos, configs, guests) }
+      return { images: yield* imagesOnHost(root.isos, configs, guests) }
     })
 })
 
 export const pullImage = defineOperation({
   key: "image.pull",
   tool: "pull",
-  cli: "pull",
-  mcp: false,
+  expose: { cli: "pull", mcp: false },
   title: "Download an image",
   description:
     "Download a catalog image into the data root, verifying its published checksum while streaming; `tiny` is assembled locally instead. Progress is reported as it goes; interrupting removes the partial file.",

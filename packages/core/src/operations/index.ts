@@ -3,7 +3,7 @@ import { execInGuest, guestOperations } from "./guest.js"
 import { copyFrom, copyTo } from "./copy.js"
 import { sshCommand } from "./ssh.js"
 import { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./job.js"
-import { listImagesOp, pullImage } from "./image.js"
+import { listImages, pullImage } from "./image.js"
 import { capabilities, prune } from "./host.js"
 import { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./checkpoint.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot.js"
@@ -28,6 +28,7 @@ export * from "./checkpoint.js"
 export * from "./recipe.js"
 export * from "./project.js"
 export * from "./remote-recipe.js"
+export * from "./logs.js"
 
 /** Every operation Stoat offers, in the order tools are listed. */
 export const catalog: ReadonlyArray<Operation> = [
@@ -67,7 +68,7 @@ export const catalog: ReadonlyArray<Operation> = [
   copyTo,
   copyFrom,
   sshCommand,
-  listImagesOp,
+  listImages,
   pullImage,
   prune,
   capabilities,

@@ -31,7 +31,7 @@ const fileContent = (data: Uint8Array, size: number, truncated: boolean) => ({ .
 export const execBackground = defineOperation({
   key: "guest.exec_bg",
   tool: "exec_bg",
-  cli: "jobs start",
+  expose: { cli: "jobs start", mcp: true },
   title: "Start a background job in a VM",
   description:
     "Start argv (an argument array, not a shell string) in the background of a running VM and return its job_id at once. The job outlives the call; its stdout and stderr go to files under /run/stoat/jobs/<job_id>/ on the guest. Poll it with job_status or job_wait, read output with job_output, stop it with job_kill.",
@@ -56,7 +56,7 @@ export const execBackground = defineOperation({
 export const jobStatus = defineOperation({
   key: "guest.job_status",
   tool: "job_status",
-  cli: "jobs status",
+  expose: { cli: "jobs status", mcp: true },
   title: "Show a background job's state",
   description:
     "The state of a job started by exec_bg: starting until the guest records its pid, then running, then exited with exit_code. unknown means the guest was restarted (which clears the job files).",
@@ -72,7 +72,7 @@ export const jobWait = defineOperation({
   key: "guest.job_wait",
   tool: "job_wait",
   longRunning: true,
-  cli: "jobs wait",
+  expose: { cli: "jobs wait", mcp: true },
   title: "Wait for a background job",
   description:
     "Block until the job exits or timeout_seconds (default 60, max 600) pass, then return its state, exit_code once exited, and the last 4 KiB of stdout and stderr. A job still running at the timeout is not an error: state says running.",
@@ -88,7 +88,7 @@ export const jobWait = defineOperation({
 export const jobOutput = defineOperation({
   key: "guest.job_output",
   tool: "job_output",
-  cli: "jobs output",
+  expose: { cli: "jobs output", mcp: true },
   title: "Read a background job's output",
   description: `Read a job's stdout (default) or stderr from byte offset (default 0), at most max_bytes (0 or absent = the cap of ${JOB_OUTPUT_CAP} bytes). Returns content (base64 with encoding when not UTF-8), the stream's size so far and truncated when more follows.`,
   kind: "query",
@@ -116,7 +116,7 @@ export const jobOutput = defineOperation({
 export const jobKill = defineOperation({
   key: "guest.job_kill",
   tool: "job_kill",
-  cli: "jobs kill",
+  expose: { cli: "jobs kill", mcp: true },
   title: "Signal a background job",
   description:
     "Send signal (default TERM; a name such as KILL, INT or USR1, without SIG) to a running job and its process group. A job that is not running is not signalled: the result has its state and signaled=false.",
@@ -131,7 +131,7 @@ export const jobKill = defineOperation({
 export const listJobs = defineOperation({
   key: "guest.list_jobs",
   tool: "list_jobs",
-  cli: "jobs ls",
+  expose: { cli: "jobs ls", mcp: true },
   title: "List a VM's background jobs",
   description:
     "Every job exec_bg started on the VM, from the host's registry (works on a stopped VM), with argv, user, cwd, started and state. States are asked of the guest when the VM runs; a stopped or unreachable VM's jobs read unknown.",

@@ -1,4 +1,4 @@
-import type { Effect, Schema } from "effect"
+import { SchemaAST, type Effect, Schema } from "effect"
 import type { AccessLevel } from "../vm/config.js"
 import type { StoatError } from "../errors.js"
 
@@ -25,6 +25,41 @@ export interface ExecutionContext {
 /** The guest-access level an operation needs on its target VMs, or null for host-side work. */
 export type RequiredAccess<I> = AccessLevel | null | ((input: I) => AccessLevel | null)
 
+/** Where an operation is served: its CLI command id (space-separated topic path), and whether the MCP server lists it as a tool. */
+export interface Exposure {
+  readonly cli: string | false
+  /** False for the few operations the MCP server deliberately leaves out (long, open-world downloads; stoat's own log). */
+  readonly mcp: boolean
+}
+
+/**
+ * Marks an input field only a person at the CLI may set (host paths, passwords, overrides):
+ * the MCP server leaves it out of the tool's input schema and refuses it.
+ */
+export const HostOnlyId: unique symbol = Symbol.for("@stoat/core/HostOnly")
+
+type Field = Schema.Schema.All | Schema.PropertySignature.All
+
+/** The field, annotated as host-only (see `HostOnlyId`); a plain schema becomes a required property. */
+export function hostOnly<F extends Schema.PropertySignature.All>(field: F): F
+export function hostOnly<S extends Schema.Schema.All>(field: S): Schema.propertySignature<S>
+export function hostOnly(field: Field): Schema.PropertySignature.All {
+  const signature: Schema.PropertySignature.All = Schema.isPropertySignature(field) ? field : Schema.propertySignature(field as Schema.Schema.All)
+  // A custom key: no field of the Annotations type, so it goes in untyped.
+  return signature.annotations({ [HostOnlyId]: true } as never)
+}
+
+const objectsOf = (ast: SchemaAST.AST): ReadonlyArray<SchemaAST.TypeLiteral> =>
+  SchemaAST.isTypeLiteral(ast) ? [ast] : SchemaAST.isTransformation(ast) ? [...objectsOf(ast.from), ...objectsOf(ast.to)] : []
+
+/** The input fields of a schema marked `hostOnly`, in declaration order. */
+export const hostOnlyFields = (schema: Schema.Schema.Any): ReadonlyArray<string> => {
+  const names = objectsOf(schema.ast).flatMap((object) =>
+    object.propertySignatures.filter((signature) => signature.annotations[HostOnlyId] === true).map((signature) => String(signature.name))
+  )
+  return [...new Set(names)]
+}
+
 /**
  * One operation of the catalog: declared once, served by the CLI, the MCP server and the docs.
  * `input` is a closed object schema decoded before `run`; `access` is the level the MCP server
@@ -34,8 +69,7 @@ export type RequiredAccess<I> = AccessLevel | null | ((input: I) => AccessLevel 
 export interface Operation<I = any, O = any, R = any> {
   readonly key: string
   readonly tool: string
-  /** The CLI command id (space-separated topic path) that serves this operation. */
-  readonly cli: string
+  readonly expose: Exposure
   readonly title: string
   readonly description: string
   readonly kind: "query" | "command"
@@ -43,12 +77,10 @@ export interface Operation<I = any, O = any, R = any> {
   readonly output: Schema.Schema<O, any>
   readonly annotations: Annotations
   /**
-   * Input fields only a person at the CLI may set (host paths, passwords, overrides). The MCP
-   * server leaves them out of the tool schema and refuses them.
+   * The CLI's `--json` data for a result (reference §4 "Per-command `data`") where it differs
+   * from the MCP result; without it the CLI shows the result itself.
    */
-  readonly hostOnly?: ReadonlyArray<string>
-  /** False for the few CLI operations the MCP server deliberately leaves out (long, open-world downloads). */
-  readonly mcp?: false
+  readonly cliView?: (output: O, input: I) => unknown
   /** May outlast a client's request timeout (boots, waits, copies): MCP offers it as a task. */
   readonly longRunning?: true
   readonly access: RequiredAccess<I>
@@ -65,6 +97,10 @@ export interface Operation<I = any, O = any, R = any> {
 
 export const defineOperation = <I, II, O, OI, R>(operation: Operation<I, O, R> & { input: Schema.Schema<I, II>; output: Schema.Schema<O, OI> }): Operation<I, O, R> =>
   operation
+
+/** What the CLI prints (and `--json` carries) for this result of the operation. */
+export const cliDataOf = <I, O>(operation: Operation<I, O, any>, output: O, input: I): unknown =>
+  operation.cliView ? operation.cliView(output, input) : output
 
 const field = (input: unknown, key: string): string | undefined => {
   const value = typeof input === "object" && input !== null ? (input as Record<string, unknown>)[key] : undefined

@@ -151,7 +151,7 @@ const WaitTimeout = Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).ann
 export const projectStatus = defineOperation({
   key: "project.status",
   tool: "project_status",
-  cli: "status",
+  expose: { cli: "status", mcp: true },
   title: "Show the project's VMs",
   description: `Each VM the project declares, in declaration order: its state (missing until stoat up creates it), health, and drift (declared settings that differ, with needs_restart), or the error an immutable change (image, disk, provider) gives.${PROJECT_NOTE}`,
   kind: "query",
@@ -166,7 +166,7 @@ export const projectStatus = defineOperation({
 export const projectUp = defineOperation({
   key: "project.up",
   tool: "project_up",
-  cli: "up",
+  expose: { cli: "up", mcp: true },
   title: "Bring the project's VMs up",
   description: `Reconcile each declared VM (create a missing one; apply changed cpus, ram, recipes, params, shares and agent_access; refuse image, disk or provider changes) and start it, in declaration order. The first failure stops the run and later VMs are skipped. parallel brings up to N VMs up at once. With wait=true also waits for SSH (bounded by timeout_seconds per VM).${PROJECT_NOTE}`,
   input: Schema.Struct({
@@ -174,8 +174,6 @@ export const projectUp = defineOperation({
     ...StartFields
   }),
   ...FAN_OUT,
-  // As for start: applying runs guest code, which an agent reaches only through project_apply.
-  hostOnly: ["force", "apply"],
   run: ({ parallel, timeout_seconds, ...start }, context) =>
     Effect.gen(function* () {
       const project = yield* projectOf
@@ -193,7 +191,7 @@ export const projectUp = defineOperation({
 export const projectDown = defineOperation({
   key: "project.down",
   tool: "project_down",
-  cli: "down",
+  expose: { cli: "down", mcp: true },
   title: "Stop the project's VMs",
   description: `Stop each declared VM gracefully, in declaration order; one not created yet counts as stopped. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
   input: NoInput,
@@ -216,7 +214,7 @@ const requireManageEverywhere = (project: Project) =>
 export const projectApply = defineOperation({
   key: "project.apply",
   tool: "project_apply",
-  cli: "apply",
+  expose: { cli: "apply", mcp: true },
   title: "Apply the project's recipes",
   description: `Apply each declared VM's recipes (as apply_recipes), in declaration order; every VM must be running and, for an agent, grant manage. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
   input: NoInput,
@@ -233,7 +231,7 @@ export const projectApply = defineOperation({
 export const projectWait = defineOperation({
   key: "project.wait",
   tool: "project_wait",
-  cli: "wait",
+  expose: { cli: "wait", mcp: true },
   title: "Wait for the project's VMs",
   description: `Wait until each declared VM is reachable over SSH (default), stopped, or has applied its recipes, in declaration order. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
   input: Schema.Struct({
@@ -251,15 +249,14 @@ export const projectWait = defineOperation({
 export const projectRm = defineOperation({
   key: "project.rm",
   tool: "project_rm",
-  cli: "rm",
+  // Deleting a whole project is a person's decision at the CLI.
+  expose: { cli: "rm", mcp: false },
   title: "Delete the project's VMs",
   description: "Delete each declared VM, in declaration order: each must be stopped (stoat down); one not created is already gone. The first failure stops the run and later VMs are skipped.",
   kind: "command",
   input: Schema.Struct({ detach_dependents: Schema.optional(Schema.Boolean) }),
   output: ProjectRun,
   annotations: DESTRUCTIVE,
-  // Deleting a whole project is a person's decision at the CLI.
-  mcp: false,
   access: null,
   target: () => [],
   run: (input) =>
@@ -269,7 +266,7 @@ export const projectRm = defineOperation({
 export const projectInit = defineOperation({
   key: "project.init",
   tool: "project_init",
-  cli: "init",
+  expose: { cli: "init", mcp: false },
   title: "Start a project",
   description: "Write an annotated stoat.toml with one [vms.dev] in the working directory (never over an existing one); in a git checkout add .stoat/ to .gitignore.",
   kind: "command",
@@ -278,7 +275,6 @@ export const projectInit = defineOperation({
   }),
   output: InitResult,
   annotations: MUTATE,
-  mcp: false,
   access: null,
   target: () => [],
   run: (input) =>
@@ -292,14 +288,13 @@ export const projectInit = defineOperation({
 export const projectVms = defineOperation({
   key: "project.vms",
   tool: "project_vms",
-  cli: "ls",
+  expose: { cli: "ls", mcp: false },
   title: "List the project's VMs",
   description: "The VMs ./stoat.toml declares that exist, in declaration order (ls --project).",
   kind: "query",
   input: NoInput,
   output: VmList,
   annotations: READ,
-  mcp: false,
   access: null,
   target: () => [],
   run: () =>

@@ -1,7 +1,7 @@
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import * as fs from "../platform/fs.js"
-import { DoctorReport, GuestList, Guest, VersionInfo, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
+import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Guests, type LoadedGuest } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
@@ -25,23 +25,29 @@ export const viewVms = (records: ReadonlyArray<VmRecord>) =>
       byName.set(guest.name, guest)
       for (const alias of guest.aliases) if (!byName.has(alias)) byName.set(alias, guest)
     }
-    return yield* Effect.forEach(
+    const views = yield* Effect.forEach(
       records,
       (record) =>
-        Effect.gen(function* () {
-          const state = record.kind === "ok" ? yield* hypervisor.status(record) : { running: false }
-          const vm = toVm(record, { running: state.running, graphical }, byName, root)
-          // A project VM whose stoat.toml has gone: listed, flagged, still usable by name.
-          return vm.project === "" ? vm : { ...vm, project_missing: !(yield* Effect.orElseSucceed(fs.exists(join(vm.project, "stoat.toml")), () => false)) }
-        }),
+        Effect.map(record.kind === "ok" ? hypervisor.status(record) : Effect.succeed({ running: false }), (state) =>
+          toVm(record, { running: state.running, graphical }, byName, root)
+        ),
       { concurrency: "unbounded" }
     )
+    // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
+    // project, however many of its VMs are listed.
+    const projects = [...new Set(views.map((vm) => vm.project).filter((project) => project !== ""))]
+    const present = new Map(
+      yield* Effect.forEach(projects, (project) => Effect.map(Effect.orElseSucceed(fs.exists(join(project, "stoat.toml")), () => false), (found) => [project, found] as const), {
+        concurrency: "unbounded"
+      })
+    )
+    return views.map((vm) => (vm.project === "" ? vm : { ...vm, project_missing: !present.get(vm.project) }))
   })
 
 export const listVms = defineOperation({
   key: "vm.list",
   tool: "list_vms",
-  cli: "ls",
+  expose: { cli: "ls", mcp: true },
   title: "List VMs",
   description: "List every VM in the data root with its state (running, stopped or broken), size and SSH port.",
   kind: "query",
@@ -59,12 +65,13 @@ export const listVms = defineOperation({
 export const getVm = defineOperation({
   key: "vm.get",
   tool: "vm_status",
-  cli: "get",
+  expose: { cli: "get", mcp: true },
   title: "Show a VM",
   description: "Show one VM: its configuration, state, recipes with their applied state and health.",
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: VmStatus,
+  cliView: (vm): typeof VmGet.Type => ({ vm }),
   annotations: READ,
   access: null,
   run: ({ vm }) =>
@@ -83,7 +90,7 @@ const toWireGuest = ({ log_path: _logPath, ...guest }: LoadedGuest): Guest => gu
 export const listGuests = defineOperation({
   key: "guest.list",
   tool: "list_guests",
-  cli: "guest ls",
+  expose: { cli: "guest ls", mcp: true },
   title: "List guest definitions",
   description: "List the loaded guest OS definitions (bundled, user files, and user files merged over bundled ones).",
   kind: "query",
@@ -97,12 +104,13 @@ export const listGuests = defineOperation({
 export const guestInfo = defineOperation({
   key: "guest.get",
   tool: "guest_info",
-  cli: "guest show",
+  expose: { cli: "guest show", mcp: true },
   title: "Show a guest definition",
   description: "Show one guest definition: init system, package manager and service command templates.",
   kind: "query",
   input: Schema.Struct({ name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)) }),
   output: Guest,
+  cliView: (guest): typeof GuestShow.Type => ({ guest }),
   annotations: READ,
   access: null,
   run: ({ name }) => Effect.map(Effect.flatMap(Guests, (guests) => guests.get(name)), toWireGuest)
@@ -113,7 +121,7 @@ const APT = "sudo apt-get install -y"
 export const doctor = defineOperation({
   key: "host.doctor",
   tool: "doctor",
-  cli: "doctor",
+  expose: { cli: "doctor", mcp: true },
   title: "Check host prerequisites",
   description:
     "Check the host: qemu-system-x86_64, qemu-img and ssh (required), git and xorriso (optional), and whether KVM really works (a short probe boot; otherwise VMs run under TCG).",
@@ -176,7 +184,7 @@ const kvmFixes = (probe: AccelProbe): ReadonlyArray<string> => {
 export const version = defineOperation({
   key: "host.version",
   tool: "version",
-  cli: "version",
+  expose: { cli: "version", mcp: true },
   title: "Version",
   description: "Report Stoat's build version and the JSON contract version.",
   kind: "query",

@@ -47,7 +47,7 @@ export const recipeSummary = (recipe: LoadedRecipe): typeof RecipeSummary.Type =
 export const listRecipes = defineOperation({
   key: "recipe.catalog",
   tool: "list_recipes",
-  cli: "recipes",
+  expose: { cli: "recipes", mcp: true },
   title: "List recipes",
   description:
     "List the recipes every recipe root declares (bundled, local, remote), optionally only those that run on one guest OS. has_health tells whether a recipe has a health check; recipe_schema shows it.",
@@ -68,15 +68,14 @@ export const listRecipes = defineOperation({
 export const listRecipeEntries = defineOperation({
   key: "recipe.list",
   tool: "recipe_list",
-  cli: "recipe list",
+  // list_recipes is the agents' view; this one shows host folders.
+  expose: { cli: "recipe list", mcp: false },
   title: "List recipes with their scope",
   description: "Every recipe with its scope (bundled, local, global, project) and the recipe roots in shadow order.",
   kind: "query",
   input: NoInput,
   output: RecipeList,
   annotations: READ,
-  // list_recipes is the agents' view; this one shows host folders.
-  mcp: false,
   access: null,
   run: () =>
     Effect.gen(function* () {
@@ -99,12 +98,13 @@ export const listRecipeEntries = defineOperation({
 export const recipeSchema = defineOperation({
   key: "recipe.show",
   tool: "recipe_schema",
-  cli: "recipe show",
+  expose: { cli: "recipe show", mcp: true },
   title: "Show a recipe's contract",
   description: "One recipe's contract: schema, runtime, reboot, depends, params (type, default, required, values), outputs and its health check. May refresh bundled recipe files.",
   kind: "query",
   input: Schema.Struct({ name: RecipeName }),
   output: RecipeSchema,
+  cliView: (recipe) => ({ recipe }),
   annotations: READ,
   access: null,
   run: (input) => Effect.map(Effect.flatMap(Recipes, (recipes) => recipes.get(input.name)), recipeSchemaView)
@@ -113,7 +113,7 @@ export const recipeSchema = defineOperation({
 export const checkRecipes = defineOperation({
   key: "recipe.check",
   tool: "check_recipes",
-  cli: "check-recipes",
+  expose: { cli: "check-recipes", mcp: true },
   title: "Check recipes against a guest OS",
   description: "Tell whether recipes can run on a guest OS; each one that cannot is listed with the reason. An inapplicable recipe is a result, not a failure.",
   kind: "query",
@@ -143,7 +143,7 @@ export const checkRecipes = defineOperation({
 export const planRecipes = defineOperation({
   key: "recipe.plan",
   tool: "plan_recipes",
-  cli: "plan",
+  expose: { cli: "plan", mcp: true },
   title: "Plan a recipe apply",
   description:
     "What apply_recipes would run or skip on a VM and why (never applied, script changed, params changed, already applied, manual), computed on the host: works on a stopped VM and runs nothing.",
@@ -159,7 +159,7 @@ export const applyRecipes = defineOperation({
   key: "recipe.apply",
   tool: "apply_recipes",
   longRunning: true,
-  cli: "apply",
+  expose: { cli: "apply", mcp: true },
   title: "Apply a VM's recipes",
   description:
     "Run a running VM's configured recipe scripts in dependency order, optionally only a named subset (which also runs manual recipes). Once-recipes whose script and params are unchanged are skipped. Records outputs, runs health checks; a failed check fails the call but keeps the recipes applied. The apply log is logs which=apply.",
@@ -174,14 +174,13 @@ export const applyRecipes = defineOperation({
 export const newRecipe = defineOperation({
   key: "recipe.new",
   tool: "recipe_new",
-  cli: "recipe new",
+  expose: { cli: "recipe new", mcp: false },
   title: "Scaffold a recipe",
   description: "Create $STOAT_HOME/recipes/<name>/ with a sample recipe.toml and install.sh.",
   kind: "command",
   input: Schema.Struct({ name: Schema.String, os: Schema.optional(Schema.Array(OsName)), backend: Backend }),
   output: RecipeCreated,
   annotations: MUTATE,
-  mcp: false,
   access: null,
   run: (input) =>
     Effect.gen(function* () {
@@ -193,14 +192,13 @@ export const newRecipe = defineOperation({
 export const refreshRecipes = defineOperation({
   key: "recipe.refresh",
   tool: "refresh_recipes",
-  cli: "recipe refresh",
+  expose: { cli: "recipe refresh", mcp: false },
   title: "Rewrite bundled recipes",
   description: "Rewrite bundled recipe files from this build's copies; a hand-edited file is kept beside it as .bak. Statuses: refreshed, backed_up, current, orphan.",
   kind: "command",
   input: Schema.Struct({ names: Schema.optional(Schema.Array(RecipeName)) }),
   output: RecipeRefreshList,
   annotations: MUTATE,
-  mcp: false,
   access: null,
   run: (input) => Effect.map(Effect.flatMap(Recipes, (recipes) => recipes.refresh(input.names ?? [])), (files) => ({ files: [...files] }))
 })

@@ -4,7 +4,7 @@ import { RecipeAddResult, RecipePins, RecipeRemoveResult, RecipeSearchResult, Re
 import { RemoteRecipes, type PinnedRecipe } from "../recipes/remote/service.js"
 import { Recipes } from "../recipes/store.js"
 import { Usage } from "../errors.js"
-import { defineOperation, MUTATE, READ } from "./operation.js"
+import { defineOperation, hostOnly, MUTATE, READ } from "./operation.js"
 import { RecipeName, recipeSummary } from "./recipe.js"
 
 const INDEX_REF = /^[a-z0-9][a-z0-9-]*(@[A-Za-z0-9][A-Za-z0-9._/-]*)?$/
@@ -24,7 +24,7 @@ const pins = (all: ReadonlyArray<PinnedRecipe>) => ({ recipes: all.map((pin) => 
 export const searchRecipes = defineOperation({
   key: "recipe.search",
   tool: "search_recipes",
-  cli: "recipe search",
+  expose: { cli: "recipe search", mcp: true },
   title: "Search the recipe index",
   description:
     "Search the curated recipe index by words in a recipe's name or description (no term lists every entry). The local clone of the index is refreshed when older than 24 hours, or when refresh is true.",
@@ -48,7 +48,7 @@ export const searchRecipes = defineOperation({
 export const addRecipe = defineOperation({
   key: "recipe.add",
   tool: "add_recipe",
-  cli: "recipe add",
+  expose: { cli: "recipe add", mcp: true },
   title: "Add a remote recipe",
   description:
     "Add a recipe from the curated index, pinned to a commit in stoat.lock: in the working directory's project when it has a stoat.toml (declared in [recipes], checked out in .stoat/recipes/), else globally. Takes index names only (name or name@ref); Git URLs are refused. A name another recipe already uses is refused.",
@@ -56,14 +56,13 @@ export const addRecipe = defineOperation({
   input: Schema.Struct({
     name: Schema.optional(IndexRef),
     ref: Schema.optional(Ref),
-    source: Schema.optional(Schema.String.pipe(Schema.maxLength(1000))).annotations({ description: "A Git URL or path instead of an index name (URL[@ref])" }),
-    global: Global,
-    force: Schema.optional(Schema.Boolean).annotations({ description: "Re-pin, or shadow a bundled, local or global recipe of the same name" }),
-    preview: Schema.optional(Schema.Boolean).annotations({ description: "Resolve and validate only; write nothing" })
+    source: hostOnly(Schema.optional(Schema.String.pipe(Schema.maxLength(1000))).annotations({ description: "A Git URL or path instead of an index name (URL[@ref])" })),
+    global: hostOnly(Global),
+    force: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Re-pin, or shadow a bundled, local or global recipe of the same name" })),
+    preview: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Resolve and validate only; write nothing" }))
   }),
   output: RecipeAddResult,
   annotations: MUTATE,
-  hostOnly: ["source", "global", "force", "preview"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,
@@ -89,14 +88,13 @@ const pinsOperation = (step: "lock" | "sync", title: string, description: string
   defineOperation({
     key: `recipe.${step}`,
     tool: `${step}_recipes`,
-    cli: `recipe ${step}`,
+    expose: { cli: `recipe ${step}`, mcp: false },
     title,
     description,
     kind: "command",
     input: Schema.Struct({ global: Global }),
     output: RecipePins,
     annotations: MUTATE,
-    mcp: false,
     access: null,
     // Recipe names and Git sources are never VMs.
     target: noVms,
@@ -118,18 +116,17 @@ export const syncRecipes = pinsOperation(
 export const updateRecipe = defineOperation({
   key: "recipe.update",
   tool: "update_recipe",
-  cli: "recipe update",
+  expose: { cli: "recipe update", mcp: true },
   title: "Re-pin remote recipes",
   description: "Resolve a remote recipe's stored ref again (a branch may have moved) and check out the new commit; without a name, every remote recipe of the scope.",
   kind: "command",
   input: Schema.Struct({
     name: Schema.optional(RecipeName),
-    names: Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256))),
-    global: Global
+    names: hostOnly(Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256)))),
+    global: hostOnly(Global)
   }),
   output: RecipeUpdateResult,
   annotations: MUTATE,
-  hostOnly: ["names", "global"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,
@@ -144,18 +141,17 @@ export const updateRecipe = defineOperation({
 export const removeRecipe = defineOperation({
   key: "recipe.remove",
   tool: "remove_recipe",
-  cli: "recipe rm",
+  expose: { cli: "recipe rm", mcp: true },
   title: "Remove a remote recipe",
   description: "Remove a remote recipe's declaration, pin and checkout. Refused while a VM lists the recipe.",
   kind: "command",
   input: Schema.Struct({
     name: RecipeName,
-    global: Global,
-    force: Schema.optional(Schema.Boolean).annotations({ description: "Remove even while VMs list it" })
+    global: hostOnly(Global),
+    force: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Remove even while VMs list it" }))
   }),
   output: RecipeRemoveResult,
   annotations: MUTATE,
-  hostOnly: ["global", "force"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,

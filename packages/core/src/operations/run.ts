@@ -1,9 +1,7 @@
-import { existsSync } from "node:fs"
-import { open, type FileHandle } from "node:fs/promises"
-import { dirname, join } from "node:path"
-import { Effect, Exit, ParseResult, Schema } from "effect"
+import { Clock, Effect, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./operation.js"
-import { DataRoot } from "../platform/data-root.js"
+import { AuditLog } from "../context/audit-log.js"
+import { elapsedSince } from "../platform/poll.js"
 import { toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
 import { Caller } from "../context/caller.js"
@@ -44,48 +42,11 @@ const subjectOf = (raw: unknown): string | undefined => {
   return typeof value === "string" && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(value) ? value : undefined
 }
 
-/** One line in stoat.log per call: who, what, which VM, how long, outcome. Never argument values. */
+/** Records one call in stoat.log (also used by the MCP server for calls refused before they run). */
 export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
-  Effect.flatMap(Effect.all([DataRoot, Caller]), ([root, caller]) => {
-    const line = `${new Date().toISOString()} INFO op=${operation.key} tool=${operation.tool} entrypoint=${caller.kind} request=${context.requestId}${vm ? ` vm=${vm}` : ""} ms=${ms} outcome=${outcome}\n`
-    return Effect.promise(() => appendLogLine(join(root.root, "logs", "stoat.log"), line))
-  })
-
-/**
- * Open append-only handles of the logs written so far: a long-lived server writes a line per
- * call, and opening the file each time cost more than the call. O_APPEND keeps lines of
- * concurrent processes whole.
- */
-const logHandles = new Map<string, { readonly file: Promise<FileHandle>; checked: number; failed: boolean }>()
-/** How often a held log handle is checked for a file deleted under it (a person clearing the log). */
-const RECHECK_MS = 1_000
-
-const openLog = (path: string) => {
-  const entry = { file: open(path, "a"), checked: Date.now(), failed: false }
-  logHandles.set(path, entry)
-  entry.file.catch(() => {
-    entry.failed = true
-  })
-  return entry
-}
-
-/** Best effort: a missing logs/ folder (a data root never written to) is not created by a read. */
-const appendLogLine = async (path: string, line: string): Promise<void> => {
-  let entry = logHandles.get(path) ?? openLog(path)
-  if (entry.failed) {
-    // A synchronous look, not another failing open per call on a read-only root.
-    if (!existsSync(dirname(path))) return
-    entry = openLog(path)
-  } else if (Date.now() - entry.checked > RECHECK_MS) {
-    entry.checked = Date.now()
-    const unlinked = await entry.file.then((file) => file.stat()).then((info) => info.nlink === 0, () => true)
-    if (unlinked) {
-      void entry.file.then((file) => file.close()).catch(() => undefined)
-      entry = openLog(path)
-    }
-  }
-  await entry.file.then((file) => file.write(line)).catch(() => undefined)
-}
+  Effect.flatMap(Effect.all([AuditLog, Caller]), ([log, caller]) =>
+    log.record({ operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome })
+  )
 
 /** The input fields that name an existing VM; a project declaration key given there names its VM. */
 const VM_FIELDS = ["vm", "source"] as const
@@ -112,15 +73,19 @@ export interface RunOptions<I, R> {
   readonly guard?: (input: I) => Effect.Effect<void, StoatError, R>
 }
 
-/** Validates, runs and audits one operation. Every entrypoint goes through here. */
+/**
+ * Validates, runs and audits one operation, inside a span named by its key (a tracer, when one
+ * is provided, sees every call). Every entrypoint goes through here.
+ */
 export const runOperation = <I, O, R, R2 = never>(
   operation: Operation<I, O, R>,
   raw: unknown,
   context: ExecutionContext,
   options: RunOptions<I, R2> = {}
-): Effect.Effect<O, StoatError, R | R2 | DataRoot | Caller> =>
+): Effect.Effect<O, StoatError, R | R2 | AuditLog | Caller> =>
   Effect.gen(function* () {
-    const started = Date.now()
+    yield* Effect.annotateCurrentSpan("entrypoint", (yield* Caller).kind)
+    const started = yield* Clock.currentTimeMillis
     let vm = subjectOf(raw)
     const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
       vm = targetsOf(operation, input)[0] ?? vm
@@ -129,6 +94,6 @@ export const runOperation = <I, O, R, R2 = never>(
     // Audited on every exit, an interrupted (canceled) call included.
     return yield* Effect.onExit(program, (exit) => {
       const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
-      return auditCall(context, operation, vm, Date.now() - started, outcome)
+      return Effect.flatMap(elapsedSince(started), (ms) => auditCall(context, operation, vm, ms, outcome))
     })
-  })
+  }).pipe(Effect.withSpan(operation.key, { attributes: { tool: operation.tool, request: context.requestId } }))

@@ -1,5 +1,5 @@
 import { type Context, Effect, Schema } from "effect"
-import { Snapshots } from "@stoat/wire"
+import { SnapshotAction, SnapshotList, Snapshots } from "@stoat/wire"
 import { AlreadyRunning, NoDisk, NotFound } from "../errors.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
@@ -40,15 +40,21 @@ const requireTag = (record: OkRecord, tag: string) =>
         )
   )
 
+/** `stoat snapshot <vm> <tag>` answers what it did, not the resulting list (reference §4). */
+const snapshotAction =
+  (action: (typeof SnapshotAction.Type)["action"]) =>
+  (_: unknown, input: { readonly vm: string; readonly tag: string }): typeof SnapshotAction.Type => ({ vm: input.vm, tag: input.tag, action })
+
 export const listSnapshots = defineOperation({
   key: "snapshot.list",
   tool: "list_snapshots",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "List snapshots",
   description: "List a VM's disk snapshots (tag, size, creation time). Works on running and stopped VMs.",
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: Snapshots,
+  cliView: ({ snapshots }, { vm }): typeof SnapshotList.Type => ({ vm, snapshots }),
   annotations: READ,
   access: null,
   run: (input) => Effect.map(Effect.flatMap(withDisk(input.vm), listOf), (snapshots) => ({ snapshots }))
@@ -57,12 +63,13 @@ export const listSnapshots = defineOperation({
 export const saveSnapshot = defineOperation({
   key: "snapshot.save",
   tool: "snapshot",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "Save a snapshot",
   description: "Save a disk snapshot under a tag (replacing one with the same tag). On a running VM it is disk-only and crash-consistent.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: Snapshots,
+  cliView: snapshotAction("save"),
   annotations: MUTATE,
   access: null,
   run: (input) =>
@@ -78,12 +85,13 @@ export const saveSnapshot = defineOperation({
 export const restoreSnapshot = defineOperation({
   key: "snapshot.restore",
   tool: "restore",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "Restore a snapshot",
   description: "Roll a stopped VM's disk back to a snapshot. Changes since the snapshot are lost. Unknown tags answer not_found with the existing tags.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: Snapshots,
+  cliView: snapshotAction("restore"),
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>
@@ -101,12 +109,13 @@ export const restoreSnapshot = defineOperation({
 export const deleteSnapshot = defineOperation({
   key: "snapshot.delete",
   tool: "delete_snapshot",
-  cli: "snapshot",
+  expose: { cli: "snapshot", mcp: true },
   title: "Delete a snapshot",
   description: "Delete a disk snapshot by tag. Works on running and stopped VMs.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: Snapshots,
+  cliView: snapshotAction("delete"),
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>

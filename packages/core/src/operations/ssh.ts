@@ -31,7 +31,8 @@ export const sshArgv = (target: { readonly port: number; readonly user: string; 
 export const sshCommand = defineOperation({
   key: "guest.ssh_command",
   tool: "ssh_command",
-  cli: "ssh-command",
+  // A person's terminal tool: the original leaves it out of MCP (original §5, "deliberately absent").
+  expose: { cli: "ssh-command", mcp: false },
   title: "Show the ssh command line for a VM",
   description:
     "The system ssh client's argv that reaches the VM (port, key, user, no host-key checks). interactive=true is what stoat ssh runs: it needs the VM running and leaves BatchMode out.",
@@ -39,8 +40,6 @@ export const sshCommand = defineOperation({
   input: Schema.Struct({ vm: VmName, interactive: Schema.optional(Schema.Boolean) }),
   output: SshCommand,
   annotations: READ,
-  // A person's terminal tool: the original leaves it out of MCP (original §5, "deliberately absent").
-  mcp: false,
   access: "exec",
   run: (input) =>
     Effect.gen(function* () {

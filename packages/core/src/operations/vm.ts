@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
-import { CloneResult, DestroyResult, ForwardResult, LogLines, ScreenshotResult, UpdateResult, Vm, WaitResult } from "@stoat/wire"
+import { CloneResult, DestroyResult, ForwardResult, LogLines, RmResult, ScreenshotResult, UpdateResult, Vm, VmResult, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
 import { InvalidSpec } from "../errors.js"
 import * as fs from "../platform/fs.js"
@@ -11,23 +11,28 @@ import { isRunning, loadVm, vmRef, type OkRecord } from "../vm/runtime.js"
 import { Vms } from "../vm/lifecycle.js"
 import { VmStore } from "../vm/store.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
-import { DESTRUCTIVE, defineOperation, MUTATE, READ } from "./operation.js"
+import { DESTRUCTIVE, defineOperation, hostOnly, MUTATE, READ } from "./operation.js"
 import { viewVms } from "./read.js"
 
 const viewOne = (record: OkRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
+
+/** The CLI's data for an operation that answers one VM (create, up, down). */
+const vmResult = (vm: Vm): typeof VmResult.Type => ({ vm })
 
 // ---------------------------------------------------------------------------------------------
 // create
 
 /** Project shares: absolute host folders (checked against the project by its reader), mounted writable. */
-const HostShares = Schema.Array(Schema.String.pipe(Schema.pattern(/^\/[^\0]*$/))).annotations({ description: "Host folders shared writable at /mnt/share<N> (project up only)" })
+const HostShares = hostOnly(
+  Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^\/[^\0]*$/))).annotations({ description: "Host folders shared writable at /mnt/share<N> (project up only)" }))
+)
 
 const CreateInput = Schema.Struct({
   name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
   image: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/))).annotations({
     description: "Catalog image id (see list_images), e.g. tiny, debian-12-mini (both built locally) or ubuntu-24.04 (downloaded first with stoat pull)"
   }),
-  image_path: Schema.optional(Schema.String).annotations({ description: "Your own image file (CLI only)" }),
+  image_path: hostOnly(Schema.optional(Schema.String).annotations({ description: "Your own image file (CLI only)" })),
   os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))),
   backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")),
   mode: Schema.optional(Schema.Literal("live", "disk")),
@@ -36,24 +41,25 @@ const CreateInput = Schema.Struct({
   disk: Schema.optional(DiskSizeInput).annotations({ description: `Absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max}, e.g. 8G (default 8G)` }),
   recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
   agent_access: Schema.optional(AccessLevel).annotations({ description: "Guest access for MCP agents (default manage)" }),
-  share: Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" }),
-  console_password: Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" }),
-  global: Schema.optional(Schema.Boolean).annotations({ description: "false: refuse when the working directory has a stoat.toml (CLI only: create without --global)" }),
-  project: Schema.optional(Schema.Struct({ dir: Schema.String, key: Schema.String })).annotations({ description: "The project declaration this VM is made for (project up only)" }),
-  shares: Schema.optional(HostShares)
+  share: hostOnly(Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" })),
+  console_password: hostOnly(Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })),
+  global: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "false: refuse when the working directory has a stoat.toml (CLI only: create without --global)" })),
+  project: hostOnly(Schema.optional(Schema.Struct({ dir: Schema.String, key: Schema.String })).annotations({ description: "The project declaration this VM is made for (project up only)" })),
+  shares: HostShares
 })
+
 export const createVm = defineOperation({
   key: "vm.create",
   tool: "create",
   longRunning: true,
-  cli: "create",
+  expose: { cli: "create", mcp: true },
   title: "Create a VM",
   description:
     "Create a VM definition from a catalog image (the `tiny` image boots to SSH in seconds; cloud images must be downloaded first). Defaults: ram_mb 4096, cpus 4, disk 8G or the image's default (tiny: 256 MiB, 1 vCPU, 1G). A cloud image is always mode cloud; a mode that contradicts the image is refused. Does not start it; call start, then wait.",
   kind: "command",
   input: CreateInput,
   output: Vm,
-  hostOnly: ["share", "console_password", "image_path", "global", "project", "shares"],
+  cliView: vmResult,
   annotations: MUTATE,
   access: null,
   run: (input, context) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.create(input, context)), viewOne)
@@ -67,26 +73,28 @@ const WaitFields = {
   timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({ description: "Seconds to wait (default 300, max 600)" })
 }
 
-/** How a start goes: wait for SSH, override the memory floor, apply recipes (the last two CLI only). */
+/**
+ * How a start goes: wait for SSH, override the memory floor, apply recipes. The last two are CLI
+ * only: applying runs guest code, which an agent reaches only through apply_recipes (access manage).
+ */
 export const StartFields = {
   ...WaitFields,
-  force: Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" }),
-  apply: Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" })
+  force: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" })),
+  apply: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" }))
 }
 
 export const startVm = defineOperation({
   key: "vm.start",
   tool: "start",
   longRunning: true,
-  cli: "up",
+  expose: { cli: "up", mcp: true },
   title: "Start a VM",
   description:
     "Start a stopped VM (already running is fine). Refuses with limit_reached (needed_mb, available_mb) when RAM limits or free host memory do not allow it. With wait=true also waits for SSH; otherwise call wait before any guest tool.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, ...StartFields }),
   output: Vm,
-  // Applying runs guest code, which an agent reaches only through apply_recipes (access manage).
-  hostOnly: ["force", "apply"],
+  cliView: vmResult,
   annotations: MUTATE,
   access: null,
   run: ({ vm, timeout_seconds, ...options }, context) =>
@@ -96,12 +104,13 @@ export const startVm = defineOperation({
 export const stopVm = defineOperation({
   key: "vm.stop",
   tool: "stop",
-  cli: "down",
+  expose: { cli: "down", mcp: true },
   title: "Stop a VM",
   description: "Power a VM down gracefully (ACPI power button, then SIGTERM, then SIGKILL); returns once QEMU has exited. Already stopped is fine.",
   kind: "command",
   input: Schema.Struct({ vm: VmName }),
   output: Vm,
+  cliView: vmResult,
   annotations: MUTATE,
   access: null,
   run: (input) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.stop(input.vm)), viewOne)
@@ -111,7 +120,7 @@ export const waitVm = defineOperation({
   key: "vm.wait",
   tool: "wait",
   longRunning: true,
-  cli: "wait",
+  expose: { cli: "wait", mcp: true },
   title: "Wait for a VM state",
   description:
     "Wait until a VM is reachable over SSH (default), stopped, or has applied its recipes. timeout_seconds is a number of seconds (default 300, max 600). Call it after start or create and before any guest tool.",
@@ -141,7 +150,7 @@ export const waitVm = defineOperation({
 export const destroyVm = defineOperation({
   key: "vm.destroy",
   tool: "destroy",
-  cli: "rm",
+  expose: { cli: "rm", mcp: true },
   title: "Delete a VM",
   description:
     "Delete a stopped VM: its folder, disk, snapshots, checkpoints and shared directory. Refuses a running VM. Broken VMs can be deleted. A VM with checkpoints, or with VMs forked or cloned from its disk, answers confirmation_required naming them until detach_dependents=true: then its checkpoints go with it and each (stopped) dependent VM gets its own copy of the data it read from this VM.",
@@ -153,6 +162,7 @@ export const destroyVm = defineOperation({
     })
   }),
   output: DestroyResult,
+  cliView: ({ name, destroyed }): typeof RmResult.Type => ({ deleted: destroyed, name }),
   annotations: DESTRUCTIVE,
   access: null,
   run: (input) =>
@@ -167,7 +177,7 @@ const ParamTable = Schema.Record({ key: Schema.String, value: Schema.Record({ ke
 export const updateVm = defineOperation({
   key: "vm.update",
   tool: "update",
-  cli: "update",
+  expose: { cli: "update", mcp: true },
   title: "Change a VM's settings",
   description:
     "Change ram_mb, cpus, ssh_port, disk (grow only, stopped VM), recipes, params or agent_access. Works on a running VM: boot-time fields take effect at the next start and are listed in pending_restart. agent_access may only be lowered here.",
@@ -182,17 +192,16 @@ export const updateVm = defineOperation({
     params: Schema.optional(ParamTable),
     secrets: Schema.optional(ParamTable),
     agent_access: Schema.optional(AccessLevel),
-    share: Schema.optional(Schema.String),
-    shares: Schema.optional(HostShares),
-    display: Schema.optional(Schema.Literal("auto", "window", "vnc")),
-    installed: Schema.optional(Schema.Boolean),
-    name: Schema.optional(Schema.String),
-    os: Schema.optional(Schema.String),
-    backend: Schema.optional(Schema.String),
-    mode: Schema.optional(Schema.String)
+    share: hostOnly(Schema.optional(Schema.String)),
+    shares: HostShares,
+    display: hostOnly(Schema.optional(Schema.Literal("auto", "window", "vnc"))),
+    installed: hostOnly(Schema.optional(Schema.Boolean)),
+    name: hostOnly(Schema.optional(Schema.String)),
+    os: hostOnly(Schema.optional(Schema.String)),
+    backend: hostOnly(Schema.optional(Schema.String)),
+    mode: hostOnly(Schema.optional(Schema.String))
   }),
   output: UpdateResult,
-  hostOnly: ["share", "shares", "display", "installed", "name", "os", "backend", "mode"],
   annotations: MUTATE,
   access: null,
   run: ({ vm, ...spec }) =>
@@ -205,7 +214,7 @@ export const updateVm = defineOperation({
 export const cloneVm = defineOperation({
   key: "vm.clone",
   tool: "clone",
-  cli: "clone",
+  expose: { cli: "clone", mcp: true },
   title: "Clone a VM",
   description: "Make a new VM from a stopped one: a copy-on-write disk overlay (instant, independent of disk size), a fresh SSH port and no port forwards.",
   kind: "command",
@@ -226,7 +235,7 @@ const forwardsView = (record: OkRecord, running: boolean) => ({
 export const forwardPorts = defineOperation({
   key: "vm.forward",
   tool: "forward",
-  cli: "forward",
+  expose: { cli: "forward", mcp: true },
   title: "Show or set port forwards",
   description:
     "Show a VM's host→guest TCP forwards on 127.0.0.1, or replace them with pairs like \"8080:80\" (host port ≥ 1024), or clear them. On a running VM changes apply at the next start.",
@@ -277,7 +286,7 @@ const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b
 export const vmLogs = defineOperation({
   key: "vm.logs",
   tool: "logs",
-  cli: "logs",
+  expose: { cli: "logs", mcp: true },
   title: "Read a VM's log",
   description: "Last lines of a VM's serial console log (which=console, default) or its last recipe apply log (which=apply). Escape sequences and carriage returns are removed. n ≤ 2000 (default 50).",
   kind: "query",
@@ -300,15 +309,14 @@ export const vmLogs = defineOperation({
 export const stoatLog = defineOperation({
   key: "host.logs",
   tool: "global_logs",
-  cli: "logs",
+  // The original keeps its own log away from agents; so do we.
+  expose: { cli: "logs", mcp: false },
   title: "Read stoat's own log",
   description: "Last lines of stoat's own log (logs/stoat.log): one line per operation with its entrypoint, VM, duration and outcome. n ≤ 2000 (default 50).",
   kind: "query",
   input: Schema.Struct({ n: LogCount }),
   output: LogLines,
   annotations: READ,
-  // The original keeps its own log away from agents; so do we.
-  mcp: false,
   access: null,
   run: (input) => Effect.map(Effect.flatMap(DataRoot, (root) => tailLines(logFile(root), input.n)), (lines) => ({ lines }))
 })
@@ -316,13 +324,12 @@ export const stoatLog = defineOperation({
 export const screenshotVm = defineOperation({
   key: "vm.screenshot",
   tool: "screenshot",
-  cli: "screenshot",
+  expose: { cli: "screenshot", mcp: true },
   title: "Screenshot a VM's display",
   description: "Save a PNG of a running VM's display under the VM's screenshots folder and report its size.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName, path: Schema.optional(Schema.String).annotations({ description: "Output file (CLI only)" }) }),
+  input: Schema.Struct({ vm: VmName, path: hostOnly(Schema.optional(Schema.String).annotations({ description: "Output file (CLI only)" })) }),
   output: ScreenshotResult,
-  hostOnly: ["path"],
   annotations: MUTATE,
   access: null,
   run: (input) =>

@@ -126,3 +126,20 @@ export const remove = (path: string, options: RmOptions = { recursive: true, for
 /** Replaces `path` atomically (temp file, fsync, rename): readers see the old or the new content. */
 export const writeFileAtomic = (path: string, data: string | Uint8Array, mode?: number): Effect.Effect<void, FsError> =>
   attempt("write", path, () => writeAtomicPromise(path, data, mode), typeof data === "string" ? Buffer.byteLength(data) : data.byteLength)
+
+/**
+ * Puts the folder `staged` at `dest` and runs `then` (the writes that name it): when `then` fails,
+ * the folder that was at `dest` before is back and the staged one is gone; when it succeeds, the
+ * old folder is removed. One change as far as a reader after a failure can tell.
+ */
+export const replaceDirectoryThen = <A, E, R>(staged: string, dest: string, then: Effect.Effect<A, E, R>): Effect.Effect<A, E | FsError, R> =>
+  Effect.gen(function* () {
+    const previous = `${dest}.replaced-${process.pid}-${Date.now().toString(36)}`
+    const hadPrevious = yield* exists(dest)
+    if (hadPrevious) yield* attempt("move aside", dest, () => nodeFs.rename(dest, previous))
+    const putBack = hadPrevious ? attempt("restore", dest, () => nodeFs.rename(previous, dest)).pipe(Effect.ignore) : Effect.void
+    yield* attempt("install", dest, () => nodeFs.rename(staged, dest)).pipe(Effect.tapError(() => putBack))
+    const result = yield* then.pipe(Effect.tapError(() => Effect.zipRight(remove(dest).pipe(Effect.ignore), putBack)))
+    if (hadPrevious) yield* remove(previous).pipe(Effect.ignore)
+    return result
+  })

@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto"
 import { appendFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Duration, Effect, Exit } from "effect"
 import type { Guest, RecipeDetail } from "@stoat/wire"
 import type { ExecutionContext } from "../operations/operation.js"
 import { DataRoot } from "../platform/data-root.js"
@@ -253,6 +253,28 @@ export interface ApplyHooks {
 const SSH_WAIT_MS = 90_000
 const RECIPE_TIMEOUT_MS = 60 * 60_000
 
+/**
+ * Runs the recipe on stdin in a process group of its own and writes the group's id to `$1`, so
+ * an apply that is interrupted or times out can stop everything the script started (apt under
+ * sudo, its dpkg), not only the session's first process. A background job's stdin is /dev/null,
+ * so the script reaches it on fd 3.
+ */
+export const RECIPE_IN_OWN_GROUP = [
+  "exec 3<&0",
+  `run='echo $$ >"$1"; exec sh -s <&3 3<&-'`,
+  'if command -v setsid >/dev/null 2>&1; then setsid sh -c "$run" stoat_recipe "$1" & else sh -c "$run" stoat_recipe "$1" & fi',
+  'wait "$!"'
+].join("\n")
+
+/** Stops the group RECIPE_IN_OWN_GROUP recorded in `$1`: TERM (apt and dpkg release their locks), then KILL after 3 s. */
+export const STOP_RECIPE_GROUP = [
+  'p=$(cat "$1" 2>/dev/null); rm -f "$1"',
+  'case $p in ""|*[!0-9]*) exit 0 ;; esac',
+  'kill -TERM "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || exit 0',
+  'for i in 1 2 3; do kill -0 "-$p" 2>/dev/null || kill -0 "$p" 2>/dev/null || exit 0; sleep 1; done',
+  'kill -KILL "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; exit 0'
+].join("\n")
+
 /** The whole apply of one VM. A second apply while one runs answers `applied: []` with the reason. */
 export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext, hooks: ApplyHooks) =>
   Effect.gen(function* () {
@@ -319,17 +341,29 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
         const outputPath = `/tmp/stoat-output.${name}.${randomBytes(6).toString("hex")}`
         const stdout = log.stream()
         const stderr = log.stream()
+        const groupFile = `${outputPath}.group`
+        const stopGroup = transport
+          .exec(target, asRoot(guest, target, ["sh", "-c", STOP_RECIPE_GROUP, "stoat_stop", groupFile]), { timeoutMs: 10_000 })
+          .pipe(Effect.ignore)
         const result = yield* transport
-          .exec(target, asRoot(guest, target, ["sh", "-s"]), {
+          .exec(target, asRoot(guest, target, ["sh", "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", groupFile]), {
             stdin: recipeScript(guest, step, outputPath),
             timeoutMs: RECIPE_TIMEOUT_MS,
             onStdout: stdout.write,
             onStderr: stderr.write
           })
-          .pipe(Effect.catchTag("Timeout", () => failed(`${name} timed out`, `recipe "${name}" timed out`, name)))
+          .pipe(
+            Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : stopGroup)),
+            Effect.catchTag("Timeout", () => failed(`${name} timed out`, `recipe "${name}" timed out`, name))
+          )
         stdout.flush()
         stderr.flush()
+        // What the script left: its outputs, read and removed, and the group file.
+        const collect = transport.exec(target, asRoot(guest, target, ["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1" "$2"', "stoat_output", outputPath, groupFile]), {
+          timeoutMs: 30_000
+        })
         if (result.exitCode !== 0) {
+          yield* Effect.ignore(collect)
           const last = Buffer.from(result.stderr).toString("utf8").trim().split("\n").pop() ?? ""
           return yield* failed(
             `${name} exited ${result.exitCode}`,
@@ -337,9 +371,7 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
             name
           )
         }
-        const collected = yield* transport.exec(target, asRoot(guest, target, ["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1"', "stoat_output", outputPath]), {
-          timeoutMs: 30_000
-        })
+        const collected = yield* collect
         const outputs = parseOutputs(Buffer.from(collected.stdout).toString("utf8"), step.recipe.manifest.outputs, secrets)
         yield* recordApplied(vm, name, () => ({
           version: step.recipe.manifest.version,

@@ -19,6 +19,7 @@ import { RecipesLive } from "../recipes/store.js"
 import { GitLive } from "../recipes/remote/git.js"
 import { remoteRecipesLayer } from "../recipes/remote/service.js"
 import { projectsAt } from "../projects/service.js"
+import { AuditLogLive } from "../context/audit-log.js"
 
 export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
 export { FakeJobs } from "./fake-jobs.js"
@@ -78,7 +79,16 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const dataRoot = options.root ? dataRootAt(options.root) : TempDataRoot
   const state = options.hypervisor ?? new FakeHypervisorState()
   const guest = options.guest ?? new FakeGuestState()
-  return Layer.mergeAll(VmStoreLive, VmsLive, GuestsLive, LocksLive, RecipesLive, Layer.succeed(Hypervisor, makeFakeHypervisor(state)), callerLayer(options.caller ?? CliCaller)).pipe(
+  return Layer.mergeAll(
+    VmStoreLive,
+    VmsLive,
+    GuestsLive,
+    LocksLive,
+    RecipesLive,
+    AuditLogLive,
+    Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
+    callerLayer(options.caller ?? CliCaller)
+  ).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),

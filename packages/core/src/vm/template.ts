@@ -3,7 +3,7 @@ import { basename, isAbsolute, join, resolve } from "node:path"
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import { CapabilityUnavailable, ImageNotDownloaded, InvalidSpec, NotFound, type StoatError } from "../errors.js"
-import { catalogFile, inferByo, lookupImage, type CatalogEntry } from "../images/index.js"
+import { knownImageFile, inferByo, lookupImage, type KnownImage } from "../images/index.js"
 import type { LocalImage } from "../ports/hypervisor.js"
 import type { VmConfig } from "./config.js"
 
@@ -33,7 +33,7 @@ const DEFAULTS = { ram: 4096, cpus: 4, disk: "8G" }
 const notBuilt = (what: string) =>
   new CapabilityUnavailable({ message: `${what} is not supported by this build yet; use a cloud image or tiny`, reason: "not_implemented" })
 
-const fromCatalog = (entry: CatalogEntry) =>
+const fromCatalog = (entry: KnownImage) =>
   Effect.gen(function* () {
     if (entry.local) {
       // A blank data disk, unless the image has a root disk: create then overlays it (see withLocalImage).
@@ -53,7 +53,7 @@ const fromCatalog = (entry: CatalogEntry) =>
     if (entry.backend !== "cloudinit") return yield* notBuilt(`image ${entry.id} (${entry.backend} provisioning)`)
     const root = yield* DataRoot
     const files = yield* Effect.promise(() => readdir(root.isos).catch(() => [] as string[]))
-    const file = catalogFile(entry, files)
+    const file = knownImageFile(entry, files)
     const path = join(root.isos, file)
     const present = yield* Effect.promise(() => stat(path).then((info) => info.isFile(), () => false))
     if (!present) return yield* new ImageNotDownloaded({ message: `image ${entry.id} is not downloaded; run stoat pull ${entry.id}`, subject: entry.id })

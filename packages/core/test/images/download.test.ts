@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import type { CatalogEntry, ChecksumFormat } from "../../src/images/catalog.js"
+import type { KnownImage, ChecksumFormat } from "../../src/images/known.js"
 import { pull, type PullOptions, type PullProgress } from "../../src/images/download.js"
 import { serveBytes, serveText, startFixtureServer, type FixtureServer } from "./fixture-server.js"
 
@@ -31,7 +31,7 @@ afterEach(async () => {
   await rm(join(isosDir, ".."), { recursive: true, force: true })
 })
 
-const entry = (file: string, checksum?: { path: string; format?: ChecksumFormat }, imagePath = `/img/${file}`): CatalogEntry => ({
+const entry = (file: string, checksum?: { path: string; format?: ChecksumFormat }, imagePath = `/img/${file}`): KnownImage => ({
   id: "fixture",
   os: "ubuntu",
   variant: "test",
@@ -48,7 +48,7 @@ const entry = (file: string, checksum?: { path: string; format?: ChecksumFormat 
   defaultDisk: "8G"
 })
 
-const run = (target: CatalogEntry, extra: Partial<PullOptions> = {}) => Effect.runPromiseExit(pull(target, { isosDir, timeouts: FAST, ...extra }))
+const run = (target: KnownImage, extra: Partial<PullOptions> = {}) => Effect.runPromiseExit(pull(target, { isosDir, timeouts: FAST, ...extra }))
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
   if (Exit.isSuccess(exit)) throw new Error("expected a failure")
@@ -261,7 +261,7 @@ describe("pull", () => {
       )
     )
     server.route("/alpine/alpine-virt-3.24.1-x86_64.iso", serveBytes(image))
-    const alpine: CatalogEntry = {
+    const alpine: KnownImage = {
       ...entry("unused"),
       id: "alpine-virt",
       source: { kind: "alpine-index", url: `${server.base}/alpine/latest-releases.yaml`, flavor: "alpine-virt" }
@@ -272,7 +272,7 @@ describe("pull", () => {
   })
 
   it("refuses to pull a locally built image", async () => {
-    const tiny: CatalogEntry = { ...entry("unused"), id: "tiny", local: true, source: { kind: "local", dir: "tiny" } }
+    const tiny: KnownImage = { ...entry("unused"), id: "tiny", local: true, source: { kind: "local", dir: "tiny" } }
     expect(failureOf(await run(tiny)).code).toBe("invalid_spec")
   })
 })

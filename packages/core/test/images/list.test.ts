@@ -4,8 +4,8 @@ import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import { Image } from "@stoat/wire"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { IMAGE_CATALOG } from "../../src/images/catalog.js"
-import { listImages, localAlpineFile } from "../../src/images/list.js"
+import { KNOWN_IMAGES } from "../../src/images/known.js"
+import { imagesOnHost, localAlpineFile } from "../../src/images/list.js"
 
 let root: string
 let isos: string
@@ -17,12 +17,12 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true })
 })
 
-const list = (configs: Parameters<typeof listImages>[1] = []) => Effect.runPromise(listImages(isos, configs))
+const list = (configs: Parameters<typeof imagesOnHost>[1] = []) => Effect.runPromise(imagesOnHost(isos, configs))
 
-describe("listImages", () => {
+describe("imagesOnHost", () => {
   it("lists the whole catalog as not downloaded with approximate sizes when isos/ is missing", async () => {
     const images = await list()
-    expect(images.map((image) => image.id)).toEqual(IMAGE_CATALOG.map((entry) => entry.id))
+    expect(images.map((image) => image.id)).toEqual(KNOWN_IMAGES.map((entry) => entry.id))
     for (const image of images) {
       expect(Schema.is(Image)(image)).toBe(true)
       expect(image).toMatchObject({ downloaded: false, bytes_exact: false, byo: false })

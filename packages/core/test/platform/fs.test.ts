@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
-import { afterEach } from "vitest"
+import { Effect, Exit, Option } from "effect"
+import { afterEach, onTestFinished } from "vitest"
 import { createVm, updateVm } from "../../src/operations/index.js"
 import * as fs from "../../src/platform/fs.js"
 import { harness } from "../vm/harness.js"
@@ -99,5 +99,45 @@ describe("operations on a data root that will not take the write", () => {
     const error = await h.fail(updateVm, { vm: "web", secrets: { hello: { token: "s3cret" } } })
     expect(error).toMatchObject({ code: "invalid_spec", subject: file })
     expect(JSON.stringify(error)).not.toMatch(/hunter2|s3cret/)
+  })
+})
+
+describe("replaceDirectoryThen", () => {
+  const setup = () => {
+    const dir = mkdtempSync(join(tmpdir(), "stoat-replace-"))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const folder = (name: string, text: string) => {
+      mkdirSync(join(dir, name))
+      writeFileSync(join(dir, name, "mark"), text)
+      return join(dir, name)
+    }
+    return { dir, folder, mark: (path: string) => readFileSync(join(path, "mark"), "utf8") }
+  }
+
+  it("installs the staged folder and drops the old one when the writes succeed", async () => {
+    const { dir, folder, mark } = setup()
+    const dest = folder("dest", "old")
+    const staged = folder("stage", "new")
+    expect(await Effect.runPromise(fs.replaceDirectoryThen(staged, dest, Effect.succeed(7)))).toBe(7)
+    expect(mark(dest)).toBe("new")
+    expect(readdirSync(dir)).toEqual(["dest"])
+  })
+
+  it("puts the old folder back and removes the staged one when the writes fail", async () => {
+    const { dir, folder, mark } = setup()
+    const dest = folder("dest", "old")
+    const staged = folder("stage", "new")
+    const exit = await Effect.runPromiseExit(fs.replaceDirectoryThen(staged, dest, Effect.fail("lock write failed")))
+    expect(exit).toEqual(Exit.fail("lock write failed"))
+    expect(mark(dest)).toBe("old")
+    expect(readdirSync(dir)).toEqual(["dest"])
+  })
+
+  it("leaves nothing at the destination when there was nothing before and the writes fail", async () => {
+    const { dir, folder } = setup()
+    const staged = folder("stage", "new")
+    const exit = await Effect.runPromiseExit(fs.replaceDirectoryThen(staged, join(dir, "dest"), Effect.fail("no")))
+    expect(Exit.isFailure(exit)).toBe(true)
+    expect(readdirSync(dir)).toEqual([])
   })
 })

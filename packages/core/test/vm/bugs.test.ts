@@ -220,6 +220,6 @@ describe("regressions of issue 7 §3", () => {
     mkdirSync(join(h.root, "logs"))
     writeFileSync(join(h.root, "logs", "stoat.log"), "one\ntwo\nthree\n")
     expect(await h.ok(stoatLog, { n: 2 })).toEqual({ lines: ["two", "three"] })
-    expect(stoatLog.mcp).toBe(false)
+    expect(stoatLog.expose.mcp).toBe(false)
   })
 })

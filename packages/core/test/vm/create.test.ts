@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { createVm, forwardPorts, getVm, startVm } from "../../src/operations/index.js"
-import { catalogFile, findImage } from "../../src/images/index.js"
+import { knownImageFile, findImage } from "../../src/images/index.js"
 import { harness, nextFreePort } from "./harness.js"
 
 describe("create", () => {
@@ -189,7 +189,7 @@ describe("create", () => {
     const h = harness()
     const entry = findImage("ubuntu-24.04")!
     mkdirSync(join(h.root, "isos"), { recursive: true })
-    writeFileSync(join(h.root, "isos", catalogFile(entry, [])), "fake image")
+    writeFileSync(join(h.root, "isos", knownImageFile(entry, [])), "fake image")
     expect(await h.fail(createVm, { name: "web", image: "ubuntu-24.04", mode: "disk" })).toMatchObject({ code: "invalid_spec", subject: "mode" })
     expect(h.vmFolders()).toEqual([])
     expect((await h.ok(createVm, { name: "web", image: "ubuntu-24.04" })).mode).toBe("cloud")

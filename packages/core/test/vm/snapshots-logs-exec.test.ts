@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { catalogFile, findImage } from "../../src/images/index.js"
+import { knownImageFile, findImage } from "../../src/images/index.js"
 import { createVm, deleteSnapshot, execInGuest, listSnapshots, restoreSnapshot, saveSnapshot, startVm, stopVm, vmLogs } from "../../src/operations/index.js"
 import { GuestScripts } from "../../src/guest/index.js"
 import { harness, type Harness } from "./harness.js"
@@ -67,7 +67,7 @@ describe("snapshots", () => {
     const h = harness()
     const entry = findImage("ubuntu-24.04")!
     mkdirSync(join(h.root, "isos"), { recursive: true })
-    writeFileSync(join(h.root, "isos", catalogFile(entry, [])), "fake image")
+    writeFileSync(join(h.root, "isos", knownImageFile(entry, [])), "fake image")
     await h.ok(createVm, { name: "cloud", image: "ubuntu-24.04" })
     expect(h.exists("cloud", "disk.qcow2")).toBe(false)
     expect((await h.fail(listSnapshots, { vm: "cloud" })).code).toBe("no_disk")

@@ -1,4 +1,4 @@
-import { catalog, type Operation } from "@stoat/core"
+import { catalog, hostOnlyFields, type Operation } from "@stoat/core"
 
 export const CATALOG_URI = "stoat://operation-catalog"
 export const GUIDE_URI = "stoat://guide"
@@ -8,14 +8,14 @@ export const VM_TEMPLATE = "stoat://vm/{name}"
 export const catalogDocument = (operations: ReadonlyArray<Operation> = catalog) => ({
   operations: operations.map((operation) => ({
     key: operation.key,
-    tool: operation.mcp === false ? null : operation.tool,
-    cli: `stoat ${operation.cli}`,
+    tool: operation.expose.mcp ? operation.tool : null,
+    cli: operation.expose.cli === false ? null : `stoat ${operation.expose.cli}`,
     title: operation.title,
     description: operation.description,
     kind: operation.kind,
     access: typeof operation.access === "function" ? "depends on input" : (operation.access ?? "none"),
     annotations: operation.annotations,
-    host_only_fields: operation.hostOnly ?? []
+    host_only_fields: hostOnlyFields(operation.input)
   }))
 })
 

@@ -3,6 +3,7 @@ import { Effect, Exit, Schema, type ManagedRuntime } from "effect"
 import {
   auditCall,
   confirmationOf,
+  hostOnlyFields,
   ConfirmationRequired,
   Internal,
   runOperation,
@@ -101,7 +102,7 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
     confirm = value
   }
   // Host-only fields exist in the operation's schema for the CLI; to an agent they are unknown.
-  const hostOnly = (operation.hostOnly ?? []).filter((key) => key in raw)
+  const hostOnly = hostOnlyFields(operation.input).filter((key) => key in raw)
   if (hostOnly.length > 0) return refuse(operation, { code: "usage", message: `invalid input for ${name}: ${hostOnly.map((key) => `${key}: unknown argument`).join("; ")}` })
 
   const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined

@@ -1,5 +1,5 @@
 import { JSONSchema, type Schema } from "effect"
-import { catalog as fullCatalog, type Operation } from "@stoat/core"
+import { catalog as fullCatalog, hostOnlyFields, type Operation } from "@stoat/core"
 
 /** A JSON Schema object as the MCP wire carries it. */
 export type JsonSchemaObject = { readonly type: "object"; readonly [key: string]: unknown }
@@ -54,7 +54,7 @@ const LEVEL_NOTE = (operation: Operation): string => {
 /** The tool's input schema: the operation's closed object without its host-only fields, plus `confirm` for deletions. */
 export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
   const schema = toJsonSchema(operation.input)
-  const hostOnly = new Set(operation.hostOnly ?? [])
+  const hostOnly = new Set(hostOnlyFields(operation.input))
   const properties = Object.fromEntries(Object.entries((schema["properties"] ?? {}) as Record<string, unknown>).filter(([key]) => !hostOnly.has(key)))
   const required = ((schema["required"] ?? []) as string[]).filter((key) => !hostOnly.has(key))
   if (schema["type"] !== "object" || schema["additionalProperties"] !== false) {
@@ -96,9 +96,18 @@ export const definitionOf = (operation: Operation): ToolDefinition => ({
 export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog): ReadonlyMap<string, ToolEntry> => {
   const entries = new Map<string, ToolEntry>()
   for (const operation of catalog) {
-    if (operation.mcp === false) continue
+    if (!operation.expose.mcp) continue
     if (entries.has(operation.tool)) throw new Error(`two operations claim the tool name ${operation.tool}`)
-    entries.set(operation.tool, { operation, definition: definitionOf(operation), confirmable: confirmable(operation) })
+    // JSON Schema generation for every tool is most of a server's start: done on first use, so
+    // `initialize` is answered before it (the server warms them up right after).
+    let definition: ToolDefinition | undefined
+    entries.set(operation.tool, {
+      operation,
+      get definition() {
+        return (definition ??= definitionOf(operation))
+      },
+      confirmable: confirmable(operation)
+    })
   }
   return entries
 }

@@ -9,8 +9,7 @@ export default class GuestShow extends StoatCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GuestShow)
-    const guest = await this.call(guestInfo, { name: args.name })
-    this.emit({ guest }, () => {
+    await this.show(guestInfo, { name: args.name }, (guest) => {
       const lines: Array<[string, string]> = [
         ["name", guest.name],
         ["source", guest.source],

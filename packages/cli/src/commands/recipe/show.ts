@@ -9,8 +9,7 @@ export default class RecipeShow extends StoatCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(RecipeShow)
-    const recipe = await this.call(recipeSchema, { name: args.name })
-    this.emit({ recipe }, () => {
+    await this.show(recipeSchema, { name: args.name }, (recipe) => {
       this.line(`name: ${recipe.name}`)
       this.line(`description: ${recipe.description}`)
       this.line(`schema: ${recipe.schema}`)

@@ -378,9 +378,17 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           entries.set(lockName, { source, ref: staged.ref, commit: staged.commit, added: yield* nowRfc3339 })
           // Everything that can fail on content is checked before the first write.
           const writeToml = scope.project ? yield* writeProjectFile(scope.project.dir, { name: lockName, ref: staged.ref, ...(name === undefined ? { source } : {}) }) : Effect.void
-          yield* install(staged.stage, join(scope.cacheDir, lockName))
-          yield* writeLock(scope.lockFile, entries)
-          yield* writeToml
+          // The checkout, the lock and stoat.toml change together: a failed write puts back all three.
+          const lockBefore = yield* fs.readFileStringIfExists(scope.lockFile)
+          const restoreLock = Option.match(lockBefore, {
+            onNone: () => fs.remove(scope.lockFile),
+            onSome: (text) => fs.writeFileAtomic(scope.lockFile, text)
+          }).pipe(Effect.ignore)
+          yield* fs.replaceDirectoryThen(
+            staged.stage,
+            join(scope.cacheDir, lockName),
+            Effect.zipRight(writeLock(scope.lockFile, entries), writeToml).pipe(Effect.tapError(() => restoreLock))
+          )
           if (scope.project) yield* ignoreStoatDir(scope.project.dir)
           return result
         }).pipe(Effect.onError(() => fs.remove(staged.stage).pipe(Effect.ignore)))

@@ -105,6 +105,20 @@ describe("adding remote recipes", () => {
     expect(execFileSync("ls", ["-A", join(w.project, ".stoat", "recipes")], { encoding: "utf8" })).toBe("")
   })
 
+  it("an add whose stoat.toml write fails leaves no pin and no checkout behind", async () => {
+    const w = world()
+    const toml = join(w.project, "stoat.toml")
+    const before = readFileSync(toml, "utf8")
+    // The lock beside it can be written; stoat.toml cannot be replaced (even by root).
+    execFileSync("chattr", ["+i", toml])
+    onTestFinished(() => execFileSync("chattr", ["-i", toml]))
+    const error = await fail(w, runOperation(addRecipe, { name: "hello" }, cli))
+    expect(error.code).not.toBe("internal")
+    expect(existsSync(join(w.project, "stoat.lock"))).toBe(false)
+    expect(existsSync(checkout(w, "hello"))).toBe(false)
+    expect(readFileSync(toml, "utf8")).toBe(before)
+  })
+
   it("refuses a Git URL on the MCP path: add_recipe takes index names only", async () => {
     const w = world()
     const error = await fail(w, Effect.provide(runOperation(addRecipe, { name: `https://example.org/x.git` }, cli), callerLayer(McpCaller)))

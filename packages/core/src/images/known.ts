@@ -17,7 +17,7 @@ export interface UrlSource {
 
 /**
  * Alpine's `latest-releases.yaml`: the file name and its sha256 are read from the index at pull
- * time, so the ISO tracks the current release without a catalog change. Local files are named
+ * time, so the ISO tracks the current release without a change here. Local files are named
  * `<flavor>-<version>-x86_64.iso`.
  */
 export interface AlpineIndexSource {
@@ -35,7 +35,7 @@ export interface LocalSource {
 
 export type ImageSource = UrlSource | AlpineIndexSource | LocalSource
 
-export interface CatalogEntry {
+export interface KnownImage {
   readonly id: string
   readonly os: string
   readonly variant: string
@@ -73,12 +73,12 @@ export const TINY_DIR = "tiny"
 export const DEBIAN_MINI_IMAGE = "debian-12-mini"
 
 /**
- * The embedded catalog: listing needs no network. Order is deliberate (most useful first within
+ * The images Stoat knows, embedded: listing needs no network. Order is deliberate (most useful first within
  * an OS; alpine-cloud after the live ISOs so an Alpine picker defaults to the apkovl image).
  * Checksum URLs point at published sums files read at pull time, never frozen digests, because
  * cloud images roll forward in place.
  */
-export const IMAGE_CATALOG: ReadonlyArray<CatalogEntry> = [
+export const KNOWN_IMAGES: ReadonlyArray<KnownImage> = [
   {
     id: "ubuntu-24.04",
     os: "ubuntu",
@@ -255,7 +255,7 @@ export const IMAGE_CATALOG: ReadonlyArray<CatalogEntry> = [
   }
 ]
 
-export const IMAGE_IDS: ReadonlyArray<string> = IMAGE_CATALOG.map((entry) => entry.id)
+export const IMAGE_IDS: ReadonlyArray<string> = KNOWN_IMAGES.map((entry) => entry.id)
 
 const IMAGE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 
@@ -265,10 +265,10 @@ export const validateImageId = (id: string): InvalidSpec | undefined =>
     ? undefined
     : new InvalidSpec({ message: `invalid image id "${id}": use letters, digits, '.', '_' or '-', starting with a letter or digit`, subject: id })
 
-export const findImage = (id: string): CatalogEntry | undefined => IMAGE_CATALOG.find((entry) => entry.id === id)
+export const findImage = (id: string): KnownImage | undefined => KNOWN_IMAGES.find((entry) => entry.id === id)
 
-/** The catalog entry for `id`, or `no_such_image` naming the closest id and `stoat images`. */
-export const lookupImage = (id: string): Effect.Effect<CatalogEntry, InvalidSpec | NoSuchImage> => {
+/** The known image for `id`, or `no_such_image` naming the closest id and `stoat images`. */
+export const lookupImage = (id: string): Effect.Effect<KnownImage, InvalidSpec | NoSuchImage> => {
   const invalid = validateImageId(id)
   if (invalid) return Effect.fail(invalid)
   const entry = findImage(id)

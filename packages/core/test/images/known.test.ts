@@ -1,6 +1,6 @@
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { IMAGE_CATALOG, IMAGE_IDS, findImage, inferByo, lookupImage, validateImageId } from "../../src/images/catalog.js"
+import { KNOWN_IMAGES, IMAGE_IDS, findImage, inferByo, lookupImage, validateImageId } from "../../src/images/known.js"
 
 const lookup = (id: string) => Effect.runSync(Effect.either(lookupImage(id)))
 
@@ -25,7 +25,7 @@ describe("image catalog", () => {
   })
 
   it("describes each entry consistently", () => {
-    for (const entry of IMAGE_CATALOG) {
+    for (const entry of KNOWN_IMAGES) {
       expect(entry.sshUser).toBe(entry.backend === "apkovl" || entry.id === "tiny" ? "root" : "stoat")
       expect(entry.approxBytes).toBeGreaterThan(0)
       expect(entry.defaultDisk).toMatch(/^[1-9][0-9]*[KMGT]?$/)
