@@ -1,5 +1,6 @@
 import { Flags } from "@oclif/core"
 import { Option, SchemaAST, type Schema } from "effect"
+import { parseDurationMs } from "@stoat/core"
 
 /** What an input field's schema says about it: its description, integer bounds, literal choices. */
 interface FieldFacts {
@@ -50,7 +51,7 @@ const describe = (facts: FieldFacts, field: string, description: string | undefi
 
 /**
  * oclif flags for fields of an operation's input: the description, integer bounds and choices
- * come from the field's schema, so help and parsing say what the operation checks. Pass a
+ * come from the field's schema, so help says what the operation checks. Pass a
  * description where the CLI's wording differs (or the schema has none).
  */
 export const schemaFlags = (input: Schema.Schema.Any) => {
@@ -59,10 +60,13 @@ export const schemaFlags = (input: Schema.Schema.Any) => {
     return flag
   }
   return {
+    // The bounds are shown, not enforced by oclif: the operation's schema checks them, so a bad
+    // value gets the same "cpus must be 1..256, got 9999" from the CLI and from MCP.
     integer: (field: string, description?: string) => {
       const facts = factsOf(input, field)
-      const bounds = { ...(facts.min !== undefined ? { min: facts.min } : {}), ...(facts.max !== undefined ? { max: facts.max } : {}) }
-      return remember(Flags.integer({ description: describe(facts, field, description), ...bounds }), field)
+      const text = describe(facts, field, description)
+      const range = facts.min !== undefined && facts.max !== undefined && !text.includes(String(facts.max)) ? ` (${facts.min}..${facts.max})` : ""
+      return remember(Flags.integer({ description: `${text}${range}` }), field)
     },
     string: (field: string, description?: string) => {
       const facts = factsOf(input, field)
@@ -105,12 +109,11 @@ export const paramTable = (values: ReadonlyArray<string>): Record<string, Record
 /** The environment variable a `--secret recipe.param` value comes from when no terminal can ask. */
 export const secretEnvName = (recipe: string, param: string): string => `STOAT_SECRET_${recipe}_${param}`.toUpperCase().replaceAll("-", "_")
 
-/** Go-style durations as the original took them (90s, 2m, 1m30s, 500ms), or plain seconds. */
+/** A duration in seconds: Go-style as the original took them (90s, 2m, 1m30s), or plain seconds. */
 export const parseDuration = (text: string): number | undefined => {
-  const match = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/.exec(text)
-  if (!match || text === "") return /^\d+$/.test(text) ? Number(text) : undefined
-  const [, h, m, s, ms] = match
-  return Number(h ?? 0) * 3600 + Number(m ?? 0) * 60 + Number(s ?? 0) + Number(ms ?? 0) / 1000
+  if (/^\d+$/.test(text)) return Number(text)
+  const ms = parseDurationMs(text)
+  return ms === undefined ? undefined : ms / 1000
 }
 
 /** `--timeout 2m` for the waits (`wait`, `up`): whole seconds, 1 to 600; anything else is a usage error. */

@@ -6,6 +6,7 @@ import { posix } from "node:path"
 import { Either, ParseResult, Schema } from "effect"
 import { parse } from "smol-toml"
 import { InvalidSpec } from "../errors.js"
+import { parseDurationMs } from "../platform/duration.js"
 
 export const RECIPE_NAME = /^[a-z0-9][a-z0-9-]*$/
 export const PARAM_NAME = /^[a-z][a-z0-9_]*$/
@@ -196,10 +197,5 @@ export const parseRecipeToml = (file: string, dirName: string, text: string): Ei
   })
 }
 
-/** Milliseconds in a recipe duration ("30s", "2m", "500ms"). */
-export const durationMs = (text: string): number => {
-  const match = /^(\d+)(ms|s|m)$/.exec(text)
-  if (!match) return 30_000
-  const n = Number(match[1])
-  return match[2] === "ms" ? n : match[2] === "s" ? n * 1000 : n * 60_000
-}
+/** Milliseconds in a recipe duration ("30s", "2m", "500ms"); the schema admits no other. */
+export const durationMs = (text: string): number => parseDurationMs(text) ?? 30_000
