@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, ManagedRuntime } from "effect"
-import { projectsAt, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
+import { callerLayer, cliCaller, projectsAt, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
 import { StoatLive } from "@stoat/qemu"
 import type { ErrorInfo } from "@stoat/wire"
 
@@ -23,10 +23,14 @@ export const runLive = async <A>(effect: Effect.Effect<A, unknown, any>): Promis
   return Exit.isSuccess(exit) ? { ok: true, value: exit.value } : { ok: false, error: toErrorInfo(exit.cause) }
 }
 
-/** Runs one catalog operation through the live stack, tagged as a CLI call. */
-export const execute = <I, O>(operation: Operation<I, O, any>, input: unknown, extra: Partial<ExecutionContext> = {}) => {
-  const context: ExecutionContext = { entrypoint: "cli", requestId: randomUUID().slice(0, 8), ...extra }
-  return runLive(runOperation(operation, input, context) as Effect.Effect<O, unknown, any>)
+/**
+ * Runs one catalog operation through the live stack as a person's CLI call; `interactive` when
+ * they sit at a terminal that can show a QEMU window.
+ */
+export const execute = <I, O>(operation: Operation<I, O, any>, input: unknown, extra: Partial<ExecutionContext> & { readonly interactive?: boolean } = {}) => {
+  const { interactive = false, ...rest } = extra
+  const context: ExecutionContext = { requestId: randomUUID().slice(0, 8), ...rest }
+  return runLive(Effect.provide(runOperation(operation, input, context), callerLayer(cliCaller({ interactive }))) as Effect.Effect<O, unknown, any>)
 }
 
 export const disposeRuntime = async (): Promise<void> => {

@@ -5,6 +5,7 @@ import { GuestsLive } from "./guest/definitions.js"
 import { HostProbeLive } from "./platform/host.js"
 import { LocksLive } from "./platform/locks.js"
 import { VmStoreLive } from "./vm/store.js"
+import { VmsLive } from "./vm/lifecycle.js"
 import { RecipesLive } from "./recipes/store.js"
 import { LazyGuestTransportLive } from "./ssh/lazy.js"
 import { GuestOpsLive } from "./guest/ops.js"
@@ -15,9 +16,10 @@ import { SnapshotsLive } from "./vm/snapshots.js"
 
 /**
  * Core's live services over the data root named by `$STOAT_HOME`. Hypervisor and ImageBuilder
- * layers (which may need the DataRoot provided here) complete the stack.
+ * layers (which may need the DataRoot provided here) complete the stack, and each frontend
+ * provides its `Caller` (with `callerLayer`) per call.
  */
-export const CoreLive = Layer.mergeAll(VmStoreLive, GuestsLive, LocksLive, RecipesLive, AuditLogLive).pipe(
+export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestsLive, LocksLive, RecipesLive, AuditLogLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),

@@ -15,6 +15,7 @@ import { Exit, type ManagedRuntime } from "effect"
 import { getVm, listVms, runOperation, STOAT_VERSION, toErrorInfo } from "@stoat/core"
 import { RateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate-limit.js"
 import { redact } from "./policy/redact.js"
+import { asAgent } from "./policy/access.js"
 import { PROMPTS } from "./prompts/index.js"
 import { CATALOG_URI, catalogDocument, GUIDE, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
 import { CancellableTaskStore, DEFAULT_TASK_TTL_MS, TASK_POLL_INTERVAL_MS } from "./tasks.js"
@@ -146,7 +147,7 @@ export const createServer = (mcp: StoatMcp): Server => {
     if (uri === GUIDE_URI) return { contents: [{ uri, mimeType: "text/markdown", text: GUIDE }] }
     const name = vmNameOf(uri)
     if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `no resource ${uri}; resources are ${CATALOG_URI}, ${GUIDE_URI} and stoat://vm/{name}`)
-    const exit = await mcp.runtime.runPromiseExit(runOperation(getVm, { vm: name }, { entrypoint: "mcp", requestId: String(extra.requestId) }), { signal: extra.signal })
+    const exit = await mcp.runtime.runPromiseExit(asAgent(runOperation(getVm, { vm: name }, { requestId: String(extra.requestId) })), { signal: extra.signal })
     if (Exit.isFailure(exit)) {
       const info = toErrorInfo(exit.cause)
       throw new McpError(info.code === "not_found" ? -32002 : ErrorCode.InvalidParams, info.message, { error: info })
@@ -175,7 +176,7 @@ export const createServer = (mcp: StoatMcp): Server => {
       (ref.type === "ref/resource" && ref.uri === VM_TEMPLATE && argument.name === "name") ||
       (ref.type === "ref/prompt" && PROMPTS.some((prompt) => prompt.name === ref.name) && argument.name === "vm")
     if (!wantsVm) return { completion: { values: [], hasMore: false } }
-    const exit = await mcp.runtime.runPromiseExit(runOperation(listVms, {}, { entrypoint: "mcp", requestId: String(extra.requestId) }), { signal: extra.signal })
+    const exit = await mcp.runtime.runPromiseExit(asAgent(runOperation(listVms, {}, { requestId: String(extra.requestId) })), { signal: extra.signal })
     const names = Exit.isSuccess(exit) ? exit.value.vms.map((vm) => vm.name).filter((name) => name.startsWith(argument.value)) : []
     return { completion: { values: names.slice(0, 100), total: names.length, hasMore: names.length > 100 } }
   })

@@ -1,4 +1,4 @@
-import { Args, Flags } from "@oclif/core"
+import { Args } from "@oclif/core"
 import { planRecipes } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 import { recipeNames, recipesFlag } from "../flags.js"

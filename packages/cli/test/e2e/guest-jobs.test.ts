@@ -43,7 +43,7 @@ const untilState = async (job: string, state: string) => {
 
 /** The copy operations as an agent calls them: confined to the shared folder (no `unconfined`). */
 const agentCopy = (direction: "to" | "from", local: string, remote: string) =>
-  execute(direction === "to" ? copyTo : copyFrom, { vm: VM, local, remote }, { entrypoint: "mcp" })
+  execute(direction === "to" ? copyTo : copyFrom, { vm: VM, local, remote })
 
 describe("background jobs, copies and ssh on the tiny guest", () => {
   beforeAll(async () => {

@@ -15,14 +15,11 @@ export const MUTATE: Annotations = { readOnlyHint: false, destructiveHint: false
 export const DESTRUCTIVE: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false }
 export const EXEC: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
 
-/** Who asked: every operation runs tagged so stoat.log can tell a person's CLI call from an agent's tool call. */
+/** One call's request: who asked is the `Caller` service, not part of it. */
 export interface ExecutionContext {
-  readonly entrypoint: "cli" | "mcp" | "toolkit"
   readonly requestId: string
   /** Progress/events for long work; the CLI prints them, MCP sends notifications when the client asked. */
   readonly progress?: (event: { readonly type: "progress" | "stage" | "log"; readonly data: unknown }) => void
-  /** A person at a terminal may override the host-memory floor (`up -y`); an agent never can. */
-  readonly interactive?: boolean
 }
 
 /** The guest-access level an operation needs on its target VMs, or null for host-side work. */

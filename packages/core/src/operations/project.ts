@@ -1,20 +1,21 @@
 import { Effect, Option, Schema } from "effect"
 import { InitResult, ProjectRun, ProjectStatus, VmList } from "@stoat/wire"
-import { AccessDenied, CapabilityUnavailable, ImmutableField, InvalidSpec, NameTaken, NotFound, type StoatError } from "../errors.js"
+import { CapabilityUnavailable, ImmutableField, InvalidSpec, NameTaken, NotFound, type StoatError } from "../errors.js"
 import { driftOf, immutableMessage } from "../projects/drift.js"
 import { fanOut } from "../projects/fan-out.js"
 import { DECLARATION_KEY, type Declaration, type Project } from "../projects/file.js"
 import { initProject, Projects } from "../projects/service.js"
 import { readProjectSecrets, readSecrets, type SecretTable } from "../platform/secrets.js"
-import { ACCESS_ORDER, effectiveAccess } from "../vm/config.js"
+import { effectiveAccess } from "../vm/config.js"
+import { AccessPolicy } from "../context/access-policy.js"
+import { Vms } from "../vm/lifecycle.js"
 import { isRunning, type OkRecord } from "../vm/runtime.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { aggregateHealth } from "../vm/view.js"
 import { NoInput } from "./inputs.js"
 import { defineOperation, DESTRUCTIVE, MUTATE, READ, type ExecutionContext } from "./operation.js"
 import { viewVms } from "./read.js"
-import { applyRecipes } from "./recipe.js"
-import { createVm, destroyVm, StartFields, startVm, stopVm, updateVm, waitVm } from "./vm.js"
+import { StartFields } from "./vm.js"
 
 const PROJECT_NOTE = " Acts on the stoat.toml of the server's working directory (no path argument); without one it fails with not_found and the stoat init hint."
 
@@ -85,7 +86,7 @@ const updateFor = (declaration: Declaration, record: OkRecord, running: boolean,
 /**
  * Reconcile one declaration (reference §3.3): a missing VM is created, an existing one gets the
  * declared cpus, ram, recipes, params, shares and agent_access through update, and an immutable
- * change (image, disk, provider) is refused. Create and update are the catalog's own paths.
+ * change (image, disk, provider) is refused. Create and update are the lifecycle's own.
  */
 const reconcile = (project: Project, declaration: Declaration, secrets: Readonly<Record<string, SecretTable>>, context: ExecutionContext) =>
   Effect.gen(function* () {
@@ -93,8 +94,9 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
       return yield* new CapabilityUnavailable({ message: `[vms.${declaration.key}]: provider ${declaration.provider} is not supported by this build`, reason: "provider_unsupported" })
     }
     const wantedSecrets = secrets[declaration.key]
+    const vms = yield* Vms
     if (Option.isNone(yield* lookup(declaration))) {
-      const created = yield* createVm.run(
+      const created = yield* vms.create(
         {
           name: declaration.name,
           ...(declaration.imageIsPath ? { image_path: declaration.image } : { image: declaration.image }),
@@ -122,8 +124,8 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
     if (foreign !== undefined) return yield* new NameTaken({ message: foreign, subject: declaration.name })
     const update = yield* updateFor(declaration, record, yield* isRunning(record), wantedSecrets)
     if (update === undefined) return
-    const result = yield* updateVm.run({ vm: declaration.name, ...update }, context)
-    const pending = result.pending_restart.length > 0 ? ` (${result.pending_restart.join(", ")} at the next start)` : ""
+    const result = yield* vms.update(declaration.name, update)
+    const pending = result.pendingRestart.length > 0 ? ` (${result.pendingRestart.join(", ")} at the next start)` : ""
     context.progress?.({ type: "log", data: { line: `${declaration.key}: updated ${result.changed.join(", ")}${pending}` } })
   })
 
@@ -172,13 +174,15 @@ export const projectUp = defineOperation({
     ...StartFields
   }),
   ...FAN_OUT,
-  run: ({ parallel, ...start }, context) =>
+  run: ({ parallel, timeout_seconds, ...start }, context) =>
     Effect.gen(function* () {
       const project = yield* projectOf
       const secrets = yield* readProjectSecrets(project.dir)
+      const vms = yield* Vms
       return yield* fanOut(
         project,
-        (declaration) => Effect.zipRight(reconcile(project, declaration, secrets, context), startVm.run({ vm: declaration.name, ...start }, context)),
+        (declaration) =>
+          Effect.zipRight(reconcile(project, declaration, secrets, context), vms.start(declaration.name, { ...start, timeoutSeconds: timeout_seconds }, context)),
         { concurrency: parallel ?? 1 }
       )
     })
@@ -192,20 +196,18 @@ export const projectDown = defineOperation({
   description: `Stop each declared VM gracefully, in declaration order; one not created yet counts as stopped. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
   input: NoInput,
   ...FAN_OUT,
-  run: (_input, context) => Effect.flatMap(projectOf, (project) => fanOut(project, ifPresent((vm) => stopVm.run({ vm }, context))))
+  run: () => Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) => fanOut(project, ifPresent((vm) => vms.stop(vm))))
 })
 
 /** An agent may apply only where every declared VM grants manage: checked before anything runs. */
-const requireManageEverywhere = (project: Project, context: ExecutionContext) =>
+const requireManageEverywhere = (project: Project) =>
   Effect.gen(function* () {
-    if (context.entrypoint !== "mcp") return
+    const policy = yield* AccessPolicy
     for (const declaration of project.vms) {
       const found = yield* lookup(declaration)
       if (Option.isNone(found) || found.value.kind !== "ok") continue
       const level = effectiveAccess(found.value.config)
-      if (ACCESS_ORDER.indexOf(level) < ACCESS_ORDER.indexOf("manage")) {
-        return yield* new AccessDenied({ message: `vm "${declaration.name}" ([vms.${declaration.key}]) has agent_access = ${level}; project_apply needs manage on every VM`, subject: declaration.name })
-      }
+      yield* policy.requireGranted(declaration.name, level, "manage", `vm "${declaration.name}" ([vms.${declaration.key}]) has agent_access = ${level}; project_apply needs manage on every VM`)
     }
   })
 
@@ -220,8 +222,9 @@ export const projectApply = defineOperation({
   run: (_input, context) =>
     Effect.gen(function* () {
       const project = yield* projectOf
-      yield* requireManageEverywhere(project, context)
-      return yield* fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => applyRecipes.run({ vm }, context)))
+      yield* requireManageEverywhere(project)
+      const vms = yield* Vms
+      return yield* fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => vms.applyRecipes(vm, undefined, context)))
     })
 })
 
@@ -237,8 +240,10 @@ export const projectWait = defineOperation({
     timeout_seconds: WaitTimeout
   }),
   ...FAN_OUT,
-  run: (input, context) =>
-    Effect.flatMap(projectOf, (project) => fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => waitVm.run({ vm, ...input }, context))))
+  run: ({ timeout_seconds, ...options }) =>
+    Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) =>
+      fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => vms.wait(vm, { ...options, timeoutSeconds: timeout_seconds })))
+    )
 })
 
 export const projectRm = defineOperation({
@@ -254,7 +259,8 @@ export const projectRm = defineOperation({
   annotations: DESTRUCTIVE,
   access: null,
   target: () => [],
-  run: (input, context) => Effect.flatMap(projectOf, (project) => fanOut(project, ifPresent((vm) => destroyVm.run({ vm, ...input }, context))))
+  run: (input) =>
+    Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) => fanOut(project, ifPresent((vm) => vms.destroy(vm, { detachDependents: input.detach_dependents }))))
 })
 
 export const projectInit = defineOperation({

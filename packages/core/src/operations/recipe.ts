@@ -1,13 +1,13 @@
 import { Effect, Schema } from "effect"
 import { ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
 import { Guests } from "../guest/definitions.js"
-import { applyVm, planApply, planView } from "../recipes/apply.js"
+import { planApply, planView } from "../recipes/apply.js"
 import { RECIPE_NAME } from "../recipes/manifest.js"
 import { applicabilityProblem } from "../recipes/plan.js"
 import { Recipes, type LoadedRecipe } from "../recipes/store.js"
 import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, EXEC, MUTATE, READ } from "./operation.js"
-import { lifecycleHooks } from "./vm.js"
+import { Vms } from "../vm/lifecycle.js"
 
 export const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64))
 const OsName = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/), Schema.maxLength(64))
@@ -168,7 +168,7 @@ export const applyRecipes = defineOperation({
   output: ApplyResult,
   annotations: EXEC,
   access: "manage",
-  run: (input, context) => applyVm(input.vm, input.only, context, lifecycleHooks)
+  run: (input, context) => Effect.flatMap(Vms, (vms) => vms.applyRecipes(input.vm, input.only, context))
 })
 
 export const newRecipe = defineOperation({

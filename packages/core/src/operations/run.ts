@@ -4,6 +4,7 @@ import { AuditLog } from "../context/audit-log.js"
 import { elapsedSince } from "../platform/poll.js"
 import { toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
+import { Caller } from "../context/caller.js"
 
 /** Effect's wording ("Expected X, actual Y") as a person reads it: "must be X, got Y". */
 const humanMessage = (message: string): string => {
@@ -43,8 +44,8 @@ const subjectOf = (raw: unknown): string | undefined => {
 
 /** Records one call in stoat.log (also used by the MCP server for calls refused before they run). */
 export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
-  Effect.flatMap(AuditLog, (log) =>
-    log.record({ operation: operation.key, tool: operation.tool, entrypoint: context.entrypoint, requestId: context.requestId, vm, ms, outcome })
+  Effect.flatMap(Effect.all([AuditLog, Caller]), ([log, caller]) =>
+    log.record({ operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome })
   )
 
 /** The input fields that name an existing VM; a project declaration key given there names its VM. */
@@ -81,8 +82,9 @@ export const runOperation = <I, O, R, R2 = never>(
   raw: unknown,
   context: ExecutionContext,
   options: RunOptions<I, R2> = {}
-): Effect.Effect<O, StoatError, R | R2 | AuditLog> =>
+): Effect.Effect<O, StoatError, R | R2 | AuditLog | Caller> =>
   Effect.gen(function* () {
+    yield* Effect.annotateCurrentSpan("entrypoint", (yield* Caller).kind)
     const started = yield* Clock.currentTimeMillis
     let vm = subjectOf(raw)
     const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
@@ -94,4 +96,4 @@ export const runOperation = <I, O, R, R2 = never>(
       const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
       return Effect.flatMap(elapsedSince(started), (ms) => auditCall(context, operation, vm, ms, outcome))
     })
-  }).pipe(Effect.withSpan(operation.key, { attributes: { tool: operation.tool, entrypoint: context.entrypoint, request: context.requestId } }))
+  }).pipe(Effect.withSpan(operation.key, { attributes: { tool: operation.tool, request: context.requestId } }))

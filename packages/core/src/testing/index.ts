@@ -11,6 +11,9 @@ import { Hypervisor, type RunState } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { SnapshotsLive } from "../vm/snapshots.js"
 import { VmStoreLive } from "../vm/store.js"
+import { VmsLive } from "../vm/lifecycle.js"
+import { CliCaller, type Caller } from "../context/caller.js"
+import { callerLayer } from "../context/access-policy.js"
 import { GuestOpsLive } from "../guest/ops.js"
 import { JobsLive } from "../guest/jobs.js"
 import { CheckpointsLive } from "../checkpoints/index.js"
@@ -70,6 +73,8 @@ export interface TestLayerOptions {
   readonly index?: string
   /** The working directory whose stoat.toml gives project scope; default none. */
   readonly projectDir?: string
+  /** Who calls (the policy follows from it); default a person at the CLI, `CliCaller`. */
+  readonly caller?: Layer.Layer<Caller>
 }
 
 /**
@@ -83,12 +88,14 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const images = options.images ?? new FakeImageBuilderState()
   return Layer.mergeAll(
     VmStoreLive,
+    VmsLive,
     GuestsLive,
     LocksLive,
     RecipesLive,
     AuditLogLive,
     Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
-    Layer.succeed(ImageBuilder, makeFakeImageBuilder(images))
+    Layer.succeed(ImageBuilder, makeFakeImageBuilder(images)),
+    callerLayer(options.caller ?? CliCaller)
   ).pipe(
     Layer.provideMerge(dataRoot),
     Layer.merge(FakeHostProbe({}, options.memAvailableMb)),

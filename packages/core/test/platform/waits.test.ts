@@ -72,7 +72,7 @@ describe("waits driven by the clock", () => {
       const hypervisor = new FakeHypervisorState()
       const layer = testLayer({ root, hypervisor, guest: new FakeGuestState() })
       const call = <I, O, R>(operation: Parameters<typeof runOperation<I, O, R>>[0], input: unknown) =>
-        Effect.provide(runOperation(operation, input, { entrypoint: "cli", requestId: "test" }) as Effect.Effect<O, unknown, never>, layer as never)
+        Effect.provide(runOperation(operation, input, { requestId: "test" }) as Effect.Effect<O, unknown, never>, layer as never)
       yield* call(createVm, { name: "web", image: "tiny" })
       yield* call(startVm, { vm: "web" })
       const started = yield* Clock.currentTimeMillis

@@ -318,16 +318,16 @@ describe("fan-out of down, wait, apply and rm", () => {
     const none = TWO.replace(/image = "tiny"/g, 'image = "tiny"\nagent_access = "none"')
     const h = projectHarness(none)
     for (const operation of [projectUp, projectDown, projectUp]) {
-      expect((await h.ok(operation, {}, { entrypoint: "mcp" })).vms.map((vm) => vm.status), operation.tool).toEqual(["ok", "ok"])
+      expect((await h.ok(operation, {}, { caller: "mcp" })).vms.map((vm) => vm.status), operation.tool).toEqual(["ok", "ok"])
     }
-    expect((await h.ok(projectStatus, {}, { entrypoint: "mcp" })).vms.map((vm) => vm.state)).toEqual(["running", "running"])
-    expect((await h.fail(projectApply, {}, { entrypoint: "mcp" })).code).toBe("access_denied")
+    expect((await h.ok(projectStatus, {}, { caller: "mcp" })).vms.map((vm) => vm.state)).toEqual(["running", "running"])
+    expect((await h.fail(projectApply, {}, { caller: "mcp" })).code).toBe("access_denied")
   })
 
   it("project_apply from an agent needs manage on every VM, checked before anything runs", async () => {
     const h = projectHarness(TWO.replace(`[vms.db]\nimage = "tiny"`, `[vms.db]\nimage = "tiny"\nagent_access = "observe"`))
     await h.ok(projectUp, {})
-    const error = await h.fail(projectApply, {}, { entrypoint: "mcp" })
+    const error = await h.fail(projectApply, {}, { caller: "mcp" })
     expect(error).toMatchObject({ code: "access_denied", subject: "demo-db" })
     // A person at the CLI is not held to agent_access.
     expect((await h.ok(projectApply, {})).vms.map((vm) => vm.status)).toEqual(["ok", "ok"])
@@ -337,7 +337,7 @@ describe("fan-out of down, wait, apply and rm", () => {
     const h = projectHarness(TWO)
     await h.ok(projectUp, {})
     h.write(TWO.replace(`[vms.web]\nimage = "tiny"`, `[vms.web]\nimage = "tiny"\nagent_access = "exec"`))
-    const run = await h.ok(projectUp, {}, { entrypoint: "mcp" })
+    const run = await h.ok(projectUp, {}, { caller: "mcp" })
     expect(run.vms[0]).toMatchObject({ status: "error", error: expect.stringContaining("may only lower agent_access") })
   })
 })

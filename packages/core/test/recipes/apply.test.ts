@@ -159,7 +159,7 @@ describe("apply", () => {
     const { h } = await world({ web: { manifest: "", script: "true\n" } })
     await recipesOf(h, ["web"])
     await h.ok(startVm, { vm: "box" })
-    const context = { entrypoint: "cli" as const, requestId: "t" }
+    const context = { requestId: "t" }
     const nested = Effect.flatMap(Locks, (locks) =>
       locks.tryLock(join(h.vmDir("box"), "provision.lock"), "held by the test", runOperation(applyRecipes, { vm: "box" }, context))
     )

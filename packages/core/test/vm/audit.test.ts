@@ -14,7 +14,7 @@ describe("stoat.log audit lines", () => {
     // A person clears the log while a long-lived server keeps writing.
     rmSync(log)
     await new Promise((resolve) => setTimeout(resolve, 1_100))
-    await h.ok(version, {}, { entrypoint: "mcp" })
+    await h.ok(version, {}, { caller: "mcp" })
     expect(readFileSync(log, "utf8")).toMatch(/^\S+ INFO op=host\.version tool=version entrypoint=mcp request=\S+ ms=\d+ outcome=ok\n$/)
   })
 

@@ -228,7 +228,7 @@ describe("fork", () => {
     const { h } = await prepared()
     h.hypervisor.resumeGate = new Promise(() => undefined)
     const fiber = Effect.runFork(
-      Effect.provide(runOperation(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 2 }, { entrypoint: "cli", requestId: "t" }), h.layer()) as Effect.Effect<unknown, unknown, never>
+      Effect.provide(runOperation(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 2 }, { requestId: "t" }), h.layer()) as Effect.Effect<unknown, unknown, never>
     )
     for (let i = 0; i < 200 && h.vmFolders().length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(h.vmFolders()).toEqual(["src", "w-1", "w-2"])

@@ -9,7 +9,7 @@ const cloudVm = async (h: ReturnType<typeof harness>) => {
   const base = join(h.root, "noble-server-cloudimg-amd64.img")
   writeFileSync(base, "")
   h.hypervisor.disks.set(base, { size: 2 * 1024 ** 3, snapshots: [] })
-  const vm = await h.ok(createVm, { name: "cloudy", image_path: base }, { entrypoint: "cli" })
+  const vm = await h.ok(createVm, { name: "cloudy", image_path: base }, { caller: "cli" })
   return { base, vm }
 }
 

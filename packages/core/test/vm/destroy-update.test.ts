@@ -74,6 +74,28 @@ describe("update", () => {
     expect(result.vm).toMatchObject({ ram_mb: 512, cpus: 2 })
   })
 
+  it("many settings at once: changed in the table's order, params once for params and secrets, boot-time ones pending on a running VM", async () => {
+    const h = harness()
+    const vm = await h.ok(createVm, { name: "web", image: "tiny" })
+    await h.ok(startVm, { vm: "web" })
+    const result = await h.ok(updateVm, {
+      vm: "web",
+      secrets: { hello: { token: "s3cret" } },
+      params: { hello: { greeting: "hi" } },
+      shares: ["/tmp/a"],
+      share: "/tmp/b",
+      display: "window",
+      ssh_port: vm.ssh_port + 50,
+      cpus: 2,
+      ram_mb: 512,
+      agent_access: "observe"
+    })
+    expect(result.changed).toEqual(["agent_access", "ram", "cpus", "ssh_port", "display", "share", "shares", "params"])
+    expect(result.pending_restart).toEqual(["ram", "cpus", "ssh_port", "display", "share", "shares"])
+    expect(result.applies_at).toBe("next_start")
+    expect(JSON.stringify(result)).not.toContain("s3cret")
+  })
+
   it("on a running VM ram, cpus and ssh_port are saved and listed in pending_restart (applies_at next_start)", async () => {
     const h = harness()
     const vm = await h.ok(createVm, { name: "web", image: "tiny" })
@@ -119,15 +141,15 @@ describe("update", () => {
   it("agent_access: MCP may lower it but not raise it (access_denied); the CLI may raise it", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" }) // manage
-    const denied = await h.fail(updateVm, { vm: "web", agent_access: "exec" }, { entrypoint: "mcp" })
+    const denied = await h.fail(updateVm, { vm: "web", agent_access: "exec" }, { caller: "mcp" })
     expect(denied).toMatchObject({ code: "access_denied", subject: "web" })
     expect((await h.ok(getVm, { vm: "web" })).agent_access).toBe("manage")
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { entrypoint: "mcp" })).vm.agent_access).toBe("observe")
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { entrypoint: "mcp" })).vm.agent_access).toBe("observe")
-    expect((await h.fail(updateVm, { vm: "web", agent_access: "manage" }, { entrypoint: "mcp" })).code).toBe("access_denied")
-    const raised = await h.ok(updateVm, { vm: "web", agent_access: "exec" }, { entrypoint: "cli" })
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe("observe")
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe("observe")
+    expect((await h.fail(updateVm, { vm: "web", agent_access: "manage" }, { caller: "mcp" })).code).toBe("access_denied")
+    const raised = await h.ok(updateVm, { vm: "web", agent_access: "exec" }, { caller: "cli" })
     expect(raised.vm).toMatchObject({ agent_access: "exec", allow_exec: true })
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "none" }, { entrypoint: "mcp" })).vm).toMatchObject({ agent_access: "none", allow_exec: false })
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "none" }, { caller: "mcp" })).vm).toMatchObject({ agent_access: "none", allow_exec: false })
   })
 
   it("ssh_port taken by another VM's ssh port or forward is invalid_spec naming that VM", async () => {

@@ -9,7 +9,7 @@ import type { Operation } from "../../src/operations/operation.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { runOperation } from "../../src/operations/run.js"
 import { FakeJobs } from "../../src/testing/index.js"
-import { harness, type Harness } from "./harness.js"
+import { callerOf, harness, type Harness } from "./harness.js"
 
 /** Operations that may legitimately block until their own timeout (waiting for a state). */
 const MAY_BLOCK = new Set(["vm.wait", "vm.start"])
@@ -94,10 +94,10 @@ describe("fuzz: arbitrary JSON input never defects", () => {
       const h = await world()
       const outcomes: Record<string, number> = {}
       await fc.assert(
-        fc.asyncProperty(inputFor(operation), fc.constantFrom("cli", "mcp") as fc.Arbitrary<"cli" | "mcp">, async (input, entrypoint) => {
+        fc.asyncProperty(inputFor(operation), fc.constantFrom("cli", "mcp") as fc.Arbitrary<"cli" | "mcp">, async (input, caller) => {
           const folders = h.vmFolders()
           const tomls = vmTomls(h)
-          const effect = Effect.provide(runOperation(operation, input, { entrypoint, requestId: "fuzz" }), h.layer() as never) as Effect.Effect<unknown, unknown>
+          const effect = Effect.provide(Effect.provide(runOperation(operation, input, { requestId: "fuzz" }), callerOf(caller)), h.layer() as never) as Effect.Effect<unknown, unknown>
           const outcome = await Effect.runPromise(Effect.timeoutOption(Effect.exit(effect), CUTOFF_MS))
           if (Option.isNone(outcome)) {
             // Only waiting operations may still be waiting (for a state the fuzz input asked for).

@@ -10,11 +10,17 @@ import { toErrorInfo } from "../../src/errors.js"
 import { isBindable } from "../../src/vm/network.js"
 import { runOperation } from "../../src/operations/run.js"
 import { FakeGuestState, FakeHypervisorState, FakeImageBuilderState, testLayer } from "../../src/testing/index.js"
+import { cliCaller, McpCaller, ToolkitCaller, type Caller } from "../../src/context/caller.js"
+import { callerLayer } from "../../src/context/access-policy.js"
 
-export type Entrypoint = ExecutionContext["entrypoint"]
+export type CallerKind = Caller["Type"]["kind"]
+
+/** The caller of one test call; `interactive` only means something for a person at the CLI. */
+export const callerOf = (kind: CallerKind = "cli", interactive = false) =>
+  callerLayer(kind === "cli" ? cliCaller({ interactive }) : kind === "mcp" ? McpCaller : ToolkitCaller)
 
 export interface CallOptions {
-  readonly entrypoint?: Entrypoint
+  readonly caller?: CallerKind
   readonly interactive?: boolean
   readonly progress?: ExecutionContext["progress"]
 }
@@ -39,13 +45,9 @@ export const harness = (options: { readonly memAvailableMb?: number } = {}) => {
     layer: () => testLayer({ root, hypervisor, images, guest, memAvailableMb: world.memAvailableMb }),
 
     exit: <I, O, R>(operation: Operation<I, O, R>, input: unknown, call: CallOptions = {}): Promise<Exit.Exit<O, unknown>> => {
-      const context: ExecutionContext = {
-        entrypoint: call.entrypoint ?? "cli",
-        requestId: "test",
-        ...(call.interactive !== undefined ? { interactive: call.interactive } : {}),
-        ...(call.progress !== undefined ? { progress: call.progress } : {})
-      }
-      return Effect.runPromise(Effect.exit(Effect.provide(runOperation(operation, input, context) as Effect.Effect<O, unknown, never>, world.layer() as never)))
+      const context: ExecutionContext = { requestId: "test", ...(call.progress !== undefined ? { progress: call.progress } : {}) }
+      const program = Effect.provide(runOperation(operation, input, context), callerOf(call.caller, call.interactive))
+      return Effect.runPromise(Effect.exit(Effect.provide(program as Effect.Effect<O, unknown, never>, world.layer() as never)))
     },
 
     /** Runs and expects success. */

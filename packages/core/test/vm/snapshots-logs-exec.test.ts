@@ -196,8 +196,8 @@ describe("exec", () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny", agent_access: "none" })
     await h.ok(startVm, { vm: "web" })
-    for (const entrypoint of ["cli", "mcp"] as const) {
-      expect((await h.ok(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { entrypoint })).stdout).toBe("hi\n")
+    for (const caller of ["cli", "mcp"] as const) {
+      expect((await h.ok(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { caller })).stdout).toBe("hi\n")
     }
   })
 

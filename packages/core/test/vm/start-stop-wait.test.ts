@@ -57,7 +57,7 @@ describe("start", () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
-    const again = await h.ok(startVm, { vm: "web" }, { entrypoint: "mcp" })
+    const again = await h.ok(startVm, { vm: "web" }, { caller: "mcp" })
     expect(again.state).toBe("running")
     expect(h.hypervisor.starts).toBe(1)
   })
@@ -92,8 +92,8 @@ describe("start", () => {
   it("the host-memory floor answers limit_reached for the CLI and for MCP", async () => {
     const h = harness({ memAvailableMb: 200 })
     await h.ok(createVm, { name: "web", image: "tiny", ram_mb: 256 })
-    for (const entrypoint of ["cli", "mcp"] as const) {
-      const error = await h.fail(startVm, { vm: "web" }, { entrypoint })
+    for (const caller of ["cli", "mcp"] as const) {
+      const error = await h.fail(startVm, { vm: "web" }, { caller })
       expect(error).toMatchObject({ code: "limit_reached", needed_mb: 256, available_mb: 200 })
     }
     expect(h.hypervisor.starts).toBe(0)
@@ -102,17 +102,17 @@ describe("start", () => {
   it("the refusal tells a person about -y and an agent to ask a person", async () => {
     const h = harness({ memAvailableMb: 200 })
     await h.ok(createVm, { name: "web", image: "tiny" })
-    expect((await h.fail(startVm, { vm: "web" }, { entrypoint: "cli" })).message).toMatch(/-y/)
-    expect((await h.fail(startVm, { vm: "web" }, { entrypoint: "mcp" })).message).toMatch(/ask a person/)
+    expect((await h.fail(startVm, { vm: "web" }, { caller: "cli" })).message).toMatch(/-y/)
+    expect((await h.fail(startVm, { vm: "web" }, { caller: "mcp" })).message).toMatch(/ask a person/)
   })
 
   it("force overrides the host-memory floor only for the CLI", async () => {
     const h = harness({ memAvailableMb: 200 })
     await h.ok(createVm, { name: "web", image: "tiny" })
-    expect((await h.fail(startVm, { vm: "web", force: true }, { entrypoint: "mcp" })).code).toBe("limit_reached")
-    expect((await h.fail(startVm, { vm: "web", force: true }, { entrypoint: "toolkit" })).code).toBe("limit_reached")
+    expect((await h.fail(startVm, { vm: "web", force: true }, { caller: "mcp" })).code).toBe("limit_reached")
+    expect((await h.fail(startVm, { vm: "web", force: true }, { caller: "toolkit" })).code).toBe("limit_reached")
     expect(h.isRunning("web")).toBe(false)
-    expect((await h.ok(startVm, { vm: "web", force: true }, { entrypoint: "cli" })).state).toBe("running")
+    expect((await h.ok(startVm, { vm: "web", force: true }, { caller: "cli" })).state).toBe("running")
   })
 
   it("force never overrides the configured max_ram_mb", async () => {
@@ -121,7 +121,7 @@ describe("start", () => {
     await h.ok(createVm, { name: "a", image: "tiny" })
     await h.ok(createVm, { name: "b", image: "tiny" })
     await h.ok(startVm, { vm: "a" })
-    const error = await h.fail(startVm, { vm: "b", force: true }, { entrypoint: "cli" })
+    const error = await h.fail(startVm, { vm: "b", force: true }, { caller: "cli" })
     expect(error).toMatchObject({ code: "limit_reached", needed_mb: 256, available_mb: 144 })
   })
 

@@ -15,7 +15,7 @@ import {
   type Operation,
   type StoatError
 } from "@stoat/core"
-import { checkAccess } from "../policy/access.js"
+import { asAgent, checkAccess } from "../policy/access.js"
 import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import type { ErrorInfo } from "@stoat/wire"
@@ -80,11 +80,11 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   const entry = deps.tools.get(name)
   const verdict = deps.limiter.take(entry ? name : undefined)
   const requestId = `${String(channel.requestId)}-${randomUUID().slice(0, 8)}`
-  const context: ExecutionContext = { entrypoint: "mcp", requestId }
+  const context: ExecutionContext = { requestId }
   // Refusals before the operation runs are audited too; the name is the caller's, so only a
   // plain one reaches the log line.
   const refuse = async (tool: Pick<Operation, "key" | "tool">, error: ErrorInfo): Promise<ToolResult> => {
-    await deps.runtime.runPromise(auditCall(context, tool, undefined, 0, `error:${error.code}`)).catch(() => undefined)
+    await deps.runtime.runPromise(asAgent(auditCall(context, tool, undefined, 0, `error:${error.code}`))).catch(() => undefined)
     return errorResult(error)
   }
   if (!entry) {
@@ -117,7 +117,7 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
       )
   )
   try {
-    const exit = await deps.runtime.runPromiseExit(program, { signal: channel.signal })
+    const exit = await deps.runtime.runPromiseExit(asAgent(program), { signal: channel.signal })
     if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)
     return errorResult(toErrorInfo(exit.cause))
   } catch (error) {

@@ -5,7 +5,7 @@
  * the declarations in stoat.toml's `[recipes]`).
  */
 import { randomBytes } from "node:crypto"
-import { lstat, readdir, readlink, rename } from "node:fs/promises"
+import { readdir, readlink, rename } from "node:fs/promises"
 import { dirname, join, relative, resolve, sep } from "node:path"
 import { Clock, Config, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../../platform/data-root.js"

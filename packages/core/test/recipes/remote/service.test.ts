@@ -12,6 +12,8 @@ import { makeRemoteRecipes, RemoteRecipes, splitUrlRef } from "../../../src/reci
 import { runOperation } from "../../../src/operations/run.js"
 import { commitFile as commitTo, gitIn as git, makeIndexRepo as indexRepo, makeRecipeRepo as recipeRepo, testLayer, writeIndexFile as writeIndex } from "../../../src/testing/index.js"
 import { VmStore } from "../../../src/vm/store.js"
+import { McpCaller } from "../../../src/context/caller.js"
+import { callerLayer } from "../../../src/context/access-policy.js"
 
 const tempDir = (prefix = "stoat-remote-") => {
   const dir = mkdtempSync(join(tmpdir(), prefix))
@@ -54,8 +56,7 @@ const fail = async <A, E>(w: World, effect: Effect.Effect<A, E, any>, options: {
 const remote = RemoteRecipes
 /** A stopped VM that lists the recipe "hello". */
 const VM_TOML = 'name = "box"\nos = "debian"\nmode = "disk"\nsshport = 2299\nrecipes = ["hello"]\n'
-const cli = { entrypoint: "cli" as const, requestId: "t" }
-const mcp = { entrypoint: "mcp" as const, requestId: "t" }
+const cli = { requestId: "t" }
 const lockOf = (dir: string) => readFileSync(join(dir, "stoat.lock"), "utf8")
 const checkout = (w: World, name: string) => join(w.project, ".stoat", "recipes", name)
 
@@ -120,7 +121,7 @@ describe("adding remote recipes", () => {
 
   it("refuses a Git URL on the MCP path: add_recipe takes index names only", async () => {
     const w = world()
-    const error = await fail(w, runOperation(addRecipe, { name: `https://example.org/x.git` }, mcp))
+    const error = await fail(w, Effect.provide(runOperation(addRecipe, { name: `https://example.org/x.git` }, cli), callerLayer(McpCaller)))
     expect(error.code).toBe("usage")
     expect(error.message).toContain("Git URLs are refused")
     expect(existsSync(join(w.project, "stoat.lock"))).toBe(false)

@@ -6,7 +6,7 @@ import { createVm, execInGuest, listVms, runOperation, startVm, toErrorInfo, typ
 import { FakeGuestState, testLayer } from "@stoat/core/testing"
 import { CONTRACT_VERSION, type ErrorInfo } from "@stoat/wire"
 
-const context: ExecutionContext = { entrypoint: "cli", requestId: "consumer-test" }
+const context: ExecutionContext = { requestId: "consumer-test" }
 
 describe("a harness embedding @stoat/core with testLayer", () => {
   it("creates, starts and execs in a VM, and gets typed errors, without QEMU", async () => {
