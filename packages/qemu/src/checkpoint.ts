@@ -22,7 +22,7 @@ import {
 } from "@stoat/core"
 import { hostPathOf, vmFilePath } from "./disks.js"
 import { DISK_ID, vmFiles } from "./argv.js"
-import { linkOrCopy, readBootRecord, startVm } from "./lifecycle.js"
+import { linkOrCopy, readBootRecord, launchQemu } from "./lifecycle.js"
 import { readRunState } from "./process.js"
 import * as img from "./qemu-img.js"
 import { withQmp, type Qmp } from "./qmp.js"
@@ -229,7 +229,7 @@ export const resumeVm = (qemu: string, checkpoint: { readonly vm: VmRef; readonl
     const { guestIdentity: _identity, ...plan } = saved.plan
     const files = checkpointFiles(folder)
     const resumed: BootPlan = { ...plan, vm: target.vm, sshPort: target.sshPort, disk: target.disk, workShare: target.workShare, forwards: [] }
-    const state = yield* startVm(resumed, { qemu, accel: saved.accel }, { state: files.state, ...(plan.kernel !== undefined ? { initrd: files.initrd } : {}) })
+    const state = yield* launchQemu(resumed, { qemu, accel: saved.accel }, { state: files.state, ...(plan.kernel !== undefined ? { initrd: files.initrd } : {}) })
     return { ...state, accel: saved.accel }
   })
 

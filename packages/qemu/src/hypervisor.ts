@@ -16,7 +16,7 @@ import { access } from "node:fs/promises"
 import { AccelCache, accelSetting, type AccelSetting, type AccelVerdict } from "./accel.js"
 import { vmFiles } from "./argv.js"
 import { checkpointVm, rebaseDisk, resumeVm } from "./checkpoint.js"
-import { awaitSshd, consoleSize, startVm, stopVm, watchKvmStart } from "./lifecycle.js"
+import { awaitSshd, consoleSize, launchQemu, stopQemu, watchKvmStart } from "./lifecycle.js"
 import { readRunState } from "./process.js"
 import * as img from "./qemu-img.js"
 import { screenshot } from "./screenshot.js"
@@ -90,20 +90,20 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
           yield* validatePlan(plan)
           const qemu = yield* qemuPath
           const { setting, verdict } = yield* decide(qemu, plan).pipe(Effect.mapError((error) => new QemuStartFailed({ message: error.message, subject: plan.vm.name })))
-          if (verdict.accel === "tcg") return { ...(yield* startVm(plan, { qemu, accel: "tcg" })), accel: "tcg" as const }
+          if (verdict.accel === "tcg") return { ...(yield* launchQemu(plan, { qemu, accel: "tcg" })), accel: "tcg" as const }
           const consoleOffset = yield* consoleSize(plan.vm)
-          const underKvm = yield* Effect.either(startVm(plan, { qemu, accel: "kvm" }))
+          const underKvm = yield* Effect.either(launchQemu(plan, { qemu, accel: "kvm" }))
           if (Either.isLeft(underKvm) && underKvm.left._tag !== "QemuStartFailed") return yield* underKvm.left
           const problem = Either.isLeft(underKvm) ? `QEMU failed under KVM: ${underKvm.left.message}` : yield* watchKvmStart(plan, consoleOffset)
           if (problem === undefined && Either.isRight(underKvm)) return { ...underKvm.right, accel: "kvm" as const }
-          if (Either.isRight(underKvm)) yield* stopVm(plan.vm, { graceMs: 0 }).pipe(Effect.ignore)
+          if (Either.isRight(underKvm)) yield* stopQemu(plan.vm, { graceMs: 0 }).pipe(Effect.ignore)
           if (setting === "kvm") {
             if (Either.isLeft(underKvm)) return yield* underKvm.left
             return yield* new QemuStartFailed({ message: `VM "${plan.vm.name}" did not run under KVM (${problem}); STOAT_ACCEL=kvm forbids falling back to TCG`, subject: plan.vm.name })
           }
           // A start that fails under TCG too was not KVM's fault (a busy port, a bad disk): report
           // that failure and leave the verdict alone.
-          const state = yield* startVm(plan, { qemu, accel: "tcg" })
+          const state = yield* launchQemu(plan, { qemu, accel: "tcg" })
           yield* Effect.promise(() =>
             accelCache.write(qemu, { accel: "tcg", source: "start", detail: `KVM present but a 64-bit guest does not run: ${problem} (seen when starting VM "${plan.vm.name}"); VMs run under TCG, which is slower` })
           )
@@ -117,7 +117,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
         ),
         start,
         awaitSshd,
-        stop: (vm, stopOptions) => stopVm(vm, stopOptions),
+        stop: (vm, stopOptions) => stopQemu(vm, stopOptions),
         // Suspended: a name outside the VM folder is a defect of the call, not a throw at it.
         createDisk: (disk, size, backing) => Effect.suspend(() => img.createDisk(hostPathOf(disk), size, backing === undefined ? undefined : hostPathOf(backing))),
         resizeDisk: (disk, size) => Effect.suspend(() => img.resizeDisk(hostPathOf(disk), size)),

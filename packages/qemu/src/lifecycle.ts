@@ -35,10 +35,6 @@ const checkShares = (plan: BootPlan): Effect.Effect<void, ShareInvalid> =>
     { discard: true }
   )
 
-/** A hostname the guest accepts, derived from the VM name (which may contain '_' or '.'). */
-export const guestHostname = (name: string): string =>
-  name.replace(/[^A-Za-z0-9-]+/g, "-").replace(/^-+/, "").slice(0, 63).replace(/-+$/, "") || "stoat"
-
 /** Direct-boot guests get their identity in a per-VM initrd: the shared base plus keys and name. */
 const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed> => {
   const identity = plan.guestIdentity
@@ -54,7 +50,7 @@ const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuSt
         authorizedKeys: identity.authorizedKeys,
         hostKeyDropbear: await readFile(files.hostKey),
         hostKeyOpenssh: await readFile(identity.hostKeyPath),
-        hostname: guestHostname(identity.hostname)
+        hostname: identity.hostname
       })
       return files.initrd
     },
@@ -141,7 +137,7 @@ const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.E
  * returns the pidfile and QMP socket exist. Stoat may exit; the pidfile is the only record.
  * With `resume`, QEMU loads a saved state instead of booting and is let run once it has.
  */
-export const startVm = (
+export const launchQemu = (
   plan: BootPlan,
   host: { readonly qemu: string; readonly accel: "kvm" | "tcg" },
   resume?: ResumeFrom
@@ -330,7 +326,7 @@ const signal = (pid: number, name: NodeJS.Signals) =>
  * ACPI power button over QMP, up to graceMs for the guest to power off, then SIGTERM (QEMU exits
  * cleanly), then SIGKILL. Returns only once the process is gone; leaves no pidfile or sockets.
  */
-export const stopVm = (vm: VmRef, options: { readonly graceMs?: number } = {}): Effect.Effect<void, NotRunning> =>
+export const stopQemu = (vm: VmRef, options: { readonly graceMs?: number } = {}): Effect.Effect<void, NotRunning> =>
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
     const state = yield* Effect.promise(() => readRunState(vm))

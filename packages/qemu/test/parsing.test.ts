@@ -2,7 +2,6 @@
 import { describe, expect, it } from "vitest"
 import type { BootPlan } from "@stoat/core"
 import { qemuArgs, vmFiles } from "../src/argv.js"
-import { guestHostname } from "../src/lifecycle.js"
 import { parseSize } from "../src/qemu-img.js"
 import { pngSize } from "../src/screenshot.js"
 import { parseDisplaySize, parseSnapshotRows, parseSnapshotTable } from "../src/snapshot-table.js"
@@ -102,15 +101,6 @@ describe("PNG header", () => {
     png.writeUInt32BE(400, 20)
     expect(pngSize(png)).toEqual({ width: 720, height: 400 })
     expect(pngSize(Buffer.from("P6\n720 400\n255\n"))).toBeUndefined()
-  })
-})
-
-describe("guest hostname", () => {
-  it("derives a valid hostname from any VM name", () => {
-    expect(guestHostname("web")).toBe("web")
-    expect(guestHostname("my_vm.test")).toBe("my-vm-test")
-    expect(guestHostname("_x_")).toBe("x")
-    expect(guestHostname("a".repeat(80))).toHaveLength(63)
   })
 })
 

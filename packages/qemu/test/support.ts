@@ -5,7 +5,7 @@ import { createServer } from "node:net"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { type Context, Effect, Either, Layer } from "effect"
-import { dataRootAt, Hypervisor, ImageBuilder, type BootPlan } from "@stoat/core"
+import { dataRootAt, guestHostname, Hypervisor, ImageBuilder, type BootPlan } from "@stoat/core"
 import { makeQemuHypervisor } from "../src/hypervisor.js"
 import { makeQemuImageBuilder } from "../src/image-builder.js"
 import type { TinyGuestImage } from "../src/tiny/build.js"
@@ -75,7 +75,7 @@ export const tinyGuestPlan = async (root: string, image: TinyGuestImage, name: s
     kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
     workShare,
     display: "vnc",
-    guestIdentity: { authorizedKeys: "", hostKeyPath, hostname: name },
+    guestIdentity: { authorizedKeys: "", hostKeyPath, hostname: guestHostname(name) },
     ...extra
   }
 }

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { CapabilityUnavailable, CannotReach, type Timeout } from "../errors.js"
 import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import type { GuestMount } from "./layout.js"
+import { guestHostname } from "../vm/names.js"
 
 /*
  * The guest side of a checkpoint, as POSIX sh scripts run over SSH. Values travel as positional
@@ -138,12 +139,8 @@ export const mountShares = (target: SshTarget, mounts: ReadonlyArray<GuestMount>
         )
       )
 
-/** A valid hostname from a VM name (VM names may hold '_' and '.', and end in '-'). */
-export const hostnameFor = (name: string): string =>
-  name.replace(/[^A-Za-z0-9-]+/g, "-").replace(/^-+/, "").slice(0, 63).replace(/-+$/, "") || "stoat"
-
 /** Gives a fork its own hostname and machine id and mounts its own shares where the source had them. */
 export const setForkIdentity = (target: SshTarget, mounts: ReadonlyArray<GuestMount>) =>
-  Effect.flatMap(run(target, "stoat-fork-identity", [hostnameFor(target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
+  Effect.flatMap(run(target, "stoat-fork-identity", [guestHostname(target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
     output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot take its own identity", output))
   )

@@ -4,6 +4,7 @@ import { Effect, Redacted } from "effect"
 import { Internal, InvalidSpec } from "../errors.js"
 import { writeFileAtomic } from "../platform/files.js"
 import { writeIso } from "./iso.js"
+import { guestHostname } from "../vm/names.js"
 
 /** The account every cloud VM gets; cloud images lock root, so this is who stoat connects as. */
 export const SEED_USER = "stoat"
@@ -85,19 +86,9 @@ export const renderUserData = (options: UserDataOptions): string => {
   return `#cloud-config-archive\n${parts.join("")}`
 }
 
-/** A VM name as a hostname label: lowercase letters, digits and `-`, at most 63 characters. */
-export const hostnameFor = (vmName: string): string => {
-  const label = vmName
-    .toLowerCase()
-    .replace(/[^a-z0-9-]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, 63)
-    .replace(/-+$/, "")
-  return label === "" ? "stoat" : label
-}
 
 export const renderMetaData = (vmName: string, instanceId = `stoat-${vmName}`): string =>
-  `instance-id: ${yamlString(instanceId)}\nlocal-hostname: ${yamlString(hostnameFor(vmName))}\n`
+  `instance-id: ${yamlString(instanceId)}\nlocal-hostname: ${yamlString(guestHostname(vmName))}\n`
 
 export interface SeedOptions extends UserDataOptions {
   /** Where the seed ISO goes, e.g. `<vm>/ovl/seed.iso`. */

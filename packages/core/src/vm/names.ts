@@ -43,3 +43,17 @@ export const validateVmName = (name: string): InvalidSpec | undefined => {
   if (name.length > 64) return new InvalidSpec({ message: `invalid VM name "${name}": at most 64 characters`, subject: name })
   return undefined
 }
+
+/**
+ * The guest's hostname for a VM name (VM names may hold '_' and '.', and end in '-'): one
+ * lower-case label of letters, digits and '-', at most 63 characters; "stoat" when nothing is left.
+ */
+export const guestHostname = (vmName: string): string => {
+  const label = vmName
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 63)
+    .replace(/-+$/, "")
+  return label === "" ? "stoat" : label
+}

@@ -16,6 +16,7 @@ import { Guests } from "../guest/definitions.js"
 import { resolveConsolePassword, writeSeedIso } from "../cloudinit/index.js"
 import { firstBootUserData } from "../recipes/first-boot.js"
 import type { Recipes } from "../recipes/store.js"
+import { guestHostname } from "./names.js"
 
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>
 
@@ -116,7 +117,7 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
       return {
         ...base,
         kernel: { path: image.kernel, initrd: image.initrd, append: image.append },
-        guestIdentity: { authorizedKeys: keys.publicKey, hostKeyPath: hostKey.privateKeyPath, hostname: record.name }
+        guestIdentity: { authorizedKeys: keys.publicKey, hostKeyPath: hostKey.privateKeyPath, hostname: guestHostname(record.name) }
       }
     }
     if (config.mode === "cloud") {

@@ -5,7 +5,8 @@ import { join } from "node:path"
 import fc from "fast-check"
 import { Cause, Effect, Exit, Option, Redacted } from "effect"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { hostnameFor, renderMetaData, renderUserData, resolveConsolePassword, writeSeedIso, yamlString } from "../../src/cloudinit/seed.js"
+import { renderMetaData, renderUserData, resolveConsolePassword, writeSeedIso, yamlString } from "../../src/cloudinit/seed.js"
+import { guestHostname } from "../../src/vm/names.js"
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGl0IGlzIG5vdCBhIHJlYWwga2V5IGF0IGFsbA stoat"
 const base = { user: "stoat", shell: "/bin/bash", authorizedKey: KEY }
@@ -113,9 +114,11 @@ describe("meta-data and hostnames", () => {
   })
 
   it("turns a VM name into a valid hostname label", () => {
-    expect(hostnameFor("Web_Server.1")).toBe("web-server-1")
-    expect(hostnameFor("---")).toBe("stoat")
-    expect(hostnameFor("a".repeat(80))).toHaveLength(63)
+    expect(guestHostname("Web_Server.1")).toBe("web-server-1")
+    expect(guestHostname("---")).toBe("stoat")
+    expect(guestHostname("a".repeat(80))).toHaveLength(63)
+    expect(guestHostname("_x_")).toBe("x")
+    expect(guestHostname("my_vm.test")).toBe("my-vm-test")
   })
 })
 

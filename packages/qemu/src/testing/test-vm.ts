@@ -4,7 +4,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Scope } from "effect"
-import { ensureClientKey, ensureGuestHostKey, layoutOf, resolveDataRoot, type ExecOptions } from "@stoat/core"
+import { ensureClientKey, ensureGuestHostKey, guestHostname, layoutOf, resolveDataRoot, type ExecOptions } from "@stoat/core"
 import { makeGuestTransport } from "@stoat/core/ssh"
 import type { CommandResult } from "@stoat/wire"
 import { buildTinyGuest } from "../tiny/build.js"
@@ -163,7 +163,7 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
       out: initrd,
       authorizedKeys: client.publicKey,
       hostKeyDropbear: await readFile(hostKeyDropbear),
-      hostname: name
+      hostname: guestHostname(name)
     })
 
     let sshPort = 0

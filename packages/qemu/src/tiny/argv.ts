@@ -1,6 +1,5 @@
 import { join } from "node:path"
 import type { TinyGuestImage } from "./build.js"
-import { guestHostname } from "./vm-initrd.js"
 
 export interface TinyQemuOptions {
   readonly image: TinyGuestImage
@@ -31,7 +30,7 @@ export interface TinyQemuOptions {
    * ACPI tables that power-off needs. "seabios" uses QEMU's default firmware.
    */
   readonly firmware?: "qboot" | "seabios"
-  /** Append "stoat.hostname=NAME" to the kernel command line (overrides the hostname in the initrd). */
+  /** Append "stoat.hostname=NAME" (a valid hostname) to the kernel command line (overrides the hostname in the initrd). */
   readonly hostname?: string
 }
 
@@ -44,7 +43,7 @@ export function tinyQemuArgs(opts: TinyQemuOptions): string[] {
   const consoleLog = opts.consoleLog ?? join(opts.vmDir, "console.log")
   const pidfile = opts.pidfile ?? join(opts.vmDir, "qemu.pid")
   const fwds = [{ host: opts.sshPort, guest: 22 }, ...(opts.forwards ?? [])]
-  const append = opts.hostname === undefined ? opts.image.kernelArgs : `${opts.image.kernelArgs} stoat.hostname=${guestHostname(opts.hostname)}`
+  const append = opts.hostname === undefined ? opts.image.kernelArgs : `${opts.image.kernelArgs} stoat.hostname=${opts.hostname}`
 
   const args = [
     // KVM is unavailable on the machines this targets; TCG is always used.

@@ -18,22 +18,8 @@ export interface WriteVmInitrdOptions {
   readonly hostKeyDropbear?: Buffer
   /** The same host key in OpenSSH's format, for guests whose sshd is OpenSSH (debian-12-mini). */
   readonly hostKeyOpenssh?: Buffer
-  /** Usually the VM name; made into a valid hostname with guestHostname(). */
+  /** A valid hostname (core derives it from the VM name). */
   readonly hostname: string
-}
-
-/**
- * A valid guest hostname (RFC 1123) derived from a VM name: Stoat VM names may contain
- * '_' and may end in '.' or '-', which hostnames may not. Invalid characters become '-'.
- */
-export function guestHostname(name: string): string {
-  const labels = name
-    .replace(/[^A-Za-z0-9.-]/g, "-")
-    .split(".")
-    .map((l) => l.replace(/^-+|-+$/g, "").slice(0, 63).replace(/-+$/, ""))
-    .filter((l) => l.length > 0)
-  const host = labels.join(".").slice(0, 253).replace(/[.-]+$/, "")
-  return host.length > 0 ? host : "stoat"
 }
 
 /**
@@ -42,7 +28,7 @@ export function guestHostname(name: string): string {
  * so the base stays shared and this costs one file copy per VM start.
  */
 export async function writeVmInitrd(opts: WriteVmInitrdOptions): Promise<void> {
-  const hostname = guestHostname(opts.hostname)
+  const hostname = opts.hostname
   const cpio = new CpioWriter()
   cpio.dir("etc/stoat")
   cpio.file(GUEST_AUTHORIZED_KEYS, opts.authorizedKeys.endsWith("\n") ? opts.authorizedKeys : `${opts.authorizedKeys}\n`, 0o600)
