@@ -3,7 +3,6 @@ import { rename } from "node:fs/promises"
 import { basename, join, relative, resolve, sep } from "node:path"
 import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
 import type { Checkpoint } from "@stoat/wire"
-import type { ExecutionContext } from "../operations/operation.js"
 import { DataRoot } from "../platform/data-root.js"
 import { Broken, InUse, internalError, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
 import { Guests } from "../guest/definitions.js"
@@ -20,6 +19,7 @@ import { checkMemory, checkVmCount, makeVmFolder } from "../vm/folders.js"
 import { diskFile, diskPath, firstDisk, isRunning, loadVm, requireRunning, sshTarget, topPointerPath, vmDisk, vmRef, type OkRecord } from "../vm/runtime.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
+import { progressLine } from "../context/progress.js"
 import {
   checkpointDir,
   checkpointNames,
@@ -33,7 +33,6 @@ import {
   type CheckpointFile
 } from "./layout.js"
 
-type Progress = ExecutionContext["progress"]
 
 /** The most forks one call starts: they all boot at once on this host. */
 export const MAX_FORKS_PER_CALL = 16
@@ -65,7 +64,7 @@ export interface ForkedVms {
 export class Checkpoints extends Context.Tag("stoat/Checkpoints")<
   Checkpoints,
   {
-    readonly create: (vm: string, name: string, progress?: Progress) => Effect.Effect<TakenCheckpoint, StoatError>
+    readonly create: (vm: string, name: string) => Effect.Effect<TakenCheckpoint, StoatError>
     /** Every checkpoint of one VM, or of every VM. */
     readonly list: (vm?: string) => Effect.Effect<ReadonlyArray<Checkpoint>, StoatError>
     /** Deletes a checkpoint's state; its disk layer stays part of the VM's disk, so forks keep working. */
@@ -74,7 +73,7 @@ export class Checkpoints extends Context.Tag("stoat/Checkpoints")<
       vm: string,
       checkpoint: string,
       names: ReadonlyArray<string>,
-      options?: { readonly progress?: Progress; readonly readyTimeoutMs?: number }
+      options?: { readonly readyTimeoutMs?: number }
     ) => Effect.Effect<ForkedVms, StoatError>
     /** What a VM's destruction would take with it or break. */
     readonly dependents: (record: OkRecord) => Effect.Effect<Dependents, StoatError>
@@ -162,7 +161,7 @@ const make = Effect.gen(function* () {
       record.config.mode === "live" ? Effect.fail(new NoDisk({ message: `VM "${vm}" is a live VM: it has no disk to checkpoint`, subject: vm })) : Effect.succeed(record)
     )
 
-  const create = (vm: string, name: string, progress?: Progress) =>
+  const create = (vm: string, name: string) =>
     Effect.gen(function* () {
       const invalid = validateCheckpointName(name)
       if (invalid) return yield* invalid
@@ -188,9 +187,9 @@ const make = Effect.gen(function* () {
             )
             const layer = diskPath(record)
             const mounts = yield* unmountShares(target)
-            if (mounts.length > 0) progress?.({ type: "log", data: { line: `unmounted ${mounts.map((mount) => mount.dir).join(", ")} in the guest (QEMU cannot save a guest with a 9p share mounted)` } })
+            if (mounts.length > 0) yield* progressLine(`unmounted ${mounts.map((mount) => mount.dir).join(", ")} in the guest (QEMU cannot save a guest with a 9p share mounted)`)
             const remount = mountShares(target, mounts).pipe(
-              Effect.catchAll((error) => Effect.sync(() => progress?.({ type: "log", data: { line: `warning: ${error.message}` } })))
+              Effect.catchAll((error) => progressLine(`warning: ${error.message}`))
             )
             const request = {
               disk: diskFile(record),
@@ -199,7 +198,7 @@ const make = Effect.gen(function* () {
               folder: relative(record.dir, temp)
             }
             const taken = yield* Effect.ensuring(hypervisor.checkpoint(vmRef(record), request), remount)
-            progress?.({ type: "log", data: { line: `checkpoint ${vm}@${name}: paused ${taken.pausedMs} ms, ${taken.stateBytes} bytes of state` } })
+            yield* progressLine(`checkpoint ${vm}@${name}: paused ${taken.pausedMs} ms, ${taken.stateBytes} bytes of state`)
             const layerInfo = yield* fs.statIfExists(layer)
             if (Option.isNone(layerInfo)) return yield* Effect.die(new Error(`the hypervisor left no disk layer at ${layer}`))
             const saved: CheckpointFile = {
@@ -280,7 +279,7 @@ const make = Effect.gen(function* () {
       { discard: true }
     )
 
-  const fork = (vm: string, checkpoint: string, names: ReadonlyArray<string>, options: { readonly progress?: Progress; readonly readyTimeoutMs?: number } = {}) =>
+  const fork = (vm: string, checkpoint: string, names: ReadonlyArray<string>, options: { readonly readyTimeoutMs?: number } = {}) =>
     Effect.gen(function* () {
       for (const name of names) {
         const invalid = validateVmName(name)
@@ -315,14 +314,14 @@ const make = Effect.gen(function* () {
         )
         const timeoutMs = options.readyTimeoutMs ?? FORK_READY_TIMEOUT_MS
         const saved = { vm: vmRef(source), folder: relative(source.dir, folder) }
-        return yield* Effect.forEach(names, (name) => startFork(name, saved, file, `${vm}@${checkpoint}`, timeoutMs, options.progress), { concurrency: "unbounded" })
+        return yield* Effect.forEach(names, (name) => startFork(name, saved, file, `${vm}@${checkpoint}`, timeoutMs), { concurrency: "unbounded" })
       })
       // All or nothing: one fork that fails (or a Ctrl-C) takes the others of this call with it.
       const forks = yield* Effect.onExit(program, (exit) => (Exit.isSuccess(exit) ? Effect.void : discard(made)))
       return { forks, tookMs: yield* elapsedSince(started) }
     })
 
-  const startFork = (name: string, saved: { readonly vm: VmRef; readonly folder: string }, file: CheckpointFile, from: string, timeoutMs: number, progress?: Progress) =>
+  const startFork = (name: string, saved: { readonly vm: VmRef; readonly folder: string }, file: CheckpointFile, from: string, timeoutMs: number) =>
     Effect.gen(function* () {
       const record = yield* loadVm(name)
       const started = yield* Clock.currentTimeMillis
@@ -330,7 +329,7 @@ const make = Effect.gen(function* () {
         name,
         hypervisor.resume(saved, { vm: vmRef(record), sshPort: record.config.sshport, disk: diskFile(record), workShare: root.sharedDir(name) })
       )
-      progress?.({ type: "log", data: { line: `fork ${name}: running from ${from} (${yield* elapsedSince(started)} ms)` } })
+      yield* progressLine(`fork ${name}: running from ${from} (${yield* elapsedSince(started)} ms)`)
       // A resumed guest's network is up already: connect at once (no separate banner probe), and
       // try again only while its sshd is not answering yet.
       yield* setForkIdentity(sshTarget(root, record), file.mounts).pipe(
@@ -341,7 +340,7 @@ const make = Effect.gen(function* () {
         })
       )
       const readyMs = yield* elapsedSince(started)
-      progress?.({ type: "log", data: { line: `fork ${name}: ready with its own hostname and shares (${readyMs} ms)` } })
+      yield* progressLine(`fork ${name}: ready with its own hostname and shares (${readyMs} ms)`)
       return { record, readyMs }
     })
 
@@ -415,7 +414,7 @@ const make = Effect.gen(function* () {
 
   const provided = <A, E>(effect: Effect.Effect<A, E, DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks | HostProbe>) => Effect.provide(effect, context)
   return Checkpoints.of({
-    create: (vm, name, progress) => provided(create(vm, name, progress)),
+    create: (vm, name) => provided(create(vm, name)),
     list: (vm) => provided(list(vm)),
     remove: (vm, name) => provided(remove(vm, name)),
     fork: (vm, checkpoint, names, options) => provided(fork(vm, checkpoint, names, options)),

@@ -19,9 +19,9 @@ export const takeCheckpoint = defineOperation({
   annotations: MUTATE,
   // Lifecycle, like snapshot: the only guest commands are stoat's own (shares, identity), never an agent's.
   access: null,
-  run: (input, context) =>
+  run: (input) =>
     Effect.map(
-      Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.create(input.vm, input.name, context.progress)),
+      Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.create(input.vm, input.name)),
       (taken) => ({ checkpoint: taken.checkpoint, took_ms: taken.tookMs, remounted: [...taken.remounted] })
     )
 })
@@ -77,11 +77,10 @@ export const forkCheckpoint = defineOperation({
   output: ForkResult,
   annotations: MUTATE,
   access: null,
-  run: (input, context) =>
+  run: (input) =>
     Effect.gen(function* () {
       const names = input.count === undefined ? [input.name] : Array.from({ length: input.count }, (_, index) => `${input.name}-${index + 1}`)
       const forked = yield* (yield* Checkpoints).fork(input.vm, input.checkpoint, names, {
-        ...(context.progress !== undefined ? { progress: context.progress } : {}),
         ...(input.timeout_seconds !== undefined ? { readyTimeoutMs: input.timeout_seconds * 1000 } : {})
       })
       const views = yield* viewVms(forked.forks.map((fork) => fork.record))

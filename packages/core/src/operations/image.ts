@@ -7,6 +7,7 @@ import { ImageBuilder } from "../ports/image-builder.js"
 import { VmStore } from "../vm/store.js"
 import { defineOperation, READ } from "./operation.js"
 import { NoInput } from "./inputs.js"
+import { progressReporter, stageReporter } from "../context/progress.js"
 
 export const listImages = defineOperation({
   key: "image.list",
@@ -41,15 +42,15 @@ export const pullImage = defineOperation({
   output: PullResult,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   access: null,
-  run: (input, context) =>
+  run: (input) =>
     Effect.gen(function* () {
       const root = yield* DataRoot
       yield* root.ensure
       const entry = yield* lookupImage(input.id)
       if (entry.local) {
-        yield* (yield* ImageBuilder).build(entry.id, { onStage: (line) => context.progress?.({ type: "log", data: { line } }) })
+        yield* (yield* ImageBuilder).build(entry.id, { onStage: yield* stageReporter })
         return { id: entry.id, downloaded: true, verified: true, checksum_available: false }
       }
-      return yield* pull(entry, { isosDir: root.isos, onProgress: (progress) => context.progress?.({ type: "progress", data: progress }) })
+      return yield* pull(entry, { isosDir: root.isos, onProgress: yield* progressReporter })
     })
 })

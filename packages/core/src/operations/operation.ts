@@ -1,6 +1,7 @@
 import { SchemaAST, type Effect, Schema } from "effect"
 import type { AccessLevel } from "../vm/config.js"
 import type { StoatError } from "../errors.js"
+import type { ExecutionContext } from "../context/execution.js"
 
 export interface Annotations {
   readonly readOnlyHint: boolean
@@ -15,12 +16,7 @@ export const MUTATE: Annotations = { readOnlyHint: false, destructiveHint: false
 export const DESTRUCTIVE: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false }
 export const EXEC: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
 
-/** One call's request: who asked is the `Caller` service, not part of it. */
-export interface ExecutionContext {
-  readonly requestId: string
-  /** Progress/events for long work; the CLI prints them, MCP sends notifications when the client asked. */
-  readonly progress?: (event: { readonly type: "progress" | "stage" | "log"; readonly data: unknown }) => void
-}
+export type { ExecutionContext }
 
 /** The guest-access level an operation needs on its target VMs, or null for host-side work. */
 export type RequiredAccess<I> = AccessLevel | null | ((input: I) => AccessLevel | null)

@@ -13,9 +13,10 @@ import { isRunning, type OkRecord } from "../vm/runtime.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { aggregateHealth } from "../vm/view.js"
 import { NoInput } from "./inputs.js"
-import { defineOperation, DESTRUCTIVE, MUTATE, READ, type ExecutionContext } from "./operation.js"
+import { defineOperation, DESTRUCTIVE, MUTATE, READ } from "./operation.js"
 import { viewVms } from "./read.js"
 import { StartFields } from "./vm.js"
+import { progressLine } from "../context/progress.js"
 
 const PROJECT_NOTE = " Acts on the stoat.toml of the server's working directory (no path argument); without one it fails with not_found and the stoat init hint."
 
@@ -88,7 +89,7 @@ const updateFor = (declaration: Declaration, record: OkRecord, running: boolean,
  * declared cpus, ram, recipes, params, shares and agent_access through update, and an immutable
  * change (image, disk, provider) is refused. Create and update are the lifecycle's own.
  */
-const reconcile = (project: Project, declaration: Declaration, secrets: Readonly<Record<string, SecretTable>>, context: ExecutionContext) =>
+const reconcile = (project: Project, declaration: Declaration, secrets: Readonly<Record<string, SecretTable>>) =>
   Effect.gen(function* () {
     if (declaration.provider !== "qemu") {
       return yield* new CapabilityUnavailable({ message: `[vms.${declaration.key}]: provider ${declaration.provider} is not supported by this build`, reason: "provider_unsupported" })
@@ -107,14 +108,13 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
           agent_access: declaration.agent_access,
           project: { dir: project.dir, key: declaration.key },
           shares: declaration.shares
-        },
-        context
+        }
       ).pipe(
         Effect.as(true),
         // A parallel `up` of the same project created it first: reconcile that VM like any other.
         Effect.catchTag("NameTaken", () => Effect.succeed(false))
       )
-      if (created) context.progress?.({ type: "log", data: { line: `${declaration.key}: created ${declaration.name}` } })
+      if (created) yield* progressLine(`${declaration.key}: created ${declaration.name}`)
     }
     const found = yield* lookup(declaration)
     if (Option.isNone(found)) return yield* new NotFound({ message: `VM "${declaration.name}" disappeared while it was being created`, subject: declaration.name })
@@ -126,7 +126,7 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
     if (update === undefined) return
     const result = yield* vms.update(declaration.name, update)
     const pending = result.pendingRestart.length > 0 ? ` (${result.pendingRestart.join(", ")} at the next start)` : ""
-    context.progress?.({ type: "log", data: { line: `${declaration.key}: updated ${result.changed.join(", ")}${pending}` } })
+    yield* progressLine(`${declaration.key}: updated ${result.changed.join(", ")}${pending}`)
   })
 
 /** Each declared VM that exists, or a not_found saying `stoat up` creates it. */
@@ -174,7 +174,7 @@ export const projectUp = defineOperation({
     ...StartFields
   }),
   ...FAN_OUT,
-  run: ({ parallel, timeout_seconds, ...start }, context) =>
+  run: ({ parallel, timeout_seconds, ...start }) =>
     Effect.gen(function* () {
       const project = yield* projectOf
       const secrets = yield* readProjectSecrets(project.dir)
@@ -182,7 +182,7 @@ export const projectUp = defineOperation({
       return yield* fanOut(
         project,
         (declaration) =>
-          Effect.zipRight(reconcile(project, declaration, secrets, context), vms.start(declaration.name, { ...start, timeoutSeconds: timeout_seconds }, context)),
+          Effect.zipRight(reconcile(project, declaration, secrets), vms.start(declaration.name, { ...start, timeoutSeconds: timeout_seconds })),
         { concurrency: parallel ?? 1 }
       )
     })
@@ -219,12 +219,12 @@ export const projectApply = defineOperation({
   description: `Apply each declared VM's recipes (as apply_recipes), in declaration order; every VM must be running and, for an agent, grant manage. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
   input: NoInput,
   ...FAN_OUT,
-  run: (_input, context) =>
+  run: () =>
     Effect.gen(function* () {
       const project = yield* projectOf
       yield* requireManageEverywhere(project)
       const vms = yield* Vms
-      return yield* fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => vms.applyRecipes(vm, undefined, context)))
+      return yield* fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => vms.applyRecipes(vm, undefined)))
     })
 })
 

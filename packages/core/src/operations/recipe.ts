@@ -168,7 +168,7 @@ export const applyRecipes = defineOperation({
   output: ApplyResult,
   annotations: EXEC,
   access: "manage",
-  run: (input, context) => Effect.flatMap(Vms, (vms) => vms.applyRecipes(input.vm, input.only, context))
+  run: (input) => Effect.flatMap(Vms, (vms) => vms.applyRecipes(input.vm, input.only))
 })
 
 export const newRecipe = defineOperation({

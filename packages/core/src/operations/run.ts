@@ -5,6 +5,7 @@ import { elapsedSince } from "../platform/poll.js"
 import { toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
 import { Caller } from "../context/caller.js"
+import { Progress } from "../context/progress.js"
 
 /** Effect's wording ("Expected X, actual Y") as a person reads it: "must be X, got Y". */
 const humanMessage = (message: string): string => {
@@ -89,7 +90,8 @@ export const runOperation = <I, O, R, R2 = never>(
     let vm = subjectOf(raw)
     const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
       vm = targetsOf(operation, input)[0] ?? vm
-      return options.guard ? Effect.zipRight(options.guard(input), operation.run(input, context)) : operation.run(input, context)
+      const run = Effect.provideService(operation.run(input, context), Progress, { emit: context.progress ?? (() => undefined) })
+      return options.guard ? Effect.zipRight(options.guard(input), run) : run
     })
     // Audited on every exit, an interrupted (canceled) call included.
     return yield* Effect.onExit(program, (exit) => {

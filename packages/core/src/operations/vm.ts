@@ -62,7 +62,7 @@ export const createVm = defineOperation({
   cliView: vmResult,
   annotations: MUTATE,
   access: null,
-  run: (input, context) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.create(input, context)), viewOne)
+  run: (input) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.create(input)), viewOne)
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -97,8 +97,7 @@ export const startVm = defineOperation({
   cliView: vmResult,
   annotations: MUTATE,
   access: null,
-  run: ({ vm, timeout_seconds, ...options }, context) =>
-    Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.start(vm, { ...options, timeoutSeconds: timeout_seconds }, context)), viewOne)
+  run: ({ vm, timeout_seconds, ...options }) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.start(vm, { ...options, timeoutSeconds: timeout_seconds })), viewOne)
 })
 
 export const stopVm = defineOperation({

@@ -11,7 +11,6 @@ import { appendFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Clock, Duration, Effect, Exit } from "effect"
 import type { Guest, RecipeDetail } from "@stoat/wire"
-import type { ExecutionContext } from "../operations/operation.js"
 import { DataRoot } from "../platform/data-root.js"
 import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
 import { Guests } from "../guest/definitions.js"
@@ -33,6 +32,7 @@ import { renderPrelude } from "./prelude.js"
 import { readFirstBootMarkers } from "./first-boot.js"
 import { Recipes, type LoadedRecipe } from "./store.js"
 import { ensureProjectRecipes } from "./remote/service.js"
+import { Progress } from "../context/progress.js"
 
 export interface PlannedStep {
   readonly recipe: LoadedRecipe
@@ -165,12 +165,12 @@ const asRoot = (guest: Guest, target: SshTarget, argv: ReadonlyArray<string>) =>
   target.user === "root" || guest.escalate.length === 0 ? [...argv] : [...guest.escalate, ...argv]
 
 /** The apply log: truncated per run, one line at a time, also streamed as `log` events. */
-const applyLog = (path: string, context: ExecutionContext, secrets: () => ReadonlyArray<string>) => {
+const applyLog = (path: string, progress: Progress["Type"], secrets: () => ReadonlyArray<string>) => {
   writeFileSync(path, "")
   const line = (text: string) => {
     const masked = redact(text, secrets())
     appendFileSync(path, `${masked}\n`)
-    context.progress?.({ type: "log", data: { line: masked } })
+    progress.emit({ type: "log", data: { line: masked } })
   }
   /** A sink for guest output: complete lines go to the log, a partial line waits for its end. */
   const stream = () => {
@@ -248,7 +248,7 @@ export interface ApplyHooks {
   /** Waits until the guest answers ssh (the lifecycle's own wait). */
   readonly waitReachable: (record: OkRecord, timeoutMs: number) => Effect.Effect<unknown, StoatError, LifecycleServices>
   /** Stops and starts the VM and waits for ssh (for `reboot = true`). */
-  readonly reboot: (record: OkRecord, context: ExecutionContext) => Effect.Effect<unknown, StoatError, LifecycleServices>
+  readonly reboot: (record: OkRecord) => Effect.Effect<unknown, StoatError, LifecycleServices>
 }
 
 const SSH_WAIT_MS = 90_000
@@ -277,17 +277,17 @@ export const STOP_RECIPE_GROUP = [
 ].join("\n")
 
 /** The whole apply of one VM. A second apply while one runs answers `applied: []` with the reason. */
-export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext, hooks: ApplyHooks) =>
+export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks) =>
   Effect.gen(function* () {
     const first = yield* loadVm(vm)
     const lockPath = join(first.dir, "provision.lock")
     const busy = { vm, applied: [] as string[], skipped_reason: "provision in progress", recipes_detail: yield* detailOf(vm) }
     return yield* (yield* Locks)
-      .tryLock(lockPath, `provision of VM "${vm}"`, runApply(vm, only, context, hooks))
+      .tryLock(lockPath, `provision of VM "${vm}"`, runApply(vm, only, hooks))
       .pipe(Effect.catchIf((error) => error._tag === "InUse" && error.subject === lockPath, () => Effect.succeed(busy)))
   })
 
-const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext, hooks: ApplyHooks) =>
+const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
     if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running; start it with stoat up ${vm}`, subject: vm })
@@ -298,7 +298,8 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
     const root = yield* DataRoot
     const transport = yield* GuestTransport
     const target = sshTarget(root, record)
-    const log = applyLog(join(record.dir, "last-provision.log"), context, () => secrets)
+    const progress = yield* Progress
+    const log = applyLog(join(record.dir, "last-provision.log"), progress, () => secrets)
     let ended = false
     const failed = (line: string, message: string, subject: string) =>
       Effect.zipRight(
@@ -338,7 +339,7 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
           continue
         }
         log.line(`=== recipe ${name} ===`)
-        context.progress?.({ type: "stage", data: { recipe: name } })
+        progress.emit({ type: "stage", data: { recipe: name } })
         const outputPath = `/tmp/stoat-output.${name}.${randomBytes(6).toString("hex")}`
         const stdout = log.stream()
         const stderr = log.stream()
@@ -387,7 +388,7 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, context: 
       const rebooter = steps.find((step) => ran.includes(step.recipe.manifest.name) && step.recipe.manifest.reboot)
       if (rebooter !== undefined && record.config.mode === "disk") {
         log.line(`rebooting ${vm} to finish ${rebooter.recipe.manifest.name}...`)
-        yield* hooks.reboot(record, context)
+        yield* hooks.reboot(record)
       }
       // Health of every applied target: a recipe without a check is ok once applied.
       const unhealthy: string[] = []

@@ -10,7 +10,6 @@ import { DataRoot } from "../platform/data-root.js"
 import { AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, internalError, InvalidSpec, NameTaken, NoDisk, type StoatError } from "../errors.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { Caller } from "../context/caller.js"
-import type { ExecutionContext } from "../operations/operation.js"
 import { Guests } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
@@ -33,6 +32,7 @@ import { bootPlan, diskPath, firstDisk, isRunning, loadVm, vmDisk, vmRef, type O
 import { ImageBuilder } from "../ports/image-builder.js"
 import { VmStore, type VmRecord } from "./store.js"
 import { resolveTemplate, withLocalImage } from "./template.js"
+import { progressLine, stageReporter } from "../context/progress.js"
 
 type Params = VmConfig["params"]
 
@@ -171,13 +171,13 @@ const addVm = <R>(name: string, all: ReadonlyArray<VmRecord>, configFor: (sshpor
  * may have taken it since. Then the VM moves to a free port (saved in vm.toml) and says so,
  * instead of failing to start. Runs under the root lock, like port allocation at create.
  */
-const moveOffTakenSshPort = (record: OkRecord, context: ExecutionContext, knownTaken = false) =>
+const moveOffTakenSshPort = (record: OkRecord, knownTaken = false) =>
   Effect.gen(function* () {
     if (!knownTaken && (yield* Effect.promise(() => isBindable(record.config.sshport)))) return record
     const store = yield* VmStore
     const sshport = yield* freeSshPort(yield* store.list)
     yield* store.write(record.name, { ...record.config, sshport })
-    context.progress?.({ type: "log", data: { line: `ssh port ${record.config.sshport} is taken on this host; VM "${record.name}" now uses port ${sshport}` } })
+    yield* progressLine(`ssh port ${record.config.sshport} is taken on this host; VM "${record.name}" now uses port ${sshport}`)
     return yield* loadVm(record.name)
   })
 
@@ -331,7 +331,7 @@ const updateSettings = (name: string, spec: UpdateSpec) =>
 // the service
 
 function makeVms(): Vms["Type"] {
-  const create = (spec: CreateSpec, context: ExecutionContext) =>
+  const create = (spec: CreateSpec) =>
     Effect.gen(function* () {
       const invalid = validateVmName(spec.name)
       if (invalid) return yield* invalid
@@ -350,7 +350,7 @@ function makeVms(): Vms["Type"] {
       // Build a local image before taking the lock: it can take a while the first time.
       const template =
         resolved.backend === "direct"
-          ? withLocalImage(resolved, yield* (yield* ImageBuilder).build(resolved.image, { onStage: (line) => context.progress?.({ type: "log", data: { line } }) }))
+          ? withLocalImage(resolved, yield* (yield* ImageBuilder).build(resolved.image, { onStage: yield* stageReporter }))
           : resolved
       const consolePassword = spec.console_password === "random" ? randomBytes(16).toString("hex") : (spec.console_password ?? "")
       // No terminal (or --json, or an agent): a window can't be assumed, so record VNC.
@@ -408,7 +408,7 @@ function makeVms(): Vms["Type"] {
       )
     })
 
-  const boot = (name: string, force: boolean, context: ExecutionContext) =>
+  const boot = (name: string, force: boolean) =>
     Effect.gen(function* () {
       const hypervisor = yield* Hypervisor
       const locks = yield* Locks
@@ -420,7 +420,7 @@ function makeVms(): Vms["Type"] {
           if (yield* isRunning(record)) return false
           yield* locks.withRootLock(
             Effect.gen(function* () {
-              record = yield* moveOffTakenSshPort(record, context)
+              record = yield* moveOffTakenSshPort(record)
               const fix = "lower ram_mb with update"
               yield* checkMemory(
                 { subject: record.name, neededMb: record.config.ram, what: `starting "${record.name}"`, fix, floorFix: policy.memoryFloorHint(fix) },
@@ -431,14 +431,14 @@ function makeVms(): Vms["Type"] {
               // Another data root's VM may take the port between the look and QEMU's bind: then once more on a new one.
               const launch = Effect.gen(function* () {
                 const running = yield* hypervisor.start(yield* bootPlan(record, display))
-                if (running.notice !== undefined) context.progress?.({ type: "log", data: { line: running.notice } })
+                if (running.notice !== undefined) yield* progressLine(running.notice)
               })
               yield* launch.pipe(
                 Effect.catchIf(
                   (error) => error._tag === "QemuStartFailed" && error.message.includes(`tcp:127.0.0.1:${record.config.sshport}-:22`),
                   () =>
                     Effect.gen(function* () {
-                      record = yield* moveOffTakenSshPort(record, context, true)
+                      record = yield* moveOffTakenSshPort(record, true)
                       yield* launch
                     })
                 )
@@ -448,15 +448,15 @@ function makeVms(): Vms["Type"] {
           return true
         })
       )
-      if (!started) context.progress?.({ type: "log", data: { line: `VM "${name}" is already running` } })
+      if (!started) yield* progressLine(`VM "${name}" is already running`)
       return record
     })
 
-  const start = (name: string, options: StartOptions, context: ExecutionContext): Effect.Effect<OkRecord, StoatError, LifecycleServices> =>
+  const start = (name: string, options: StartOptions): Effect.Effect<OkRecord, StoatError, LifecycleServices> =>
     Effect.gen(function* () {
-      const record = yield* boot(name, options.force === true, context)
+      const record = yield* boot(name, options.force === true)
       if (options.wait) yield* waitReachable(record, (options.timeoutSeconds ?? 300) * 1000)
-      if (options.apply && record.config.recipes.length > 0) yield* applyRecipes(name, undefined, context)
+      if (options.apply && record.config.recipes.length > 0) yield* applyRecipes(name, undefined)
       return record
     })
 
@@ -535,10 +535,10 @@ function makeVms(): Vms["Type"] {
   /** What apply needs from the lifecycle: its ssh wait, and a restart for `reboot = true` recipes. */
   const hooks: ApplyHooks = {
     waitReachable,
-    reboot: (record, context) => Effect.zipRight(stop(record.name), start(record.name, { wait: true }, context))
+    reboot: (record) => Effect.zipRight(stop(record.name), start(record.name, { wait: true }))
   }
 
-  const applyRecipes = (name: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext) => applyVm(name, only, context, hooks)
+  const applyRecipes = (name: string, only: ReadonlyArray<string> | undefined) => applyVm(name, only, hooks)
 
   return { create, start, stop, wait, update: updateSettings, clone, destroy, setForwards, applyRecipes }
 }
@@ -547,9 +547,9 @@ export class Vms extends Context.Tag("stoat/Vms")<
   Vms,
   {
     /** A new VM definition (folder, vm.toml, disk); it is not started. */
-    readonly create: (spec: CreateSpec, context: ExecutionContext) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    readonly create: (spec: CreateSpec) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Starts a stopped VM (a running one is fine) and answers its record as it now is. */
-    readonly start: (name: string, options: StartOptions, context: ExecutionContext) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    readonly start: (name: string, options: StartOptions) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Powers a VM down (a stopped one is fine). */
     readonly stop: (name: string) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     readonly wait: (name: string, options: WaitOptions) => Effect.Effect<WaitOutcome, StoatError, LifecycleServices>
@@ -561,7 +561,7 @@ export class Vms extends Context.Tag("stoat/Vms")<
     /** Replaces a VM's host→guest port forwards ("8080:80" pairs; none clears them); a running VM takes them at its next start. */
     readonly setForwards: (name: string, pairs: ReadonlyArray<string>) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Applies a running VM's recipes (all, or `only` these), rebooting it when a recipe asks. */
-    readonly applyRecipes: (name: string, only: ReadonlyArray<string> | undefined, context: ExecutionContext) => ReturnType<typeof applyVm>
+    readonly applyRecipes: (name: string, only: ReadonlyArray<string> | undefined) => ReturnType<typeof applyVm>
   }
 >() {
   static readonly make: Vms["Type"] = makeVms()
