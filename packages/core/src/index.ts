@@ -1,42 +1,89 @@
-export * from "./operations/index.js"
-export * from "./platform/data-root.js"
-export * from "./errors.js"
-export * from "./platform/files.js"
-export * as FileSystem from "./platform/fs.js"
-export type { FsError } from "./platform/fs.js"
-export * from "./guest/definitions.js"
-export * from "./platform/host.js"
-export * from "./layers.js"
-export * from "./platform/locks.js"
-export * from "./vm/names.js"
-export * from "./ports/hypervisor.js"
-export * from "./ports/image-builder.js"
-export * from "./ports/guest-transport.js"
-export * from "./ssh/lazy.js"
-export * from "./platform/keys.js"
-export * from "./vm/limits.js"
-export * from "./vm/network.js"
-export * from "./vm/runtime.js"
-export * from "./images/index.js"
-export * from "./cloudinit/index.js"
-export * from "./operations/run.js"
-export * as RecipesModule from "./recipes/index.js"
-export { Recipes, RecipesLive } from "./recipes/store.js"
-export { RemoteRecipes, RemoteRecipesLive, remoteRecipesLayer, type PinnedRecipe } from "./recipes/remote/service.js"
-export { Git, GitLive, makeGit } from "./recipes/remote/git.js"
-export * from "./version.js"
-export * from "./vm/config.js"
-export * from "./vm/store.js"
+// The public API of @stoat/core, named one by one: the catalog, services and their layers, ports,
+// errors and the types their signatures use. Internal helpers (parsers, guest scripts, one
+// service's own functions) stay inside; testing, ssh, profiles and version are subpath entries.
+
+// The operation catalog and how to run it
+export { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./operations/checkpoint.js"
+export { copyFrom, copyTo } from "./operations/copy.js"
+export { execInGuest, guestOperations, listDirOp, pkgInstallOp, psOp, readFileOp, statOp, svcOp, svcStatusOp, tailLogOp, useraddOp, writeFileOp } from "./operations/guest.js"
+export { capabilities, prune } from "./operations/host.js"
+export { listImages, pullImage } from "./operations/image.js"
+export { catalog, operationByKey } from "./operations/index.js"
+export { Cpus, EnvName, GuestPath, IntRange, NoInput, RamMb, SshPort, VmName } from "./operations/inputs.js"
+export { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./operations/job.js"
+export { followLog } from "./operations/logs.js"
+export { accessOf, type Annotations, cliDataOf, confirmationOf, defineOperation, DESTRUCTIVE, EXEC, type Exposure, hostOnly, hostOnlyFields, HostOnlyId, MUTATE, type Operation, READ, type RequiredAccess, targetsOf } from "./operations/operation.js"
+export { projectApply, projectDown, projectInit, projectOperations, projectRm, projectStatus, projectStatusOf, projectUp, projectVms, projectWait } from "./operations/project.js"
+export { doctor, getVm, guestInfo, listGuests, listVms, version, viewVms } from "./operations/read.js"
+export { applyRecipes, checkRecipes, listRecipeEntries, listRecipes, newRecipe, planRecipes, RecipeName, recipeSchema, recipeSchemaView, recipeSummary, refreshRecipes } from "./operations/recipe.js"
+export { addRecipe, lockRecipes, remoteRecipeOperations, removeRecipe, searchRecipes, syncRecipes, updateRecipe } from "./operations/remote-recipe.js"
+export { auditCall, decodeInput, describeInputError, runOperation, type RunOptions } from "./operations/run.js"
+export { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./operations/snapshot.js"
+export { sshArgv, sshCommand } from "./operations/ssh.js"
+export { cloneVm, createVm, destroyVm, forwardPorts, logFile, screenshotVm, StartFields, startVm, stoatLog, stopVm, updateVm, vmLogs, waitVm } from "./operations/vm.js"
+
+// Frontend context: who calls, what they may do, progress, the audit log
+export { AccessPolicy, callerLayer } from "./context/access-policy.js"
+export { type AuditEntry, AuditLog, AuditLogLive, makeAuditLog } from "./context/audit-log.js"
+export { Caller, cliCaller, CliCaller, McpCaller, ToolkitCaller } from "./context/caller.js"
+export { type ExecutionContext } from "./context/execution.js"
+export { Progress, type ProgressEvent, progressLine, progressReporter, stageReporter } from "./context/progress.js"
+
+// Typed errors
+export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, KvmUnusable, LimitReached, LockOutOfDate, MonitorRejected, MonitorUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, QemuMissing, QemuStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
+
+// Ports a provider implements
+export { type ExecOptions, type ExecOutput, GuestTransport, type SftpError, type SshTarget } from "./ports/guest-transport.js"
+export { type AccelProbe, type BaseImage, type BootPlan, type CheckpointRequest, type CheckpointTaken, type DiskInfo, type DiskRef, Hypervisor, isBaseImage, type ResumePlan, type RunState, type Screenshot, type StartedVm, type VmDisk, type VmRef } from "./ports/hypervisor.js"
+export { type BuildOptions, ImageBuilder, type LocalImage } from "./ports/image-builder.js"
+
+// Live layers
+export { CoreLive } from "./layers.js"
+export { LazyGuestTransportLive } from "./ssh/lazy.js"
+
+// VMs
+export { ACCESS_ORDER, AccessLevel, DiskSize, DiskSizeInput, effectiveAccess, type ParsedVm, type VmConfig, VmFile } from "./vm/config.js"
+export { type CreateSpec, type StartOptions, type UpdateOutcome, type UpdateSpec, Vms, VmsLive, type WaitOptions, type WaitOutcome } from "./vm/lifecycle.js"
+export { type Limits, ProjectLimits } from "./vm/limits.js"
+export { guestHostname } from "./vm/names.js"
+export { loadVm, type OkRecord } from "./vm/runtime.js"
 export { Snapshots, SnapshotsLive } from "./vm/snapshots.js"
-export { Vms, VmsLive, type CreateSpec, type StartOptions, type UpdateOutcome, type UpdateSpec, type WaitOptions, type WaitOutcome } from "./vm/lifecycle.js"
-export * from "./context/index.js"
-export * from "./vm/view.js"
-export * from "./platform/warnings.js"
-export * from "./http/index.js"
-export * from "./guest/index.js"
-export { Jobs, JobsLive, jobState, type JobFacts, type JobState } from "./guest/jobs.js"
-export * from "./checkpoints/index.js"
-export * as ProjectsModule from "./projects/index.js"
-export { Projects, projectsAt, projectScopeAt, type ProjectScope } from "./projects/service.js"
-export { AuditLog, AuditLogLive, makeAuditLog, type AuditEntry } from "./context/audit-log.js"
+export { type VmRecord, VmStore, VmStoreLive } from "./vm/store.js"
+export { type SetSecrets, type VmLive } from "./vm/view.js"
+
+// Guests
+export { BUNDLED_GUESTS, type GuestDef, GuestFile, Guests, GuestsLive, type LoadedGuest, type LoadedGuests } from "./guest/definitions.js"
+export { streamBytes, utf8Text } from "./guest/encoding.js"
+export { type JobFacts, Jobs, JobsLive, type JobState } from "./guest/jobs.js"
+export { type ExecRequest, type GuestError, GuestOps, GuestOpsLive, makeGuestOps, type ReadRequest, type ServiceAction, type TailRequest, type WriteRequest } from "./guest/ops.js"
+export { type GuestSession } from "./guest/session.js"
+
+// Checkpoints and forks
+export { CheckpointName } from "./checkpoints/layout.js"
+export { Checkpoints, CheckpointsLive, type Dependents, type ForkedVms, type TakenCheckpoint } from "./checkpoints/service.js"
+
+// Recipes and projects
+export { Projects, projectsAt, type ProjectScope } from "./projects/service.js"
+export { Git, GitLive } from "./recipes/remote/git.js"
+export { type PinnedRecipe, RemoteRecipes, RemoteRecipesLive } from "./recipes/remote/service.js"
+export { Recipes, RecipesLive } from "./recipes/store.js"
+
+// Images
+export { type IsoFile, type IsoOptions } from "./cloudinit/iso.js"
+export { type SeedOptions, type UserDataOptions } from "./cloudinit/seed.js"
+export { type ChecksumLine, type DigestAlgorithm } from "./images/checksum.js"
+export { type PullError, type PullOptions, type PullProgress } from "./images/download.js"
+export { type DownloadTimeouts } from "./images/http.js"
+export { type AlpineIndexSource, type ByoBackend, type ChecksumFormat, type ImageSource, type KnownImage, type LocalSource, type UrlSource } from "./images/known.js"
+export { type VmImageRefs } from "./images/list.js"
+
+// Platform: data root, locks, keys, files, host
+export { checkRequest, type GuardOptions, type GuardVerdict, type ListenAddress, parseLoopbackAddress, type RequestHeaders } from "./http/guard.js"
+export { DataRoot, dataRootAt, DataRootConfig, DataRootLive, type DataRootPaths, layoutOf, resolveDataRoot } from "./platform/data-root.js"
 export { parseDurationMs } from "./platform/duration.js"
+export { writeFileAtomic } from "./platform/files.js"
+export { type FsError } from "./platform/fs.js"
+export { findOnPath, GraphicalConfig, HostProbe, HostProbeLive } from "./platform/host.js"
+export { ensureClientKey, ensureGuestHostKey, type KeyPair } from "./platform/keys.js"
+export { Locks, LocksLive } from "./platform/locks.js"
+export { STOAT_VERSION } from "./version.js"
