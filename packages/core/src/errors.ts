@@ -60,7 +60,8 @@ export class LockOutOfDate extends StoatErrorClass("LockOutOfDate", "lock_out_of
 export class Internal extends StoatErrorClass("Internal", "internal") {}
 export class QemuMissing extends StoatErrorClass("QemuMissing", "qemu_missing") {}
 export class KvmUnusable extends StoatErrorClass("KvmUnusable", "kvm_unusable") {}
-export class QemuStartFailed extends StoatErrorClass("QemuStartFailed", "qemu_start_failed") {}
+/** `portInUse`: the host port of a forward QEMU could not bind (taken since it was checked), when that was the reason. */
+export class QemuStartFailed extends StoatErrorClass("QemuStartFailed", "qemu_start_failed")<{ readonly portInUse?: number }> {}
 export class MonitorUnreachable extends StoatErrorClass("MonitorUnreachable", "monitor_unreachable") {}
 export class MonitorRejected extends StoatErrorClass("MonitorRejected", "monitor_rejected") {}
 export class NoConsolePassword extends StoatErrorClass("NoConsolePassword", "no_console_password") {}

@@ -172,7 +172,9 @@ export const launchQemu = (
       Effect.onInterrupt(() => Effect.promise(() => readRunState(vm).then((state) => state.pid !== undefined && void process.kill(state.pid, "SIGKILL"))))
     )
     if (result.code !== 0) {
-      return yield* failed(`QEMU failed to start VM "${vm.name}": ${stderrMessage(result.stderr, `exit ${String(result.code)}`)}`)
+      const message = `QEMU failed to start VM "${vm.name}": ${stderrMessage(result.stderr, `exit ${String(result.code)}`)}`
+      const portInUse = forwardNotBound(result.stderr)
+      return yield* portInUse === undefined ? failed(message) : new QemuStartFailed({ message, subject: vm.name, portInUse })
     }
     const state = yield* Effect.promise(() => readRunState(vm))
     if (!state.running) {
@@ -190,6 +192,15 @@ export const launchQemu = (
     yield* Effect.promise(() => writeFileAtomic(files.boot, JSON.stringify(boot)).catch(() => undefined))
     return state
   })
+
+/**
+ * The host port of a user-net forward QEMU could not set up ("Could not set up host forwarding
+ * rule 'tcp:127.0.0.1:2200-:22'"): another program bound it first.
+ */
+export const forwardNotBound = (stderr: string): number | undefined => {
+  const match = /host forwarding rule '?tcp:127\.0\.0\.1:(\d+)-/.exec(stderr)
+  return match === null ? undefined : Number(match[1])
+}
 
 const RESUME_POLL_MS = 20
 

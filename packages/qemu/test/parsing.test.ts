@@ -1,4 +1,5 @@
 /** Pure pieces: the snapshot table parser, size syntax, PNG header, argv. No QEMU needed. */
+import { forwardNotBound } from "../src/lifecycle.js"
 import { describe, expect, it } from "vitest"
 import type { BootPlan } from "@stoat/core"
 import { qemuArgs, vmFiles } from "../src/argv.js"
@@ -182,5 +183,12 @@ describe("qemu argv", () => {
     const args = qemuArgs({ ...plan, display: "window" }, { accel: "kvm" })
     expect(after(args, "-display")).toEqual(["gtk,gl=on"])
     expect(args).not.toContain("-vnc")
+  })
+})
+
+describe("forwardNotBound", () => {
+  it("names the host port of a forward QEMU could not set up, and nothing for other failures", () => {
+    expect(forwardNotBound("qemu-system-x86_64: -netdev user,id=n0,hostfwd=tcp:127.0.0.1:2201-:22: Could not set up host forwarding rule 'tcp:127.0.0.1:2201-:22'\n")).toBe(2201)
+    expect(forwardNotBound("qemu-system-x86_64: -drive file=/x: Could not open '/x': No such file or directory\n")).toBeUndefined()
   })
 })

@@ -20,8 +20,8 @@ export class FakeHypervisorState {
   migrationBlocker: string | undefined = undefined
   /** Set to make every resume fail with `qemu_start_failed` (after its folder and disk were made). */
   resumeError: string | undefined = undefined
-  /** QEMU's refusal of this plan (e.g. a host forward it cannot bind), or undefined to start it. */
-  startError: ((plan: BootPlan) => string | undefined) | undefined = undefined
+  /** QEMU's refusal of this plan (`portInUse`: a host forward it cannot bind), or undefined to start it. */
+  startError: ((plan: BootPlan) => { readonly message: string; readonly portInUse?: number } | undefined) | undefined = undefined
   /** Set to hold every resume until the promise settles (to interrupt one part way). */
   resumeGate: Promise<void> | undefined = undefined
   /** Paused time a checkpoint reports. */
@@ -67,7 +67,7 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
       Effect.suspend((): Effect.Effect<StartedVm, AlreadyRunning | QemuStartFailed> => {
         if (state.running.has(plan.vm.dir)) return Effect.fail(new AlreadyRunning({ message: `VM ${plan.vm.name} is already running`, subject: plan.vm.name }))
         const refused = state.startError?.(plan)
-        if (refused !== undefined) return Effect.fail(new QemuStartFailed({ message: refused, subject: plan.vm.name }))
+        if (refused !== undefined) return Effect.fail(new QemuStartFailed({ ...refused, subject: plan.vm.name }))
         state.starts++
         const startedAt = new Date().toISOString()
         state.running.set(plan.vm.dir, { plan, startedAt })

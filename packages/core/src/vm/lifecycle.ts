@@ -435,7 +435,7 @@ function makeVms(): Vms["Type"] {
               })
               yield* launch.pipe(
                 Effect.catchIf(
-                  (error) => error._tag === "QemuStartFailed" && error.message.includes(`tcp:127.0.0.1:${record.config.sshport}-:22`),
+                  (error) => error._tag === "QemuStartFailed" && error.portInUse === record.config.sshport,
                   () =>
                     Effect.gen(function* () {
                       record = yield* moveOffTakenSshPort(record, true)

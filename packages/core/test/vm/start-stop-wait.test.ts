@@ -41,14 +41,13 @@ describe("start", () => {
     const h = harness()
     const created = await h.ok(createVm, { name: "web", image: "tiny" })
     const taken = created.ssh_port
-    h.hypervisor.startError = (plan) =>
-      plan.sshPort === taken ? `-netdev user,id=n0,hostfwd=tcp:127.0.0.1:${taken}-:22: Could not set up host forwarding rule 'tcp:127.0.0.1:${taken}-:22'` : undefined
+    h.hypervisor.startError = (plan) => (plan.sshPort === taken ? { message: "Could not set up host forwarding rule", portInUse: taken } : undefined)
     const vm = await h.ok(startVm, { vm: "web" })
     expect(vm.state).toBe("running")
     expect(vm.ssh_port).not.toBe(taken)
     // A forward of the user's that cannot bind is QEMU's refusal, not a reason to move anything.
     await h.ok(stopVm, { vm: "web" })
-    h.hypervisor.startError = () => "-netdev user,id=n0,hostfwd=tcp:127.0.0.1:8080-:80: Could not set up host forwarding rule 'tcp:127.0.0.1:8080-:80'"
+    h.hypervisor.startError = () => ({ message: "Could not set up host forwarding rule", portInUse: 8080 })
     expect((await h.fail(startVm, { vm: "web" })).code).toBe("qemu_start_failed")
     expect((await h.ok(getVm, { vm: "web" })).ssh_port).toBe(vm.ssh_port)
   })

@@ -11,6 +11,7 @@ import { buildTinyGuest } from "../tiny/build.js"
 import { tinyQemuArgs } from "../tiny/argv.js"
 import { waitForTinyGuestSsh } from "../tiny/probe.js"
 import { toDropbearKey, writeVmInitrd } from "../tiny/vm-initrd.js"
+import { forwardNotBound } from "../lifecycle.js"
 
 export interface TestVmOptions {
   /** The guest's hostname and the name in messages (default "test-vm"). */
@@ -198,7 +199,7 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
       if (outcome === undefined) break
       if (spawnFailed) child = undefined
       else await terminate(started)
-      if (/host forwarding rule/i.test(stderr) && attempt < PORT_ATTEMPTS) continue
+      if (forwardNotBound(stderr) !== undefined && attempt < PORT_ATTEMPTS) continue
       throw new Error(
         `VM ${name} did not boot to SSH: ${outcome.message}` +
           (stderr.trim() ? `\nqemu stderr:\n${stderr.trim()}` : "") +
