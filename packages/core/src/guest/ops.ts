@@ -32,6 +32,9 @@ export const GUEST_CAPS = {
 
 /** How long a helper command (stat, ls, ps, tail, a service verb) may take before it is a `timeout`. */
 const HELPER_TIMEOUT_MS = 60_000
+/** How often a silent read-only helper is asked (see `query`), and the pause before each retry grows by this. */
+const QUERY_ATTEMPTS = 4
+const QUERY_RETRY_MS = 150
 /** Package setup + install on a slow guest (apt under TCG) takes minutes. */
 const PACKAGE_TIMEOUT_MS = 600_000
 /** Helpers' output is parsed, not returned whole: enough for a 2000-entry listing with long names. */
@@ -210,12 +213,15 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
     transport.exec(session.target, argv, { timeoutMs: HELPER_TIMEOUT_MS, maxOutputBytes: HELPER_OUTPUT_BYTES, ...options })
 
   /**
-   * A command that changes nothing, asked once more when it came back with no exit status and no
-   * output at all (seen now and then from dropbear on a heavily loaded host): nothing of it ran.
+   * A command that changes nothing, asked again (up to QUERY_ATTEMPTS times, a moment apart) while
+   * it comes back with no exit status and no output at all: seen from dropbear on a heavily loaded
+   * host, twice in a row at times; nothing of it ran.
    */
-  const query = (session: GuestSession, argv: ReadonlyArray<string>, options: ExecOptions = {}) =>
+  const query = (session: GuestSession, argv: ReadonlyArray<string>, options: ExecOptions = {}, attempt = 1): Effect.Effect<ExecOutput, GuestError> =>
     Effect.flatMap(run(session, argv, options), (out) =>
-      out.exitCode === NO_EXIT_STATUS && out.stdout.length === 0 && out.stderr.length === 0 && !out.timedOut ? run(session, argv, options) : Effect.succeed(out)
+      out.exitCode === NO_EXIT_STATUS && out.stdout.length === 0 && out.stderr.length === 0 && !out.timedOut && attempt < QUERY_ATTEMPTS
+        ? Effect.zipRight(Effect.sleep(QUERY_RETRY_MS * attempt), query(session, argv, options, attempt + 1))
+        : Effect.succeed(out)
     )
 
   /** Runs a helper and returns its stdout; a non-zero exit is the typed error its stderr names. `reads`: it changes nothing (see `query`). */
