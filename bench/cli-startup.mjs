@@ -18,16 +18,18 @@ for (let i = 0; i < 5; i++) {
 mkdirSync(join(home, "broken"))
 writeFileSync(join(home, "broken", "vm.toml"), "sshport = 2299\n[[[")
 
+// The last case shows what the V8 code cache of the bundles (packages/cli/bin/compile-cache.js) saves.
 const cases = {
   "node -e 0": [process.execPath, ["-e", "0"]],
   "stoat --version": [process.execPath, [bin, "--version"]],
-  "stoat ls --json": [process.execPath, [bin, "ls", "--json"]]
+  "stoat ls --json": [process.execPath, [bin, "ls", "--json"]],
+  "ls, no code cache": [process.execPath, [bin, "ls", "--json"], { STOAT_COMPILE_CACHE: "0" }]
 }
 const samples = Object.fromEntries(Object.keys(cases).map((name) => [name, []]))
 for (let i = 0; i < runs; i++) {
-  for (const [name, [cmd, args]] of Object.entries(cases)) {
+  for (const [name, [cmd, args, env = {}]] of Object.entries(cases)) {
     const started = process.hrtime.bigint()
-    const result = spawnSync(cmd, args, { env: { ...process.env, STOAT_HOME: home }, stdio: ["ignore", "pipe", "pipe"] })
+    const result = spawnSync(cmd, args, { env: { ...process.env, STOAT_HOME: home, ...env }, stdio: ["ignore", "pipe", "pipe"] })
     samples[name].push(Number(process.hrtime.bigint() - started) / 1e6)
     if (result.status !== 0) throw new Error(`${name} failed: ${result.stderr}`)
   }

@@ -17,7 +17,10 @@ for (const extra of ["main", "fast-ls"]) entries[extra] = `src/${extra}.ts`
 export default defineConfig({
   entry: entries,
   outDir: "dist",
-  format: "esm",
+  // CommonJS, so bin/compile-cache.js can hand V8 its cached code for every chunk; no `import()` may
+  // remain (see there), hence external dynamic imports become `require`.
+  format: "cjs",
+  outputOptions: { dynamicImportInCjs: false },
   platform: "node",
   target: "node20",
   fixedExtension: false,

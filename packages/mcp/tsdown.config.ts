@@ -7,7 +7,9 @@ import { defineConfig } from "tsdown"
 export default defineConfig({
   entry: { serve: "src/serve.ts" },
   outDir: "dist/bundle",
-  format: "esm",
+  // CommonJS without `import()`, like the CLI's bundle: the CLI's bin runs both through V8's code cache.
+  format: "cjs",
+  outputOptions: { dynamicImportInCjs: false },
   platform: "node",
   target: "node20",
   fixedExtension: false,

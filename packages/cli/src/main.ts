@@ -4,8 +4,8 @@ import { commandName, helpTopic, preParse } from "./argv.js"
 import { cliState } from "./state.js"
 
 const reportJson = async (code: "usage" | "internal", message: string): Promise<void> => {
-  const { encodeLine, resultError } = await import("@stoat/wire")
-  process.stdout.write(encodeLine(resultError(cliState.cmd, { code, message })))
+  const { writeJsonError } = await import("./json-error.js")
+  writeJsonError(cliState.cmd, code, message)
 }
 
 const usageExit = async (message: string): Promise<never> => {

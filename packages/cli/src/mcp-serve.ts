@@ -1,3 +1,4 @@
+import { createRequire } from "node:module"
 import type { ServeOptions } from "@stoat/mcp/bundle"
 
 /** The one way `stoat mcp` declines to start: its reason on stderr (stdout is the protocol's), exit 2. */
@@ -13,7 +14,7 @@ export const refuseMcp = (message: string): never => {
  */
 export const serveMcp = async (options: ServeOptions): Promise<void> => {
   const specifier = ["@stoat", "mcp", "bundle"].join("/")
-  const { serve, ServeRefused } = (await import(/* @vite-ignore */ specifier)) as typeof import("@stoat/mcp/bundle")
+  const { serve, ServeRefused } = createRequire(import.meta.url)(specifier) as typeof import("@stoat/mcp/bundle")
   try {
     await serve(options)
   } catch (error) {
