@@ -5,7 +5,7 @@ import { Json, type Guest } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { InvalidSpec, NotFound } from "../errors.js"
-import { closest } from "../vm/names.js"
+import { byName, closest } from "../vm/names.js"
 
 /**
  * A guest definition as core uses it: the wire Guest plus `log_path`, the system log tail_log
@@ -271,7 +271,7 @@ export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<LoadedGuest
       if (Either.isLeft(loaded)) return yield* loaded.left
       result.set(loaded.right.guest.name, { ...loaded.right.guest, source: loaded.right.merged ? "bundled+user" : "user" })
     }
-    return [...result.values()].sort((a, b) => a.name.localeCompare(b.name))
+    return [...result.values()].sort(byName)
   })
 
 export const GuestsLive = Layer.effect(

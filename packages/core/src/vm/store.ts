@@ -4,7 +4,7 @@ import { Context, Effect, Either, Layer } from "effect"
 import { DataRoot, isReservedDir } from "../platform/data-root.js"
 import { NotFound, internalError } from "../errors.js"
 import { isNotFound } from "../platform/files.js"
-import { closest } from "./names.js"
+import { byName, closest } from "./names.js"
 import { parseVmToml, renderVmToml, salvageSshPort, type VmConfig } from "./config.js"
 import { warn } from "../platform/warnings.js"
 import * as fs from "../platform/fs.js"
@@ -68,7 +68,7 @@ export const VmStoreLive = Layer.effect(
         try: async () => {
           const names = entries.filter((entry) => entry.isDirectory() && !isReservedDir(entry.name)).map((entry) => entry.name)
           const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name))))
-          return records.filter((record): record is VmRecord => record !== undefined).sort((a, b) => a.name.localeCompare(b.name))
+          return records.filter((record): record is VmRecord => record !== undefined).sort(byName)
         },
         catch: internalError(`cannot read ${root.root}`)
       })
