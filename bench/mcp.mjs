@@ -37,7 +37,18 @@ const env = { ...process.env, STOAT_HOME: home }
 // The bench measures latency, not the rate limiter: buckets large enough never to refuse.
 const UNLIMITED = ["--tool-burst", "1000000", "--tool-rate", "1000000", "--burst", "1000000", "--rate", "1000000"]
 
-// The baseline: the SDK's own Server with one tool answering a constant, stdio or HTTP.
+// The baseline: the SDK's own Server with one tool answering a constant, stdio or HTTP. It declares
+// stoat's own list_vms definition (output schema included), so the client checks both answers the
+// same way and the ratio is the servers' difference alone.
+const listVmsTool = await (async () => {
+  const client = new Client({ name: "bench", version: "1.0.0" })
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [stoat, "mcp"], env, stderr: "ignore" }))
+  try {
+    return (await client.listTools()).tools.find((tool) => tool.name === "list_vms")
+  } finally {
+    await client.close()
+  }
+})()
 const bare = join(home, "bare-server.mjs")
 writeFileSync(
   bare,
@@ -49,7 +60,7 @@ const { StreamableHTTPServerTransport } = await sdk("server/streamableHttp.js")
 const { CallToolRequestSchema, ListToolsRequestSchema } = await sdk("types.js")
 const make = () => {
   const server = new Server({ name: "bare", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "list_vms", inputSchema: { type: "object" } }] }))
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [${JSON.stringify(listVmsTool)}] }))
   server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: '{"vms":[]}' }], structuredContent: { vms: [] } }))
   return server
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, ManagedRuntime } from "effect"
-import { callerLayer, cliCaller, projectsAt, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
+import { CALLERS, callerContext, projectsAt, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
 import { StoatLive } from "@stoat/qemu"
 import type { ErrorInfo } from "@stoat/wire"
 
@@ -30,7 +30,7 @@ export const runLive = async <A>(effect: Effect.Effect<A, unknown, any>): Promis
 export const execute = <I, O>(operation: Operation<I, O, any>, input: unknown, extra: Partial<ExecutionContext> & { readonly interactive?: boolean } = {}) => {
   const { interactive = false, ...rest } = extra
   const context: ExecutionContext = { requestId: randomUUID().slice(0, 8), ...rest }
-  return runLive(Effect.provide(runOperation(operation, input, context), callerLayer(cliCaller({ interactive }))) as Effect.Effect<O, unknown, any>)
+  return runLive(Effect.provide(runOperation(operation, input, context), callerContext(CALLERS.cli({ interactive }))) as Effect.Effect<O, unknown, any>)
 }
 
 export const disposeRuntime = async (): Promise<void> => {

@@ -23,9 +23,9 @@ export { sshArgv, sshCommand } from "./operations/ssh.js"
 export { cloneVm, createVm, destroyVm, forwardPorts, logFile, screenshotVm, StartFields, startVm, stoatLog, stopVm, updateVm, vmLogs, waitVm } from "./operations/vm.js"
 
 // Frontend context: who calls, what they may do, progress, the audit log
-export { AccessPolicy, callerLayer } from "./context/access-policy.js"
+export { AccessPolicy, callerContext, callerLayer } from "./context/access-policy.js"
 export { type AuditEntry, AuditLog, AuditLogLive, makeAuditLog } from "./context/audit-log.js"
-export { Caller, cliCaller, CliCaller, McpCaller, ToolkitCaller } from "./context/caller.js"
+export { CALLERS, Caller, cliCaller, CliCaller, McpCaller, ToolkitCaller } from "./context/caller.js"
 export { type ExecutionContext } from "./context/execution.js"
 export { Progress, type ProgressEvent, progressLine, progressReporter, stageReporter } from "./context/progress.js"
 

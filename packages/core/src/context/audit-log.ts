@@ -1,5 +1,4 @@
-import { existsSync } from "node:fs"
-import { open, type FileHandle } from "node:fs/promises"
+import { closeSync, constants, existsSync, fstatSync, openSync, writeSync } from "node:fs"
 import { dirname } from "node:path"
 import { Clock, Context, Effect, Layer } from "effect"
 import { DataRoot } from "../platform/data-root.js"
@@ -26,43 +25,70 @@ const lineOf = (at: number, entry: AuditEntry): string =>
   `${entry.vm ? ` vm=${entry.vm}` : ""} ms=${entry.ms} outcome=${entry.outcome}\n`
 
 /**
- * Appends through one held O_APPEND handle: a long-lived server writes a line per call, and opening
- * the file each time cost more than the call; O_APPEND keeps lines of concurrent processes whole.
+ * Appends through one held O_APPEND descriptor: a long-lived server writes a line per call, and
+ * opening the file each time cost more than the call; O_APPEND keeps lines of concurrent processes
+ * whole. The writes are synchronous: a line into the page cache takes microseconds, a round trip
+ * through libuv's thread pool a tenth of a millisecond of every MCP call. Only a regular file is
+ * written, and it is opened non-blocking, so a FIFO planted as stoat.log cannot stall the caller.
  * Best effort: a data root without logs/ (never written to) gets no folder created by a read.
  */
 export const makeAuditLog = (path: string) =>
   Effect.gen(function* () {
-    let held: { readonly file: Promise<FileHandle>; checked: number; failed: boolean } | undefined
+    let held: { readonly fd: number | undefined; checked: number } | undefined
     const openLog = (now: number) => {
-      const entry = { file: open(path, "a"), checked: now, failed: false }
-      entry.file.catch(() => {
-        entry.failed = true
-      })
-      held = entry
-      return entry
+      let fd: number | undefined
+      try {
+        fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o644)
+        if (!fstatSync(fd).isFile()) {
+          closeQuietly(fd)
+          fd = undefined
+        }
+      } catch {
+        fd = undefined
+      }
+      held = { fd, checked: now }
+      return held
     }
-    const close = (entry: NonNullable<typeof held>) => entry.file.then((file) => file.close()).catch(() => undefined)
-    const append = async (now: number, line: string): Promise<void> => {
-      let entry = held ?? openLog(now)
-      if (entry.failed) {
-        // A synchronous look, not another failing open per call on a read-only root.
-        if (!existsSync(dirname(path))) return
-        entry = openLog(now)
-      } else if (now - entry.checked > RECHECK_MS) {
+    const append = (now: number, line: string): void => {
+      let entry = held
+      // Without a log, a synchronous look per call, not another failing open, on a root without logs/.
+      if (entry === undefined || (entry.fd === undefined && existsSync(dirname(path)))) entry = openLog(now)
+      else if (entry.fd !== undefined && now - entry.checked > RECHECK_MS) {
+        // The log deleted under the held descriptor (a person clearing it): a new file.
         entry.checked = now
-        const unlinked = await entry.file.then((file) => file.stat()).then((info) => info.nlink === 0, () => true)
-        if (unlinked) {
-          void close(entry)
+        if (nlinkOf(entry.fd) === 0) {
+          closeQuietly(entry.fd)
           entry = openLog(now)
         }
       }
-      await entry.file.then((file) => file.write(line)).catch(() => undefined)
+      if (entry.fd === undefined) return
+      try {
+        writeSync(entry.fd, line)
+      } catch {
+        // A full or read-only disk: the call itself still answers.
+      }
     }
-    yield* Effect.addFinalizer(() => Effect.promise(() => (held === undefined ? Promise.resolve() : close(held))))
+    yield* Effect.addFinalizer(() => Effect.sync(() => held?.fd !== undefined && closeQuietly(held.fd)))
     return AuditLog.of({
-      record: (entry) => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.promise(() => append(now, lineOf(now, entry))))
+      record: (entry) => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => append(now, lineOf(now, entry))))
     })
   })
+
+const nlinkOf = (fd: number): number => {
+  try {
+    return fstatSync(fd).nlink
+  } catch {
+    return 0
+  }
+}
+
+const closeQuietly = (fd: number): void => {
+  try {
+    closeSync(fd)
+  } catch {
+    // Already closed.
+  }
+}
 
 export const AuditLogLive = Layer.scoped(
   AuditLog,

@@ -21,13 +21,23 @@ export class Caller extends Context.Tag("stoat/Caller")<
 >() {}
 
 /** A person at the stoat CLI; `interactive` when stdin is a terminal and the output is not --json. */
-export const cliCaller = (options: { readonly interactive: boolean }) =>
-  Layer.succeed(Caller, { kind: "cli", mayRaiseAccess: true, mayOverrideMemoryFloor: true, enforcesAccess: false, interactive: options.interactive })
+/** The callers as values, for `callerContext`; the layers below wrap the same values. */
+export const CALLERS = {
+  cli: (options: { readonly interactive: boolean }): Caller["Type"] => ({
+    kind: "cli",
+    mayRaiseAccess: true,
+    mayOverrideMemoryFloor: true,
+    enforcesAccess: false,
+    interactive: options.interactive
+  }),
+  mcp: { kind: "mcp", mayRaiseAccess: false, mayOverrideMemoryFloor: false, enforcesAccess: true, interactive: false } satisfies Caller["Type"],
+  toolkit: { kind: "toolkit", mayRaiseAccess: true, mayOverrideMemoryFloor: false, enforcesAccess: false, interactive: false } satisfies Caller["Type"]
+} as const
+
+export const cliCaller = (options: { readonly interactive: boolean }) => Layer.succeed(Caller, CALLERS.cli(options))
 
 export const CliCaller = cliCaller({ interactive: false })
 
-/** An agent over the Stoat MCP server. */
-export const McpCaller = Layer.succeed(Caller, { kind: "mcp", mayRaiseAccess: false, mayOverrideMemoryFloor: false, enforcesAccess: true, interactive: false })
+export const McpCaller = Layer.succeed(Caller, CALLERS.mcp)
 
-/** The toolkit's own commands: may change settings like a person, but not override the memory floor. */
-export const ToolkitCaller = Layer.succeed(Caller, { kind: "toolkit", mayRaiseAccess: true, mayOverrideMemoryFloor: false, enforcesAccess: false, interactive: false })
+export const ToolkitCaller = Layer.succeed(Caller, CALLERS.toolkit)

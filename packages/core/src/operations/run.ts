@@ -76,7 +76,8 @@ export interface RunOptions<I, R> {
 
 /**
  * Validates, runs and audits one operation, inside a span named by its key (a tracer, when one
- * is provided, sees every call). Every entrypoint goes through here.
+ * is provided, sees every call; the name and attributes locate it, so no stack trace is taken).
+ * Every entrypoint goes through here.
  */
 export const runOperation = <I, O, R, R2 = never>(
   operation: Operation<I, O, R>,
@@ -98,4 +99,4 @@ export const runOperation = <I, O, R, R2 = never>(
       const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
       return Effect.flatMap(elapsedSince(started), (ms) => auditCall(context, operation, vm, ms, outcome))
     })
-  }).pipe(Effect.withSpan(operation.key, { attributes: { tool: operation.tool, request: context.requestId } }))
+  }).pipe(Effect.withSpan(operation.key, { attributes: { tool: operation.tool, request: context.requestId }, captureStackTrace: false }))

@@ -101,12 +101,19 @@ export const readFileStringIfExists = (path: string): Effect.Effect<Option.Optio
 
 /** A folder's entries; a folder that does not exist has none. */
 export const listDirectory = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> =>
-  attempt("list", path, () => nodeFs.readdir(path)).pipe(Effect.catchIf((error) => error.errno === "ENOENT", () => Effect.succeed([])))
+  attempt("list", path, () => nodeFs.readdir(path).catch(noneWhenMissing))
 
 export const listDirectoryEntries = (path: string): Effect.Effect<ReadonlyArray<Dirent>, FsError> =>
-  attempt("list", path, () => nodeFs.readdir(path, { withFileTypes: true })).pipe(
-    Effect.catchIf((error) => error.errno === "ENOENT", () => Effect.succeed([]))
-  )
+  attempt("list", path, () => nodeFs.readdir(path, { withFileTypes: true }).catch(noneWhenMissing))
+
+/**
+ * A missing folder's empty listing, decided on Node's error: a typed error made only to be
+ * caught cost every MCP call that lists the (usually absent) guests folder a stack trace.
+ */
+const noneWhenMissing = (cause: unknown): never[] => {
+  if (errnoOf(cause) === "ENOENT") return []
+  throw cause
+}
 
 export const makeDirectory = (path: string, options: MakeDirectoryOptions = { recursive: true }): Effect.Effect<void, FsError> =>
   Effect.asVoid(attempt("create the folder", path, () => nodeFs.mkdir(path, options)))

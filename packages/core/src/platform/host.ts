@@ -37,12 +37,16 @@ export const GraphicalConfig: Config.Config<boolean> = Config.map(
   ([forced, display, wayland]) => (forced === "0" || forced === "1" ? forced === "1" : Boolean(display || wayland))
 )
 
-export const HostProbeLive = Layer.succeed(HostProbe, {
-  which: (program) => Effect.flatMap(Effect.orDie(PathConfig), (path) => Effect.promise(() => findOnPath(program, path))),
-  memAvailableMb: Effect.promise(async () => {
-    const text = await readFile("/proc/meminfo", "utf8").catch(() => "")
-    const match = /^MemAvailable:\s+(\d+) kB/m.exec(text)
-    return match ? Math.floor(Number(match[1]) / 1024) : 0
-  }),
-  graphical: Effect.orDie(GraphicalConfig)
-})
+/** The graphical session is read once, when the layer is built: it does not change under a process. */
+export const HostProbeLive = Layer.effect(
+  HostProbe,
+  Effect.map(Effect.orDie(GraphicalConfig), (graphical) => ({
+    which: (program: string) => Effect.flatMap(Effect.orDie(PathConfig), (path) => Effect.promise(() => findOnPath(program, path))),
+    memAvailableMb: Effect.promise(async () => {
+      const text = await readFile("/proc/meminfo", "utf8").catch(() => "")
+      const match = /^MemAvailable:\s+(\d+) kB/m.exec(text)
+      return match ? Math.floor(Number(match[1]) / 1024) : 0
+    }),
+    graphical: Effect.succeed(graphical)
+  }))
+)

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { AccessPolicy, accessOf, callerLayer, loadVm, effectiveAccess, McpCaller, targetsOf, type Operation } from "@stoat/core"
+import { AccessPolicy, accessOf, CALLERS, callerContext, loadVm, effectiveAccess, targetsOf, type Operation } from "@stoat/core"
 
-const mcpCaller = callerLayer(McpCaller)
+const mcpCaller = callerContext(CALLERS.mcp)
 
 /** Runs core work as an agent's call: the MCP caller and its policy, whatever the runtime holds. */
 export const asAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, mcpCaller)
