@@ -1,14 +1,16 @@
 "use strict"
-// V8's code cache for stoat's own bundles. Node 20 has no `module.enableCompileCache`, and every
-// stoat process used to spend a fifth of its start-up compiling the same ~600 KB of JavaScript.
-// This compiles each bundle file through `vm.Script` with the cached code of an earlier run, and
-// after a first run without one saves what V8 compiled (lazily compiled functions included).
+// V8's code cache for stoat's bundles and the packages they require. Node 20 has no
+// `module.enableCompileCache`, and every stoat process used to spend a fifth of its start-up
+// compiling the same JavaScript. This compiles each CommonJS file under the given roots through
+// `vm.Script` with the cached code of an earlier run, and after a first run without one saves what
+// V8 compiled (lazily compiled functions included).
 //
-// The bundles are CommonJS and have no `import()` left in them: on Node 20 a script compiled from
-// cached data loses its dynamic-import callback (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING).
+// On Node 20 a script compiled from cached data loses its dynamic-import callback
+// (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), so a file that mentions `import(` is left to Node; our
+// bundles are built without any, so they are always cached.
 //
-// Entries are keyed by a hash of the source, so a rebuilt file never meets a stale entry. Any
-// failure to read or write the cache only costs the speed-up. STOAT_COMPILE_CACHE=0 turns it off.
+// Entries are keyed by a hash of the path and source, so a rebuilt file never meets a stale entry.
+// Any failure to read or write the cache only costs the speed-up. STOAT_COMPILE_CACHE=0 turns it off.
 const Module = require("node:module")
 const { createHash } = require("node:crypto")
 const fs = require("node:fs")
@@ -61,7 +63,9 @@ const enableCompileCache = (roots, cacheDir = process.env.STOAT_COMPILE_CACHE_DI
   const prefixes = roots.map((root) => path.resolve(root) + path.sep)
   const compile = Module.prototype._compile
   Module.prototype._compile = function (content, filename) {
-    if (!prefixes.some((prefix) => filename.startsWith(prefix))) return compile.call(this, content, filename)
+    // A script compiled from cached data loses its dynamic-import callback (see above): a file
+    // that may call import() is left to Node.
+    if (!prefixes.some((prefix) => filename.startsWith(prefix)) || content.includes("import(")) return compile.call(this, content, filename)
     const file = path.join(cacheDir, createHash("sha1").update(filename).update("\0").update(content).digest("hex"))
     let cachedData
     try {

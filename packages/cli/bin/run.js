@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 "use strict"
-const { dirname, join } = require("node:path")
+const { dirname, join, sep } = require("node:path")
 const { enableCompileCache } = require("./compile-cache.js")
 
-// Our two bundles: the CLI's own, and the MCP server's, which `stoat mcp` loads.
-enableCompileCache([join(__dirname, "../dist"), dirname(require.resolve("@stoat/mcp/bundle"))])
+// Our two bundles (the CLI's own, and the MCP server's, which `stoat mcp` loads) and the packages
+// they require (oclif, ssh2, …), wherever the package manager put them.
+const dependencies = require.resolve("@oclif/core").split(`${sep}node_modules${sep}`)[0] + `${sep}node_modules`
+enableCompileCache([join(__dirname, "../dist"), dirname(require.resolve("@stoat/mcp/bundle")), dependencies])
 require("../dist/main.cjs").main(process.argv.slice(2))

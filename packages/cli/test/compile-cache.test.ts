@@ -48,6 +48,16 @@ describe("the V8 code cache of stoat's bundles", () => {
     expect(load(root, cache)).toEqual({ value: "42:true", hits: 0, misses: 2 })
   })
 
+  it("leaves a file that calls import() to Node, so it works on every run", () => {
+    const { root, cache } = fixture()
+    writeFileSync(join(root, "lib.cjs"), 'exports.twice = (n) => n * 2\nexports.later = () => import("node:os")\n')
+    writeFileSync(join(root, "main.cjs"), 'const lib = require("./lib.cjs"); module.exports = lib.twice(21) + ":" + typeof lib.later\n')
+    expect(load(root, cache)).toEqual({ value: "42:function", hits: 0, misses: 1 })
+    expect(load(root, cache)).toEqual({ value: "42:function", hits: 1, misses: 0 })
+    const script = `const c = require(${JSON.stringify(loader)}); c.enableCompileCache([${JSON.stringify(root)}], ${JSON.stringify(cache)}); require(${JSON.stringify(join(root, "lib.cjs"))}).later().then((os) => console.log(typeof os.cpus))`
+    expect(execFileSync(process.execPath, ["-e", script], { encoding: "utf8" }).trim()).toBe("function")
+  })
+
   it("is off with STOAT_COMPILE_CACHE=0", () => {
     const { root, cache } = fixture()
     expect(load(root, cache, { STOAT_COMPILE_CACHE: "0" })).toEqual({ value: "42:true", hits: 0, misses: 0 })
