@@ -18,8 +18,8 @@ const os = require("node:os")
 const path = require("node:path")
 const vm = require("node:vm")
 
-/** At most this many entries are kept; a build makes about twenty. */
-const MAX_ENTRIES = 200
+/** At most this many entries (~20 MB) are kept: one build and its packages make about 150. */
+const MAX_ENTRIES = 500
 /** A process that outlives this (a server) saves its cache without waiting for its exit. */
 const SAVE_AFTER_MS = 1500
 
