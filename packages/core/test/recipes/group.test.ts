@@ -4,15 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { RECIPE_IN_OWN_GROUP, STOP_RECIPE_GROUP } from "../../src/recipes/apply.js"
+import { alive } from "../processes.js"
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 const until = async (check: () => boolean, what: string) => {
   for (let i = 0; i < 100 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 50))
   if (!check()) throw new Error(`timed out waiting for ${what}`)

@@ -8,6 +8,7 @@ import type { CannotReach } from "../../src/errors.js"
 import { makeGuestTransport } from "../../src/ssh/live.js"
 import type { GuestTransport, SshTarget } from "../../src/ports/guest-transport.js"
 import { closedPort, sftpIdentity, sftpServerPath, startSilentListener, startTestServer, type TestSshServer } from "./server.js"
+import { alive } from "../processes.js"
 
 type Transport = Context.Tag.Service<GuestTransport>
 
@@ -448,11 +449,3 @@ describe("latency", () => {
   })
 })
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}

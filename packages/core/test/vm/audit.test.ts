@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { version } from "../../src/operations/read.js"
@@ -27,5 +28,18 @@ describe("stoat.log audit lines", () => {
     mkdirSync(logs)
     await h.ok(version, {})
     expect(readFileSync(join(logs, "stoat.log"), "utf8").match(/op=host\.version /g)).toHaveLength(1)
+  })
+
+  it("skip a FIFO or a folder planted as stoat.log: the call answers, nothing blocks on it", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "logs"), { recursive: true })
+    const log = join(h.root, "logs", "stoat.log")
+    execFileSync("mkfifo", [log])
+    for (let i = 0; i < 2; i++) await h.ok(version, {}, { caller: "mcp" })
+    expect(statSync(log).isFIFO()).toBe(true)
+    rmSync(log)
+    mkdirSync(log)
+    await h.ok(version, {})
+    expect(statSync(log).isDirectory()).toBe(true)
   })
 })

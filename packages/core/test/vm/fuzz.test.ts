@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Arbitrary, Cause, Effect, Either, Exit, FastCheck, Option, Schema } from "effect"
 import fc from "fast-check"
@@ -72,6 +73,23 @@ const inputFor = (operation: Operation) => {
   )
 }
 
+/**
+ * Host paths the fuzz draws (a screenshot's `path`, a copy's `local`) land in a scratch folder:
+ * drawn as given, a run wrote PNGs into the package folder, and one starting with "/" could
+ * write anywhere on the host.
+ */
+const scratch = mkdtempSync(join(tmpdir(), "stoat-fuzz-"))
+const HOST_PATH_FIELDS = ["path", "local"]
+const confined = (input: unknown): unknown => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return input
+  const object = { ...(input as Record<string, unknown>) }
+  for (const key of HOST_PATH_FIELDS) {
+    const value = object[key]
+    if (typeof value === "string") object[key] = join(scratch, value.replace(/[/\\]/g, "_").replace(/^\.+/, "_") || "_")
+  }
+  return object
+}
+
 /** A data root with a stopped VM, a running one, a broken one and a live one. */
 const world = async (): Promise<Harness> => {
   const h = harness()
@@ -94,7 +112,7 @@ describe("fuzz: arbitrary JSON input never defects", () => {
       const h = await world()
       const outcomes: Record<string, number> = {}
       await fc.assert(
-        fc.asyncProperty(inputFor(operation), fc.constantFrom("cli", "mcp") as fc.Arbitrary<"cli" | "mcp">, async (input, caller) => {
+        fc.asyncProperty(inputFor(operation).map(confined), fc.constantFrom("cli", "mcp") as fc.Arbitrary<"cli" | "mcp">, async (input, caller) => {
           const folders = h.vmFolders()
           const tomls = vmTomls(h)
           const effect = Effect.provide(Effect.provide(runOperation(operation, input, { requestId: "fuzz" }), callerOf(caller)), h.layer() as never) as Effect.Effect<unknown, unknown>
