@@ -46,7 +46,7 @@ export { ACCESS_ORDER, AccessLevel, DiskSize, DiskSizeInput, effectiveAccess, ty
 export { type CreateSpec, type StartOptions, type UpdateOutcome, type UpdateSpec, Vms, VmsLive, type WaitOptions, type WaitOutcome } from "./vm/lifecycle.js"
 export { type Limits, ProjectLimits } from "./vm/limits.js"
 export { guestHostname } from "./vm/names.js"
-export { loadVm, type OkRecord } from "./vm/runtime.js"
+export { loadVm, type OkRecord } from "./vm/records.js"
 export { Snapshots, SnapshotsLive } from "./vm/snapshots.js"
 export { type VmRecord, VmStore, VmStoreLive } from "./vm/store.js"
 export { type SetSecrets, type VmLive } from "./vm/view.js"

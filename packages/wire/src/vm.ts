@@ -91,6 +91,8 @@ export const UpdateResult = Schema.Struct({
   applies_at: AppliesAt,
   pending_restart: Schema.Array(Schema.String)
 })
+/** `stoat update --json` data (reference §4): the MCP result without its pending_restart list. */
+export const CliUpdateResult = Schema.Struct({ vm: Vm, changed: Schema.Array(Schema.String), applies_at: AppliesAt })
 export const WaitResult = Schema.Struct({
   vm: Schema.String,
   until: Schema.String,

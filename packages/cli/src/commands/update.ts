@@ -1,5 +1,5 @@
 import { Args, Flags } from "@oclif/core"
-import { updateVm } from "@stoat/core"
+import { cliDataOf, updateVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 import { inputOf, paramTable, recipeNames, recipesFlag, schemaFlags, secretEnvName } from "../flags.js"
 
@@ -50,7 +50,7 @@ export default class Update extends StoatCommand {
     }
     if (Object.keys(input).length === 1) return this.failWith({ code: "usage", message: "nothing to change: give at least one flag (see stoat update --help)" })
     const result = await this.call(updateVm, input)
-    this.emit(result, () => {
+    this.emit(cliDataOf(updateVm, result, input), () => {
       this.line(result.changed.length === 0 ? `${result.vm.name}: nothing changed` : `updated ${result.vm.name}: ${result.changed.join(", ")}`)
       if (result.pending_restart.length > 0) this.line(`takes effect at next start: ${result.pending_restart.join(", ")}`)
     })

@@ -4,7 +4,7 @@ import type { StoatError } from "../errors.js"
 import { Guests, type LoadedGuest } from "./definitions.js"
 import type { Hypervisor } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
-import { loadVm, requireRunning, sshTarget } from "../vm/runtime.js"
+import { loadVm, requireRunning, sshTarget } from "../vm/records.js"
 import type { VmStore } from "../vm/store.js"
 
 /** What a guest operation needs to know about its VM: how to reach it and what kind of guest it is. */

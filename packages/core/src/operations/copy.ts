@@ -2,7 +2,7 @@ import { Effect, Schema } from "effect"
 import { CopyResult, McpCopyResult } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { copyFromGuest, copyToGuest } from "../guest/copy.js"
-import { loadVm, requireRunning, sshTarget } from "../vm/runtime.js"
+import { loadVm, requireRunning, sshTarget } from "../vm/records.js"
 import { VmName } from "./inputs.js"
 import { defineOperation, EXEC, hostOnly } from "./operation.js"
 

@@ -5,7 +5,7 @@ import { JOB_ID } from "../guest/job-registry.js"
 import { textOrBase64 } from "../guest/encoding.js"
 import { JOB_OUTPUT_CAP, Jobs } from "../guest/jobs.js"
 import { runningTarget } from "../guest/session.js"
-import { isRunning, loadVm, sshTarget } from "../vm/runtime.js"
+import { isRunning, loadVm, sshTarget } from "../vm/records.js"
 import { EnvName, GuestPath, IntRange, VmName } from "./inputs.js"
 import { defineOperation, EXEC, READ } from "./operation.js"
 

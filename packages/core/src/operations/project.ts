@@ -9,7 +9,7 @@ import { readProjectSecrets, readSecrets, type SecretTable } from "../platform/s
 import { effectiveAccess } from "../vm/config.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { Vms } from "../vm/lifecycle.js"
-import { isRunning, type OkRecord } from "../vm/runtime.js"
+import { isRunning, type OkRecord } from "../vm/records.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { aggregateHealth } from "../vm/view.js"
 import { NoInput } from "./inputs.js"

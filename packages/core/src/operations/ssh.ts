@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
 import { SshCommand } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
-import { loadVm, requireRunning, sshTarget } from "../vm/runtime.js"
+import { loadVm, requireRunning, sshTarget } from "../vm/records.js"
 import { VmName } from "./inputs.js"
 import { defineOperation, READ } from "./operation.js"
 

@@ -1,13 +1,11 @@
 import { readFile } from "node:fs/promises"
-import { dirname, join } from "node:path"
+import { join } from "node:path"
 import { Effect, Schema } from "effect"
-import { CloneResult, DestroyResult, ForwardResult, LogLines, RmResult, ScreenshotResult, UpdateResult, Vm, VmResult, WaitResult } from "@stoat/wire"
+import { CliUpdateResult, CloneResult, DestroyResult, ForwardResult, LogLines, RmResult, ScreenshotResult, UpdateResult, Vm, VmResult, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
-import { InvalidSpec, ScreenshotFailed } from "../errors.js"
-import * as fs from "../platform/fs.js"
-import { Hypervisor } from "../ports/hypervisor.js"
+import { InvalidSpec } from "../errors.js"
 import { AccessLevel, DISK_RANGE, DiskSizeInput } from "../vm/config.js"
-import { isRunning, loadVm, vmRef, type OkRecord } from "../vm/runtime.js"
+import { isRunning, loadVm, type OkRecord } from "../vm/records.js"
 import { Vms } from "../vm/lifecycle.js"
 import { VmStore } from "../vm/store.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
@@ -201,6 +199,7 @@ export const updateVm = defineOperation({
     mode: hostOnly(Schema.optional(Schema.String))
   }),
   output: UpdateResult,
+  cliView: ({ vm, changed, applies_at }): typeof CliUpdateResult.Type => ({ vm, changed, applies_at }),
   annotations: MUTATE,
   access: null,
   run: ({ vm, ...spec }) =>
@@ -331,22 +330,6 @@ export const screenshotVm = defineOperation({
   output: ScreenshotResult,
   annotations: MUTATE,
   access: null,
-  run: (input) =>
-    Effect.gen(function* () {
-      const record = yield* loadVm(input.vm)
-      const folder = join(record.dir, "screenshots")
-      yield* fs.makeDirectory(folder)
-      const stamp = new Date().toISOString().replace(/[:]/g, "").replace(/\.\d+Z$/, "Z")
-      let path = input.path ?? join(folder, `${stamp}.png`)
-      for (let n = 2; input.path === undefined && (yield* fs.exists(path)); n++) {
-        path = join(folder, `${stamp}-${n}.png`)
-      }
-      const shot = yield* (yield* Hypervisor).screenshot(vmRef(record))
-      // Written here, not by the provider: the file lands where the user asked, on this host.
-      yield* Effect.zipRight(fs.makeDirectory(dirname(path)), fs.writeFileAtomic(path, shot.png)).pipe(
-        Effect.mapError((error) => new ScreenshotFailed({ message: `screenshot of VM "${input.vm}" failed: ${error.message}`, subject: input.vm }))
-      )
-      return { vm: input.vm, path, width: shot.width, height: shot.height, bytes: shot.png.byteLength }
-    })
+  run: (input) => Effect.map(Effect.flatMap(Vms, (vms) => vms.screenshot(input.vm, input.path)), (shot) => ({ vm: input.vm, ...shot }))
 })
 

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { yamlString } from "../cloudinit/seed.js"
 import { quoteWord } from "../ssh/quote.js"
 import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
-import type { OkRecord } from "../vm/runtime.js"
+import type { OkRecord } from "../vm/records.js"
 import { planApply, recipeScript, type PlannedStep } from "./apply.js"
 
 export const MARKER_DIR = "/var/lib/stoat/.applied"

@@ -4,7 +4,7 @@ import { InvalidSpec, LimitReached } from "../errors.js"
 import { HostProbe } from "../platform/host.js"
 import { effectiveLimits } from "./limits.js"
 import * as fs from "../platform/fs.js"
-import { isRunning } from "./runtime.js"
+import { isRunning } from "./records.js"
 import { VmStore } from "./store.js"
 
 /** max_vms counts every VM in the data root, broken ones included. */

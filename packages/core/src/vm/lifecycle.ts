@@ -5,9 +5,11 @@
  */
 import { randomBytes } from "node:crypto"
 import { stat } from "node:fs/promises"
+import { dirname, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../platform/data-root.js"
-import { AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, internalError, InvalidSpec, NameTaken, NoDisk, type StoatError } from "../errors.js"
+import * as fs from "../platform/fs.js"
+import { AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, internalError, InvalidSpec, NameTaken, NoDisk, ScreenshotFailed, type StoatError } from "../errors.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { Caller } from "../context/caller.js"
 import { Guests } from "../guest/definitions.js"
@@ -28,7 +30,9 @@ import { checkMemory, checkVmCount, makeVmFolder } from "./folders.js"
 import { validateVmName } from "./names.js"
 import { allocateSshPort, isBindable, validateForwards } from "./network.js"
 import { waitApplied, waitReachable, waitStopped } from "./readiness.js"
-import { bootPlan, diskPath, firstDisk, isRunning, loadVm, vmDisk, vmRef, type OkRecord } from "./runtime.js"
+import { isRunning, loadVm, vmRef, type OkRecord } from "./records.js"
+import { diskPath, firstDisk, vmDisk } from "./disks.js"
+import { bootPlan } from "./boot-plan.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { VmStore, type VmRecord } from "./store.js"
 import { resolveTemplate, withLocalImage } from "./template.js"
@@ -540,7 +544,23 @@ function makeVms(): Vms["Type"] {
 
   const applyRecipes = (name: string, only: ReadonlyArray<string> | undefined) => applyVm(name, only, hooks)
 
-  return { create, start, stop, wait, update: updateSettings, clone, destroy, setForwards, applyRecipes }
+  const screenshot = (name: string, path: string | undefined) =>
+    Effect.gen(function* () {
+      const record = yield* loadVm(name)
+      const folder = join(record.dir, "screenshots")
+      yield* fs.makeDirectory(folder)
+      const stamp = new Date(yield* Clock.currentTimeMillis).toISOString().replace(/[:]/g, "").replace(/\.\d+Z$/, "Z")
+      let file = path ?? join(folder, `${stamp}.png`)
+      for (let n = 2; path === undefined && (yield* fs.exists(file)); n++) file = join(folder, `${stamp}-${n}.png`)
+      const shot = yield* (yield* Hypervisor).screenshot(vmRef(record))
+      // Written here, not by the provider: the file lands where the user asked, on this host.
+      yield* Effect.zipRight(fs.makeDirectory(dirname(file)), fs.writeFileAtomic(file, shot.png)).pipe(
+        Effect.mapError((error) => new ScreenshotFailed({ message: `screenshot of VM "${name}" failed: ${error.message}`, subject: name }))
+      )
+      return { path: file, width: shot.width, height: shot.height, bytes: shot.png.byteLength }
+    })
+
+  return { create, start, stop, wait, update: updateSettings, clone, destroy, setForwards, applyRecipes, screenshot }
 }
 
 export class Vms extends Context.Tag("stoat/Vms")<
@@ -562,6 +582,11 @@ export class Vms extends Context.Tag("stoat/Vms")<
     readonly setForwards: (name: string, pairs: ReadonlyArray<string>) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Applies a running VM's recipes (all, or `only` these), rebooting it when a recipe asks. */
     readonly applyRecipes: (name: string, only: ReadonlyArray<string> | undefined) => ReturnType<typeof applyVm>
+    /** A PNG of a running VM's display, at `path` or a new file of its screenshots folder. */
+    readonly screenshot: (
+      name: string,
+      path: string | undefined
+    ) => Effect.Effect<{ readonly path: string; readonly width: number; readonly height: number; readonly bytes: number }, StoatError, LifecycleServices>
   }
 >() {
   static readonly make: Vms["Type"] = makeVms()

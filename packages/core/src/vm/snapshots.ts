@@ -4,7 +4,8 @@ import { AlreadyRunning, NoDisk, NotFound, type StoatError } from "../errors.js"
 import { Guests } from "../guest/definitions.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
-import { isRunning, loadVm, vmDisk, type OkRecord } from "./runtime.js"
+import { isRunning, loadVm, type OkRecord } from "./records.js"
+import { vmDisk } from "./disks.js"
 import { VmStore } from "./store.js"
 
 /**

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { CliExecResult, CopyResult, GuestShow, RecipeSchema, RmResult, SnapshotAction, SnapshotList, VmGet, VmResult } from "@stoat/wire"
+import { CliExecResult, CliUpdateResult, CopyResult, GuestShow, RecipeSchema, RmResult, SnapshotAction, SnapshotList, VmGet, VmResult } from "@stoat/wire"
 import {
   catalog,
   cliDataOf,
@@ -22,6 +22,7 @@ import {
   saveSnapshot,
   startVm,
   stopVm,
+  updateVm,
   type Operation
 } from "../../src/operations/index.js"
 import { harness } from "../vm/harness.js"
@@ -33,6 +34,7 @@ const CONTRACT: Record<string, { readonly command: string; readonly schema: Sche
   "vm.start": { command: "up", schema: VmResult, keys: ["vm"] },
   "vm.stop": { command: "down", schema: VmResult, keys: ["vm"] },
   "vm.destroy": { command: "rm", schema: RmResult, keys: ["deleted", "name"] },
+  "vm.update": { command: "update", schema: CliUpdateResult, keys: ["applies_at", "changed", "vm"] },
   "snapshot.list": { command: "snapshot", schema: SnapshotList, keys: ["snapshots", "vm"] },
   "snapshot.save": { command: "snapshot", schema: SnapshotAction, keys: ["action", "tag", "vm"] },
   "snapshot.restore": { command: "snapshot --restore", schema: SnapshotAction, keys: ["action", "tag", "vm"] },
@@ -67,6 +69,13 @@ describe("CLI views (reference §4, per-command data)", () => {
     expect((await viewOf(h, getVm, { vm: "box" }))["vm"]).toMatchObject({ name: "box", health: expect.any(String) })
     expect((await viewOf(h, stopVm, { vm: "box" }))["vm"]).toMatchObject({ name: "box", state: "stopped" })
     expect(await viewOf(h, destroyVm, { vm: "box" })).toEqual({ deleted: true, name: "box" })
+  })
+
+  it("update answers {vm, changed, applies_at}", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "box", image: "tiny" })
+    const updated = await viewOf(h, updateVm, { vm: "box", cpus: 2 })
+    expect(updated).toMatchObject({ changed: ["cpus"], applies_at: "now", vm: expect.objectContaining({ name: "box", cpus: 2 }) })
   })
 
   it("snapshot lists as {vm, snapshots} and acts as {vm, tag, action}", async () => {
