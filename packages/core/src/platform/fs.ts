@@ -11,7 +11,7 @@
  * | anything else                       | `Internal`     | `internal`      |
  */
 import * as nodeFs from "node:fs/promises"
-import type { Dirent, MakeDirectoryOptions, RmOptions, Stats } from "node:fs"
+import { readdirSync, type Dirent, type MakeDirectoryOptions, type RmOptions, type Stats } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Option } from "effect"
 import { AccessDenied, Internal, InvalidSpec, LimitReached, NotFound } from "../errors.js"
@@ -99,21 +99,24 @@ export const readFileStringIfExists = (path: string): Effect.Effect<Option.Optio
     Effect.catchIf(isMissing, () => Effect.succeed(Option.none()))
   )
 
-/** A folder's entries; a folder that does not exist has none. */
-export const listDirectory = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> =>
-  attempt("list", path, () => nodeFs.readdir(path).catch(noneWhenMissing))
-
-export const listDirectoryEntries = (path: string): Effect.Effect<ReadonlyArray<Dirent>, FsError> =>
-  attempt("list", path, () => nodeFs.readdir(path, { withFileTypes: true }).catch(noneWhenMissing))
-
 /**
- * A missing folder's empty listing, decided on Node's error: a typed error made only to be
- * caught cost every MCP call that lists the (usually absent) guests folder a stack trace.
+ * A folder's entries; a folder that does not exist has none. Listed synchronously: one system
+ * call that no special file can stall (a FIFO is ENOTDIR at once), where the round trip through
+ * libuv's thread pool was the largest part of an MCP list_vms.
  */
-const noneWhenMissing = (cause: unknown): never[] => {
-  if (errnoOf(cause) === "ENOENT") return []
-  throw cause
-}
+export const listDirectory = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> => listed(path, () => readdirSync(path))
+
+export const listDirectoryEntries = (path: string): Effect.Effect<ReadonlyArray<Dirent>, FsError> => listed(path, () => readdirSync(path, { withFileTypes: true }))
+
+/** A missing folder lists empty, decided on Node's error (no typed error made only to be caught). */
+const listed = <A>(path: string, read: () => A[]): Effect.Effect<ReadonlyArray<A>, FsError> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(read())
+    } catch (cause) {
+      return errnoOf(cause) === "ENOENT" ? Effect.succeed([]) : fsError("list", path, cause)
+    }
+  })
 
 export const makeDirectory = (path: string, options: MakeDirectoryOptions = { recursive: true }): Effect.Effect<void, FsError> =>
   Effect.asVoid(attempt("create the folder", path, () => nodeFs.mkdir(path, options)))
