@@ -34,7 +34,6 @@ import {
   type CheckpointFile
 } from "./layout.js"
 
-
 /** The most forks one call starts: they all boot at once on this host. */
 export const MAX_FORKS_PER_CALL = 16
 

@@ -86,7 +86,6 @@ export const renderUserData = (options: UserDataOptions): string => {
   return `#cloud-config-archive\n${parts.join("")}`
 }
 
-
 export const renderMetaData = (vmName: string, instanceId = `stoat-${vmName}`): string =>
   `instance-id: ${yamlString(instanceId)}\nlocal-hostname: ${yamlString(guestHostname(vmName))}\n`
 

@@ -20,9 +20,9 @@ export class Caller extends Context.Tag("stoat/Caller")<
   }
 >() {}
 
-/** A person at the stoat CLI; `interactive` when stdin is a terminal and the output is not --json. */
 /** The callers as values, for `callerContext`; the layers below wrap the same values. */
 export const CALLERS = {
+  /** A person at the stoat CLI; `interactive` when stdin is a terminal and the output is not --json. */
   cli: (options: { readonly interactive: boolean }): Caller["Type"] => ({
     kind: "cli",
     mayRaiseAccess: true,

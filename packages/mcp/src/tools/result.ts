@@ -1,7 +1,6 @@
 import { ERROR_META_KEY, type ErrorInfo } from "@stoat/wire"
 import { redact } from "../policy/redact.js"
 
-
 export interface ToolResult {
   readonly [key: string]: unknown
   readonly content: ReadonlyArray<{ readonly type: "text"; readonly text: string }>
