@@ -128,7 +128,7 @@ export const capabilities = defineOperation({
       const host = yield* HostProbe
       const qemu = yield* host.which("qemu-system-x86_64")
       const qemuImg = yield* host.which("qemu-img")
-      const kvm = yield* Effect.promise(() => stat("/dev/kvm").then(() => true, () => false))
+      const kvm = yield* fs.isPresent("/dev/kvm")
       // The frontend's project (its working directory): a stoat.toml that does not decode is unknown.
       const project = yield* Effect.either((yield* Projects).current)
       const projectState = project._tag === "Left" ? ("unknown" as const) : Option.isSome(project.right) ? ("available" as const) : ("absent" as const)

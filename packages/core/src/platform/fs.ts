@@ -130,6 +130,9 @@ export const statIfExists = (path: string): Effect.Effect<Option.Option<Stats>, 
 
 export const exists = (path: string): Effect.Effect<boolean, FsError> => Effect.map(statIfExists(path), Option.isSome)
 
+/** Whether anything is at `path`, where a failure to look (EACCES, …) counts as nothing there. */
+export const isPresent = (path: string): Effect.Effect<boolean> => Effect.promise(() => nodeFs.stat(path).then(() => true, () => false))
+
 export const remove = (path: string, options: RmOptions = { recursive: true, force: true }): Effect.Effect<void, FsError> =>
   attempt("remove", path, () => nodeFs.rm(path, options))
 

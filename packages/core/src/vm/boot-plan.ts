@@ -1,4 +1,3 @@
-import { stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
@@ -51,7 +50,7 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
     }
     if (config.mode === "cloud") {
       // The overlay on the shared base is made at first start, so a never-started VM costs nothing.
-      const exists = yield* Effect.promise(() => stat(diskPath(record)).then(() => true, () => false))
+      const exists = yield* fs.isPresent(diskPath(record))
       if (!exists) {
         if (config.base === "") return yield* new Broken({ message: `VM "${record.name}" is a cloud VM without a base image`, subject: record.name })
         const baseImage = { image: config.base }
@@ -68,7 +67,7 @@ const ensureSeed = (record: OkRecord) =>
   Effect.gen(function* () {
     const root = yield* DataRoot
     const path = join(record.dir, "ovl", "seed.iso")
-    if (yield* Effect.promise(() => stat(path).then(() => true, () => false))) return path
+    if (yield* fs.isPresent(path)) return path
     const guest = yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
     const keys = yield* clientKeyPair(root)
     // Recipes the VM is created with run at first boot; later changes go over ssh.

@@ -4,7 +4,6 @@
  * call it instead of each other.
  */
 import { randomBytes } from "node:crypto"
-import { stat } from "node:fs/promises"
 import { dirname, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../platform/data-root.js"
@@ -118,7 +117,6 @@ export interface UpdateOutcome {
   readonly pendingRestart: ReadonlyArray<string>
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // shared checks
 
@@ -153,8 +151,6 @@ const refuseInsideProject = Effect.gen(function* () {
 })
 
 const freeSshPort = (all: ReadonlyArray<VmRecord>) => Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })
-
-const fileExists = (path: string) => Effect.promise(() => stat(path).then(() => true, () => false))
 
 /**
  * What create and clone share, under the root lock: the name is free and within max_vms, the VM
@@ -296,7 +292,7 @@ const FIELD_UPDATERS: { readonly [K in UpdatableField]-?: FieldUpdater<NonNullab
         if (diskSizeBytes(disk) < diskSizeBytes(config.disk)) return yield* new DiskShrink({ message: `disk can only grow (now ${config.disk}, asked ${disk})`, subject: "disk" })
         if (config.mode === "live") return yield* new NoDisk({ message: `VM "${record.name}" is a live VM and has no disk`, subject: record.name })
         // A cloud VM's disk is made at first start, at the size vm.toml then names.
-        if (yield* fileExists(diskPath(record))) yield* (yield* Hypervisor).resizeDisk(vmDisk(record), disk)
+        if (yield* fs.isPresent(diskPath(record))) yield* (yield* Hypervisor).resizeDisk(vmDisk(record), disk)
         return { ...config, disk }
       })
   }
@@ -406,7 +402,7 @@ function makeVms(): Vms["Type"] {
           const configFor = (sshport: number): VmConfig => ({ ...copied, name, sshport, forwards: [], applied: {}, project: "", key: "" })
           const sourceDisk = diskPath(source)
           const disk = (dir: string) =>
-            Effect.flatMap(fileExists(sourceDisk), (hasDisk) => (hasDisk ? hypervisor.createDisk(firstDisk({ name, dir }), source.config.disk, vmDisk(source)) : Effect.void))
+            Effect.flatMap(fs.isPresent(sourceDisk), (hasDisk) => (hasDisk ? hypervisor.createDisk(firstDisk({ name, dir }), source.config.disk, vmDisk(source)) : Effect.void))
           return yield* addVm(name, yield* (yield* VmStore).list, configFor, disk)
         })
       )

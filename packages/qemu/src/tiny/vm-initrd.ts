@@ -28,11 +28,10 @@ export interface WriteVmInitrdOptions {
  * so the base stays shared and this costs one file copy per VM start.
  */
 export async function writeVmInitrd(opts: WriteVmInitrdOptions): Promise<void> {
-  const hostname = opts.hostname
   const cpio = new CpioWriter()
   cpio.dir("etc/stoat")
   cpio.file(GUEST_AUTHORIZED_KEYS, opts.authorizedKeys.endsWith("\n") ? opts.authorizedKeys : `${opts.authorizedKeys}\n`, 0o600)
-  cpio.file(GUEST_HOSTNAME, `${hostname}\n`, 0o644)
+  cpio.file(GUEST_HOSTNAME, `${opts.hostname}\n`, 0o644)
   if (opts.hostKeyDropbear !== undefined) cpio.file(GUEST_HOST_KEY, opts.hostKeyDropbear, 0o600)
   if (opts.hostKeyOpenssh !== undefined) cpio.file(GUEST_OPENSSH_HOST_KEY, opts.hostKeyOpenssh, 0o600)
   const overlay = await promisify(gzip)(cpio.finish())
