@@ -1,8 +1,8 @@
-import { readFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import { CliUpdateResult, CloneResult, DestroyResult, ForwardResult, LogLines, RmResult, ScreenshotResult, UpdateResult, Vm, VmResult, WaitResult } from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
+import { readFileTail } from "../platform/fs.js"
 import { InvalidSpec } from "../errors.js"
 import { AccessLevel, DISK_RANGE, DiskSizeInput } from "../vm/config.js"
 import { isRunning, loadVm, type OkRecord } from "../vm/records.js"
@@ -267,10 +267,13 @@ const LogCount = Schema.optional(Schema.Int.pipe(Schema.between(0, MAX_LOG_LINES
 export const logFile = (root: DataRootPaths, vm?: string, which: "console" | "apply" = "console"): string =>
   vm === undefined ? join(root.logs, "stoat.log") : join(root.vmDir(vm), which === "console" ? "console.log" : "last-provision.log")
 
+/** Enough of a log's end for MAX_LOG_LINES lines of a chatty console (2 KiB each). */
+const LOG_TAIL_BYTES = MAX_LOG_LINES * 2048
+
 /** The last n lines of a log (n = 0: as many as the cap allows), without terminal escapes; a missing file has none. */
 const tailLines = (file: string, n = 50) =>
   Effect.map(
-    Effect.promise(() => readFile(file, "utf8").catch(() => "")),
+    readFileTail(file, LOG_TAIL_BYTES),
     (text) => {
       const lines = text.replace(ANSI, "").split("\n")
       if (lines.at(-1) === "") lines.pop()

@@ -11,7 +11,7 @@
  * | anything else                       | `Internal`     | `internal`      |
  */
 import * as nodeFs from "node:fs/promises"
-import { readdirSync, type Dirent, type MakeDirectoryOptions, type RmOptions, type Stats } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, type Dirent, type MakeDirectoryOptions, type RmOptions, type Stats } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Option } from "effect"
 import { AccessDenied, Internal, InvalidSpec, LimitReached, NotFound } from "../errors.js"
@@ -115,6 +115,32 @@ const listed = <A>(path: string, read: () => A[]): Effect.Effect<ReadonlyArray<A
       return Effect.succeed(read())
     } catch (cause) {
       return errnoOf(cause) === "ENOENT" ? Effect.succeed([]) : fsError("list", path, cause)
+    }
+  })
+
+/**
+ * The last `maxBytes` of a regular file as text, starting at a line boundary; a file that does
+ * not exist is empty. Opened without blocking and checked before any read, so a FIFO, a device
+ * (`/dev/zero`) or a folder at `path` is a typed error, never a stall or an endless read; a huge
+ * file costs `maxBytes`, not its size.
+ */
+export const readFileTail = (path: string, maxBytes: number): Effect.Effect<string, FsError> =>
+  Effect.suspend(() => {
+    let fd: number | undefined
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+      const info = fstatSync(fd)
+      if (!info.isFile()) return Effect.fail(new InvalidSpec({ message: `cannot read ${path}: not a regular file`, subject: path }))
+      const from = Math.max(0, info.size - maxBytes)
+      const buffer = Buffer.alloc(info.size - from)
+      const read = readSync(fd, buffer, 0, buffer.length, from)
+      const text = buffer.subarray(0, read).toString("utf8")
+      // Cut mid-file: the first line is partial (perhaps mid-character), so it is left out.
+      return Effect.succeed(from === 0 ? text : text.slice(text.indexOf("\n") + 1))
+    } catch (cause) {
+      return errnoOf(cause) === "ENOENT" ? Effect.succeed("") : fsError("read", path, cause)
+    } finally {
+      if (fd !== undefined) closeSync(fd)
     }
   })
 

@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { knownImageFile, findImage } from "../../src/images/index.js"
@@ -117,6 +118,33 @@ describe("logs", () => {
     expect(await h.ok(vmLogs, { vm: "web" })).toEqual({ vm: "web", which: "console", lines: ["boot 1", "boot 2"] })
     expect(await h.ok(vmLogs, { vm: "web", which: "console" })).toMatchObject({ lines: ["boot 1", "boot 2"] })
     expect(await h.ok(vmLogs, { vm: "web", which: "apply" })).toEqual({ vm: "web", which: "apply", lines: ["=== recipe x ===", "done"] })
+  })
+
+  // Hostile data root: a special file where a log belongs is refused at once, never read.
+  it("a FIFO, a device or a folder as the console log is invalid_spec at once, not a stall or an endless read", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    const log = join(h.vmDir("web"), "console.log")
+    execFileSync("mkfifo", [log])
+    expect((await h.fail(vmLogs, { vm: "web" })).message).toContain("not a regular file")
+    rmSync(log)
+    symlinkSync("/dev/zero", log)
+    expect((await h.fail(vmLogs, { vm: "web" })).code).toBe("invalid_spec")
+    rmSync(log)
+    mkdirSync(log)
+    expect((await h.fail(vmLogs, { vm: "web" })).code).toBe("invalid_spec")
+  })
+
+  it("a huge log is read from its end: the last lines whole, no partial first line", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    // 24 MiB of 1 KiB lines, far more than the tail read: lines must come back whole.
+    const line = (i: number) => `${String(i).padStart(8, "0")} ${"x".repeat(1014)}`
+    h.writeVmFile("web", "console.log", Array.from({ length: 24 * 1024 }, (_, i) => line(i)).join("\n") + "\n")
+    const { lines } = await h.ok(vmLogs, { vm: "web", n: 0 })
+    expect(lines).toHaveLength(2000)
+    expect(lines.at(-1)).toBe(line(24 * 1024 - 1))
+    expect(lines.every((text) => text.length === 1023)).toBe(true)
   })
 
   it("a missing log reads as no lines", async () => {
