@@ -6,7 +6,6 @@ import { NotFound, internalError } from "../errors.js"
 import { isNotFound } from "../platform/files.js"
 import { byName, closest } from "./names.js"
 import { parseVmToml, renderVmToml, salvageSshPort, type VmConfig } from "./config.js"
-import { warn } from "../platform/warnings.js"
 import * as fs from "../platform/fs.js"
 import type { FsError } from "../platform/fs.js"
 
@@ -36,7 +35,20 @@ const unreadableReason = (code: string | undefined, error: unknown): string =>
       ? "vm.toml cannot be read: permission denied"
       : `vm.toml cannot be read: ${error instanceof Error ? error.message : String(error)}`
 
-export const readVmRecord = async (name: string, dir: string): Promise<VmRecord | undefined> => {
+/**
+ * A notice (an unknown vm.toml key) once per store: stderr only, since stdout carries `--json`
+ * and MCP stdio, and a server reading the same file on every call says it once.
+ */
+const stderrOnce = (): ((message: string) => void) => {
+  const seen = new Set<string>()
+  return (message) => {
+    if (seen.has(message)) return
+    seen.add(message)
+    process.stderr.write(`warning: ${message}\n`)
+  }
+}
+
+const readVmRecord = async (name: string, dir: string, warn: (message: string) => void): Promise<VmRecord | undefined> => {
   let text: string
   try {
     text = await readFile(join(dir, "vm.toml"), "utf8")
@@ -63,11 +75,12 @@ export const notFoundVm = (name: string, known: ReadonlyArray<string>): NotFound
 export const VmStoreLive = Layer.effect(
   VmStore,
   Effect.map(DataRoot, (root) => {
+    const warn = stderrOnce()
     const list = Effect.flatMap(fs.listDirectoryEntries(root.root), (entries) =>
       Effect.tryPromise({
         try: async () => {
           const names = entries.filter((entry) => entry.isDirectory() && !isReservedDir(entry.name)).map((entry) => entry.name)
-          const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name))))
+          const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name), warn)))
           return records.filter((record): record is VmRecord => record !== undefined).sort(byName)
         },
         catch: internalError(`cannot read ${root.root}`)
@@ -77,7 +90,7 @@ export const VmStoreLive = Layer.effect(
       Effect.gen(function* () {
         const record = isReservedDir(name)
           ? undefined
-          : yield* Effect.tryPromise({ try: () => readVmRecord(name, root.vmDir(name)), catch: internalError(`cannot read VM ${name}`) })
+          : yield* Effect.tryPromise({ try: () => readVmRecord(name, root.vmDir(name), warn), catch: internalError(`cannot read VM ${name}`) })
         if (record) return record
         const all = yield* list
         return yield* notFoundVm(name, all.map((vm) => vm.name))
