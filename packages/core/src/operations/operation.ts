@@ -70,7 +70,8 @@ export interface Operation<I = any, O = any, R = any> {
   readonly description: string
   readonly kind: "query" | "command"
   readonly input: Schema.Schema<I, any>
-  readonly output: Schema.Schema<O, any>
+  /** Plain data: its encoded form is the value itself, which every frontend renders. */
+  readonly output: Schema.Schema<O>
   readonly annotations: Annotations
   /**
    * The CLI's `--json` data for a result (reference §4 "Per-command `data`") where it differs
@@ -91,7 +92,7 @@ export interface Operation<I = any, O = any, R = any> {
   readonly run: (input: I, context: ExecutionContext) => Effect.Effect<O, StoatError, R>
 }
 
-export const defineOperation = <I, II, O, OI, R>(operation: Operation<I, O, R> & { input: Schema.Schema<I, II>; output: Schema.Schema<O, OI> }): Operation<I, O, R> =>
+export const defineOperation = <I, II, O, R>(operation: Operation<I, O, R> & { input: Schema.Schema<I, II> }): Operation<I, O, R> =>
   operation
 
 /** What the CLI prints (and `--json` carries) for this result of the operation. */

@@ -2,7 +2,7 @@ import { Clock, Effect, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./operation.js"
 import { AuditLog } from "../context/audit-log.js"
 import { elapsedSince } from "../platform/poll.js"
-import { toErrorInfo, Usage, type StoatError } from "../errors.js"
+import { Internal, toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
 import { Caller } from "../context/caller.js"
 import { Progress } from "../context/progress.js"
@@ -69,6 +69,15 @@ const resolveDeclarationKeys = <I>(input: I): Effect.Effect<I, StoatError> => {
   })
 }
 
+/**
+ * The result as its schema encodes it: known fields only, each checked. Outputs are plain data
+ * (no transformations, see operations.test.ts), so the encoding is still an `O`.
+ */
+const encodeOutput = <O>(operation: Pick<Operation<any, O>, "tool" | "output">, output: O): Effect.Effect<O, Internal> =>
+  Schema.encode(operation.output)(output).pipe(
+    Effect.mapError((error) => new Internal({ message: `${operation.tool} produced a result that does not match its schema: ${error.message}` }))
+  )
+
 export interface RunOptions<I, R> {
   /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */
   readonly guard?: (input: I) => Effect.Effect<void, StoatError, R>
@@ -77,7 +86,7 @@ export interface RunOptions<I, R> {
 /**
  * Validates, runs and audits one operation, inside a span named by its key (a tracer, when one
  * is provided, sees every call; the name and attributes locate it, so no stack trace is taken).
- * Every entrypoint goes through here.
+ * Every entrypoint goes through here, and renders the one encoded output it yields.
  */
 export const runOperation = <I, O, R, R2 = never>(
   operation: Operation<I, O, R>,
@@ -91,7 +100,9 @@ export const runOperation = <I, O, R, R2 = never>(
     let vm = subjectOf(raw)
     const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
       vm = targetsOf(operation, input)[0] ?? vm
-      const run = Effect.provideService(operation.run(input, context), Progress, { emit: context.progress ?? (() => undefined) })
+      const run = Effect.provideService(operation.run(input, context), Progress, { emit: context.progress ?? (() => undefined) }).pipe(
+        Effect.flatMap((output) => encodeOutput(operation, output))
+      )
       return options.guard ? Effect.zipRight(options.guard(input), run) : run
     })
     // Audited on every exit, an interrupted (canceled) call included.

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto"
-import { Effect, Exit, Schema, type ManagedRuntime } from "effect"
+import { Effect, Exit, type ManagedRuntime } from "effect"
 import {
   auditCall,
   confirmationOf,
   hostOnlyFields,
   ConfirmationRequired,
-  Internal,
   runOperation,
   targetsOf,
   toErrorInfo,
@@ -74,7 +73,7 @@ const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined
 
 /**
  * One tools/call: rate limits → host-only refusal → decode (runOperation) → access → confirmation
- * → the operation → its output encoded with its own schema → redaction → the result envelope.
+ * → the operation and its encoded output → redaction → the result envelope.
  */
 export const callTool = async (deps: CallDependencies, name: string, args: Record<string, unknown> | undefined, channel: CallChannel): Promise<ToolResult> => {
   const entry = deps.tools.get(name)
@@ -107,15 +106,9 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
 
   const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined
   const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context
-  const program = Effect.flatMap(
-    runOperation(operation, raw, runContext, {
-      guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel)(input))
-    }) as Effect.Effect<unknown, StoatError, any>,
-    (output) =>
-      Schema.encode(operation.output)(output).pipe(
-        Effect.mapError((error) => new Internal({ message: `${name} produced a result that does not match its schema: ${error.message}` }))
-      )
-  )
+  const program = runOperation(operation, raw, runContext, {
+    guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel)(input))
+  }) as Effect.Effect<unknown, StoatError, any>
   try {
     const exit = await deps.runtime.runPromiseExit(asAgent(program), { signal: channel.signal })
     if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)
