@@ -4,18 +4,17 @@ import { basename, join, relative, resolve, sep } from "node:path"
 import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
 import type { Checkpoint } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
-import { Broken, InUse, internalError, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
+import { Broken, InUse, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
 import { Guests } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
 import { validateVmName } from "../vm/names.js"
-import { allocateSshPort } from "../vm/network.js"
 import * as fs from "../platform/fs.js"
 import { elapsedSince } from "../platform/poll.js"
 import { Hypervisor, type DiskRef, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import type { VmConfig } from "../vm/config.js"
-import { checkMemory, checkVmCount, makeVmFolder } from "../vm/folders.js"
+import { addVms, checkMemory } from "../vm/folders.js"
 import { isRunning, loadVm, requireRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
 import { diskFile, diskPath, firstDisk, topPointerPath, vmDisk } from "../vm/disks.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
@@ -290,27 +289,24 @@ const make = Effect.gen(function* () {
       const { folder, file } = yield* usableCheckpoint(source, checkpoint)
       const made: string[] = []
       const program = Effect.gen(function* () {
+        const { applied, forwards: _forwards, ...copied } = source.config
+        const layer = { vm: vmRef(source), file: relative(source.dir, file.layer) }
         yield* locks.withRootLock(
-          Effect.gen(function* () {
-            const all = yield* store.list
-            const taken = names.find((name) => all.some((record) => record.name === name))
-            if (taken !== undefined) return yield* new NameTaken({ message: `VM "${taken}" already exists`, subject: taken })
-            yield* checkVmCount(all.length + names.length - 1, names[0] ?? vm)
-            yield* checkMemory(
+          Effect.zipRight(
+            checkMemory(
               { subject: names[0] ?? vm, neededMb: file.ram_mb * names.length, what: `forking ${names.length} VM${names.length > 1 ? "s" : ""} of ${file.ram_mb} MiB`, fix: "fork fewer" },
               false
+            ),
+            addVms(
+              names.map((name) => ({
+                name,
+                // Applied recipes stay applied: the fork is the source's guest as it was.
+                config: (sshport: number): VmConfig => ({ ...copied, applied, name, sshport, forwards: [], project: "", key: "", ram: file.ram_mb, cpus: file.cpus, disk: file.disk }),
+                fill: (dir: string) => hypervisor.createDisk(firstDisk({ name, dir }), "", layer)
+              })),
+              (name) => made.push(name)
             )
-            const { applied, forwards: _forwards, ...copied } = source.config
-            for (const name of names) {
-              const now = yield* store.list
-              const sshport = yield* Effect.tryPromise({ try: () => allocateSshPort(now), catch: internalError("cannot allocate an ssh port") })
-              // Applied recipes stay applied: the fork is the source's guest as it was.
-              const config: VmConfig = { ...copied, applied, name, sshport, forwards: [], project: "", key: "", ram: file.ram_mb, cpus: file.cpus, disk: file.disk }
-              const layer = { vm: vmRef(source), file: relative(source.dir, file.layer) }
-              yield* makeVmFolder(name, (dir) => Effect.zipRight(hypervisor.createDisk(firstDisk({ name, dir }), "", layer), store.write(name, config)))
-              made.push(name)
-            }
-          })
+          )
         )
         const timeoutMs = options.readyTimeoutMs ?? FORK_READY_TIMEOUT_MS
         const saved = { vm: vmRef(source), folder: relative(source.dir, folder) }

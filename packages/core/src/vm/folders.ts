@@ -1,11 +1,13 @@
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
-import { InvalidSpec, LimitReached } from "../errors.js"
+import { internalError, InvalidSpec, LimitReached, NameTaken, type StoatError } from "../errors.js"
 import { HostProbe } from "../platform/host.js"
 import { effectiveLimits } from "./limits.js"
 import * as fs from "../platform/fs.js"
-import { isRunning } from "./records.js"
-import { VmStore } from "./store.js"
+import type { VmConfig } from "./config.js"
+import { allocateSshPort } from "./network.js"
+import { isRunning, loadVm, type OkRecord } from "./records.js"
+import { VmStore, type VmRecord } from "./store.js"
 
 /** max_vms counts every VM in the data root, broken ones included. */
 export const checkVmCount = (count: number, name: string) =>
@@ -33,6 +35,42 @@ export const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.E
       yield* Effect.onError(restore(filled), () => Effect.ignore(fs.remove(dir)))
     })
   )
+
+/** The first ssh port no VM of `all` claims and that binds now. Call under the root lock. */
+export const freeSshPort = (all: ReadonlyArray<VmRecord>) => Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })
+
+/** One VM to add: its name, its vm.toml once it has a port, and what its folder holds besides. */
+export interface NewVm<R> {
+  readonly name: string
+  readonly config: (sshport: number) => VmConfig
+  readonly fill: (dir: string, config: VmConfig) => Effect.Effect<void, StoatError, R>
+}
+
+/**
+ * Adds VMs to the data root, for create, clone and fork alike; call under the root lock. Every
+ * name must be free and all of them must fit within max_vms; then each in turn gets a free ssh
+ * port and its folder with `fill` and vm.toml (a failure removes that folder). `onAdded` hears of
+ * each VM as it stands, so a caller adding several can take them back.
+ */
+export const addVms = <R>(vms: ReadonlyArray<NewVm<R>>, onAdded: (name: string) => void = () => undefined) =>
+  Effect.gen(function* () {
+    const store = yield* VmStore
+    const all: VmRecord[] = [...(yield* store.list)]
+    const taken = vms.find((vm) => all.some((record) => record.name === vm.name))
+    if (taken !== undefined) return yield* new NameTaken({ message: `VM "${taken.name}" already exists`, subject: taken.name })
+    yield* checkVmCount(all.length + vms.length - 1, vms[0]?.name ?? "")
+    const added: OkRecord[] = []
+    for (const vm of vms) {
+      const config = vm.config(yield* freeSshPort(all))
+      yield* makeVmFolder(vm.name, (dir) => Effect.zipRight(vm.fill(dir, config), store.write(vm.name, config)))
+      onAdded(vm.name)
+      const record = yield* loadVm(vm.name)
+      // Claimed from now on: the next VM of this call gets another port.
+      all.push(record)
+      added.push(record)
+    }
+    return added
+  })
 
 export interface MemoryNeed {
   /** The VM (or first VM) the refusal is about. */

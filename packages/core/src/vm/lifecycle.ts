@@ -8,7 +8,7 @@ import { dirname, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
-import { AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, internalError, InvalidSpec, NameTaken, NoDisk, ScreenshotFailed, type StoatError } from "../errors.js"
+import { AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, InvalidSpec, NoDisk, ScreenshotFailed, type StoatError } from "../errors.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { Caller } from "../context/caller.js"
 import { Guests } from "../guest/definitions.js"
@@ -25,15 +25,15 @@ import { Recipes } from "../recipes/store.js"
 import { ensureProjectRecipes } from "../recipes/remote/service.js"
 import { Projects } from "../projects/service.js"
 import { defaultVmConfig, diskSizeBytes, diskSizeProblem, effectiveAccess, type AccessLevel, type VmConfig } from "./config.js"
-import { checkMemory, checkVmCount, makeVmFolder } from "./folders.js"
+import { addVms, checkMemory, freeSshPort, type NewVm } from "./folders.js"
 import { validateVmName } from "./names.js"
-import { allocateSshPort, isBindable, validateForwards } from "./network.js"
+import { isBindable, validateForwards } from "./network.js"
 import { waitApplied, waitReachable, waitStopped } from "./readiness.js"
 import { isRunning, loadVm, vmRef, type OkRecord } from "./records.js"
 import { diskPath, firstDisk, vmDisk } from "./disks.js"
 import { bootPlan } from "./boot-plan.js"
 import { ImageBuilder } from "../ports/image-builder.js"
-import { VmStore, type VmRecord } from "./store.js"
+import { VmStore } from "./store.js"
 import { resolveTemplate, withLocalImage } from "./template.js"
 import { progressLine, stageReporter } from "../context/progress.js"
 
@@ -150,21 +150,8 @@ const refuseInsideProject = Effect.gen(function* () {
   })
 })
 
-const freeSshPort = (all: ReadonlyArray<VmRecord>) => Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })
-
-/**
- * What create and clone share, under the root lock: the name is free and within max_vms, the VM
- * gets a free ssh port, and its folder is made with `disk` and vm.toml (or not at all).
- */
-const addVm = <R>(name: string, all: ReadonlyArray<VmRecord>, configFor: (sshport: number) => VmConfig, disk: (dir: string, config: VmConfig) => Effect.Effect<void, StoatError, R>) =>
-  Effect.gen(function* () {
-    if (all.some((vm) => vm.name === name)) return yield* new NameTaken({ message: `VM "${name}" already exists`, subject: name })
-    yield* checkVmCount(all.length, name)
-    const config = configFor(yield* freeSshPort(all))
-    const store = yield* VmStore
-    yield* makeVmFolder(name, (dir) => Effect.zipRight(disk(dir, config), store.write(name, config)))
-    return yield* loadVm(name)
-  })
+/** Create and clone add one VM each (see `addVms`). */
+const addOne = <R>(vm: NewVm<R>) => Effect.map(addVms([vm]), ([record]) => record!)
 
 /**
  * The ssh port is the VM's own only while it runs: another program, or a VM of another data root,
@@ -386,7 +373,7 @@ function makeVms(): Vms["Type"] {
           : template.diskAtCreate === "overlay" && template.base
             ? hypervisor.createDisk(firstDisk({ name: spec.name, dir }), config.disk, { image: template.base })
             : Effect.void
-      return yield* (yield* Locks).withRootLock(Effect.flatMap((yield* VmStore).list, (all) => addVm(spec.name, all, configFor, disk)))
+      return yield* (yield* Locks).withRootLock(addOne({ name: spec.name, config: configFor, fill: disk }))
     })
 
   const clone = (sourceName: string, name: string) =>
@@ -403,7 +390,7 @@ function makeVms(): Vms["Type"] {
           const sourceDisk = diskPath(source)
           const disk = (dir: string) =>
             Effect.flatMap(fs.isPresent(sourceDisk), (hasDisk) => (hasDisk ? hypervisor.createDisk(firstDisk({ name, dir }), source.config.disk, vmDisk(source)) : Effect.void))
-          return yield* addVm(name, yield* (yield* VmStore).list, configFor, disk)
+          return yield* addOne({ name, config: configFor, fill: disk })
         })
       )
     })
