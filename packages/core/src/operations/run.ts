@@ -70,8 +70,8 @@ const resolveDeclarationKeys = <I>(input: I): Effect.Effect<I, StoatError> => {
 }
 
 /**
- * The result as its schema encodes it: known fields only, each checked. Outputs are plain data
- * (no transformations, see operations.test.ts), so the encoding is still an `O`.
+ * The result as its schema encodes it: known fields only, each checked. `Operation.output` is a
+ * `Schema<O>` (encoded type = type: plain data), so the encoding is still an `O`.
  */
 const encodeOutput = <O>(operation: Pick<Operation<any, O>, "tool" | "output">, output: O): Effect.Effect<O, Internal> =>
   Schema.encode(operation.output)(output).pipe(
