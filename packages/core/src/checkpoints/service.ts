@@ -291,7 +291,7 @@ const make = Effect.gen(function* () {
       const program = Effect.gen(function* () {
         const { applied, forwards: _forwards, ...copied } = source.config
         const layer = { vm: vmRef(source), file: relative(source.dir, file.layer) }
-        yield* locks.withRootLock(
+        const added = yield* locks.withRootLock(
           Effect.zipRight(
             checkMemory(
               { subject: names[0] ?? vm, neededMb: file.ram_mb * names.length, what: `forking ${names.length} VM${names.length > 1 ? "s" : ""} of ${file.ram_mb} MiB`, fix: "fork fewer" },
@@ -310,16 +310,16 @@ const make = Effect.gen(function* () {
         )
         const timeoutMs = options.readyTimeoutMs ?? FORK_READY_TIMEOUT_MS
         const saved = { vm: vmRef(source), folder: relative(source.dir, folder) }
-        return yield* Effect.forEach(names, (name) => startFork(name, saved, file, `${vm}@${checkpoint}`, timeoutMs), { concurrency: "unbounded" })
+        return yield* Effect.forEach(added, (record) => startFork(record, saved, file, `${vm}@${checkpoint}`, timeoutMs), { concurrency: "unbounded" })
       })
       // All or nothing: one fork that fails (or a Ctrl-C) takes the others of this call with it.
       const forks = yield* Effect.onExit(program, (exit) => (Exit.isSuccess(exit) ? Effect.void : discard(made)))
       return { forks, tookMs: yield* elapsedSince(started) }
     })
 
-  const startFork = (name: string, saved: { readonly vm: VmRef; readonly folder: string }, file: CheckpointFile, from: string, timeoutMs: number) =>
+  const startFork = (record: OkRecord, saved: { readonly vm: VmRef; readonly folder: string }, file: CheckpointFile, from: string, timeoutMs: number) =>
     Effect.gen(function* () {
-      const record = yield* loadVm(name)
+      const { name } = record
       const started = yield* Clock.currentTimeMillis
       yield* locks.withVmLock(
         name,
