@@ -10,7 +10,7 @@ import { isRunning, loadVm, type OkRecord } from "./records.js"
 import { VmStore, type VmRecord } from "./store.js"
 
 /** max_vms counts every VM in the data root, broken ones included. */
-export const checkVmCount = (count: number, name: string) =>
+const checkVmCount = (count: number, name: string) =>
   Effect.flatMap(Effect.flatMap(DataRoot, (root) => effectiveLimits(root.configToml)), (limits) =>
     limits.max_vms !== undefined && count >= limits.max_vms
       ? Effect.fail(new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: name, needed_mb: 0, available_mb: 0 }))
@@ -18,7 +18,7 @@ export const checkVmCount = (count: number, name: string) =>
   )
 
 /** Makes a VM folder and fills it; a failure part way removes the folder, so a failed create or clone leaves nothing. */
-export const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<void, E, R>) =>
+const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<void, E, R>) =>
   // Interruptible only while filling: an interrupt right after the folder appears would otherwise leave it behind.
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function* () {
