@@ -1,5 +1,5 @@
 import { Args, Flags } from "@oclif/core"
-import { applyRecipes, planRecipes, projectApply } from "@stoat/core"
+import { applyDryRunView, applyRecipes, planRecipes, projectApply } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 import { recipeNames, recipesFlag } from "../flags.js"
 import { renderPlan } from "../views/recipes.js"
@@ -23,8 +23,8 @@ export default class Apply extends StoatCommand {
     }
     const input = { vm: args.vm, ...(flags.only ? { only: recipeNames(flags.only) } : {}) }
     if (flags["dry-run"]) {
-      const { plan } = await this.call(planRecipes, input)
-      return this.emit({ vm: args.vm, dry_run: true, plan }, () => this.line(renderPlan(plan)))
+      const planned = await this.call(planRecipes, input)
+      return this.emit(applyDryRunView(planned), () => this.line(renderPlan(planned.plan)))
     }
     const result = await this.call(applyRecipes, input, { showProgress: !flags.quiet })
     this.emit(result, () =>

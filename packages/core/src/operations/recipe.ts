@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
+import { ApplyDryRun, ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
 import { Guests } from "../guest/definitions.js"
 import { planApply, planView } from "../recipes/apply.js"
 import { RECIPE_NAME } from "../recipes/manifest.js"
@@ -154,6 +154,12 @@ export const planRecipes = defineOperation({
   access: null,
   run: (input) => Effect.map(planApply(input.vm, input.only), (planned) => ({ vm: input.vm, plan: planView(planned) }))
 })
+
+/**
+ * `stoat apply VM --dry-run`: a second CLI view of plan_recipes (whose own command, `plan`,
+ * shows the result as it is), marked so a script can tell it from an apply's result.
+ */
+export const applyDryRunView = (planned: typeof RecipePlan.Type): typeof ApplyDryRun.Type => ({ vm: planned.vm, dry_run: true, plan: planned.plan })
 
 export const applyRecipes = defineOperation({
   key: "recipe.apply",

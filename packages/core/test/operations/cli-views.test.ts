@@ -2,8 +2,9 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { CliExecResult, CliUpdateResult, CopyResult, GuestShow, RecipeSchema, RmResult, SnapshotAction, SnapshotList, VmGet, VmResult } from "@stoat/wire"
+import { ApplyDryRun, CliExecResult, CliUpdateResult, CopyResult, GuestShow, RecipeSchema, RmResult, SnapshotAction, SnapshotList, VmGet, VmResult } from "@stoat/wire"
 import {
+  applyDryRunView,
   catalog,
   cliDataOf,
   copyFrom,
@@ -17,6 +18,7 @@ import {
   listGuests,
   listRecipes,
   listSnapshots,
+  planRecipes,
   recipeSchema,
   restoreSnapshot,
   saveSnapshot,
@@ -113,5 +115,20 @@ describe("CLI views (reference §4, per-command data)", () => {
     expect((await viewOf(h, guestInfo, { name: guest!.name }))["guest"]).toMatchObject({ name: guest!.name })
     const [recipe] = (await h.ok(listRecipes, {})).recipes
     expect((await viewOf(h, recipeSchema, { name: recipe!.name }))["recipe"]).toMatchObject({ name: recipe!.name })
+  })
+
+  it("apply --dry-run answers {vm, dry_run, plan}: plan_recipes' result, marked as a dry run", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "recipes", "hello"), { recursive: true })
+    writeFileSync(join(h.root, "recipes", "hello", "recipe.toml"), 'schema = 3\nname = "hello"\nscript = "run.sh"\n')
+    writeFileSync(join(h.root, "recipes", "hello", "run.sh"), "echo hello\n")
+    await h.ok(createVm, { name: "box", image: "tiny" })
+    await h.ok(updateVm, { vm: "box", recipes: ["hello"] })
+    const before = h.guest.execs.length
+    const data = applyDryRunView(await h.ok(planRecipes, { vm: "box" }))
+    expect(Object.keys(data).sort()).toEqual(["dry_run", "plan", "vm"])
+    expect(() => Schema.encodeUnknownSync(ApplyDryRun)(data, { onExcessProperty: "error" })).not.toThrow()
+    expect(data).toEqual({ vm: "box", dry_run: true, plan: [{ name: "hello", action: "run", reason: "never applied" }] })
+    expect(h.guest.execs.length).toBe(before)
   })
 })
