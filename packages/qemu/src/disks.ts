@@ -1,5 +1,7 @@
-import { isAbsolute, join } from "node:path"
-import { isBaseImage, type DiskRef, type VmRef } from "@stoat/core"
+import { existsSync } from "node:fs"
+import { isAbsolute, join, relative, resolve, sep } from "node:path"
+import { isBaseImage, type DiskInfo, type DiskRef, type VmRef } from "@stoat/core"
+import type { ImageInfo } from "./qemu-img.js"
 
 /** A file core names relative to a VM's folder, on this host. Core never names one outside it; doing so is a bug. */
 export const vmFilePath = (vm: VmRef, file: string): string => {
@@ -9,3 +11,24 @@ export const vmFilePath = (vm: VmRef, file: string): string => {
 
 /** The host file behind a disk reference: a VM's disk lies in its folder, a base image is its own file. */
 export const hostPathOf = (disk: DiskRef): string => (isBaseImage(disk) ? disk.image : vmFilePath(disk.vm, disk.file))
+
+/**
+ * The reference for a host file QEMU names (a backing file): a disk of the VM whose folder holds
+ * it (a folder of the data root with a vm.toml), else a base image of its own.
+ */
+export const diskRefAt = (dataRoot: string, path: string): DiskRef => {
+  const absolute = resolve(path)
+  const inside = relative(resolve(dataRoot), absolute).split(sep)
+  const [name, ...rest] = inside
+  if (name === undefined || name === ".." || rest.length === 0 || isAbsolute(name)) return { image: absolute }
+  const dir = join(resolve(dataRoot), name)
+  return existsSync(join(dir, "vm.toml")) ? { vm: { name, dir }, file: rest.join("/") } : { image: absolute }
+}
+
+/** qemu-img's answer as the port's: the backing file as a disk reference. */
+export const diskInfoOf = (dataRoot: string, info: ImageInfo): DiskInfo => ({
+  virtualSize: info.virtualSize,
+  actualSize: info.actualSize,
+  format: info.format,
+  ...(info.backingPath !== undefined ? { backing: diskRefAt(dataRoot, info.backingPath) } : {})
+})

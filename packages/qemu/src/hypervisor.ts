@@ -22,7 +22,7 @@ import * as img from "./qemu-img.js"
 import { screenshot } from "./screenshot.js"
 import * as snapshots from "./snapshots.js"
 import { readTinyGuest } from "./tiny/build.js"
-import { hostPathOf } from "./disks.js"
+import { diskInfoOf, hostPathOf } from "./disks.js"
 import { cacheDirsFromEnv, defaultTinyCacheDir } from "./image-builder.js"
 
 export const QEMU_BINARY = "qemu-system-x86_64"
@@ -121,7 +121,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
         // Suspended: a name outside the VM folder is a defect of the call, not a throw at it.
         createDisk: (disk, size, backing) => Effect.suspend(() => img.createDisk(hostPathOf(disk), size, backing === undefined ? undefined : hostPathOf(backing))),
         resizeDisk: (disk, size) => Effect.suspend(() => img.resizeDisk(hostPathOf(disk), size)),
-        diskInfo: (disk) => Effect.suspend(() => img.diskInfo(hostPathOf(disk))),
+        diskInfo: (disk) => Effect.suspend(() => Effect.map(img.diskInfo(hostPathOf(disk)), (info) => diskInfoOf(root.root, info))),
         listSnapshots: snapshots.listSnapshots,
         saveSnapshot: snapshots.saveSnapshot,
         restoreSnapshot: snapshots.restoreSnapshot,

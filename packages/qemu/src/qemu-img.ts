@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { DiskShrink, Internal, NotFound, QemuMissing, type DiskInfo } from "@stoat/core"
+import { DiskShrink, Internal, NotFound, QemuMissing } from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { runProgram, stderrMessage } from "./run.js"
 import { parseSnapshotRows } from "./snapshot-table.js"
@@ -52,8 +52,16 @@ interface InfoJson {
   readonly "full-backing-filename"?: string
 }
 
+/** What qemu-img says of an image: the port's DiskInfo, with the backing file as QEMU records it (an absolute path). */
+export interface ImageInfo {
+  readonly virtualSize: number
+  readonly actualSize: number
+  readonly format: string
+  readonly backingPath?: string
+}
+
 /** `qemu-img info --output=json`; `-U` so it also works while QEMU holds the image. */
-export const diskInfo = (path: string): Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing> =>
+export const diskInfo = (path: string): Effect.Effect<ImageInfo, Internal | NotFound | QemuMissing> =>
   Effect.gen(function* () {
     if (!(yield* exists(path))) return yield* new NotFound({ message: `disk image ${path} does not exist`, subject: path })
     const text = yield* qemuImg(["info", "--output=json", "-U", path], path)
@@ -66,7 +74,7 @@ export const diskInfo = (path: string): Effect.Effect<DiskInfo, Internal | NotFo
       virtualSize: info["virtual-size"] ?? 0,
       actualSize: info["actual-size"] ?? 0,
       format: info.format ?? "unknown",
-      ...(backing !== undefined ? { backingFile: backing } : {})
+      ...(backing !== undefined ? { backingPath: backing } : {})
     }
   })
 

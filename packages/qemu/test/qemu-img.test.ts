@@ -1,6 +1,6 @@
 /** Disks and stopped-VM snapshots through the Hypervisor layer, against the real qemu-img. */
 import { execFileSync } from "node:child_process"
-import { mkdir, mkdtemp, rm } from "node:fs/promises"
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Either } from "effect"
@@ -33,7 +33,7 @@ describe("qemu-img", () => {
     const info = await ok(root, (h) => h.diskInfo(disk))
     expect(info).toMatchObject({ virtualSize: GiB, format: "qcow2" })
     expect(info.actualSize).toBeGreaterThan(0)
-    expect(info.backingFile).toBeUndefined()
+    expect(info.backing).toBeUndefined()
   })
 
   it("creates an overlay on an absolute backing file, with the backing format detected", async () => {
@@ -41,7 +41,7 @@ describe("qemu-img", () => {
     execFileSync("qemu-img", ["create", "-q", "-f", "raw", base, "64M"])
     const overlay = inVm("overlay.qcow2")
     await ok(root, (h) => h.createDisk(overlay, "", { image: base }))
-    expect(await ok(root, (h) => h.diskInfo(overlay))).toMatchObject({ virtualSize: 64 * 1024 ** 2, format: "qcow2", backingFile: base })
+    expect(await ok(root, (h) => h.diskInfo(overlay))).toMatchObject({ virtualSize: 64 * 1024 ** 2, format: "qcow2", backing: { image: base } })
     const json = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", join(vm.dir, "overlay.qcow2")], { encoding: "utf8" })) as Record<string, unknown>
     expect(json["backing-filename-format"]).toBe("raw")
     // A larger overlay than its base is how a cloud VM gets its disk size.
@@ -80,9 +80,13 @@ describe("qemu-img", () => {
     await mkdir(other.dir)
     const clone = { vm: other, file: "disk.qcow2" }
     await ok(root, (h) => h.createDisk(clone, "", disk))
-    expect((await ok(root, (h) => h.diskInfo(clone))).backingFile).toBe(join(vm.dir, "disk.qcow2"))
+    // QEMU records a host path; the port answers with a reference: a VM's disk once its folder
+    // holds a vm.toml, and until then (a folder of the data root that is no VM) a base image.
+    expect((await ok(root, (h) => h.diskInfo(clone))).backing).toEqual({ image: join(vm.dir, "disk.qcow2") })
+    await writeFile(join(vm.dir, "vm.toml"), 'name = "img"\n')
+    expect((await ok(root, (h) => h.diskInfo(clone))).backing).toEqual({ vm, file: "disk.qcow2" })
     await ok(root, (h) => h.rebaseDisk(clone, undefined))
-    expect((await ok(root, (h) => h.diskInfo(clone))).backingFile).toBeUndefined()
+    expect((await ok(root, (h) => h.diskInfo(clone))).backing).toBeUndefined()
   })
 
   it("never reaches outside a VM's folder by a file name", async () => {

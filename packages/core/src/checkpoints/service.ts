@@ -11,13 +11,13 @@ import { Locks } from "../platform/locks.js"
 import { validateVmName } from "../vm/names.js"
 import * as fs from "../platform/fs.js"
 import { elapsedSince } from "../platform/poll.js"
-import { Hypervisor, type DiskRef, type VmRef } from "../ports/hypervisor.js"
+import { Hypervisor, isBaseImage, type DiskInfo, type DiskRef, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import type { VmConfig } from "../vm/config.js"
 import { addVms, checkMemory } from "../vm/folders.js"
 import { isRunning, loadVm, requireRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
 import { diskFile, diskPath, firstDisk, topPointerPath, vmDisk } from "../vm/disks.js"
-import { VmStore, type VmRecord } from "../vm/store.js"
+import { VmStore } from "../vm/store.js"
 import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
 import { progressLine } from "../context/progress.js"
 import {
@@ -83,6 +83,15 @@ export class Checkpoints extends Context.Tag("stoat/Checkpoints")<
   }
 >() {}
 
+/** One disk under a VM's disk: as the hypervisor names it, and the host file that is in this data root. */
+interface ChainLayer {
+  readonly disk: DiskRef
+  readonly path: string
+}
+type Chain = ReadonlyArray<ChainLayer>
+
+const readsThrough = (chain: Chain | undefined, path: string): boolean => chain?.some((layer) => layer.path === path) ?? false
+
 const make = Effect.gen(function* () {
   const context = yield* Effect.context<DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks | HostProbe>()
   const root = yield* DataRoot
@@ -95,24 +104,18 @@ const make = Effect.gen(function* () {
 
   const inFolder = (folder: string) => (path: string) => path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`)
 
-  /** How the hypervisor names a file of a backing chain: a disk of the VM whose folder holds it, else a base image. */
-  const diskRefAt = (records: ReadonlyArray<VmRecord>, path: string): DiskRef => {
-    const owner = records.find((record) => inFolder(record.dir)(path))
-    return owner === undefined ? { image: path } : { vm: vmRef(owner), file: relative(owner.dir, path) }
-  }
-
-  /** The backing files under a VM's disk, nearest first; undefined when some layer cannot be read. */
-  const backingChain = (record: OkRecord, records: ReadonlyArray<VmRecord>): Effect.Effect<ReadonlyArray<string> | undefined> =>
+  /** The disks under a VM's disk, nearest first; undefined when some layer cannot be read. */
+  const backingChain = (record: OkRecord): Effect.Effect<Chain | undefined> =>
     Effect.gen(function* () {
-      const chain: string[] = []
+      const chain: ChainLayer[] = []
       let current: DiskRef = vmDisk(record)
       for (let depth = 0; depth < 64; depth++) {
-        const info = yield* Effect.either(hypervisor.diskInfo(current))
+        const info: Either.Either<DiskInfo, StoatError> = yield* Effect.either(hypervisor.diskInfo(current))
         if (Either.isLeft(info)) return undefined
-        if (info.right.backingFile === undefined) return chain
-        const path = resolve(info.right.backingFile)
-        chain.push(path)
-        current = diskRefAt(records, path)
+        const backing: DiskRef | undefined = info.right.backing
+        if (backing === undefined) return chain
+        chain.push({ disk: backing, path: isBaseImage(backing) ? resolve(backing.image) : join(backing.vm.dir, backing.file) })
+        current = backing
       }
       return undefined
     })
@@ -120,15 +123,15 @@ const make = Effect.gen(function* () {
   /** Every VM with a disk and the backing chain of that disk. */
   const chains = Effect.gen(function* () {
     const records = yield* store.list
-    const found: Array<{ readonly record: OkRecord; readonly chain: ReadonlyArray<string> | undefined }> = []
+    const found: Array<{ readonly record: OkRecord; readonly chain: Chain | undefined }> = []
     for (const record of records) {
       if (record.kind !== "ok" || !(yield* exists(diskPath(record)))) continue
-      found.push({ record, chain: yield* backingChain(record, records) })
+      found.push({ record, chain: yield* backingChain(record) })
     }
     return found
   })
 
-  const view = (record: OkRecord, name: string, all: ReadonlyArray<{ readonly record: OkRecord; readonly chain: ReadonlyArray<string> | undefined }>) =>
+  const view = (record: OkRecord, name: string, all: ReadonlyArray<{ readonly record: OkRecord; readonly chain: Chain | undefined }>) =>
     Effect.gen(function* () {
       const read = yield* readCheckpoint(checkpointDir(record.dir, name))
       if (Either.isLeft(read)) {
@@ -144,7 +147,7 @@ const make = Effect.gen(function* () {
         cpus: file.cpus,
         state_bytes: file.state_bytes,
         paused_ms: file.paused_ms,
-        dependents: all.filter((entry) => entry.record.name !== record.name && entry.chain?.includes(file.layer)).map((entry) => entry.record.name),
+        dependents: all.filter((entry) => entry.record.name !== record.name && readsThrough(entry.chain, file.layer)).map((entry) => entry.record.name),
         usable: problem === undefined,
         ...(problem !== undefined ? { problem } : {})
       } satisfies Checkpoint
@@ -343,9 +346,9 @@ const make = Effect.gen(function* () {
   const dependentVms = (record: OkRecord) =>
     Effect.gen(function* () {
       const under = inFolder(record.dir)
-      const found: Array<{ readonly record: OkRecord; readonly chain: ReadonlyArray<string> }> = []
+      const found: Array<{ readonly record: OkRecord; readonly chain: Chain }> = []
       for (const entry of yield* chains) {
-        if (entry.record.name === record.name || entry.chain === undefined || !entry.chain.some(under)) continue
+        if (entry.record.name === record.name || entry.chain === undefined || !entry.chain.some((layer) => under(layer.path))) continue
         found.push({ record: entry.record, chain: entry.chain })
       }
       return found
@@ -371,11 +374,10 @@ const make = Effect.gen(function* () {
       // One at a time, nearest first: detaching a fork may free a clone of it as well.
       for (let left = first.length; left > 0; left--) {
         const remaining = yield* dependentVms(record)
-        const next = remaining.find((entry) => entry.chain[0] !== undefined && under(entry.chain[0])) ?? remaining[0]
+        const next = remaining.find((entry) => entry.chain[0] !== undefined && under(entry.chain[0].path)) ?? remaining[0]
         if (next === undefined) break
-        const lastInside = next.chain.findLastIndex(under)
-        const backing = next.chain[lastInside + 1]
-        yield* hypervisor.rebaseDisk(vmDisk(next.record), backing === undefined ? undefined : diskRefAt(yield* store.list, backing))
+        const lastInside = next.chain.findLastIndex((layer) => under(layer.path))
+        yield* hypervisor.rebaseDisk(vmDisk(next.record), next.chain[lastInside + 1]?.disk)
         detached.push(next.record.name)
       }
       return detached
@@ -402,7 +404,7 @@ const make = Effect.gen(function* () {
       const layers = yield* Effect.orElseSucceed(fs.listDirectory(layersDir(record.dir)), () => [])
       for (const layer of layers) {
         const path = join(layersDir(record.dir), layer)
-        if (!all.some((entry) => diskPath(entry.record) === path || entry.chain?.includes(path))) found.push(path)
+        if (!all.some((entry) => diskPath(entry.record) === path || readsThrough(entry.chain, path))) found.push(path)
       }
     }
     return found.sort()

@@ -123,8 +123,8 @@ export interface DiskInfo {
   readonly virtualSize: number
   readonly actualSize: number
   readonly format: string
-  /** Where the provider says the disk's backing data lives (for QEMU, the backing file's path). */
-  readonly backingFile?: string
+  /** The disk this one is an overlay of, named as every disk is: a VM's own, or a base image. */
+  readonly backing?: DiskRef
 }
 
 /** A PNG of a VM's display. */

@@ -9,7 +9,8 @@ import { diskSizeBytes } from "../vm/config.js"
 /** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
 export class FakeHypervisorState {
   readonly running = new Map<string, { plan: BootPlan; startedAt: string }>()
-  readonly disks = new Map<string, { size: number; backing?: string; snapshots: Snapshot[] }>()
+  /** By host path; `backing` is the backing disk's path, `backingRef` the reference diskInfo answers. */
+  readonly disks = new Map<string, { size: number; backing?: string; backingRef?: DiskRef; snapshots: Snapshot[] }>()
   accel: "kvm" | "tcg" = "tcg"
   starts = 0
   /** Set to make every start report this notice (as the QEMU provider does after falling back to TCG). */
@@ -91,7 +92,7 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
           catch: (cause) => new Internal({ message: `cannot create ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: path })
         }).pipe(
           Effect.tap(() => {
-            state.disks.set(path, { size: diskSizeBytes(size), snapshots: [], ...(backing ? { backing: pathOf(backing) } : {}) })
+            state.disks.set(path, { size: diskSizeBytes(size), snapshots: [], ...(backing ? { backing: pathOf(backing), backingRef: backing } : {}) })
           })
         )
       }),
@@ -104,7 +105,7 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
             })
       ).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: pathOf(ref) })))),
     diskInfo: (ref) =>
-      Effect.map(disk(ref), (found) => ({ virtualSize: found.size, actualSize: 0, format: "qcow2", ...(found.backing ? { backingFile: found.backing } : {}) })),
+      Effect.map(disk(ref), (found) => ({ virtualSize: found.size, actualSize: 0, format: "qcow2", ...(found.backingRef ? { backing: found.backingRef } : {}) })),
     listSnapshots: (ref) => Effect.map(snapshotDisk(ref), (found) => found.snapshots),
     // Mechanisms only, as the port asks: saving adds one more of a tag, restore checks nothing.
     saveSnapshot: (ref, tag) =>
@@ -149,7 +150,7 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
           },
           catch: (cause) => new Internal({ message: `fake checkpoint: ${cause instanceof Error ? cause.message : String(cause)}`, subject: vm.name })
         })
-        state.disks.set(join(vm.dir, request.top), { size: current.size, backing: join(vm.dir, request.disk), snapshots: [] })
+        state.disks.set(join(vm.dir, request.top), { size: current.size, backing: join(vm.dir, request.disk), backingRef: { vm, file: request.disk }, snapshots: [] })
         return { pausedMs: state.checkpointPausedMs, stateFile: join(request.folder, "state"), stateBytes: Buffer.byteLength(`fake state of ${vm.name}`), ramMb: entry.plan.ramMb, cpus: entry.plan.cpus }
       }),
     resume: (checkpoint, target) =>
@@ -175,9 +176,8 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         (found) =>
           Effect.sync(() => {
             const path = pathOf(ref)
-            const backingPath = backing === undefined ? undefined : pathOf(backing)
-            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backingPath !== undefined ? { backing: backingPath } : {}) })
-            state.rebased.push({ path, backing: backingPath })
+            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backing !== undefined ? { backing: pathOf(backing), backingRef: backing } : {}) })
+            state.rebased.push({ path, backing: backing === undefined ? undefined : pathOf(backing) })
           })
       )
   }
