@@ -17,11 +17,11 @@ export const hostPathOf = (disk: DiskRef): string => (isBaseImage(disk) ? disk.i
  * it (a folder of the data root with a vm.toml), else a base image of its own.
  */
 export const diskRefAt = (dataRoot: string, path: string): DiskRef => {
+  const root = resolve(dataRoot)
   const absolute = resolve(path)
-  const inside = relative(resolve(dataRoot), absolute).split(sep)
-  const [name, ...rest] = inside
-  if (name === undefined || name === ".." || rest.length === 0 || isAbsolute(name)) return { image: absolute }
-  const dir = join(resolve(dataRoot), name)
+  const [name, ...rest] = relative(root, absolute).split(sep)
+  if (name === undefined || name === ".." || rest.length === 0) return { image: absolute }
+  const dir = join(root, name)
   return existsSync(join(dir, "vm.toml")) ? { vm: { name, dir }, file: rest.join("/") } : { image: absolute }
 }
 

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { DiskShrink, Internal, NotFound, QemuMissing } from "@stoat/core"
+import { DiskShrink, Internal, NotFound, QemuMissing, type DiskInfo } from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { runProgram, stderrMessage } from "./run.js"
 import { parseSnapshotRows } from "./snapshot-table.js"
@@ -53,12 +53,7 @@ interface InfoJson {
 }
 
 /** What qemu-img says of an image: the port's DiskInfo, with the backing file as QEMU records it (an absolute path). */
-export interface ImageInfo {
-  readonly virtualSize: number
-  readonly actualSize: number
-  readonly format: string
-  readonly backingPath?: string
-}
+export type ImageInfo = Omit<DiskInfo, "backing"> & { readonly backingPath?: string }
 
 /** `qemu-img info --output=json`; `-U` so it also works while QEMU holds the image. */
 export const diskInfo = (path: string): Effect.Effect<ImageInfo, Internal | NotFound | QemuMissing> =>

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { rename } from "node:fs/promises"
-import { basename, join, relative, resolve, sep } from "node:path"
+import { basename, join, relative, sep } from "node:path"
 import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
 import type { Checkpoint } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
@@ -11,12 +11,12 @@ import { Locks } from "../platform/locks.js"
 import { validateVmName } from "../vm/names.js"
 import * as fs from "../platform/fs.js"
 import { elapsedSince } from "../platform/poll.js"
-import { Hypervisor, isBaseImage, type DiskInfo, type DiskRef, type VmRef } from "../ports/hypervisor.js"
+import { Hypervisor, type DiskInfo, type DiskRef, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import type { VmConfig } from "../vm/config.js"
 import { addVms, checkMemory } from "../vm/folders.js"
 import { isRunning, loadVm, requireRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
-import { diskFile, diskPath, firstDisk, topPointerPath, vmDisk } from "../vm/disks.js"
+import { diskFile, diskPath, diskRefPath, firstDisk, topPointerPath, vmDisk } from "../vm/disks.js"
 import { VmStore } from "../vm/store.js"
 import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
 import { progressLine } from "../context/progress.js"
@@ -114,7 +114,7 @@ const make = Effect.gen(function* () {
         if (Either.isLeft(info)) return undefined
         const backing: DiskRef | undefined = info.right.backing
         if (backing === undefined) return chain
-        chain.push({ disk: backing, path: isBaseImage(backing) ? resolve(backing.image) : join(backing.vm.dir, backing.file) })
+        chain.push({ disk: backing, path: diskRefPath(backing) })
         current = backing
       }
       return undefined

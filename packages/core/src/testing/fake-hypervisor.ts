@@ -3,8 +3,9 @@ import { join } from "node:path"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, QemuStartFailed } from "../errors.js"
-import { isBaseImage, type BootPlan, type DiskRef, type Hypervisor, type ResumePlan, type StartedVm, type VmDisk } from "../ports/hypervisor.js"
+import type { BootPlan, DiskRef, Hypervisor, ResumePlan, StartedVm, VmDisk } from "../ports/hypervisor.js"
 import { diskSizeBytes } from "../vm/config.js"
+import { diskRefPath } from "../vm/disks.js"
 
 /** What the in-memory hypervisor knows: running VMs, disks and their snapshots. Inspect it in tests. */
 export class FakeHypervisorState {
@@ -44,20 +45,19 @@ const resumedPlan = (saved: BootPlan, target: ResumePlan): BootPlan => ({
 })
 
 /** Disks are kept by host path, as QEMU's would be found. */
-const pathOf = (disk: DiskRef) => (isBaseImage(disk) ? disk.image : join(disk.vm.dir, disk.file))
 
 /** The smallest PNG header the display could give (8-byte signature, IHDR of 640x480). */
 const FAKE_PNG = Uint8Array.from(Buffer.concat([Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"), Buffer.from([0, 0, 2, 128, 0, 0, 1, 224])]))
 
 export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Service<Hypervisor> => {
   const disk = (ref: DiskRef) => {
-    const path = pathOf(ref)
+    const path = diskRefPath(ref)
     const found = state.disks.get(path)
     return found ? Effect.succeed(found) : Effect.fail(new NotFound({ message: `no disk ${path}`, subject: path }))
   }
   // Like the QEMU adapter: snapshot calls on a disk that does not exist answer no_disk.
   const snapshotDisk = (ref: VmDisk) =>
-    Effect.mapError(disk(ref), () => new NoDisk({ message: `VM "${ref.vm.name}" has no disk to snapshot (${pathOf(ref)} does not exist)`, subject: ref.vm.name }))
+    Effect.mapError(disk(ref), () => new NoDisk({ message: `VM "${ref.vm.name}" has no disk to snapshot (${diskRefPath(ref)} does not exist)`, subject: ref.vm.name }))
   return {
     status: (vm) =>
       Effect.sync(() => {
@@ -85,25 +85,25 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
     // that checks for the disk on the host sees it; size, backing and snapshots live in `state.disks`.
     createDisk: (ref, size, backing) =>
       Effect.suspend(() => {
-        const path = pathOf(ref)
+        const path = diskRefPath(ref)
         if (state.createDiskError !== undefined) return Effect.fail(new Internal({ message: state.createDiskError, subject: path }))
         return Effect.tryPromise({
           try: () => writeFile(path, ""),
           catch: (cause) => new Internal({ message: `cannot create ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: path })
         }).pipe(
           Effect.tap(() => {
-            state.disks.set(path, { size: diskSizeBytes(size), snapshots: [], ...(backing ? { backing: pathOf(backing), backingRef: backing } : {}) })
+            state.disks.set(path, { size: diskSizeBytes(size), snapshots: [], ...(backing ? { backing: diskRefPath(backing), backingRef: backing } : {}) })
           })
         )
       }),
     resizeDisk: (ref, size) =>
       Effect.flatMap(disk(ref), (found) =>
         diskSizeBytes(size) < found.size
-          ? Effect.fail(new DiskShrink({ message: `disk can only grow`, subject: pathOf(ref) }))
+          ? Effect.fail(new DiskShrink({ message: `disk can only grow`, subject: diskRefPath(ref) }))
           : Effect.sync(() => {
               found.size = diskSizeBytes(size)
             })
-      ).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: pathOf(ref) })))),
+      ).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: diskRefPath(ref) })))),
     diskInfo: (ref) =>
       Effect.map(disk(ref), (found) => ({ virtualSize: found.size, actualSize: 0, format: "qcow2", ...(found.backingRef ? { backing: found.backingRef } : {}) })),
     listSnapshots: (ref) => Effect.map(snapshotDisk(ref), (found) => found.snapshots),
@@ -172,12 +172,12 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
       }),
     rebaseDisk: (ref, backing) =>
       Effect.flatMap(
-        Effect.mapError(disk(ref), (error) => new Internal({ message: error.message, subject: pathOf(ref) })),
+        Effect.mapError(disk(ref), (error) => new Internal({ message: error.message, subject: diskRefPath(ref) })),
         (found) =>
           Effect.sync(() => {
-            const path = pathOf(ref)
-            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backing !== undefined ? { backing: pathOf(backing), backingRef: backing } : {}) })
-            state.rebased.push({ path, backing: backing === undefined ? undefined : pathOf(backing) })
+            const path = diskRefPath(ref)
+            state.disks.set(path, { size: found.size, snapshots: found.snapshots, ...(backing !== undefined ? { backing: diskRefPath(backing), backingRef: backing } : {}) })
+            state.rebased.push({ path, backing: backing === undefined ? undefined : diskRefPath(backing) })
           })
       )
   }

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs"
 import { isAbsolute, join } from "node:path"
-import type { VmDisk, VmRef } from "../ports/hypervisor.js"
+import { isBaseImage, type DiskRef, type VmDisk, type VmRef } from "../ports/hypervisor.js"
 import type { VmRecord } from "./store.js"
 import { vmRef } from "./records.js"
 
@@ -22,6 +22,9 @@ const DISK_FILE = "disk.qcow2"
 
 /** The disk a VM writes to, as the hypervisor addresses it. */
 export const vmDisk = (record: VmRecord): VmDisk => ({ vm: vmRef(record), file: diskFile(record) })
+
+/** The host file behind a disk reference: a VM's disk lies in its folder, a base image is the file it names. */
+export const diskRefPath = (disk: DiskRef): string => (isBaseImage(disk) ? disk.image : join(disk.vm.dir, disk.file))
 
 /** The disk a new VM (its folder being made) starts with. */
 export const firstDisk = (vm: VmRef): VmDisk => ({ vm, file: DISK_FILE })
