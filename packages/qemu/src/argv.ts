@@ -1,6 +1,6 @@
 import { join } from "node:path"
 import type { BootPlan } from "@stoat/core"
-import { vmFilePath } from "./disks.js"
+import { hostPathOf, vmFilePath } from "./disks.js"
 
 /** Files QEMU and Stoat keep in a VM's folder while it runs. */
 export interface VmFiles {
@@ -91,7 +91,7 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
   }
   if (plan.seedIso !== undefined) {
     args.push(
-      "-drive", `file=${qemuOpt(plan.seedIso)},if=none,id=seed0,media=cdrom,readonly=on`,
+      "-drive", `file=${qemuOpt(hostPathOf(plan.seedIso))},if=none,id=seed0,media=cdrom,readonly=on`,
       "-device", "ide-cd,drive=seed0,bus=ide.1"
     )
   }

@@ -1,7 +1,7 @@
 import { createWriteStream } from "node:fs"
 import { readFile, stat, unlink } from "node:fs/promises"
 import { createServer } from "node:net"
-import { join, relative, resolve } from "node:path"
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path"
 import { Effect } from "effect"
 import {
   CapabilityUnavailable,
@@ -221,14 +221,37 @@ const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, QemuStar
     catch: (cause) => new QemuStartFailed({ message: `checkpoint ${folder} cannot be resumed: its QEMU record is unreadable (${errorText(cause)})`, subject: vm.name })
   })
 
+/**
+ * The seed a saved plan names. Plans saved before the seed became a VM file name it by its host
+ * path, `<VM folder>/ovl/seed.iso` of the VM that first booted with it.
+ */
+export const savedSeed = (seed: VmDisk | string | undefined, target: VmRef): Effect.Effect<VmDisk | undefined, QemuStartFailed> => {
+  if (typeof seed !== "string") return Effect.succeed(seed)
+  const dir = dirname(dirname(seed))
+  return isAbsolute(seed) && relative(dir, seed) === LEGACY_SEED_FILE
+    ? Effect.succeed({ vm: { name: basename(dir), dir }, file: LEGACY_SEED_FILE })
+    : new QemuStartFailed({ message: `the checkpoint's QEMU record names an unknown seed file ${seed}`, subject: target.name })
+}
+const LEGACY_SEED_FILE = "ovl/seed.iso"
+
 /** A new VM from a checkpoint: the saved plan with its own folder, disk, SSH port and share; no port forwards. */
 export const resumeVm = (qemu: string, checkpoint: { readonly vm: VmRef; readonly folder: string }, target: ResumePlan) =>
   Effect.gen(function* () {
     const folder = vmFilePath(checkpoint.vm, checkpoint.folder)
     const saved = yield* readSaved(folder, target.vm)
-    const { guestIdentity: _identity, ...plan } = saved.plan
+    // The guest already booted with its identity: the saved initrd carries it, the plan need not.
+    const { guestIdentity: _identity, seedIso, ...plan } = saved.plan
+    const seed = yield* savedSeed(seedIso, target.vm)
     const files = checkpointFiles(folder)
-    const resumed: BootPlan = { ...plan, vm: target.vm, sshPort: target.sshPort, disk: target.disk, workShare: target.workShare, forwards: [] }
+    const resumed: BootPlan = {
+      ...plan,
+      ...(seed !== undefined ? { seedIso: seed } : {}),
+      vm: target.vm,
+      sshPort: target.sshPort,
+      disk: target.disk,
+      workShare: target.workShare,
+      forwards: []
+    }
     const state = yield* launchQemu(resumed, { qemu, accel: saved.accel }, { state: files.state, ...(plan.kernel !== undefined ? { initrd: files.initrd } : {}) })
     return { ...state, accel: saved.accel }
   })

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process"
 import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import { AlreadyRunning, Internal, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
@@ -43,13 +43,14 @@ const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuSt
   const base = plan.kernel.initrd
   return Effect.tryPromise({
     try: async () => {
-      await toDropbearKey(identity.hostKeyPath, files.hostKey)
+      const hostKey = Redacted.value(identity.hostKey)
+      await toDropbearKey(hostKey, files.hostKey)
       await writeVmInitrd({
         baseInitrd: base,
         out: files.initrd,
         authorizedKeys: identity.authorizedKeys,
         hostKeyDropbear: await readFile(files.hostKey),
-        hostKeyOpenssh: await readFile(identity.hostKeyPath),
+        hostKeyOpenssh: Buffer.from(hostKey),
         hostname: identity.hostname
       })
       return files.initrd

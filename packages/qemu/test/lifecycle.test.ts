@@ -122,6 +122,10 @@ describe("QEMU hypervisor with the tiny guest", () => {
     expect(state.startedAt).toMatch(/^\d{4}-\d{2}-\d{2}T/)
     expect(await readFile(`/proc/${state.pid}/cmdline`, "utf8")).toContain(`-accel\0${state.accel}\0`)
     expect(await ok(root, (h) => h.status(vm))).toEqual({ running: true, pid: state.pid, startedAt: state.startedAt })
+    // The start's record keeps the plan for checkpoints, never the guest's private host key.
+    const record = await readFile(vmFiles(vm.dir).boot, "utf8")
+    expect(record).not.toContain("PRIVATE KEY")
+    expect(JSON.parse(record).plan.guestIdentity.hostKey).toBe("<redacted>")
     const again = await call(root, (h) => h.start(plan))
     expect(Either.isLeft(again) && again.left.code).toBe("already_running")
 

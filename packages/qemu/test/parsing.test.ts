@@ -143,7 +143,7 @@ describe("qemu argv", () => {
       {
         ...plan,
         disk: "disk.qcow2",
-        seedIso: `${dir}/ovl/seed.iso`,
+        seedIso: { vm: plan.vm, file: "ovl/seed.iso" },
         hostShare: "/srv/data,v2",
         extraShares: [{ tag: "src", host: "/p/src" }],
         kernel: { path: "/img/vmlinux", initrd: "/img/initrd.img", append: "console=ttyS0 quiet" },

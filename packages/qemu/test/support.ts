@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process"
-import { existsSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
 import { createServer } from "node:net"
 import { homedir } from "node:os"
 import { join } from "node:path"
-import { type Context, Effect, Either, Layer } from "effect"
+import { type Context, Effect, Either, Layer, Redacted } from "effect"
 import { dataRootAt, guestHostname, Hypervisor, ImageBuilder, type BootPlan } from "@stoat/core"
 import { makeQemuHypervisor } from "../src/hypervisor.js"
 import { makeQemuImageBuilder } from "../src/image-builder.js"
@@ -75,7 +75,7 @@ export const tinyGuestPlan = async (root: string, image: TinyGuestImage, name: s
     kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
     workShare,
     display: "vnc",
-    guestIdentity: { authorizedKeys: "", hostKeyPath, hostname: guestHostname(name) },
+    guestIdentity: { authorizedKeys: "", hostKey: Redacted.make(readFileSync(hostKeyPath, "utf8")), hostname: guestHostname(name) },
     ...extra
   }
 }

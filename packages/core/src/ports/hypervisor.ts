@@ -1,4 +1,4 @@
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Redacted } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import type {
   AlreadyRunning,
@@ -67,18 +67,27 @@ export interface BootPlan {
   readonly forwards: ReadonlyArray<{ readonly host: number; readonly guest: number }>
   /** The VM's disk, relative to its folder. */
   readonly disk?: string
-  /** Direct kernel boot (the tiny guest). */
+  /** Direct kernel boot (the tiny guest): files the ImageBuilder port built. */
   readonly kernel?: { readonly path: string; readonly initrd: string; readonly append: string }
+  /** An installer ISO the user named (a host path of theirs, like the shares). */
   readonly cdrom?: string
-  readonly seedIso?: string
+  /**
+   * The NoCloud seed, a file of a VM's folder: the VM's own at a boot; a VM resumed from a
+   * checkpoint keeps the one its source booted with (the saved devices must stay the same).
+   */
+  readonly seedIso?: VmDisk
   readonly bootFromCdrom?: boolean
+  /** Host folders shared into the guest: the VM's work folder and the user's own. */
   readonly workShare: string
   readonly hostShare?: string
   readonly extraShares?: ReadonlyArray<{ readonly tag: string; readonly host: string }>
   readonly cpuModel?: string
   readonly display: "window" | "vnc"
-  /** Identity baked into a direct-boot guest at start: who may log in, its host key, its name. */
-  readonly guestIdentity?: { readonly authorizedKeys: string; readonly hostKeyPath: string; readonly hostname: string }
+  /**
+   * Identity baked into a direct-boot guest at start: who may log in, its sshd host key (OpenSSH
+   * private key text, redacted so a plan written to a file or a log never carries it), its name.
+   */
+  readonly guestIdentity?: { readonly authorizedKeys: string; readonly hostKey: Redacted.Redacted<string>; readonly hostname: string }
 }
 
 /**

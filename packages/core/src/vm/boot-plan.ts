@@ -1,5 +1,5 @@
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { Broken, type StoatError } from "../errors.js"
@@ -41,11 +41,11 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
       // A VM with a base boots the build its disk was made from (its kernel matches the disk's modules).
       const image = yield* (yield* ImageBuilder).build(config.image === "" ? "tiny" : config.image, config.base !== "" ? { rootDisk: config.base } : undefined)
       const keys = yield* clientKeyPair(root)
-      const hostKey = yield* guestHostKeyPair(root)
+      const hostKey = yield* fs.readFileString((yield* guestHostKeyPair(root)).privateKeyPath)
       return {
         ...base,
         kernel: { path: image.kernel, initrd: image.initrd, append: image.append },
-        guestIdentity: { authorizedKeys: keys.publicKey, hostKeyPath: hostKey.privateKeyPath, hostname: guestHostname(record.name) }
+        guestIdentity: { authorizedKeys: keys.publicKey, hostKey: Redacted.make(hostKey), hostname: guestHostname(record.name) }
       }
     }
     if (config.mode === "cloud") {
@@ -62,12 +62,15 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
     return config.iso !== "" ? { ...base, cdrom: config.iso, bootFromCdrom: !config.installed } : base
   })
 
+const SEED_FILE = "ovl/seed.iso"
+
 /** The NoCloud seed, written once at first start; a clone gets its own (new instance-id) at its first start. */
 const ensureSeed = (record: OkRecord) =>
   Effect.gen(function* () {
     const root = yield* DataRoot
-    const path = join(record.dir, "ovl", "seed.iso")
-    if (yield* fs.isPresent(path)) return path
+    const seed = { vm: vmRef(record), file: SEED_FILE }
+    const path = join(record.dir, SEED_FILE)
+    if (yield* fs.isPresent(path)) return seed
     const guest = yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
     const keys = yield* clientKeyPair(root)
     // Recipes the VM is created with run at first boot; later changes go over ssh.
@@ -82,5 +85,5 @@ const ensureSeed = (record: OkRecord) =>
       userDataExtra: firstBoot === undefined ? undefined : [firstBoot],
       seedDir: join(record.dir, "ovl", "seed")
     })
-    return path
+    return seed
   })

@@ -37,7 +37,7 @@ describe("cloud VMs", () => {
     await h.ok(startVm, { vm: "cloudy" })
     expect(h.hypervisor.disks.get(h.diskOf("cloudy"))).toMatchObject({ backing: base, size: 8 * 1024 ** 3 })
     expect(existsSync(join(h.vmDir("cloudy"), "ovl", "seed.iso"))).toBe(true)
-    expect(h.hypervisor.running.get(h.vmDir("cloudy"))?.plan.seedIso).toBe(join(h.vmDir("cloudy"), "ovl", "seed.iso"))
+    expect(h.hypervisor.running.get(h.vmDir("cloudy"))?.plan.seedIso).toEqual({ vm: { name: "cloudy", dir: h.vmDir("cloudy") }, file: "ovl/seed.iso" })
   })
 
   it("are ready only when cloud-init reports done, not when ssh first answers", async () => {

@@ -157,7 +157,7 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
       ensureGuestHostKey(paths)
     ])
     const hostKeyDropbear = join(dir, "host_key.dropbear")
-    await toDropbearKey(host.privateKeyPath, hostKeyDropbear)
+    await toDropbearKey(await readFile(host.privateKeyPath, "utf8"), hostKeyDropbear)
     const initrd = join(dir, "initrd.img")
     await writeVmInitrd({
       baseInitrd: image.initrd,

@@ -61,25 +61,25 @@ async function holdsAlready(out: string, base: Stats, pad: number, overlay: Buff
 }
 
 /**
- * Converts an OpenSSH-format private key file into dropbear's host-key format and writes it
- * to `out` (mode 0600). Done on the host, at VM creation, so the guest needs no converter
- * and every boot presents the same host key. Unencrypted ed25519 keys are converted in
- * TypeScript; any other key falls back to `dropbearconvert` (dropbear-bin) if installed.
+ * Converts an OpenSSH-format private key into dropbear's host-key format and writes it to `out`
+ * (mode 0600). Done on the host, so the guest needs no converter and every boot presents the
+ * same host key. Unencrypted ed25519 keys are converted in TypeScript; any other key falls back
+ * to `dropbearconvert` (dropbear-bin) if installed, through a 0600 file beside `out`.
  */
-export async function toDropbearKey(opensshPrivateKeyPath: string, out: string): Promise<void> {
-  const text = await readFile(opensshPrivateKeyPath, "utf8")
+export async function toDropbearKey(opensshPrivateKey: string, out: string): Promise<void> {
   let key: Buffer
   try {
-    key = opensshEd25519ToDropbear(text)
+    key = opensshEd25519ToDropbear(opensshPrivateKey)
   } catch (e) {
     const tmp = `${out}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`
     try {
-      await run("dropbearconvert", ["openssh", "dropbear", opensshPrivateKeyPath, tmp])
+      await writeFile(`${tmp}.openssh`, opensshPrivateKey, { mode: 0o600 })
+      await run("dropbearconvert", ["openssh", "dropbear", `${tmp}.openssh`, tmp])
     } catch (e2) {
       await rm(tmp, { force: true })
-      throw new Error(
-        `cannot convert ${opensshPrivateKeyPath} to a dropbear key: ${(e as Error).message}; dropbearconvert: ${(e2 as Error).message}`
-      )
+      throw new Error(`cannot convert the host key to dropbear's format: ${(e as Error).message}; dropbearconvert: ${(e2 as Error).message}`)
+    } finally {
+      await rm(`${tmp}.openssh`, { force: true })
     }
     await rename(tmp, out)
     return

@@ -77,7 +77,7 @@ describe("tiny guest", () => {
     key = join(vmDir, "id_test")
     await execFileP("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stoat-test", "-f", key])
     await execFileP("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", join(vmDir, "host_key")])
-    await toDropbearKey(join(vmDir, "host_key"), join(vmDir, "host_key.dropbear"))
+    await toDropbearKey(await readFile(join(vmDir, "host_key"), "utf8"), join(vmDir, "host_key.dropbear"))
     initrd = join(vmDir, "initrd.img")
     await writeVmInitrd({
       baseInitrd: image.initrd,

@@ -104,7 +104,7 @@ describe("host key conversion", () => {
     )
     if (!has) return
     await execFileP("dropbearconvert", ["openssh", "dropbear", join(dir, "k"), join(dir, "k.ref")])
-    await toDropbearKey(join(dir, "k"), join(dir, "k.db"))
+    await toDropbearKey(await readFile(join(dir, "k"), "utf8"), join(dir, "k.db"))
     expect((await readFile(join(dir, "k.db"))).equals(await readFile(join(dir, "k.ref")))).toBe(true)
   })
 
