@@ -76,6 +76,7 @@ export { type PullError, type PullOptions, type PullProgress } from "./images/do
 export { type DownloadTimeouts } from "./images/http.js"
 export { type AlpineIndexSource, type ByoBackend, type ChecksumFormat, type ImageSource, type KnownImage, type LocalSource, type UrlSource } from "./images/known.js"
 export { type VmImageRefs } from "./images/list.js"
+export { Images, ImagesLive, type StaleImageFile } from "./images/service.js"
 
 // Platform: data root, locks, keys, files, host
 export { checkRequest, type GuardOptions, type GuardVerdict, type ListenAddress, parseLoopbackAddress, type RequestHeaders } from "./http/guard.js"

@@ -1,5 +1,5 @@
 import { Layer } from "effect"
-import { CheckpointsLive, CoreLive, DataRootLive } from "@stoat/core"
+import { CheckpointsLive, CoreLive, DataRootLive, ImagesLive } from "@stoat/core"
 import { QemuHypervisorLive } from "./hypervisor.js"
 import { QemuImageBuilderLive } from "./image-builder.js"
 
@@ -7,4 +7,4 @@ import { QemuImageBuilderLive } from "./image-builder.js"
 const QemuPortsLive = Layer.merge(QemuHypervisorLive, QemuImageBuilderLive).pipe(Layer.provide(DataRootLive))
 
 /** The whole live stack: core services over `$STOAT_HOME` with the QEMU hypervisor and image builder. */
-export const StoatLive = CheckpointsLive.pipe(Layer.provideMerge(CoreLive), Layer.provideMerge(QemuPortsLive))
+export const StoatLive = Layer.merge(CheckpointsLive, ImagesLive).pipe(Layer.provideMerge(CoreLive), Layer.provideMerge(QemuPortsLive))

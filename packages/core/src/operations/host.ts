@@ -1,44 +1,20 @@
-import { readdir, readFile, stat } from "node:fs/promises"
-import { basename, join } from "node:path"
+import { basename } from "node:path"
 import { Effect, Option, Schema } from "effect"
 import { CapabilityReport, PruneResult, type Capability } from "@stoat/wire"
-import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { HostProbe } from "../platform/host.js"
-import { knownImageFile, findImage } from "../images/index.js"
+import { Images, type StaleImageFile } from "../images/service.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
 import { Projects } from "../projects/service.js"
 import { effectiveAccess, ACCESS_ORDER } from "../vm/config.js"
-import { VmStore, type VmRecord } from "../vm/store.js"
+import { VmStore } from "../vm/store.js"
 import { STOAT_VERSION } from "../version.js"
 import { VmName } from "./inputs.js"
 import { defineOperation, DESTRUCTIVE, READ } from "./operation.js"
 
-/** A partial download younger than this may still be in progress in another process. */
-const PART_GRACE_MS = 2 * 60 * 1000
-
-type PruneClass = "broken_vm" | "partial_download" | "orphaned_image" | "orphaned_checkpoint"
-
-/** Image files a VM still needs: its catalog file, iso and base (broken files are scanned for paths). */
-const referencedImages = async (records: ReadonlyArray<VmRecord>, files: ReadonlyArray<string>): Promise<Set<string>> => {
-  const referenced = new Set<string>()
-  for (const record of records) {
-    if (record.kind === "ok") {
-      const { image, iso, base } = record.config
-      const entry = image === "" ? undefined : findImage(image)
-      if (entry) referenced.add(knownImageFile(entry, files))
-      else if (image !== "") referenced.add(basename(image))
-      for (const path of [iso, base]) if (path !== "") referenced.add(basename(path))
-      continue
-    }
-    // A broken vm.toml may still name its images; keep anything it mentions.
-    const text = await readFile(join(record.dir, "vm.toml"), "utf8").catch(() => "")
-    for (const file of files) if (text.includes(file)) referenced.add(file)
-  }
-  return referenced
-}
+type PruneClass = "broken_vm" | "orphaned_checkpoint" | StaleImageFile["class"]
 
 export const prune = defineOperation({
   key: "host.prune",
@@ -56,34 +32,19 @@ export const prune = defineOperation({
   confirm: (input) => (input.apply === true ? "prune" : undefined),
   run: (input) =>
     Effect.gen(function* () {
-      const root = yield* DataRoot
+      const images = yield* Images
       const store = yield* VmStore
       const hypervisor = yield* Hypervisor
       return yield* (yield* Locks).withRootLock(
         Effect.gen(function* () {
-          const items: Array<{ class: PruneClass; path: string }> = []
-          const files = yield* Effect.promise(() => readdir(root.isos).catch(() => [] as string[]))
-          const now = Date.now()
-          for (const file of files.filter((name) => name.endsWith(".part"))) {
-            const info = yield* Effect.promise(() => stat(join(root.isos, file)).catch(() => undefined))
-            if (info && now - info.mtimeMs >= PART_GRACE_MS) items.push({ class: "partial_download", path: join(root.isos, file) })
-          }
+          const items: Array<{ class: PruneClass; path: string }> = [...(yield* images.stale({ unreferenced: input.images === true }))]
           for (const path of yield* (yield* Checkpoints).orphans) items.push({ class: "orphaned_checkpoint", path })
-          const records = yield* store.list
           if (input.broken) {
-            for (const record of records) {
+            for (const record of yield* store.list) {
               if (record.kind !== "broken") continue
               // A pidfile that still names a live QEMU means someone is using it; leave it alone.
               if ((yield* hypervisor.status({ name: record.name, dir: record.dir })).running) continue
               items.push({ class: "broken_vm", path: record.dir })
-            }
-          }
-          if (input.images) {
-            const referenced = yield* Effect.promise(() => referencedImages(records, files))
-            for (const file of files) {
-              if (file.endsWith(".part") || file.startsWith(".") || referenced.has(file)) continue
-              const info = yield* Effect.promise(() => stat(join(root.isos, file)).catch(() => undefined))
-              if (info?.isFile()) items.push({ class: "orphaned_image", path: join(root.isos, file) })
             }
           }
           const label = (item: { class: PruneClass; path: string }) => `${item.class}: ${item.path}`

@@ -1,10 +1,6 @@
 import { Effect, Schema } from "effect"
 import { ImageList, PullResult } from "@stoat/wire"
-import { DataRoot } from "../platform/data-root.js"
-import { Guests } from "../guest/definitions.js"
-import { imagesOnHost, lookupImage, pull } from "../images/index.js"
-import { ImageBuilder } from "../ports/image-builder.js"
-import { VmStore } from "../vm/store.js"
+import { Images } from "../images/service.js"
 import { defineOperation, READ } from "./operation.js"
 import { NoInput } from "./inputs.js"
 import { progressReporter, stageReporter } from "../context/progress.js"
@@ -20,14 +16,7 @@ export const listImages = defineOperation({
   output: ImageList,
   annotations: READ,
   access: null,
-  run: () =>
-    Effect.gen(function* () {
-      const root = yield* DataRoot
-      const records = yield* (yield* VmStore).list
-      const guests = yield* Effect.orElseSucceed((yield* Guests).list, () => [])
-      const configs = records.flatMap((record) => (record.kind === "ok" ? [record.config] : []))
-      return { images: yield* imagesOnHost(root.isos, configs, guests) }
-    })
+  run: () => Effect.map(Effect.flatMap(Images, (images) => images.list), (images) => ({ images }))
 })
 
 export const pullImage = defineOperation({
@@ -44,13 +33,7 @@ export const pullImage = defineOperation({
   access: null,
   run: (input) =>
     Effect.gen(function* () {
-      const root = yield* DataRoot
-      yield* root.ensure
-      const entry = yield* lookupImage(input.id)
-      if (entry.local) {
-        yield* (yield* ImageBuilder).build(entry.id, { onStage: yield* stageReporter })
-        return { id: entry.id, downloaded: true, verified: true, checksum_available: false }
-      }
-      return yield* pull(entry, { isosDir: root.isos, onProgress: yield* progressReporter })
+      const report = { onStage: yield* stageReporter, onProgress: yield* progressReporter }
+      return yield* (yield* Images).pull(input.id, report)
     })
 })

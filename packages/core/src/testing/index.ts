@@ -10,6 +10,7 @@ import { NotRunning } from "../errors.js"
 import { Hypervisor, type RunState } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { SnapshotsLive } from "../vm/snapshots.js"
+import { ImagesLive } from "../images/service.js"
 import { VmStoreLive } from "../vm/store.js"
 import { VmsLive } from "../vm/lifecycle.js"
 import { CliCaller, type Caller } from "../context/caller.js"
@@ -103,6 +104,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
     (base) => Layer.provideMerge(JobsLive, base),
     (services) => Layer.provideMerge(CheckpointsLive, services),
     (services) => Layer.provideMerge(SnapshotsLive, services),
+    (services) => Layer.provideMerge(ImagesLive, services),
     (services) => Layer.provideMerge(remoteRecipesLayer(options.index === undefined ? {} : { index: options.index }).pipe(Layer.provide(GitLive)), services),
     (services) => (options.projectDir === undefined ? services : Layer.provideMerge(services, projectsAt(options.projectDir)))
   )
