@@ -1,5 +1,6 @@
 import { Effect, Layer, Scope } from "effect"
 import { GuestTransport } from "../ports/guest-transport.js"
+import { makeSshProbe } from "./probe.js"
 
 /**
  * The live ssh2 transport, loaded on the first guest call: commands that never reach a guest
@@ -15,13 +16,15 @@ export const LazyGuestTransportLive = Layer.scoped(
         (module) => Scope.extend(module.makeGuestTransport(), scope)
       )
     )
+    // Waiting for sshd (`up --wait`) needs no ssh2: the banner check is plain TCP and loads nothing.
+    const probe = yield* makeSshProbe()
     return {
       exec: (target, argv, options) => Effect.flatMap(live, (transport) => transport.exec(target, argv, options)),
       readFile: (target, path, options) => Effect.flatMap(live, (transport) => transport.readFile(target, path, options)),
       writeFile: (target, path, data, options) => Effect.flatMap(live, (transport) => transport.writeFile(target, path, data, options)),
       upload: (target, local, remote) => Effect.flatMap(live, (transport) => transport.upload(target, local, remote)),
       download: (target, remote, local) => Effect.flatMap(live, (transport) => transport.download(target, remote, local)),
-      probe: (port, timeoutMs) => Effect.flatMap(live, (transport) => transport.probe(port, timeoutMs)),
+      probe,
       release: (vm) => Effect.flatMap(live, (transport) => transport.release(vm))
     }
   })

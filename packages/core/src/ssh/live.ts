@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto"
 import { readFile as readLocalFile, rename, rm } from "node:fs/promises"
-import { connect as netConnect } from "node:net"
 import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
 import { type Context, Data, Deferred, Duration, Effect, Layer, Option, RcMap, Schedule, type Scope, SynchronizedRef } from "effect"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SftpError, type SshTarget } from "../ports/guest-transport.js"
+import { makeSshProbe } from "./probe.js"
 import { guestCommand } from "./quote.js"
 
 type Ssh2 = typeof import("ssh2")
@@ -35,7 +35,6 @@ const DEFAULTS = {
   idleTimeoutMs: 5 * 60_000
 }
 
-const PROBE_TIMEOUT_MS = 2_000
 /** Exit code when the guest sent no exit status (as OpenSSH's client reports). */
 const NO_EXIT_STATUS = 255
 const READ_CHUNK = 64 * 1024
@@ -547,11 +546,7 @@ export const makeGuestTransport = (
         }
       })
 
-    // One probe per port at a time: `wait` loops may run concurrently, the guest sees one client.
-    // A port's gate lives only while a probe holds or awaits it.
-    const probeGates = yield* RcMap.make({ lookup: (_port: number) => Effect.makeSemaphore(1) })
-    const probe: Transport["probe"] = (port, timeoutMs = PROBE_TIMEOUT_MS) =>
-      Effect.scoped(Effect.flatMap(RcMap.get(probeGates, port), (gate) => gate.withPermits(1)(probeOnce(port, timeoutMs))))
+    const probe = yield* makeSshProbe()
 
     const release: Transport["release"] = (vm) =>
       Effect.flatMap(RcMap.keys(lines), (keys) =>
@@ -569,36 +564,6 @@ export const makeGuestTransport = (
 class Retry {
   constructor(readonly cause: unknown) {}
 }
-
-/**
- * TCP connect to the forwarded port, then wait for the 4-byte `SSH-` banner: user-mode NAT
- * accepts the connection before the guest's sshd exists, so connect alone proves nothing.
- */
-const probeOnce = (port: number, timeoutMs: number) =>
-  Effect.async<boolean>((resume) => {
-    let received = Buffer.alloc(0)
-    let done = false
-    const socket = netConnect({ host: "127.0.0.1", port })
-    const finish = (reachable: boolean) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      socket.destroy()
-      resume(Effect.succeed(reachable))
-    }
-    const timer = setTimeout(() => finish(false), timeoutMs)
-    socket.on("data", (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk])
-      if (received.length >= 4) finish(received.subarray(0, 4).toString("latin1") === "SSH-")
-    })
-    socket.on("error", () => finish(false))
-    socket.on("close", () => finish(false))
-    return Effect.sync(() => {
-      done = true
-      clearTimeout(timer)
-      socket.destroy()
-    })
-  })
 
 /** The live guest transport over ssh2; pooled connections close when the layer's scope does. */
 export const GuestTransportLive: Layer.Layer<GuestTransport> = Layer.scoped(GuestTransport, makeGuestTransport())
