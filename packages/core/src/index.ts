@@ -51,8 +51,8 @@ export { Snapshots, SnapshotsLive } from "./vm/snapshots.js"
 export { type VmRecord, VmStore, VmStoreLive } from "./vm/store.js"
 export { type SetSecrets, type VmLive } from "./vm/view.js"
 
-// Guests
-export { BUNDLED_GUESTS, type GuestDef, GuestFile, Guests, GuestsLive, type LoadedGuest, type LoadedGuests } from "./guest/definitions.js"
+// Guest definitions
+export { BUNDLED_GUESTS, type GuestDef, GuestFile, GuestDefinitions, GuestDefinitionsLive, type LoadedGuest, type LoadedGuests } from "./guest/definitions.js"
 export { streamBytes, utf8Text } from "./guest/encoding.js"
 export { type JobFacts, Jobs, JobsLive, type JobState } from "./guest/jobs.js"
 export { type ExecRequest, type GuestError, GuestOps, GuestOpsLive, makeGuestOps, type ReadRequest, type ServiceAction, type TailRequest, type WriteRequest } from "./guest/ops.js"

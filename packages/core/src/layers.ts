@@ -1,7 +1,7 @@
 import { Layer } from "effect"
 import { AuditLogLive } from "./context/audit-log.js"
 import { DataRootLive } from "./platform/data-root.js"
-import { GuestsLive } from "./guest/definitions.js"
+import { GuestDefinitionsLive } from "./guest/definitions.js"
 import { HostProbeLive } from "./platform/host.js"
 import { LocksLive } from "./platform/locks.js"
 import { VmStoreLive } from "./vm/store.js"
@@ -19,7 +19,7 @@ import { SnapshotsLive } from "./vm/snapshots.js"
  * layers (which may need the DataRoot provided here) complete the stack, and each frontend
  * provides its `Caller` (with `callerLayer`) per call.
  */
-export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestsLive, LocksLive, RecipesLive, AuditLogLive).pipe(
+export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestDefinitionsLive, LocksLive, RecipesLive, AuditLogLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),

@@ -5,7 +5,7 @@ import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule
 import type { Checkpoint } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Broken, InUse, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
 import { validateVmName } from "../vm/names.js"
@@ -93,7 +93,7 @@ type Chain = ReadonlyArray<ChainLayer>
 const readsThrough = (chain: Chain | undefined, path: string): boolean => chain?.some((layer) => layer.path === path) ?? false
 
 const make = Effect.gen(function* () {
-  const context = yield* Effect.context<DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks | HostProbe>()
+  const context = yield* Effect.context<DataRoot | VmStore | GuestDefinitions | Hypervisor | GuestTransport | Locks | HostProbe>()
   const root = yield* DataRoot
   const store = yield* VmStore
   const hypervisor = yield* Hypervisor
@@ -410,7 +410,7 @@ const make = Effect.gen(function* () {
     return found.sort()
   })
 
-  const provided = <A, E>(effect: Effect.Effect<A, E, DataRoot | VmStore | Guests | Hypervisor | GuestTransport | Locks | HostProbe>) => Effect.provide(effect, context)
+  const provided = <A, E>(effect: Effect.Effect<A, E, DataRoot | VmStore | GuestDefinitions | Hypervisor | GuestTransport | Locks | HostProbe>) => Effect.provide(effect, context)
   return Checkpoints.of({
     create: (vm, name) => provided(create(vm, name)),
     list: (vm) => provided(list(vm)),

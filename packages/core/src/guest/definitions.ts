@@ -250,8 +250,9 @@ export interface LoadedGuests {
   readonly byName: ReadonlyMap<string, LoadedGuest>
 }
 
-export class Guests extends Context.Tag("stoat/Guests")<
-  Guests,
+/** The guest definitions: the bundled ones, each overridden or extended by `<root>/guests/*.toml`. */
+export class GuestDefinitions extends Context.Tag("stoat/GuestDefinitions")<
+  GuestDefinitions,
   {
     readonly list: Effect.Effect<ReadonlyArray<LoadedGuest>, InvalidSpec | fs.FsError>
     readonly get: (name: string) => Effect.Effect<LoadedGuest, NotFound | InvalidSpec | fs.FsError>
@@ -274,8 +275,8 @@ export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<LoadedGuest
     return [...result.values()].sort(byName)
   })
 
-export const GuestsLive = Layer.effect(
-  Guests,
+export const GuestDefinitionsLive = Layer.effect(
+  GuestDefinitions,
   Effect.map(DataRoot, (root) => {
     const list = loadGuests(root.guests)
     return {

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import type { StoatError } from "../errors.js"
-import { Guests, type LoadedGuest } from "./definitions.js"
+import { GuestDefinitions, type LoadedGuest } from "./definitions.js"
 import type { Hypervisor } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { loadVm, requireRunning, sshTarget } from "../vm/records.js"
@@ -42,13 +42,13 @@ const runningVm = (vm: string) =>
   })
 
 /** How to reach the running VM `vm`: `not_found`, `broken` or `not_running` otherwise. */
-export const runningTarget = (vm: string): Effect.Effect<SshTarget, StoatError, VmStore | Guests | Hypervisor | DataRoot> =>
+export const runningTarget = (vm: string): Effect.Effect<SshTarget, StoatError, VmStore | GuestDefinitions | Hypervisor | DataRoot> =>
   Effect.map(runningVm(vm), ({ target }) => target)
 
 /** The running VM `vm` as a guest session: `not_found`, `broken` or `not_running` otherwise. */
-export const guestSession = (vm: string): Effect.Effect<GuestSession, StoatError, VmStore | Guests | Hypervisor | DataRoot> =>
+export const guestSession = (vm: string): Effect.Effect<GuestSession, StoatError, VmStore | GuestDefinitions | Hypervisor | DataRoot> =>
   Effect.gen(function* () {
     const { record, target } = yield* runningVm(vm)
-    const guest = record.config.os === "" ? UNKNOWN_GUEST : yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
+    const guest = record.config.os === "" ? UNKNOWN_GUEST : yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os))
     return { vm: record.name, target, guest }
   })

@@ -2,7 +2,7 @@ import { basename, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Image, PullResult } from "@stoat/wire"
 import type { StoatError } from "../errors.js"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { ImageBuilder } from "../ports/image-builder.js"
@@ -61,7 +61,7 @@ const referencedImages = (records: ReadonlyArray<VmRecord>, files: ReadonlyArray
 const make = Effect.gen(function* () {
   const root = yield* DataRoot
   const store = yield* VmStore
-  const guests = yield* Guests
+  const guests = yield* GuestDefinitions
   const builder = yield* ImageBuilder
 
   const imageFiles = Effect.orElseSucceed(fs.listDirectory(root.isos), () => [] as ReadonlyArray<string>)
@@ -110,4 +110,4 @@ const make = Effect.gen(function* () {
   })
 })
 
-export const ImagesLive: Layer.Layer<Images, never, DataRoot | VmStore | Guests | ImageBuilder> = Layer.effect(Images, make)
+export const ImagesLive: Layer.Layer<Images, never, DataRoot | VmStore | GuestDefinitions | ImageBuilder> = Layer.effect(Images, make)

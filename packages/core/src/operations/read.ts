@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import * as fs from "../platform/fs.js"
 import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
-import { Guests, type LoadedGuest } from "../guest/definitions.js"
+import { GuestDefinitions, type LoadedGuest } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Hypervisor, type AccelProbe } from "../ports/hypervisor.js"
 import { STOAT_VERSION } from "../version.js"
@@ -18,7 +18,7 @@ export const viewVms = (records: ReadonlyArray<VmRecord>) =>
   Effect.gen(function* () {
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
-    const guests = yield* Effect.orElseSucceed((yield* Guests).list, () => [])
+    const guests = yield* Effect.orElseSucceed((yield* GuestDefinitions).list, () => [])
     const graphical = yield* (yield* HostProbe).graphical
     const byName = new Map<string, Guest>()
     for (const guest of guests) {
@@ -98,7 +98,7 @@ export const listGuests = defineOperation({
   output: GuestList,
   annotations: READ,
   access: null,
-  run: () => Effect.map(Effect.flatMap(Guests, (guests) => guests.list), (guests) => ({ guests: guests.map(toWireGuest) }))
+  run: () => Effect.map(Effect.flatMap(GuestDefinitions, (guests) => guests.list), (guests) => ({ guests: guests.map(toWireGuest) }))
 })
 
 export const guestInfo = defineOperation({
@@ -113,7 +113,7 @@ export const guestInfo = defineOperation({
   cliView: (guest): typeof GuestShow.Type => ({ guest }),
   annotations: READ,
   access: null,
-  run: ({ name }) => Effect.map(Effect.flatMap(Guests, (guests) => guests.get(name)), toWireGuest)
+  run: ({ name }) => Effect.map(Effect.flatMap(GuestDefinitions, (guests) => guests.get(name)), toWireGuest)
 })
 
 const APT = "sudo apt-get install -y"

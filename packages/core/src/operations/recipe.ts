@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { ApplyDryRun, ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 import { planApply, planView } from "../recipes/apply.js"
 import { RECIPE_NAME } from "../recipes/manifest.js"
 import { applicabilityProblem } from "../recipes/plan.js"
@@ -59,7 +59,7 @@ export const listRecipes = defineOperation({
   run: (input) =>
     Effect.gen(function* () {
       const all = yield* (yield* Recipes).list
-      const guest = input.os === undefined ? undefined : yield* (yield* Guests).get(input.os)
+      const guest = input.os === undefined ? undefined : yield* (yield* GuestDefinitions).get(input.os)
       const shown = guest === undefined ? all : all.filter((recipe) => applicabilityProblem(recipe.manifest, guest) === undefined)
       return { recipes: shown.map(recipeSummary) }
     })
@@ -123,7 +123,7 @@ export const checkRecipes = defineOperation({
   access: null,
   run: (input) =>
     Effect.gen(function* () {
-      const guest = yield* (yield* Guests).get(input.os)
+      const guest = yield* (yield* GuestDefinitions).get(input.os)
       const recipes = yield* Recipes
       const issues: Array<{ name: string; reason: string }> = []
       for (const name of input.recipes) {
@@ -190,7 +190,7 @@ export const newRecipe = defineOperation({
   access: null,
   run: (input) =>
     Effect.gen(function* () {
-      for (const os of input.os ?? []) yield* (yield* Guests).get(os)
+      for (const os of input.os ?? []) yield* (yield* GuestDefinitions).get(os)
       return { path: yield* (yield* Recipes).scaffold(input.name, input.os ?? []) }
     })
 })

@@ -13,7 +13,7 @@ import { Clock, Duration, Effect, Exit } from "effect"
 import type { Guest, RecipeDetail } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
 import type { Hypervisor } from "../ports/hypervisor.js"
@@ -53,7 +53,7 @@ export interface ApplyPlanned {
 export const planApply = (vm: string, only: ReadonlyArray<string> | undefined) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
-    const guest = yield* (yield* Guests).get(record.config.os)
+    const guest = yield* (yield* GuestDefinitions).get(record.config.os)
     const recipes = yield* Recipes
     const configured = record.config.recipes
     const stray = (only ?? []).find((name) => !configured.includes(name))
@@ -242,7 +242,7 @@ const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | 
  * The services the lifecycle hooks run on, named: start applies recipes, whose reboot starts the
  * VM again, so an inferred requirement would be circular (and leak as `any` to embedders).
  */
-export type LifecycleServices = Hypervisor | ImageBuilder | HostProbe | VmStore | Locks | DataRoot | GuestTransport | Guests | Recipes | AccessPolicy | Caller
+export type LifecycleServices = Hypervisor | ImageBuilder | HostProbe | VmStore | Locks | DataRoot | GuestTransport | GuestDefinitions | Recipes | AccessPolicy | Caller
 
 export interface ApplyHooks {
   /** Waits until the guest answers ssh (the lifecycle's own wait). */

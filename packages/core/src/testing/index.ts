@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { dataRootAt } from "../platform/data-root.js"
-import { GuestsLive } from "../guest/definitions.js"
+import { GuestDefinitionsLive } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { LocksLive } from "../platform/locks.js"
 import { NotRunning } from "../errors.js"
@@ -90,7 +90,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   return Layer.mergeAll(
     VmStoreLive,
     VmsLive,
-    GuestsLive,
+    GuestDefinitionsLive,
     LocksLive,
     RecipesLive,
     AuditLogLive,

@@ -8,7 +8,7 @@ import { ImageBuilder } from "../ports/image-builder.js"
 import { clientKeyPair, guestHostKeyPair } from "../platform/keys.js"
 import { diskSizeBytes, type VmConfig } from "./config.js"
 import type { VmStore } from "./store.js"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 import { resolveConsolePassword, writeSeedIso } from "../cloudinit/index.js"
 import { firstBootUserData } from "../recipes/first-boot.js"
 import type { Recipes } from "../recipes/store.js"
@@ -17,7 +17,7 @@ import { vmRef, type OkRecord } from "./records.js"
 import { diskFile, diskPath, vmDisk } from "./disks.js"
 
 /** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
-export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | ImageBuilder | Guests | Recipes | VmStore> =>
+export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | ImageBuilder | GuestDefinitions | Recipes | VmStore> =>
   Effect.gen(function* () {
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
@@ -71,7 +71,7 @@ const ensureSeed = (record: OkRecord) =>
     const seed = { vm: vmRef(record), file: SEED_FILE }
     const path = join(record.dir, SEED_FILE)
     if (yield* fs.isPresent(path)) return seed
-    const guest = yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os))
+    const guest = yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os))
     const keys = yield* clientKeyPair(root)
     // Recipes the VM is created with run at first boot; later changes go over ssh.
     const firstBoot = yield* firstBootUserData(record)

@@ -11,7 +11,7 @@ import * as fs from "../platform/fs.js"
 import { AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, InvalidSpec, NoDisk, ScreenshotFailed, type StoatError } from "../errors.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { Caller } from "../context/caller.js"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
 import { elapsedSince } from "../platform/poll.js"
@@ -124,7 +124,7 @@ export interface UpdateOutcome {
 const requireKnownRecipes = (names: ReadonlyArray<string> | undefined, os: string) =>
   Effect.gen(function* () {
     if (names === undefined || names.length === 0) return
-    const guest = yield* (yield* Guests).get(os)
+    const guest = yield* (yield* GuestDefinitions).get(os)
     // A project's missing checkout is placed (or a stale declaration refused) before the names are looked up.
     yield* ensureProjectRecipes(names)
     const recipes = yield* Recipes
@@ -332,7 +332,7 @@ function makeVms(): Vms["Type"] {
       }
       const os = spec.os ?? resolved.os
       if (os === "") return yield* new InvalidSpec({ message: `cannot tell the guest OS of ${resolved.image}; pass --os`, subject: "os" })
-      const guest = yield* (yield* Guests).get(os)
+      const guest = yield* (yield* GuestDefinitions).get(os)
       yield* requireKnownRecipes(spec.recipes, guest.name)
       // Build a local image before taking the lock: it can take a while the first time.
       const template =

@@ -6,7 +6,7 @@ import { Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { VmStore, type VmRecord } from "./store.js"
 import { unknownGuestReason } from "./view.js"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 
 /** A VM record whose vm.toml parsed (loadVm also checks that it names a known guest). */
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>
@@ -17,7 +17,7 @@ export const vmRef = (record: VmRecord): VmRef => ({ name: record.name, dir: rec
  * A VM that must parse and name a known guest: broken ones (as `ls` shows them) answer `broken`
  * with the reason, so nothing acts on — or rewrites — a VM that is not whole.
  */
-export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsError, VmStore | Guests> =>
+export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsError, VmStore | GuestDefinitions> =>
   Effect.gen(function* () {
     const record = yield* (yield* VmStore).get(name)
     const reason =
@@ -25,7 +25,7 @@ export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsErro
         ? record.reason
         : record.config.os === ""
           ? undefined
-          : yield* Effect.flatMap(Guests, (guests) => guests.get(record.config.os)).pipe(
+          : yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os)).pipe(
               Effect.as(undefined),
               Effect.catchTag("NotFound", () => Effect.succeed(unknownGuestReason(record.config.os)))
             )

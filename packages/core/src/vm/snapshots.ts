@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import { AlreadyRunning, NoDisk, NotFound, type StoatError } from "../errors.js"
-import { Guests } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest/definitions.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { isRunning, loadVm, type OkRecord } from "./records.js"
@@ -25,7 +25,7 @@ export class Snapshots extends Context.Tag("stoat/Snapshots")<
 >() {}
 
 const make = Effect.gen(function* () {
-  const context = yield* Effect.context<VmStore | Guests | Hypervisor>()
+  const context = yield* Effect.context<VmStore | GuestDefinitions | Hypervisor>()
   const hypervisor = yield* Hypervisor
   const locks = yield* Locks
 
