@@ -33,7 +33,12 @@ export const main = async (argv: string[]): Promise<void> => {
     return serveMcp({})
   }
   // Loaded only now: `stoat -v`, plain `stoat ls` and plain `stoat mcp` never pay for oclif.
+  // Its engine check loads semver (about 20 ms of every command's start-up) to test the Node version
+  // the bin already runs on; the variable is dropped again so no child process inherits it.
+  const skipEngineCheck = process.env["OCLIF_DISABLE_ENGINE_WARNING"] === undefined
+  if (skipEngineCheck) process.env["OCLIF_DISABLE_ENGINE_WARNING"] = "1"
   const { Errors, flush, run } = await import("@oclif/core")
+  if (skipEngineCheck) delete process.env["OCLIF_DISABLE_ENGINE_WARNING"]
   try {
     // `-h`, `--help` and no command at all are `stoat help [<cmd>]`, which answers in JSON too.
     await run(help ? ["help", ...helpTopic(rest)] : rest, import.meta.url)
