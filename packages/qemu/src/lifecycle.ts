@@ -243,7 +243,8 @@ export const readBootRecord = (vm: VmRef): Effect.Effect<Partial<BootRecord> | u
       .catch(() => undefined)
   )
 
-const SSHD_POLL_MS = 25
+/** How often the console is read for the sshd line: every wait for it is `up --wait` time (a read costs microseconds). */
+const SSHD_POLL_MS = 10
 
 /**
  * Waits until this boot's console shows the guest's "sshd listening" line. True once it does;
