@@ -12,7 +12,7 @@ const walk = (dir: string): void => {
   }
 }
 walk("src/commands")
-for (const extra of ["main", "fast-ls"]) entries[extra] = `src/${extra}.ts`
+for (const extra of ["main", "fast-paths"]) entries[extra] = `src/${extra}.ts`
 
 export default defineConfig({
   entry: entries,

@@ -1,3 +1,5 @@
+import { QUIET_WORDS } from "./plain-forms.js"
+
 /** What main takes out of argv before oclif parses anything. */
 export interface PreParsed {
   /** `--json` anywhere among stoat's own words (so usage errors can answer in JSON too). */
@@ -14,7 +16,6 @@ export interface PreParsed {
   readonly guest: string[] | undefined
 }
 
-const QUIET = new Set(["-q", "--quiet", "--no-interactive"])
 const HELP = new Set(["-h", "--help"])
 
 /**
@@ -50,7 +51,7 @@ export const preParse = (argv: ReadonlyArray<string>): PreParsed => {
     }
     if (word === "--json") json = true
     else if (HELP.has(word)) help = true
-    else if (positionals.length === 0 && QUIET.has(word)) quiet = true
+    else if (positionals.length === 0 && QUIET_WORDS.has(word)) quiet = true
     else {
       rest.push(word)
       if (word.startsWith("-")) {

@@ -1,10 +1,11 @@
 import { createInterface } from "node:readline/promises"
 import { Command, Flags } from "@oclif/core"
 import { cliDataOf, type Operation } from "@stoat/core"
-import { encodeLine, event, resultError, resultOk, type ErrorInfo, type ProjectRun } from "@stoat/wire"
+import type { ErrorInfo, ProjectRun } from "@stoat/wire"
 import { renderProjectRun, runFailed } from "./views/project.js"
 import { disposeRuntime, execute } from "./runtime.js"
 import { cliState } from "./state.js"
+import { progressPrinter, writeFailure, writeResult } from "./outcome.js"
 
 type ProjectRunData = typeof ProjectRun.Type
 
@@ -42,24 +43,12 @@ export abstract class StoatCommand extends Command {
     input: unknown,
     options: { interactive?: boolean; showProgress?: boolean } = {}
   ): Promise<{ ok: true; value: O } | { ok: false; error: ErrorInfo }> {
-    let lastPercent = -1
+    const printer = progressPrinter(this.json, this.commandName, options.showProgress === true)
     const outcome = await execute(operation, input, {
       ...(options.interactive !== undefined ? { interactive: options.interactive } : {}),
-      progress: (progressEvent) => {
-        if (this.json) {
-          process.stdout.write(encodeLine(event(progressEvent.type, this.commandName, progressEvent.data)))
-          return
-        }
-        if (!options.showProgress) return
-        // People get progress on stderr: a percentage line on a terminal, stage lines otherwise.
-        const data = progressEvent.data as { line?: string; percent?: number; id?: string }
-        if (progressEvent.type === "progress" && data.percent !== undefined && data.percent !== lastPercent) {
-          lastPercent = data.percent
-          process.stderr.write(process.stderr.isTTY ? `\r${data.id}: ${data.percent}%` : `${data.id}: ${data.percent}%\n`)
-        } else if (data.line !== undefined) process.stderr.write(`${data.line}\n`)
-      }
+      progress: printer.onEvent
     })
-    if (lastPercent >= 0 && process.stderr.isTTY) process.stderr.write("\n")
+    printer.done()
     await disposeRuntime()
     return outcome
   }
@@ -99,8 +88,7 @@ export abstract class StoatCommand extends Command {
 
   /** Prints the result: the envelope with `--json`, else whatever `render` writes. */
   protected emit(data: unknown, render: () => void): void {
-    if (this.json) process.stdout.write(encodeLine(resultOk(this.commandName, data)))
-    else render()
+    writeResult(this.json, this.commandName, data, render)
   }
 
   /**
@@ -113,10 +101,9 @@ export abstract class StoatCommand extends Command {
     if (runFailed(run)) this.exit(1)
   }
 
-  protected failWith(error: ErrorInfo, exitCode = error.code === "usage" ? 2 : 1): never {
-    if (this.json) process.stdout.write(encodeLine(resultError(this.commandName, error)))
-    else process.stderr.write(`stoat: ${this.commandName}: ${error.message}\n`)
-    return this.exit(exitCode)
+  protected failWith(error: ErrorInfo, exitCode?: number): never {
+    const status = writeFailure(this.json, this.commandName, error)
+    return this.exit(exitCode ?? status)
   }
 
   protected line(text = ""): void {

@@ -2,6 +2,7 @@
 import { STOAT_VERSION } from "@stoat/core/version"
 import { commandName, helpTopic, preParse } from "./argv.js"
 import { cliState } from "./state.js"
+import { plainUp, QUIET_WORDS } from "./plain-forms.js"
 
 const reportJson = async (code: "usage" | "internal", message: string): Promise<void> => {
   const { writeJsonError } = await import("./json-error.js")
@@ -22,10 +23,15 @@ export const main = async (argv: string[]): Promise<void> => {
   }
   const { json, help, rest, guest } = preParse(argv)
   Object.assign(cliState, { json, guest, cmd: help ? "help" : commandName(rest) })
-  const plain = rest.filter((word) => word !== "--quiet")
+  const plain = rest.filter((word) => !QUIET_WORDS.has(word))
   if (!help && plain.length === 1 && (plain[0] === "ls" || plain[0] === "list")) {
-    const { fastLs } = await import("./fast-ls.js")
-    return fastLs(json)
+    const { fastLs } = await import("./fast-paths.js")
+    return fastLs(cliState.cmd, json)
+  }
+  const up = help ? undefined : plainUp(plain)
+  if (up !== undefined) {
+    const { fastUp } = await import("./fast-paths.js")
+    return fastUp(cliState.cmd, up.vm, { wait: up.wait, quiet: plain.length < rest.length, json })
   }
   // What every client entry runs (`stoat mcp`), served without oclif: spawn-to-initialize is P2.
   if (!help && (plain.join(" ") === "mcp" || plain.join(" ") === "mcp serve")) {

@@ -2,6 +2,7 @@ import { Args, Flags } from "@oclif/core"
 import { projectUp, startVm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 import { waitTimeoutFlag } from "../flags.js"
+import { renderUp } from "../views/up.js"
 
 export default class Up extends StoatCommand {
   static override summary = "Start a VM, or bring up this project's VMs"
@@ -25,7 +26,7 @@ export default class Up extends StoatCommand {
       return this.runProject(projectUp, { ...common, ...(flags.parallel ? { parallel: flags.parallel } : {}) }, wait ? "running; ssh is up" : "running", { showProgress: !flags.quiet })
     }
     if (flags.parallel) return this.failWith({ code: "usage", message: "--parallel is for the project fan-out (stoat up with no VM name)" })
-    await this.show(startVm, { vm: args.vm, ...common }, (vm) => this.line(`${vm.name} is running (ssh port ${vm.ssh_port})${wait ? "; ssh is up" : ""}`), {
+    await this.show(startVm, { vm: args.vm, ...common }, (vm) => this.line(renderUp(vm, wait)), {
       showProgress: !flags.quiet
     })
   }

@@ -1,0 +1,41 @@
+import type { ProgressEvent } from "@stoat/core"
+import { encodeLine, event, resultError, resultOk, type ErrorInfo } from "@stoat/wire"
+
+/**
+ * How a command shows its operation's progress: `--json` gets every event as an envelope line on
+ * stdout; people get stderr lines, a percentage on a terminal, unless they asked for quiet.
+ */
+export const progressPrinter = (json: boolean, cmd: string, showProgress: boolean) => {
+  let lastPercent = -1
+  return {
+    onEvent: (progressEvent: ProgressEvent): void => {
+      if (json) {
+        process.stdout.write(encodeLine(event(progressEvent.type, cmd, progressEvent.data)))
+        return
+      }
+      if (!showProgress) return
+      const data = progressEvent.data as { line?: string; percent?: number; id?: string }
+      if (progressEvent.type === "progress" && data.percent !== undefined && data.percent !== lastPercent) {
+        lastPercent = data.percent
+        process.stderr.write(process.stderr.isTTY ? `\r${data.id}: ${data.percent}%` : `${data.id}: ${data.percent}%\n`)
+      } else if (data.line !== undefined) process.stderr.write(`${data.line}\n`)
+    },
+    /** Ends a terminal's percentage line. */
+    done: (): void => {
+      if (lastPercent >= 0 && process.stderr.isTTY) process.stderr.write("\n")
+    }
+  }
+}
+
+/** A failed command: its envelope with `--json`, else one `stoat: <cmd>: …` line on stderr. Answers the exit status. */
+export const writeFailure = (json: boolean, cmd: string, error: ErrorInfo): number => {
+  if (json) process.stdout.write(encodeLine(resultError(cmd, error)))
+  else process.stderr.write(`stoat: ${cmd}: ${error.message}\n`)
+  return error.code === "usage" ? 2 : 1
+}
+
+/** A command's result: the envelope of its CLI view with `--json`, else whatever `render` writes. */
+export const writeResult = (json: boolean, cmd: string, data: unknown, render: () => void): void => {
+  if (json) process.stdout.write(encodeLine(resultOk(cmd, data)))
+  else render()
+}
