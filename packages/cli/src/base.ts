@@ -3,9 +3,8 @@ import { Command, Flags } from "@oclif/core"
 import { cliDataOf, type Operation } from "@stoat/core"
 import type { ErrorInfo, ProjectRun } from "@stoat/wire"
 import { renderProjectRun, runFailed } from "./views/project.js"
-import { disposeRuntime, execute } from "./runtime.js"
 import { cliState } from "./state.js"
-import { progressPrinter, writeFailure, writeResult } from "./outcome.js"
+import { executeShowingProgress, writeFailure, writeResult } from "./outcome.js"
 
 type ProjectRunData = typeof ProjectRun.Type
 
@@ -43,14 +42,12 @@ export abstract class StoatCommand extends Command {
     input: unknown,
     options: { interactive?: boolean; showProgress?: boolean } = {}
   ): Promise<{ ok: true; value: O } | { ok: false; error: ErrorInfo }> {
-    const printer = progressPrinter(this.json, this.commandName, options.showProgress === true)
-    const outcome = await execute(operation, input, {
-      ...(options.interactive !== undefined ? { interactive: options.interactive } : {}),
-      progress: printer.onEvent
+    return executeShowingProgress(operation, input, {
+      json: this.json,
+      cmd: this.commandName,
+      showProgress: options.showProgress === true,
+      ...(options.interactive !== undefined ? { interactive: options.interactive } : {})
     })
-    printer.done()
-    await disposeRuntime()
-    return outcome
   }
 
   /**

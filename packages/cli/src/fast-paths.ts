@@ -1,6 +1,5 @@
 import { cliDataOf, listVms, startVm, type Operation } from "@stoat/core"
-import { disposeRuntime, execute } from "./runtime.js"
-import { progressPrinter, writeFailure, writeResult } from "./outcome.js"
+import { executeShowingProgress, writeFailure, writeResult } from "./outcome.js"
 import { renderVmList } from "./views/ls.js"
 import { renderUp } from "./views/up.js"
 
@@ -9,10 +8,7 @@ import { renderUp } from "./views/up.js"
  * (a third of start-up): same operation, same output and exit status as the oclif command.
  */
 const runPlain = async <I, O>(operation: Operation<I, O, any>, input: I, cmd: string, json: boolean, showProgress: boolean, render: (output: O) => string) => {
-  const printer = progressPrinter(json, cmd, showProgress)
-  const outcome = await execute(operation, input, { progress: printer.onEvent })
-  printer.done()
-  await disposeRuntime()
+  const outcome = await executeShowingProgress(operation, input, { json, cmd, showProgress })
   if (!outcome.ok) {
     process.exitCode = writeFailure(json, cmd, outcome.error)
     return

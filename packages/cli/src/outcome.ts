@@ -1,11 +1,12 @@
-import type { ProgressEvent } from "@stoat/core"
+import type { Operation, ProgressEvent } from "@stoat/core"
 import { encodeLine, event, resultError, resultOk, type ErrorInfo } from "@stoat/wire"
+import { disposeRuntime, execute } from "./runtime.js"
 
 /**
  * How a command shows its operation's progress: `--json` gets every event as an envelope line on
  * stdout; people get stderr lines, a percentage on a terminal, unless they asked for quiet.
  */
-export const progressPrinter = (json: boolean, cmd: string, showProgress: boolean) => {
+const progressPrinter = (json: boolean, cmd: string, showProgress: boolean) => {
   let lastPercent = -1
   return {
     onEvent: (progressEvent: ProgressEvent): void => {
@@ -25,6 +26,22 @@ export const progressPrinter = (json: boolean, cmd: string, showProgress: boolea
       if (lastPercent >= 0 && process.stderr.isTTY) process.stderr.write("\n")
     }
   }
+}
+
+/** Runs a command's operation with its progress shown, then releases the live runtime. */
+export const executeShowingProgress = async <I, O>(
+  operation: Operation<I, O, any>,
+  input: unknown,
+  show: { readonly json: boolean; readonly cmd: string; readonly showProgress: boolean; readonly interactive?: boolean }
+) => {
+  const printer = progressPrinter(show.json, show.cmd, show.showProgress)
+  const outcome = await execute(operation, input, {
+    ...(show.interactive !== undefined ? { interactive: show.interactive } : {}),
+    progress: printer.onEvent
+  })
+  printer.done()
+  await disposeRuntime()
+  return outcome
 }
 
 /** A failed command: its envelope with `--json`, else one `stoat: <cmd>: …` line on stderr. Answers the exit status. */
