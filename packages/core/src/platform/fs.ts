@@ -118,27 +118,68 @@ const listed = <A>(path: string, read: () => A[]): Effect.Effect<ReadonlyArray<A
     }
   })
 
+/** Thrown by `openRegularFile` for a FIFO, a device or a socket, so callers branch on `code` as on errno. */
+export const NOT_REGULAR = "ENOTREG"
+
+/**
+ * Opens `path` for reading without blocking and checks it is a regular file before any read: a
+ * FIFO, a device (`/dev/zero`) or a socket throws `NOT_REGULAR` at once instead of stalling or
+ * reading forever, a folder throws EISDIR. Returns the descriptor (the caller closes it) and size.
+ */
+const openRegularFile = (path: string): { readonly fd: number; readonly size: number } => {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  try {
+    const info = fstatSync(fd)
+    if (info.isFile()) return { fd, size: info.size }
+    const code = info.isDirectory() ? "EISDIR" : NOT_REGULAR
+    throw Object.assign(new Error(info.isDirectory() ? "it is a directory" : "not a regular file"), { code })
+  } catch (error) {
+    closeSync(fd)
+    throw error
+  }
+}
+
+/** Reads `length` bytes of `fd` from `from` (fewer when the file shrank meanwhile). */
+const readRange = (fd: number, from: number, length: number): Buffer => {
+  const buffer = Buffer.alloc(length)
+  return buffer.subarray(0, readSync(fd, buffer, 0, length, from))
+}
+
+/**
+ * A small file's text, read synchronously: for the files a listing reads on every call (vm.toml,
+ * pidfiles), where a thread-pool round trip per file cost more than the read. Throws Node's errno
+ * errors, `NOT_REGULAR` for a special file, and EFBIG for a file over `maxBytes`.
+ */
+export const readSmallFileSync = (path: string, maxBytes: number): string => {
+  const { fd, size } = openRegularFile(path)
+  try {
+    if (size > maxBytes) throw Object.assign(new Error(`larger than ${maxBytes} bytes`), { code: "EFBIG" })
+    return readRange(fd, 0, size).toString("utf8")
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /**
  * The last `maxBytes` of a regular file as text, starting at a line boundary; a file that does
- * not exist is empty. Opened without blocking and checked before any read, so a FIFO, a device
- * (`/dev/zero`) or a folder at `path` is a typed error, never a stall or an endless read; a huge
- * file costs `maxBytes`, not its size.
+ * not exist is empty. A FIFO, a device (`/dev/zero`) or a folder at `path` is a typed error,
+ * never a stall or an endless read; a huge file costs `maxBytes`, not its size.
  */
 export const readFileTail = (path: string, maxBytes: number): Effect.Effect<string, FsError> =>
   Effect.suspend(() => {
     let fd: number | undefined
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
-      const info = fstatSync(fd)
-      if (!info.isFile()) return Effect.fail(new InvalidSpec({ message: `cannot read ${path}: not a regular file`, subject: path }))
-      const from = Math.max(0, info.size - maxBytes)
-      const buffer = Buffer.alloc(info.size - from)
-      const read = readSync(fd, buffer, 0, buffer.length, from)
-      const text = buffer.subarray(0, read).toString("utf8")
+      const opened = openRegularFile(path)
+      fd = opened.fd
+      const from = Math.max(0, opened.size - maxBytes)
+      const text = readRange(fd, from, opened.size - from).toString("utf8")
       // Cut mid-file: the first line is partial (perhaps mid-character), so it is left out.
       return Effect.succeed(from === 0 ? text : text.slice(text.indexOf("\n") + 1))
     } catch (cause) {
-      return errnoOf(cause) === "ENOENT" ? Effect.succeed("") : fsError("read", path, cause)
+      const errno = errnoOf(cause)
+      if (errno === "ENOENT") return Effect.succeed("")
+      if (errno === NOT_REGULAR || errno === "EISDIR") return Effect.fail(new InvalidSpec({ message: `cannot read ${path}: not a regular file`, subject: path }))
+      return fsError("read", path, cause)
     } finally {
       if (fd !== undefined) closeSync(fd)
     }

@@ -1,4 +1,5 @@
-import { readFile, stat } from "node:fs/promises"
+import { readdirSync, statSync } from "node:fs"
+import { stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer } from "effect"
 import { DataRoot, isReservedDir } from "../platform/data-root.js"
@@ -48,10 +49,18 @@ const stderrOnce = (): ((message: string) => void) => {
   }
 }
 
-const readVmRecord = async (name: string, dir: string, warn: (message: string) => void): Promise<VmRecord | undefined> => {
+/** Far beyond any real vm.toml; a larger file is a broken VM, not a read of gigabytes. */
+const VM_TOML_MAX_BYTES = 1024 * 1024
+
+/**
+ * Read synchronously: a listing reads every vm.toml on every call, and one thread-pool round trip
+ * per file cost more than the read. The file is checked before it is read, so a FIFO or a device
+ * planted as vm.toml makes a broken VM at once instead of a stalled listing.
+ */
+const readVmRecord = (name: string, dir: string, warn: (message: string) => void): VmRecord | undefined => {
   let text: string
   try {
-    text = await readFile(join(dir, "vm.toml"), "utf8")
+    text = fs.readSmallFileSync(join(dir, "vm.toml"), VM_TOML_MAX_BYTES)
   } catch (error) {
     const code = (error as { code?: string }).code
     if (isNotFound(error) || code === "ENOTDIR") return undefined
@@ -67,6 +76,39 @@ const readVmRecord = async (name: string, dir: string, warn: (message: string) =
   return { kind: "ok", name, dir, config: parsed.right.config }
 }
 
+/** How long after a folder's last change its listing may be kept: past any file-system clock tick. */
+const SETTLED_NS = 1_000_000_000n
+
+/**
+ * The candidate VM folders of the data root, listed again only when the root's mtime moved: a
+ * folder made, removed or renamed there changes it, and one stat costs a third of a listing that
+ * every VM listing and every unknown name pays. A listing taken less than a second after the
+ * root's last change is not kept, since a change within the same clock tick can leave the mtime as
+ * it was (git's "racily clean" rule). What is inside each folder (its vm.toml) is read every time.
+ */
+const folderLister = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> => {
+  let kept: { readonly mtimeNs: bigint; readonly names: ReadonlyArray<string> } | undefined
+  return Effect.suspend(() => {
+    try {
+      const info = statSync(path, { bigint: true, throwIfNoEntry: false })
+      if (info === undefined) {
+        kept = undefined
+        return Effect.succeed([])
+      }
+      if (kept !== undefined && kept.mtimeNs === info.mtimeNs) return Effect.succeed(kept.names)
+      const names = readdirSync(path, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory() && !isReservedDir(entry.name))
+        .map((entry) => entry.name)
+      const settled = BigInt(Date.now()) * 1_000_000n - info.mtimeNs > SETTLED_NS
+      kept = settled ? { mtimeNs: info.mtimeNs, names } : undefined
+      return Effect.succeed(names)
+    } catch (cause) {
+      kept = undefined
+      return fs.fsError("list", path, cause)
+    }
+  })
+}
+
 export const notFoundVm = (name: string, known: ReadonlyArray<string>): NotFound => {
   const hint = closest(name, known)
   return new NotFound({ message: `no VM "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat ls`, subject: name })
@@ -76,12 +118,16 @@ export const VmStoreLive = Layer.effect(
   VmStore,
   Effect.map(DataRoot, (root) => {
     const warn = stderrOnce()
-    const list = Effect.flatMap(fs.listDirectoryEntries(root.root), (entries) =>
-      Effect.tryPromise({
-        try: async () => {
-          const names = entries.filter((entry) => entry.isDirectory() && !isReservedDir(entry.name)).map((entry) => entry.name)
-          const records = await Promise.all(names.map((name) => readVmRecord(name, root.vmDir(name), warn)))
-          return records.filter((record): record is VmRecord => record !== undefined).sort(byName)
+    const folders = folderLister(root.root)
+    const list = Effect.flatMap(folders, (names) =>
+      Effect.try({
+        try: () => {
+          const records: VmRecord[] = []
+          for (const name of names) {
+            const record = readVmRecord(name, root.vmDir(name), warn)
+            if (record) records.push(record)
+          }
+          return records.sort(byName)
         },
         catch: internalError(`cannot read ${root.root}`)
       })
@@ -90,7 +136,7 @@ export const VmStoreLive = Layer.effect(
       Effect.gen(function* () {
         const record = isReservedDir(name)
           ? undefined
-          : yield* Effect.tryPromise({ try: () => readVmRecord(name, root.vmDir(name), warn), catch: internalError(`cannot read VM ${name}`) })
+          : yield* Effect.try({ try: () => readVmRecord(name, root.vmDir(name), warn), catch: internalError(`cannot read VM ${name}`) })
         if (record) return record
         const all = yield* list
         return yield* notFoundVm(name, all.map((vm) => vm.name))

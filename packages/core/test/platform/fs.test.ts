@@ -141,3 +141,41 @@ describe("replaceDirectoryThen", () => {
     expect(readdirSync(dir)).toEqual([])
   })
 })
+
+describe("readSmallFileSync (files read on every listing)", () => {
+  const codeOf = (read: () => unknown): string | undefined => {
+    try {
+      read()
+      return undefined
+    } catch (error) {
+      return (error as { code?: string }).code
+    }
+  }
+
+  it("reads a regular file, and refuses a FIFO, a device, a folder and an oversized file without reading", () => {
+    const dir = scratch()
+    writeFileSync(join(dir, "plain"), "name = 'x'\n")
+    expect(fs.readSmallFileSync(join(dir, "plain"), 1024)).toBe("name = 'x'\n")
+    execFileSync("mkfifo", [join(dir, "fifo")])
+    // A FIFO with no writer: a blocking read would never return.
+    expect(codeOf(() => fs.readSmallFileSync(join(dir, "fifo"), 1024))).toBe(fs.NOT_REGULAR)
+    expect(codeOf(() => fs.readSmallFileSync("/dev/zero", 1024))).toBe(fs.NOT_REGULAR)
+    expect(codeOf(() => fs.readSmallFileSync(dir, 1024))).toBe("EISDIR")
+    expect(codeOf(() => fs.readSmallFileSync(join(dir, "plain"), 4))).toBe("EFBIG")
+    expect(codeOf(() => fs.readSmallFileSync(join(dir, "missing"), 1024))).toBe("ENOENT")
+  })
+
+  it("leaves no descriptor open, whatever the outcome", () => {
+    const dir = scratch()
+    execFileSync("mkfifo", [join(dir, "fifo")])
+    writeFileSync(join(dir, "big"), "0123456789")
+    const open = () => readdirSync("/proc/self/fd").length
+    const before = open()
+    for (let i = 0; i < 50; i++) {
+      codeOf(() => fs.readSmallFileSync(join(dir, "fifo"), 1024))
+      codeOf(() => fs.readSmallFileSync(join(dir, "big"), 4))
+      codeOf(() => fs.readSmallFileSync(dir, 1024))
+    }
+    expect(open()).toBe(before)
+  })
+})

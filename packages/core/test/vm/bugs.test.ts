@@ -2,11 +2,12 @@
  * Regression tests for bugs these lifecycle tests found (each once an expected failure, now
  * fixed). Every test names the requirement it comes from.
  */
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Exit } from "effect"
 import { describe, expect, it } from "vitest"
-import { cloneVm, createVm, destroyVm, forwardPorts, listVms, prune, startVm, stoatLog, updateVm, vmLogs, waitVm } from "../../src/operations/index.js"
+import { cloneVm, createVm, destroyVm, forwardPorts, getVm, listVms, prune, startVm, stoatLog, updateVm, vmLogs, waitVm } from "../../src/operations/index.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { harness } from "./harness.js"
 
@@ -133,6 +134,30 @@ describe("regressions of issue 7 §3", () => {
     expect((await h.ok(prune, { broken: true })).items).toEqual([{ class: "broken_vm", path: h.vmDir("odd") }])
     expect(await h.ok(destroyVm, { vm: "odd" })).toEqual({ name: "odd", destroyed: true })
     expect(h.vmFolders()).toEqual(["web"])
+  })
+
+  // vm.toml is read synchronously on every listing: a special file there must fail fast, never stall it.
+  it("a FIFO, a device link or a huge file as vm.toml lists as broken at once", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "fifo"))
+    execFileSync("mkfifo", [join(h.root, "fifo", "vm.toml")])
+    mkdirSync(join(h.root, "zero"))
+    symlinkSync("/dev/zero", join(h.root, "zero", "vm.toml"))
+    mkdirSync(join(h.root, "huge"))
+    writeFileSync(join(h.root, "huge", "vm.toml"), "")
+    truncateSync(join(h.root, "huge", "vm.toml"), 4 * 1024 * 1024 * 1024)
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    const { vms } = await h.ok(listVms, {})
+    expect(vms.map((vm) => [vm.name, vm.state])).toEqual([
+      ["fifo", "broken"],
+      ["huge", "broken"],
+      ["web", "stopped"],
+      ["zero", "broken"]
+    ])
+    expect(vms.find((vm) => vm.name === "fifo")?.error).toMatch(/not a regular file/)
+    expect(vms.find((vm) => vm.name === "zero")?.error).toMatch(/not a regular file/)
+    expect(vms.find((vm) => vm.name === "huge")?.error).toMatch(/larger than/)
+    expect(await h.ok(getVm, { vm: "fifo" })).toMatchObject({ state: "broken", error: "vm.toml cannot be read: not a regular file" })
   })
 
   it("prune --broken --apply removes a VM whose vm.toml is a directory", async () => {
