@@ -156,7 +156,7 @@ export const checkpointVm = (
       folder: vmFilePath(vm, names.folder)
     }
     const saved = checkpointFiles(request.folder)
-    if (!(yield* Effect.promise(() => readRunState(vm))).running) {
+    if (!(yield* Effect.sync(() => readRunState(vm))).running) {
       return yield* new NotRunning({ message: `VM "${vm.name}" is not running; only a running VM can be checkpointed`, subject: vm.name })
     }
     const record = yield* readBootRecord(vm)

@@ -111,7 +111,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
         })
 
       return Hypervisor.of({
-        status: (vm) => Effect.promise(() => readRunState(vm)),
+        status: (vm) => Effect.sync(() => readRunState(vm)),
         probeAccelerator: Effect.flatMap(qemuPath, (qemu) =>
           Effect.map(decide(qemu), ({ setting, verdict }) => ({ accel: verdict.accel, detail: setting === "auto" ? `${verdict.detail} (STOAT_ACCEL=auto)` : verdict.detail }))
         ),

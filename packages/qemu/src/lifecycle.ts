@@ -4,7 +4,7 @@ import { Effect, Redacted } from "effect"
 import { AlreadyRunning, Internal, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
-import { isAlive, ownsVm, readRunState } from "./process.js"
+import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
 import { qmpExecute, withQmp } from "./qmp.js"
 import { stderrMessage } from "./run.js"
 import { readConsoleFrom, TINY_SSHD_MARKER } from "./tiny/probe.js"
@@ -146,7 +146,7 @@ export const launchQemu = (
   Effect.gen(function* () {
     const vm = plan.vm
     const files = vmFiles(vm.dir)
-    const before = yield* Effect.promise(() => readRunState(vm))
+    const before = yield* Effect.sync(() => readRunState(vm))
     if (before.running) return yield* new AlreadyRunning({ message: `VM "${vm.name}" is already running (pid ${before.pid})`, subject: vm.name })
     yield* checkShares(plan)
     const initrd = yield* prepareInitrd(plan, resume)
@@ -170,21 +170,21 @@ export const launchQemu = (
     const result = yield* launch(host.qemu, args).pipe(
       Effect.mapError((why) => failed(`cannot run ${host.qemu}: ${why}`)),
       // An interrupted start must not leave a half-started daemon behind.
-      Effect.onInterrupt(() => Effect.promise(() => readRunState(vm).then((state) => state.pid !== undefined && void process.kill(state.pid, "SIGKILL"))))
+      Effect.onInterrupt(() => Effect.sync(() => killRunning(readRunState(vm))))
     )
     if (result.code !== 0) {
       const message = `QEMU failed to start VM "${vm.name}": ${stderrMessage(result.stderr, `exit ${String(result.code)}`)}`
       const portInUse = forwardNotBound(result.stderr)
       return yield* portInUse === undefined ? failed(message) : new QemuStartFailed({ message, subject: vm.name, portInUse })
     }
-    const state = yield* Effect.promise(() => readRunState(vm))
+    const state = yield* Effect.sync(() => readRunState(vm))
     if (!state.running) {
       const tail = yield* Effect.promise(() => readFile(files.console, "utf8").then((text) => text.trim().split("\n").slice(-3).join("; "), () => ""))
       return yield* failed(`QEMU exited right after starting VM "${vm.name}"${tail ? `; console: ${tail}` : ""}`)
     }
     if (resume !== undefined) {
       yield* runResumed(vm).pipe(
-        Effect.tapError(() => Effect.promise(() => readRunState(vm).then((now) => now.pid !== undefined && void process.kill(now.pid, "SIGKILL")))),
+        Effect.tapError(() => Effect.sync(() => killRunning(readRunState(vm)))),
         Effect.mapError((error) => failed(`VM "${vm.name}" did not resume from ${resume.state}: ${error.message}`))
       )
     }
@@ -267,7 +267,7 @@ export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> 
       pending += chunk.toString("utf8")
       if (pending.includes(marker)) return true
       pending = pending.slice(pending.lastIndexOf("\n") + 1)
-      if (Date.now() >= deadline || !(yield* Effect.promise(() => readRunState(vm))).running) return false
+      if (Date.now() >= deadline || !(yield* Effect.sync(() => readRunState(vm))).running) return false
       yield* Effect.sleep(SSHD_POLL_MS)
     }
   })
@@ -306,7 +306,7 @@ export const watchKvmStart = (plan: BootPlan, consoleOffset: number): Effect.Eff
         if (status === "internal-error") return "KVM internal error"
         if (status === "guest-panicked") return "the guest panicked under KVM"
       }
-      const state = yield* Effect.promise(() => readRunState(vm))
+      const state = yield* Effect.sync(() => readRunState(vm))
       if (!state.running) return "QEMU exited under KVM"
       const spoke = (yield* consoleSize(vm)) > consoleOffset
       if (spoke) return undefined
@@ -320,7 +320,7 @@ export const waitForExit = (pid: number, vm: VmRef, timeoutMs: number): Effect.E
   Effect.promise(async () => {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      if (!isAlive(pid) || !(await ownsVm(pid, vm))) return true
+      if (!isAlive(pid) || !ownsVm(pid, vm)) return true
       if (Date.now() >= deadline) return false
       await new Promise((resolve) => setTimeout(resolve, POLL_MS))
     }
@@ -342,7 +342,7 @@ const signal = (pid: number, name: NodeJS.Signals) =>
 export const stopQemu = (vm: VmRef, options: { readonly graceMs?: number } = {}): Effect.Effect<void, NotRunning> =>
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
-    const state = yield* Effect.promise(() => readRunState(vm))
+    const state = yield* Effect.sync(() => readRunState(vm))
     if (!state.running || state.pid === undefined) return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
     const pid = state.pid
     const graceMs = options.graceMs ?? 10_000

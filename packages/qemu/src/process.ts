@@ -1,6 +1,6 @@
-import { readFile, stat, unlink } from "node:fs/promises"
+import { readFileSync, statSync, unlinkSync } from "node:fs"
 import { join } from "node:path"
-import type { RunState, VmRef } from "@stoat/core"
+import { readSmallFileSync, type RunState, type VmRef } from "@stoat/core"
 
 export const pidfileOf = (vm: VmRef): string => join(vm.dir, "qemu.pid")
 
@@ -15,20 +15,58 @@ export const isAlive = (pid: number): boolean => {
 }
 
 /** True when pid runs QEMU for this VM: its command line names the VM's folder. Guards against pid reuse. */
-export const ownsVm = async (pid: number, vm: VmRef): Promise<boolean> => {
-  const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")
-  return cmdline.includes(`${vm.dir}/`)
+export const ownsVm = (pid: number, vm: VmRef): boolean => {
+  try {
+    // A kernel file (stat size 0, so read to its end): no FIFO can stand here.
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`${vm.dir}/`)
+  } catch {
+    return false
+  }
 }
 
-/** Running = pidfile's pid alive and running this VM; a stale pidfile is removed. */
-export const readRunState = async (vm: VmRef): Promise<RunState> => {
+/** A pid is a few digits; anything larger in a pidfile is not ours. */
+const PIDFILE_MAX_BYTES = 64
+
+/**
+ * Running = pidfile's pid alive and running this VM; a stale pidfile is removed. Synchronous: a
+ * listing asks this of every VM on every call, and it is a few system calls; the pidfile is
+ * checked before it is read, so a FIFO planted there reads as no pidfile instead of a stall.
+ */
+export const readRunState = (vm: VmRef): RunState => {
   const pidfile = pidfileOf(vm)
-  const [text, info] = await Promise.all([readFile(pidfile, "utf8").catch(() => undefined), stat(pidfile).catch(() => undefined)])
-  if (text === undefined) return { running: false }
-  const pid = Number.parseInt(text.trim(), 10)
-  if (Number.isInteger(pid) && pid > 0 && isAlive(pid) && (await ownsVm(pid, vm))) {
-    return { running: true, pid, ...(info ? { startedAt: info.mtime.toISOString() } : {}) }
+  let text: string
+  try {
+    text = readSmallFileSync(pidfile, PIDFILE_MAX_BYTES)
+  } catch {
+    return { running: false }
   }
-  await unlink(pidfile).catch(() => undefined)
+  const pid = Number.parseInt(text.trim(), 10)
+  if (Number.isInteger(pid) && pid > 0 && isAlive(pid) && ownsVm(pid, vm)) {
+    const startedAt = startedAtOf(pidfile)
+    return { running: true, pid, ...(startedAt !== undefined ? { startedAt } : {}) }
+  }
+  try {
+    unlinkSync(pidfile)
+  } catch {
+    // Gone already.
+  }
   return { running: false }
+}
+
+const startedAtOf = (pidfile: string): string | undefined => {
+  try {
+    return statSync(pidfile).mtime.toISOString()
+  } catch {
+    return undefined
+  }
+}
+
+/** Ends at once the QEMU a run state names, if any: what a failed or interrupted start leaves. */
+export const killRunning = (state: RunState): void => {
+  if (state.pid === undefined) return
+  try {
+    process.kill(state.pid, "SIGKILL")
+  } catch {
+    // Gone already.
+  }
 }

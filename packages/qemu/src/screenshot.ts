@@ -21,7 +21,7 @@ export const pngSize = (data: Buffer): { readonly width: number; readonly height
  */
 export const screenshot = (vm: VmRef): Effect.Effect<Screenshot, ScreenshotFailed | NotRunning> =>
   Effect.gen(function* () {
-    const state = yield* Effect.promise(() => readRunState(vm))
+    const state = yield* Effect.sync(() => readRunState(vm))
     if (!state.running) return yield* new NotRunning({ message: `VM "${vm.name}" is not running; start it to take a screenshot`, subject: vm.name })
     const failed = (why: string) => new ScreenshotFailed({ message: `screenshot of VM "${vm.name}" failed: ${why}`, subject: vm.name })
     // Absolute: QEMU runs with "/" as its working directory.

@@ -33,7 +33,7 @@ const requireDisk = (ref: VmDisk): Effect.Effect<string, NoDisk> =>
     )
   })
 
-const running = (vm: VmRef) => Effect.map(Effect.promise(() => readRunState(vm)), (state) => state.running)
+const running = (vm: VmRef) => Effect.map(Effect.sync(() => readRunState(vm)), (state) => state.running)
 
 interface BlockInfo {
   readonly device: string
