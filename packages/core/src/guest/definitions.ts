@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
 import { parse } from "smol-toml"
@@ -260,12 +261,17 @@ export class GuestDefinitions extends Context.Tag("stoat/GuestDefinitions")<
 >() {}
 
 const bundledMap = new Map(BUNDLED_GUESTS.map((guest) => [guest.name, guest]))
+const bundledLoaded: ReadonlyArray<LoadedGuest> = BUNDLED_GUESTS.map((guest) => ({ ...guest, source: "bundled" as const })).sort(byName)
 
 export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<LoadedGuest>, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
-    const names = yield* fs.listDirectory(dir)
-    const result = new Map<string, LoadedGuest>(BUNDLED_GUESTS.map((guest) => [guest.name, { ...guest, source: "bundled" as const }]))
-    for (const file of names.filter((name) => name.endsWith(".toml")).sort()) {
+    // Most data roots have no guests/ of their own, and every listing of VMs asks for these: one
+    // look, not the error Node builds for listing a missing folder.
+    if (!existsSync(dir)) return bundledLoaded
+    const files = (yield* fs.listDirectory(dir)).filter((name) => name.endsWith(".toml")).sort()
+    if (files.length === 0) return bundledLoaded
+    const result = new Map<string, LoadedGuest>(bundledLoaded.map((guest) => [guest.name, guest]))
+    for (const file of files) {
       const path = join(dir, file)
       const text = yield* fs.readFileString(path)
       const loaded = loadGuestFile(path, text, bundledMap)

@@ -1,7 +1,7 @@
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
-import * as fs from "../platform/fs.js"
-import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck } from "@stoat/wire"
+import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck, type Vm } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { GuestDefinitions, type LoadedGuest } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
@@ -13,9 +13,13 @@ import { readSecrets, setSecretNames } from "../platform/secrets.js"
 import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, READ } from "./operation.js"
 
-/** Live view of records: run state from the hypervisor, guests for the broken-os rule. */
+/**
+ * Live view of records: run state from the hypervisor, guests for the broken-os rule. One record
+ * after another: a status is a few synchronous reads, and a fiber per record cost more than it.
+ */
 export const viewVms = (records: ReadonlyArray<VmRecord>) =>
   Effect.gen(function* () {
+    if (records.length === 0) return []
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
     const guests = yield* Effect.orElseSucceed((yield* GuestDefinitions).list, () => [])
@@ -25,23 +29,19 @@ export const viewVms = (records: ReadonlyArray<VmRecord>) =>
       byName.set(guest.name, guest)
       for (const alias of guest.aliases) if (!byName.has(alias)) byName.set(alias, guest)
     }
-    const views = yield* Effect.forEach(
-      records,
-      (record) =>
-        Effect.map(record.kind === "ok" ? hypervisor.status(record) : Effect.succeed({ running: false }), (state) =>
-          toVm(record, { running: state.running, graphical }, byName, root)
-        ),
-      { concurrency: "unbounded" }
-    )
+    const views: Vm[] = []
+    for (const record of records) {
+      const state = record.kind === "ok" ? yield* hypervisor.status(record) : { running: false }
+      views.push(toVm(record, { running: state.running, graphical }, byName, root))
+    }
     // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
     // project, however many of its VMs are listed.
-    const projects = [...new Set(views.map((vm) => vm.project).filter((project) => project !== ""))]
-    const present = new Map(
-      yield* Effect.forEach(projects, (project) => Effect.map(Effect.orElseSucceed(fs.exists(join(project, "stoat.toml")), () => false), (found) => [project, found] as const), {
-        concurrency: "unbounded"
-      })
-    )
-    return views.map((vm) => (vm.project === "" ? vm : { ...vm, project_missing: !present.get(vm.project) }))
+    const present = new Map<string, boolean>()
+    return views.map((vm) => {
+      if (vm.project === "") return vm
+      if (!present.has(vm.project)) present.set(vm.project, existsSync(join(vm.project, "stoat.toml")))
+      return { ...vm, project_missing: !present.get(vm.project) }
+    })
   })
 
 export const listVms = defineOperation({
