@@ -1,6 +1,6 @@
 import { closeSync, constants, existsSync, fstatSync, openSync, writeSync } from "node:fs"
 import { dirname } from "node:path"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 
 /** One call as stoat.log records it: who, what, which VM, how long, outcome. Never argument values. */
@@ -70,7 +70,13 @@ export const makeAuditLog = (path: string) =>
     }
     yield* Effect.addFinalizer(() => Effect.sync(() => held?.fd !== undefined && closeQuietly(held.fd)))
     return AuditLog.of({
-      record: (entry) => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => append(now, lineOf(now, entry))))
+      record: (entry) =>
+        Effect.clockWith((clock) =>
+          Effect.sync(() => {
+            const now = clock.unsafeCurrentTimeMillis()
+            append(now, lineOf(now, entry))
+          })
+        )
     })
   })
 

@@ -1,7 +1,6 @@
-import { Clock, Effect, Exit, ParseResult, Schema } from "effect"
+import { Effect, Either, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./operation.js"
 import { AuditLog } from "../context/audit-log.js"
-import { elapsedSince } from "../platform/poll.js"
 import { Internal, toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
 import { Caller } from "../context/caller.js"
@@ -30,11 +29,27 @@ export const describeInputError = (error: ParseResult.ParseError): string => {
   return [...new Set(lines)].join("; ")
 }
 
+/**
+ * One decoder (or encoder) per schema, made on first use: synchronous, since no input or output
+ * schema has an asynchronous step, and an Either is already an Effect.
+ */
+const memoized = <F>(make: (schema: Schema.Schema.Any) => F) => {
+  const made = new WeakMap<Schema.Schema.Any, F>()
+  return (schema: Schema.Schema.Any): F => {
+    let found = made.get(schema)
+    if (found === undefined) made.set(schema, (found = make(schema)))
+    return found
+  }
+}
+const inputDecoder = memoized((schema) => Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { onExcessProperty: "error", errors: "all" }))
+const outputEncoder = memoized((schema) => Schema.encodeEither(schema as Schema.Schema<unknown, unknown>))
+
 /** Decodes input with the operation's own schema; unknown keys are refused. */
 export const decodeInput = <I>(operation: Operation<I>, raw: unknown): Effect.Effect<I, Usage> =>
-  Schema.decodeUnknown(operation.input, { onExcessProperty: "error", errors: "all" })(raw).pipe(
-    Effect.mapError((error) => new Usage({ message: `invalid input for ${operation.tool}: ${describeInputError(error)}` }))
-  )
+  Either.mapBoth(inputDecoder(operation.input)(raw), {
+    onLeft: (error) => new Usage({ message: `invalid input for ${operation.tool}: ${describeInputError(error)}` }),
+    onRight: (input) => input as I
+  })
 
 const subjectOf = (raw: unknown): string | undefined => {
   if (typeof raw !== "object" || raw === null) return undefined
@@ -45,9 +60,10 @@ const subjectOf = (raw: unknown): string | undefined => {
 
 /** Records one call in stoat.log (also used by the MCP server for calls refused before they run). */
 export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
-  Effect.flatMap(Effect.all([AuditLog, Caller]), ([log, caller]) =>
-    log.record({ operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome })
-  )
+  Effect.flatMap(Caller, (caller) => auditAs(caller, context, operation, vm, ms, outcome))
+
+const auditAs = (caller: Caller["Type"], context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
+  Effect.flatMap(AuditLog, (log) => log.record({ operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome }))
 
 /** The input fields that name an existing VM; a project declaration key given there names its VM. */
 const VM_FIELDS = ["vm", "source"] as const
@@ -74,9 +90,10 @@ const resolveDeclarationKeys = <I>(input: I): Effect.Effect<I, StoatError> => {
  * `Schema<O>` (encoded type = type: plain data), so the encoding is still an `O`.
  */
 const encodeOutput = <O>(operation: Pick<Operation<any, O>, "tool" | "output">, output: O): Effect.Effect<O, Internal> =>
-  Schema.encode(operation.output)(output).pipe(
-    Effect.mapError((error) => new Internal({ message: `${operation.tool} produced a result that does not match its schema: ${error.message}` }))
-  )
+  Either.mapBoth(outputEncoder(operation.output)(output), {
+    onLeft: (error) => new Internal({ message: `${operation.tool} produced a result that does not match its schema: ${error.message}` }),
+    onRight: (encoded) => encoded as O
+  })
 
 export interface RunOptions<I, R> {
   /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */
@@ -84,9 +101,16 @@ export interface RunOptions<I, R> {
 }
 
 /**
- * Validates, runs and audits one operation, inside a span named by its key (a tracer, when one
- * is provided, sees every call; the name and attributes locate it, so no stack trace is taken).
- * Every entrypoint goes through here, and renders the one encoded output it yields.
+ * Effect's own tracer, which keeps spans nowhere: a span per call costs a copy of the call's
+ * context, a fifth of an MCP list_vms, so calls make spans only for a tracer someone provided.
+ */
+const defaultTracer = Effect.runSync(Effect.tracer)
+
+/**
+ * Validates, runs and audits one operation, inside a span named by its key when a tracer is
+ * provided (it sees every call; the name and attributes locate it, so no stack trace is taken).
+ * Every entrypoint goes through here, and renders the one encoded output it yields. A query is
+ * a few steps of Effect: an MCP list_vms is this pipeline and a directory listing.
  */
 export const runOperation = <I, O, R, R2 = never>(
   operation: Operation<I, O, R>,
@@ -94,20 +118,30 @@ export const runOperation = <I, O, R, R2 = never>(
   context: ExecutionContext,
   options: RunOptions<I, R2> = {}
 ): Effect.Effect<O, StoatError, R | R2 | AuditLog | Caller> =>
-  Effect.gen(function* () {
-    yield* Effect.annotateCurrentSpan("entrypoint", (yield* Caller).kind)
-    const started = yield* Clock.currentTimeMillis
-    let vm = subjectOf(raw)
-    const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
-      vm = targetsOf(operation, input)[0] ?? vm
-      const run = Effect.provideService(operation.run(input, context), Progress, { emit: context.progress ?? (() => undefined) }).pipe(
-        Effect.flatMap((output) => encodeOutput(operation, output))
+  Effect.flatMap(Caller, (caller) =>
+    Effect.clockWith((clock) => {
+      const started = clock.unsafeCurrentTimeMillis()
+      let vm = subjectOf(raw)
+      const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
+        vm = targetsOf(operation, input)[0] ?? vm
+        const work = operation.run(input, context)
+        // Progress is a reference whose default reports nowhere: provided only to a call that listens.
+        const reported = context.progress ? Effect.provideService(work, Progress, { emit: context.progress }) : work
+        const run = Effect.flatMap(reported, (output) => encodeOutput(operation, output))
+        return options.guard ? Effect.zipRight(options.guard(input), run) : run
+      })
+      // Audited on every exit, an interrupted (canceled) call included.
+      const audited = Effect.onExit(program, (exit) => {
+        const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
+        return auditAs(caller, context, operation, vm, clock.unsafeCurrentTimeMillis() - started, outcome)
+      })
+      return Effect.tracerWith((tracer) =>
+        tracer === defaultTracer
+          ? audited
+          : Effect.withSpan(audited, operation.key, {
+              attributes: { tool: operation.tool, request: context.requestId, entrypoint: caller.kind },
+              captureStackTrace: false
+            })
       )
-      return options.guard ? Effect.zipRight(options.guard(input), run) : run
     })
-    // Audited on every exit, an interrupted (canceled) call included.
-    return yield* Effect.onExit(program, (exit) => {
-      const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
-      return Effect.flatMap(elapsedSince(started), (ms) => auditCall(context, operation, vm, ms, outcome))
-    })
-  }).pipe(Effect.withSpan(operation.key, { attributes: { tool: operation.tool, request: context.requestId }, captureStackTrace: false }))
+  )
