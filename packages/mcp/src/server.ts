@@ -15,7 +15,7 @@ import { Exit, type ManagedRuntime } from "effect"
 import { getVm, listVms, runOperation, STOAT_VERSION, toErrorInfo } from "@stoat/core"
 import { RateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate-limit.js"
 import { redact } from "./policy/redact.js"
-import { asAgent } from "./policy/access.js"
+import { agentRunner, type RunAsAgent } from "./policy/access.js"
 import { PROMPTS } from "./prompts/index.js"
 import { CATALOG_URI, catalogDocument, GUIDE, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
 import { CancellableTaskStore, DEFAULT_TASK_TTL_MS, TASK_POLL_INTERVAL_MS } from "./tasks.js"
@@ -27,6 +27,8 @@ export interface StoatMcp {
   readonly tools: ReadonlyMap<string, ToolEntry>
   readonly limiter: RateLimiter
   readonly runtime: ManagedRuntime.ManagedRuntime<any, any>
+  /** Runs core work on `runtime` as the agent's call. */
+  readonly run: RunAsAgent
   readonly heartbeatMs?: number
   /** Tool calls in flight, so a closing transport can let them answer first. */
   readonly pending: Set<Promise<unknown>>
@@ -46,6 +48,7 @@ export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
   tools: buildRegistry(),
   limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
   runtime: options.runtime,
+  run: agentRunner(options.runtime),
   pending: new Set(),
   tasks: new CancellableTaskStore(),
   ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {})
@@ -147,7 +150,7 @@ export const createServer = (mcp: StoatMcp): Server => {
     if (uri === GUIDE_URI) return { contents: [{ uri, mimeType: "text/markdown", text: GUIDE }] }
     const name = vmNameOf(uri)
     if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `no resource ${uri}; resources are ${CATALOG_URI}, ${GUIDE_URI} and stoat://vm/{name}`)
-    const exit = await mcp.runtime.runPromiseExit(asAgent(runOperation(getVm, { vm: name }, { requestId: String(extra.requestId) })), { signal: extra.signal })
+    const exit = await mcp.run(runOperation(getVm, { vm: name }, { requestId: String(extra.requestId) }), { signal: extra.signal })
     if (Exit.isFailure(exit)) {
       const info = toErrorInfo(exit.cause)
       throw new McpError(info.code === "not_found" ? -32002 : ErrorCode.InvalidParams, info.message, { error: info })
@@ -176,7 +179,7 @@ export const createServer = (mcp: StoatMcp): Server => {
       (ref.type === "ref/resource" && ref.uri === VM_TEMPLATE && argument.name === "name") ||
       (ref.type === "ref/prompt" && PROMPTS.some((prompt) => prompt.name === ref.name) && argument.name === "vm")
     if (!wantsVm) return { completion: { values: [], hasMore: false } }
-    const exit = await mcp.runtime.runPromiseExit(asAgent(runOperation(listVms, {}, { requestId: String(extra.requestId) })), { signal: extra.signal })
+    const exit = await mcp.run(runOperation(listVms, {}, { requestId: String(extra.requestId) }), { signal: extra.signal })
     const names = Exit.isSuccess(exit) ? exit.value.vms.map((vm) => vm.name).filter((name) => name.startsWith(argument.value)) : []
     return { completion: { values: names.slice(0, 100), total: names.length, hasMore: names.length > 100 } }
   })

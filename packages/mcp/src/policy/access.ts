@@ -1,16 +1,29 @@
-import { Effect } from "effect"
+import { Context, Effect, Exit, Runtime, type ManagedRuntime } from "effect"
 import { AccessPolicy, accessOf, CALLERS, callerContext, loadVm, effectiveAccess, targetsOf, type Operation } from "@stoat/core"
 
 const mcpCaller = callerContext(CALLERS.mcp)
 
-/** Runs core work as an agent's call: the MCP caller and its policy, whatever the runtime holds. */
-export const asAgent = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, mcpCaller)
+/** Runs core work to its exit; `signal` interrupts it. */
+export type RunAsAgent = <A, E>(effect: Effect.Effect<A, E, any>, options?: { readonly signal?: AbortSignal }) => Promise<Exit.Exit<A, E>>
+
+/**
+ * Runs core work as an agent's call: the MCP caller and its policy over whatever the runtime
+ * holds (they win over a caller it already has). They join the runtime's context once, when it is
+ * first built: providing them to every call cost more than a whole list_vms.
+ */
+export const agentRunner = (managed: ManagedRuntime.ManagedRuntime<any, any>): RunAsAgent => {
+  let built: Promise<Runtime.Runtime<any>> | undefined
+  let runtime: Runtime.Runtime<any> | undefined
+  const build = () =>
+    (built ??= managed.runtime().then((base) => (runtime = Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) }))))
+  return (effect, options) => (runtime ? Runtime.runPromiseExit(runtime)(effect, options) : build().then((ready) => Runtime.runPromiseExit(ready)(effect, options)))
+}
 
 /**
  * The MCP server's guest-access check: each target VM's agent_access, read from its vm.toml on
  * this very call, must be at least the level the operation needs for this input. A VM whose
  * vm.toml is missing or broken fails the check with that error (never open). It binds a caller
- * that enforces access levels (the MCP caller, under `asAgent`).
+ * that enforces access levels (the MCP caller, under `agentRunner`).
  */
 export const checkAccess = <I>(operation: Operation<I>, input: I) =>
   Effect.gen(function* () {

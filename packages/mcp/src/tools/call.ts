@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto"
-import { Effect, Exit, type ManagedRuntime } from "effect"
+import { Effect, Exit } from "effect"
 import {
   auditCall,
   confirmationOf,
-  hostOnlyFields,
   ConfirmationRequired,
   runOperation,
   targetsOf,
@@ -14,7 +13,7 @@ import {
   type Operation,
   type StoatError
 } from "@stoat/core"
-import { asAgent, checkAccess } from "../policy/access.js"
+import { checkAccess, type RunAsAgent } from "../policy/access.js"
 import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import type { ErrorInfo } from "@stoat/wire"
@@ -34,7 +33,7 @@ export interface CallChannel {
 export interface CallDependencies {
   readonly tools: ReadonlyMap<string, ToolEntry>
   readonly limiter: RateLimiter
-  readonly runtime: ManagedRuntime.ManagedRuntime<any, any>
+  readonly run: RunAsAgent
   /** How often a long call reports that it is still working (ms). */
   readonly heartbeatMs?: number
 }
@@ -83,7 +82,7 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   // Refusals before the operation runs are audited too; the name is the caller's, so only a
   // plain one reaches the log line.
   const refuse = async (tool: Pick<Operation, "key" | "tool">, error: ErrorInfo): Promise<ToolResult> => {
-    await deps.runtime.runPromise(asAgent(auditCall(context, tool, undefined, 0, `error:${error.code}`))).catch(() => undefined)
+    await deps.run(auditCall(context, tool, undefined, 0, `error:${error.code}`)).catch(() => undefined)
     return errorResult(error)
   }
   if (!entry) {
@@ -101,16 +100,21 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
     confirm = value
   }
   // Host-only fields exist in the operation's schema for the CLI; to an agent they are unknown.
-  const hostOnly = hostOnlyFields(operation.input).filter((key) => key in raw)
+  const hostOnly = entry.hostOnly.filter((key) => key in raw)
   if (hostOnly.length > 0) return refuse(operation, { code: "usage", message: `invalid input for ${name}: ${hostOnly.map((key) => `${key}: unknown argument`).join("; ")}` })
 
   const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined
   const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context
-  const program = runOperation(operation, raw, runContext, {
-    guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel)(input))
-  }) as Effect.Effect<unknown, StoatError, any>
+  // A tool that needs no level and deletes nothing has nothing to check after decoding.
+  const guarded = entry.confirmable || (operation.access !== null && operation.access !== "none")
+  const program = runOperation(
+    operation,
+    raw,
+    runContext,
+    guarded ? { guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel)(input)) } : {}
+  ) as Effect.Effect<unknown, StoatError, any>
   try {
-    const exit = await deps.runtime.runPromiseExit(asAgent(program), { signal: channel.signal })
+    const exit = await deps.run(program, { signal: channel.signal })
     if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)
     return errorResult(toErrorInfo(exit.cause))
   } catch (error) {

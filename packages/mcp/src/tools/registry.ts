@@ -26,6 +26,8 @@ export interface ToolEntry {
   readonly definition: ToolDefinition
   /** The argument the MCP layer adds for delete safety (not part of the operation's input). */
   readonly confirmable: boolean
+  /** Input fields only the CLI may set; to an agent they are unknown arguments. */
+  readonly hostOnly: ReadonlyArray<string>
 }
 
 /** Effect titles ("maxLength(64)", "int") describe the schema's construction, not the field; the wire drops them. */
@@ -101,12 +103,16 @@ export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog): 
     // JSON Schema generation for every tool is most of a server's start: done on first use, so
     // `initialize` is answered before it (the server warms them up right after).
     let definition: ToolDefinition | undefined
+    let hostOnly: ReadonlyArray<string> | undefined
     entries.set(operation.tool, {
       operation,
       get definition() {
         return (definition ??= definitionOf(operation))
       },
-      confirmable: confirmable(operation)
+      confirmable: confirmable(operation),
+      get hostOnly() {
+        return (hostOnly ??= hostOnlyFields(operation.input))
+      }
     })
   }
   return entries
