@@ -49,21 +49,22 @@ export const makeAuditLog = (path: string) =>
       held = { fd, checked: now }
       return held
     }
-    const append = (now: number, line: string): void => {
-      let entry = held
+    const append = (now: number, entry: AuditEntry): void => {
+      let log = held
       // Without a log, a synchronous look per call, not another failing open, on a root without logs/.
-      if (entry === undefined || (entry.fd === undefined && existsSync(dirname(path)))) entry = openLog(now)
-      else if (entry.fd !== undefined && now - entry.checked > RECHECK_MS) {
+      if (log === undefined || (log.fd === undefined && existsSync(dirname(path)))) log = openLog(now)
+      else if (log.fd !== undefined && now - log.checked > RECHECK_MS) {
         // The log deleted under the held descriptor (a person clearing it): a new file.
-        entry.checked = now
-        if (nlinkOf(entry.fd) === 0) {
-          closeQuietly(entry.fd)
-          entry = openLog(now)
+        log.checked = now
+        if (nlinkOf(log.fd) === 0) {
+          closeQuietly(log.fd)
+          log = openLog(now)
         }
       }
-      if (entry.fd === undefined) return
+      // The line is made only when there is a log to take it.
+      if (log.fd === undefined) return
       try {
-        writeSync(entry.fd, line)
+        writeSync(log.fd, lineOf(now, entry))
       } catch {
         // A full or read-only disk: the call itself still answers.
       }
@@ -74,7 +75,7 @@ export const makeAuditLog = (path: string) =>
         Effect.clockWith((clock) =>
           Effect.sync(() => {
             const now = clock.unsafeCurrentTimeMillis()
-            append(now, lineOf(now, entry))
+            append(now, entry)
           })
         )
     })
