@@ -15,7 +15,8 @@ import { defineOperation, READ } from "./operation.js"
 
 /**
  * Live view of records: run state from the hypervisor, guests for the broken-os rule. One record
- * after another: a status is a few synchronous reads, and a fiber per record cost more than it.
+ * after another: a status is state the provider keeps at hand (the port says so), and a fiber per
+ * record cost more than the status itself.
  */
 export const viewVms = (records: ReadonlyArray<VmRecord>) =>
   Effect.gen(function* () {

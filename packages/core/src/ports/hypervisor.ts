@@ -150,6 +150,10 @@ export interface Screenshot {
 export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
   Hypervisor,
   {
+    /**
+     * Whether the VM runs, from state the provider keeps at hand (QEMU: a pidfile and /proc):
+     * every listing asks it of each VM in turn, so a remote provider answers from its own cache.
+     */
     readonly status: (vm: VmRef) => Effect.Effect<RunState>
     /** Checks the plan first (invalid_spec for one the provider cannot run), then boots it. */
     readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec>
