@@ -106,7 +106,8 @@ export interface Serving {
   readonly proc: ChildProcess
   /** Everything written to stderr so far. */
   readonly stderr: () => string
-  readonly waitForStderr: (pattern: RegExp, timeoutMs?: number) => Promise<string>
+  /** Waits until stderr, from character `from` on (default: all of it), matches `pattern`. */
+  readonly waitForStderr: (pattern: RegExp, timeoutMs?: number, from?: number) => Promise<string>
   readonly stop: () => Promise<number | null>
 }
 
@@ -140,11 +141,11 @@ export const serve = (home: Home, args: string[] = ["--port", "0"], options: { m
           lines: lines.slice(0, 2),
           proc,
           stderr: () => err,
-          waitForStderr: (pattern, timeoutMs = 10_000) =>
+          waitForStderr: (pattern, timeoutMs = 10_000, from = 0) =>
             new Promise((ok, ko) => {
               const deadline = setTimeout(() => ko(new Error(`stderr never matched ${pattern}: ${err}`)), timeoutMs)
               const check = (): void => {
-                const match = pattern.exec(err)
+                const match = pattern.exec(err.slice(from))
                 if (match) {
                   clearTimeout(deadline)
                   ok(match[0])

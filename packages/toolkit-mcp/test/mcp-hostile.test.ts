@@ -136,7 +136,7 @@ describe("2. blocking: FIFOs, huge files, quadratic work", () => {
     expect(threadNice(server.proc.pid!, busy.tid)).toBe(10) // below the main thread's priority
     controller.abort("changed my mind")
     await expect(pending).rejects.toThrow()
-    await server.waitForStderr(/tool strings_levenshtein-distance exit 130 \d+ms/)
+    await server.waitForStderr(/tool strings_levenshtein-distance exit 130 \d+ms/, undefined, started)
     expect(await waitUntil(() => !threadAlive(server.proc.pid!, busy.tid))).toBe(true)
     expect(callLines(server, started)).toHaveLength(1)
   })
@@ -232,7 +232,7 @@ describe("5. log injection", () => {
     const from = server.stderr().length
     const name = "x\ntool interpreters_brainfuck exit 0 1ms\r\u001b[2J\u202e \\"
     expect(await call(name, {})).toEqual({ text: `Unknown tool '${name}'.`, isError: true })
-    await server.waitForStderr(/tool x\\u\{a\}tool.* exit 127 \d+ms\n/)
+    await server.waitForStderr(/tool x\\u\{a\}tool.* exit 127 \d+ms\n/, undefined, from)
     expect(callLines(server, from)).toEqual([expect.stringMatching(/^tool x\\u\{a\}tool\\u\{20\}interpreters_brainfuck\\u\{20\}exit\\u\{20\}0\\u\{20\}1ms\\u\{d\}\\u\{1b\}\[2J\\u\{202e\}\\u\{20\}\\\\ exit 127 \d+ms$/)])
     expect(server.stderr()).not.toContain("\u001b")
   })
@@ -240,7 +240,7 @@ describe("5. log injection", () => {
   it("a very long name is cut in the log", async () => {
     const from = server.stderr().length
     await call("n".repeat(100_000), {})
-    await server.waitForStderr(/tool n+… exit 127 \d+ms\n/)
+    await server.waitForStderr(/tool n+… exit 127 \d+ms\n/, undefined, from)
     expect(callLines(server, from)).toEqual([expect.stringMatching(new RegExp(`^tool n{128}… exit 127 \\d+ms$`))])
   })
 })
@@ -259,7 +259,7 @@ describe("6. malformed tools/call params", () => {
         result: { content: [{ type: "text", text: "Arguments for tool interpreters_brainfuck must be an object.\nexit code: 1" }], isError: true }
       })
     }
-    await server.waitForStderr(/(tool interpreters_brainfuck exit 1 \d+ms\n[^]*){3}/)
+    await server.waitForStderr(/(tool interpreters_brainfuck exit 1 \d+ms\n[^]*){3}/, undefined, from)
     expect(callLines(server, from)).toEqual(Array.from({ length: 3 }, () => expect.stringMatching(/^tool interpreters_brainfuck exit 1 \d+ms$/)))
   })
 
@@ -271,7 +271,7 @@ describe("6. malformed tools/call params", () => {
     expect(missing.json.error.code).toBe(-32602)
     const notObject = await callWith("interpreters_brainfuck")
     expect(notObject).toEqual({ status: 400, json: { jsonrpc: "2.0", id: 7, error: { code: -32602, message: 'Invalid params: "params" must be an object' } } })
-    await server.waitForStderr(/tool \(none\) exit 127 \d+ms\n[^]*tool \(none\) exit 127/)
+    await server.waitForStderr(/tool 42 exit 127 \d+ms\n[^]*tool \(none\) exit 127 \d+ms\n[^]*tool \(none\) exit 127 \d+ms\n/, undefined, from)
     expect(callLines(server, from)).toEqual([
       expect.stringMatching(/^tool 42 exit 127 \d+ms$/),
       expect.stringMatching(/^tool \(none\) exit 127 \d+ms$/),

@@ -225,13 +225,14 @@ describe("tools/call: results and argument rules", () => {
 
 describe("tools/call: logging, concurrency, timeout, cancellation", () => {
   it("every call writes one 'tool <name> exit <code> <ms>ms' line to stderr, unknown tools included", async () => {
-    const before = server.stderr().split("\n").length
+    const from = server.stderr().length
     await call("interpreters_brainfuck", { file: "hello.bf" })
     await call("interpreters_brainfuck", { file: "/nonexistent/x.bf" })
     await call("no_such_tool", {})
     await call("interpreters_brainfuck", { nope: true })
-    await server.waitForStderr(/tool interpreters_brainfuck exit 1 \d+ms\n(?![^]*tool)/)
-    const lines = server.stderr().split("\n").slice(before - 1).filter((l) => l.startsWith("tool "))
+    // Only this test's lines: an earlier line can look like the last one awaited here.
+    await server.waitForStderr(/(tool \S+ exit \d+ \d+ms\n[^]*){4}/, undefined, from)
+    const lines = server.stderr().slice(from).split("\n").filter((l) => l.startsWith("tool "))
     expect(lines).toHaveLength(4)
     expect(lines[0]).toMatch(/^tool interpreters_brainfuck exit 0 \d+ms$/)
     expect(lines[1]).toMatch(/^tool interpreters_brainfuck exit 1 \d+ms$/)
