@@ -16,7 +16,26 @@ export const agentRunner = (managed: ManagedRuntime.ManagedRuntime<any, any>): R
   let runtime: Runtime.Runtime<any> | undefined
   const build = () =>
     (built ??= managed.runtime().then((base) => (runtime = Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) }))))
-  return (effect, options) => (runtime ? Runtime.runPromiseExit(runtime)(effect, options) : build().then((ready) => Runtime.runPromiseExit(ready)(effect, options)))
+  return (effect, options) => (runtime ? runToExit(runtime, effect, options?.signal) : build().then((ready) => runToExit(ready, effect, options?.signal)))
+}
+
+/**
+ * A fiber runs at once, as far as it can without waiting: most queries finish right there, and
+ * their exit is answered without watching the signal. Only a call still running listens for the
+ * abort: adding and removing that listener on every call cost more than a whole list_vms.
+ */
+const runToExit = <A, E>(runtime: Runtime.Runtime<any>, effect: Effect.Effect<A, E, any>, signal: AbortSignal | undefined): Promise<Exit.Exit<A, E>> => {
+  const fiber = Runtime.runFork(runtime)(effect)
+  const finished = fiber.unsafePoll()
+  if (finished !== null) return Promise.resolve(finished)
+  return new Promise((resolve) => {
+    fiber.addObserver(resolve)
+    if (signal === undefined) return
+    const interrupt = () => fiber.unsafeInterruptAsFork(fiber.id())
+    if (signal.aborted) return interrupt()
+    signal.addEventListener("abort", interrupt, { once: true })
+    fiber.addObserver(() => signal.removeEventListener("abort", interrupt))
+  })
 }
 
 /**
