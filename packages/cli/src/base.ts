@@ -1,9 +1,10 @@
 import { createInterface } from "node:readline/promises"
-import { Command, Flags } from "@oclif/core"
+import { Command } from "@oclif/core"
 import { cliDataOf, type Operation } from "@stoat/core"
 import type { ErrorInfo, ProjectRun } from "@stoat/wire"
 import { renderProjectRun, runFailed } from "./views/project.js"
 import { cliState } from "./state.js"
+import { BASE_FLAGS } from "./base-flags.js"
 import { executeShowingProgress, writeFailure, writeResult } from "./outcome.js"
 
 type ProjectRunData = typeof ProjectRun.Type
@@ -13,9 +14,7 @@ type ProjectRunData = typeof ProjectRun.Type
  * `--json` envelope. No domain logic lives here.
  */
 export abstract class StoatCommand extends Command {
-  static override baseFlags = {
-    quiet: Flags.boolean({ char: "q", aliases: ["no-interactive"], description: "Suppress progress lines; results and errors still print." })
-  }
+  static override baseFlags = BASE_FLAGS
 
   protected get json(): boolean {
     return cliState.json

@@ -1,9 +1,14 @@
-import { Flags } from "@oclif/core"
-import { StoatCommand } from "../../base.js"
+import { Command, Flags } from "@oclif/core"
+import { BASE_FLAGS } from "../../base-flags.js"
 import { refuseMcp, serveMcp } from "../../mcp-serve.js"
 
-/** `stoat mcp serve`: the Stoat MCP server over stdio, or Streamable HTTP on a loopback address. */
-export default class McpServe extends StoatCommand {
+/**
+ * `stoat mcp serve`: the Stoat MCP server over stdio, or Streamable HTTP on a loopback address.
+ * A plain oclif command: the server bundle has its own effect, and a second copy loaded beside it
+ * (through StoatCommand) shares effect's global state with it and slows every call.
+ */
+export default class McpServe extends Command {
+  static override baseFlags = BASE_FLAGS
   static override summary = "Serve the Stoat MCP server (stdio by default)"
   static override description =
     "Serve Stoat's MCP tools over stdio (stdout carries only the protocol), or over Streamable HTTP with --http on a loopback address (127.0.0.1, ::1 or localhost). The working directory decides which stoat.toml project tools read."
