@@ -96,7 +96,8 @@ const freePort = () =>
     })
   })
 
-const callP50 = async (client) => {
+/** Times CALLS list_vms calls after WARMUP unmeasured ones; a failed call stops the bench. */
+const timeCalls = async (client) => {
   const call = () => client.callTool({ name: "list_vms", arguments: {} })
   for (let i = 0; i < WARMUP; i++) await call()
   const times = []
@@ -106,22 +107,23 @@ const callP50 = async (client) => {
     times.push(performance.now() - started)
     if (result.isError) throw new Error(`list_vms failed: ${JSON.stringify(result.content)}`)
   }
-  return median(times)
+  return times
 }
 
 const overStdio = async (args) => {
   const client = new Client({ name: "bench", version: "1.0.0" })
   await client.connect(new StdioClientTransport({ command: process.execPath, args, env, stderr: "ignore" }))
   try {
-    return await callP50(client)
+    return await timeCalls(client)
   } finally {
     await client.close()
   }
 }
 
 /** Starts a server process, waits until its port answers, measures, stops it. */
-const overHttp = async (args, port) => {
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "ignore", "ignore"] })
+const overHttp = async (args) => {
+  const port = await freePort()
+  const child = spawn(process.execPath, [...args(port)], { env, stdio: ["ignore", "ignore", "ignore"] })
   try {
     const url = new URL(`http://127.0.0.1:${port}/mcp`)
     for (let attempt = 0; ; attempt++) {
@@ -129,7 +131,7 @@ const overHttp = async (args, port) => {
         const client = new Client({ name: "bench", version: "1.0.0" })
         await client.connect(new StreamableHTTPClientTransport(url))
         try {
-          return await callP50(client)
+          return await timeCalls(client)
         } finally {
           await client.close()
         }
@@ -141,6 +143,18 @@ const overHttp = async (args, port) => {
   } finally {
     child.kill()
   }
+}
+
+/**
+ * p50 of each server, side by side and fair to both: the bench's own client code is first warmed
+ * on a discarded round (otherwise whichever server goes first pays for the client's JIT), then each
+ * server gets two fresh processes in the order stoat, bare, bare, stoat, and its calls are pooled.
+ */
+const compare = async (measure, servers) => {
+  await measure(servers.bare)
+  const times = { stoat: [], bare: [] }
+  for (const name of ["stoat", "bare", "bare", "stoat"]) times[name].push(...(await measure(servers[name])))
+  return { stoat: median(times.stoat), bare: median(times.bare) }
 }
 
 const spawnToInitialize = async () => {
@@ -160,13 +174,12 @@ const nodeStartup = () => {
 
 try {
   const p1 = {
-    stdio: { stoat: await overStdio([stoat, "mcp", ...UNLIMITED]), bare: await overStdio([bare]) },
-    http: { stoat: NaN, bare: NaN }
+    stdio: await compare(overStdio, { stoat: [stoat, "mcp", ...UNLIMITED], bare: [bare] }),
+    http: await compare(overHttp, {
+      stoat: (port) => [stoat, "mcp", "--http", `127.0.0.1:${port}`, ...UNLIMITED],
+      bare: (port) => [bare, String(port)]
+    })
   }
-  const stoatPort = await freePort()
-  p1.http.stoat = await overHttp([stoat, "mcp", "--http", `127.0.0.1:${stoatPort}`, ...UNLIMITED], stoatPort)
-  const barePort = await freePort()
-  p1.http.bare = await overHttp([bare, String(barePort)], barePort)
 
   const spawns = []
   const nodes = []
@@ -176,7 +189,7 @@ try {
   }
   const p2 = { stoat: median(spawns), node: median(nodes) }
 
-  console.log(`P1 tools/call list_vms p50 (${CALLS} calls after ${WARMUP} warm-up), stoat vs bare SDK server:`)
+  console.log(`P1 tools/call list_vms p50 (2 processes each, ${CALLS} calls after ${WARMUP} warm-up per process), stoat vs bare SDK server:`)
   for (const [transport, { stoat: own, bare: base }] of Object.entries(p1))
     console.log(`  ${transport.padEnd(5)} stoat ${ms(own)}  bare ${ms(base)}  ratio ${(own / base).toFixed(2)}x (target <= 1.3x)`)
   console.log(`P2 spawn -> initialize answered, median of ${SPAWNS}:`)
