@@ -18,9 +18,11 @@ import { defineOperation, READ } from "./operation.js"
  * after another: a status is state the provider keeps at hand (the port says so), and a fiber per
  * record cost more than the status itself.
  */
-export const viewVms = (records: ReadonlyArray<VmRecord>) =>
+export const viewVms = (records: ReadonlyArray<VmRecord>): Effect.Effect<Vm[], never, DataRoot | Hypervisor | GuestDefinitions | HostProbe> =>
+  records.length === 0 ? Effect.succeed([]) : viewSome(records)
+
+const viewSome = (records: ReadonlyArray<VmRecord>) =>
   Effect.gen(function* () {
-    if (records.length === 0) return []
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
     const guests = yield* Effect.orElseSucceed((yield* GuestDefinitions).list, () => [])
@@ -56,11 +58,11 @@ export const listVms = defineOperation({
   output: VmList,
   annotations: READ,
   access: null,
+  // A chain, not a generator: every MCP list_vms runs this, and a generator's steps cost more than the listing.
   run: () =>
-    Effect.gen(function* () {
-      const records = yield* (yield* VmStore).list
-      return { vms: yield* viewVms(records) }
-    })
+    Effect.flatMap(VmStore, (store) =>
+      Effect.flatMap(store.list, (records) => Effect.map(viewVms(records), (vms) => ({ vms })))
+    )
 })
 
 export const getVm = defineOperation({

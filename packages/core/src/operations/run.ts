@@ -1,4 +1,4 @@
-import { Effect, Either, Exit, ParseResult, Schema } from "effect"
+import { Clock, Context, Effect, Either, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./operation.js"
 import { AuditLog } from "../context/audit-log.js"
 import { Internal, toErrorInfo, Usage, type StoatError } from "../errors.js"
@@ -44,10 +44,13 @@ const memoized = <F>(make: (schema: Schema.Schema.Any) => F) => {
 const inputDecoder = memoized((schema) => Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { onExcessProperty: "error", errors: "all" }))
 const outputEncoder = memoized((schema) => Schema.encodeEither(schema as Schema.Schema<unknown, unknown>))
 
+const invalidInput = (operation: Pick<Operation, "tool">, error: ParseResult.ParseError): Usage =>
+  new Usage({ message: `invalid input for ${operation.tool}: ${describeInputError(error)}` })
+
 /** Decodes input with the operation's own schema; unknown keys are refused. */
 export const decodeInput = <I>(operation: Operation<I>, raw: unknown): Effect.Effect<I, Usage> =>
   Either.mapBoth(inputDecoder(operation.input)(raw), {
-    onLeft: (error) => new Usage({ message: `invalid input for ${operation.tool}: ${describeInputError(error)}` }),
+    onLeft: (error) => invalidInput(operation, error),
     onRight: (input) => input as I
   })
 
@@ -60,30 +63,28 @@ const subjectOf = (raw: unknown): string | undefined => {
 
 /** Records one call in stoat.log (also used by the MCP server for calls refused before they run). */
 export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
-  Effect.flatMap(Caller, (caller) => auditAs(caller, context, operation, vm, ms, outcome))
-
-const auditAs = (caller: Caller["Type"], context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
-  Effect.flatMap(AuditLog, (log) => log.record({ operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome }))
+  Effect.flatMap(Caller, (caller) =>
+    Effect.flatMap(AuditLog, (log) => log.record({ operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome }))
+  )
 
 /** The input fields that name an existing VM; a project declaration key given there names its VM. */
 const VM_FIELDS = ["vm", "source"] as const
+
+const namedVmFields = (input: unknown): ReadonlyArray<(typeof VM_FIELDS)[number]> =>
+  typeof input === "object" && input !== null ? VM_FIELDS.filter((field) => typeof (input as Record<string, unknown>)[field] === "string") : []
 
 /**
  * Bare VM arguments resolve to a declaration key of the frontend's project first, then to a VM
  * name as given: `stoat get dev` for `[vms.dev]`. Done here once, so every command, tool, access
  * check and audit line sees the VM's real name.
  */
-const resolveDeclarationKeys = <I>(input: I): Effect.Effect<I, StoatError> => {
-  if (typeof input !== "object" || input === null) return Effect.succeed(input)
-  const record = input as Record<string, unknown>
-  const named = VM_FIELDS.filter((field) => typeof record[field] === "string")
-  if (named.length === 0) return Effect.succeed(input)
-  return Effect.gen(function* () {
+const resolveDeclarationKeys = <I>(input: I, named: ReadonlyArray<(typeof VM_FIELDS)[number]>): Effect.Effect<I, StoatError> =>
+  Effect.gen(function* () {
+    const record = input as Record<string, unknown>
     const resolved: Record<string, unknown> = { ...record }
     for (const field of named) resolved[field] = yield* resolveVmArgument(record[field] as string)
     return resolved as I
   })
-}
 
 /**
  * The result as its schema encodes it: known fields only, each checked. `Operation.output` is a
@@ -109,8 +110,11 @@ const defaultTracer = Effect.runSync(Effect.tracer)
 /**
  * Validates, runs and audits one operation, inside a span named by its key when a tracer is
  * provided (it sees every call; the name and attributes locate it, so no stack trace is taken).
- * Every entrypoint goes through here, and renders the one encoded output it yields. A query is
- * a few steps of Effect: an MCP list_vms is this pipeline and a directory listing.
+ * Every entrypoint goes through here, and renders the one encoded output it yields.
+ *
+ * An MCP list_vms is this pipeline and a directory listing, so it is written for few steps: the
+ * caller, the log, the clock and the tracer are read from the fiber at once (the signature still
+ * requires Caller and AuditLog), and a step that has nothing to do is left out.
  */
 export const runOperation = <I, O, R, R2 = never>(
   operation: Operation<I, O, R>,
@@ -118,30 +122,44 @@ export const runOperation = <I, O, R, R2 = never>(
   context: ExecutionContext,
   options: RunOptions<I, R2> = {}
 ): Effect.Effect<O, StoatError, R | R2 | AuditLog | Caller> =>
-  Effect.flatMap(Caller, (caller) =>
-    Effect.clockWith((clock) => {
-      const started = clock.unsafeCurrentTimeMillis()
-      let vm = subjectOf(raw)
-      const program = Effect.flatMap(Effect.flatMap(decodeInput(operation, raw), resolveDeclarationKeys), (input) => {
-        vm = targetsOf(operation, input)[0] ?? vm
-        const work = operation.run(input, context)
-        // Progress is a reference whose default reports nowhere: provided only to a call that listens.
-        const reported = context.progress ? Effect.provideService(work, Progress, { emit: context.progress }) : work
-        const run = Effect.flatMap(reported, (output) => encodeOutput(operation, output))
-        return options.guard ? Effect.zipRight(options.guard(input), run) : run
+  Effect.withFiberRuntime<O, StoatError, R | R2>((fiber) => {
+    const caller = Context.get(fiber.currentContext as Context.Context<Caller>, Caller)
+    const log = Context.get(fiber.currentContext as Context.Context<AuditLog>, AuditLog)
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    const started = clock.unsafeCurrentTimeMillis()
+    let vm = subjectOf(raw)
+    const body = (input: I): Effect.Effect<O, StoatError, R | R2> => {
+      vm = targetsOf(operation, input)[0] ?? vm
+      const work = operation.run(input, context)
+      // Progress is a reference whose default reports nowhere: provided only to a call that listens.
+      const reported = context.progress ? Effect.provideService(work, Progress, { emit: context.progress }) : work
+      const run = Effect.flatMap(reported, (output) => encodeOutput(operation, output))
+      return options.guard ? Effect.zipRight(options.guard(input), run) : run
+    }
+    const decoded = inputDecoder(operation.input)(raw)
+    let program: Effect.Effect<O, StoatError, R | R2>
+    if (Either.isLeft(decoded)) program = Effect.fail(invalidInput(operation, decoded.left))
+    else {
+      const input = decoded.right as I
+      const named = namedVmFields(input)
+      program = named.length === 0 ? body(input) : Effect.flatMap(resolveDeclarationKeys(input, named), body)
+    }
+    // Audited on every exit, an interrupted (canceled) call included.
+    const audited = Effect.onExit(program, (exit) =>
+      log.record({
+        operation: operation.key,
+        tool: operation.tool,
+        entrypoint: caller.kind,
+        requestId: context.requestId,
+        vm,
+        ms: clock.unsafeCurrentTimeMillis() - started,
+        outcome: Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
       })
-      // Audited on every exit, an interrupted (canceled) call included.
-      const audited = Effect.onExit(program, (exit) => {
-        const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
-        return auditAs(caller, context, operation, vm, clock.unsafeCurrentTimeMillis() - started, outcome)
-      })
-      return Effect.tracerWith((tracer) =>
-        tracer === defaultTracer
-          ? audited
-          : Effect.withSpan(audited, operation.key, {
-              attributes: { tool: operation.tool, request: context.requestId, entrypoint: caller.kind },
-              captureStackTrace: false
-            })
-      )
-    })
-  )
+    )
+    return fiber.currentTracer === defaultTracer
+      ? audited
+      : Effect.withSpan(audited, operation.key, {
+          attributes: { tool: operation.tool, request: context.requestId, entrypoint: caller.kind },
+          captureStackTrace: false
+        })
+  })
