@@ -10,10 +10,11 @@ export const LazyGuestTransportLive = Layer.scoped(
   GuestTransport,
   Effect.gen(function* () {
     const scope = yield* Effect.scope
+    let loaded = false
     const live = yield* Effect.cached(
       Effect.flatMap(
         Effect.promise(() => import("./live.js")),
-        (module) => Scope.extend(module.makeGuestTransport(), scope)
+        (module) => Effect.tap(Scope.extend(module.makeGuestTransport(), scope), () => (loaded = true))
       )
     )
     // Waiting for sshd (`up --wait`) needs no ssh2: the banner check is plain TCP and loads nothing.
@@ -25,7 +26,8 @@ export const LazyGuestTransportLive = Layer.scoped(
       upload: (target, local, remote) => Effect.flatMap(live, (transport) => transport.upload(target, local, remote)),
       download: (target, remote, local) => Effect.flatMap(live, (transport) => transport.download(target, remote, local)),
       probe,
-      release: (vm) => Effect.flatMap(live, (transport) => transport.release(vm))
+      // Nothing loaded, nothing connected: stopping a VM never loads ssh2 just to let go of nothing.
+      release: (vm) => Effect.suspend(() => (loaded ? Effect.flatMap(live, (transport) => transport.release(vm)) : Effect.void))
     }
   })
 )
