@@ -26,7 +26,8 @@ const realQemu = () => execFileSync("sh", ["-c", "command -v qemu-system-x86_64"
  * `kvmVm` what it does for a VM under -accel kvm; everything else runs the real QEMU.
  * "tcg" swaps the accelerator (a KVM that works, simulated), "hang" sleeps silently,
  * "internal" prints KVM's internal error and stays paused, "exit" fails at once,
- * "pause" adds -S (the CPUs never run), "marker" answers the probe without running anything.
+ * "pause" runs it under TCG with -S (the CPUs never run: silent on every host, with or without
+ * /dev/kvm), "marker" answers the probe without running anything.
  */
 type Behaviour = "tcg" | "hang" | "internal" | "exit" | "pause" | "marker"
 
@@ -37,7 +38,7 @@ const fakeQemu = async (dir: string, behaviour: { readonly kvmProbe: Behaviour; 
       hang: "exec sleep 60",
       internal: `echo "KVM internal error. Suberror: 1" >&2; echo "emulation failure" >&2; exec sleep 60`,
       exit: `echo "qemu-system-x86_64: -accel kvm: Could not access KVM kernel module: No such file or directory" >&2; exit 1`,
-      pause: `exec "$REAL" "$@" -S`,
+      pause: `swap "$@" -S`,
       marker: `echo ${PROBE_MARKER}; exit 0`
     })[what]
   const script = `#!/bin/bash
