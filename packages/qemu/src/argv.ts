@@ -10,8 +10,6 @@ export interface VmFiles {
   readonly console: string
   /** The per-VM initrd of a direct-boot guest (shared base + this VM's keys and name). */
   readonly initrd: string
-  /** The guest host key converted to dropbear's format. */
-  readonly hostKey: string
   /** What the last start recorded: where its console output begins, the line that means sshd listens, the plan. */
   readonly boot: string
   /** Where QEMU sends a checkpoint's RAM and device state while one is being taken. */
@@ -24,7 +22,6 @@ export const vmFiles = (dir: string): VmFiles => ({
   vnc: join(dir, "vnc.sock"),
   console: join(dir, "console.log"),
   initrd: join(dir, "initrd.img"),
-  hostKey: join(dir, "host_key.dropbear"),
   boot: join(dir, "boot.json"),
   migration: join(dir, "migrate.sock")
 })

@@ -44,12 +44,11 @@ const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuSt
   return Effect.tryPromise({
     try: async () => {
       const hostKey = Redacted.value(identity.hostKey)
-      await toDropbearKey(hostKey, files.hostKey)
       await writeVmInitrd({
         baseInitrd: base,
         out: files.initrd,
         authorizedKeys: identity.authorizedKeys,
-        hostKeyDropbear: await readFile(files.hostKey),
+        hostKeyDropbear: await toDropbearKey(hostKey),
         hostKeyOpenssh: Buffer.from(hostKey),
         hostname: identity.hostname
       })

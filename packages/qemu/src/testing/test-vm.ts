@@ -156,14 +156,12 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
       ensureClientKey(paths),
       ensureGuestHostKey(paths)
     ])
-    const hostKeyDropbear = join(dir, "host_key.dropbear")
-    await toDropbearKey(await readFile(host.privateKeyPath, "utf8"), hostKeyDropbear)
     const initrd = join(dir, "initrd.img")
     await writeVmInitrd({
       baseInitrd: image.initrd,
       out: initrd,
       authorizedKeys: client.publicKey,
-      hostKeyDropbear: await readFile(hostKeyDropbear),
+      hostKeyDropbear: await toDropbearKey(await readFile(host.privateKeyPath, "utf8")),
       hostname: guestHostname(name)
     })
 

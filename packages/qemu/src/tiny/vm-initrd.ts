@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto"
-import { open, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
+import { mkdtemp, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import type { Stats } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { promisify } from "node:util"
 import { gzip } from "node:zlib"
 import { CpioWriter } from "./cpio.js"
@@ -61,30 +63,26 @@ async function holdsAlready(out: string, base: Stats, pad: number, overlay: Buff
 }
 
 /**
- * Converts an OpenSSH-format private key into dropbear's host-key format and writes it to `out`
- * (mode 0600). Done on the host, so the guest needs no converter and every boot presents the
- * same host key. Unencrypted ed25519 keys are converted in TypeScript; any other key falls back
- * to `dropbearconvert` (dropbear-bin) if installed, through a 0600 file beside `out`.
+ * An OpenSSH-format private key in dropbear's host-key format, for the VM's initrd. Done on the
+ * host, so the guest needs no converter and every boot presents the same host key. Unencrypted
+ * ed25519 keys are converted in TypeScript; any other key falls back to `dropbearconvert`
+ * (dropbear-bin) if installed, through 0600 files in a private temporary folder.
  */
-export async function toDropbearKey(opensshPrivateKey: string, out: string): Promise<void> {
-  let key: Buffer
+export async function toDropbearKey(opensshPrivateKey: string): Promise<Buffer> {
   try {
-    key = opensshEd25519ToDropbear(opensshPrivateKey)
+    return opensshEd25519ToDropbear(opensshPrivateKey)
   } catch (e) {
-    const tmp = `${out}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`
+    const dir = await mkdtemp(join(tmpdir(), "stoat-hostkey-"))
     try {
-      await writeFile(`${tmp}.openssh`, opensshPrivateKey, { mode: 0o600 })
-      await run("dropbearconvert", ["openssh", "dropbear", `${tmp}.openssh`, tmp])
+      await writeFile(join(dir, "openssh"), opensshPrivateKey, { mode: 0o600 })
+      await run("dropbearconvert", ["openssh", "dropbear", join(dir, "openssh"), join(dir, "dropbear")])
+      return await readFile(join(dir, "dropbear"))
     } catch (e2) {
-      await rm(tmp, { force: true })
       throw new Error(`cannot convert the host key to dropbear's format: ${(e as Error).message}; dropbearconvert: ${(e2 as Error).message}`)
     } finally {
-      await rm(`${tmp}.openssh`, { force: true })
+      await rm(dir, { recursive: true, force: true })
     }
-    await rename(tmp, out)
-    return
   }
-  await writeAtomic(out, key, 0o600)
 }
 
 /** Dropbear's ed25519 private key: string "ssh-ed25519", string (32-byte seed ‖ 32-byte public key). */

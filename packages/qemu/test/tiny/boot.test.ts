@@ -77,13 +77,12 @@ describe("tiny guest", () => {
     key = join(vmDir, "id_test")
     await execFileP("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stoat-test", "-f", key])
     await execFileP("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", join(vmDir, "host_key")])
-    await toDropbearKey(await readFile(join(vmDir, "host_key"), "utf8"), join(vmDir, "host_key.dropbear"))
     initrd = join(vmDir, "initrd.img")
     await writeVmInitrd({
       baseInitrd: image.initrd,
       out: initrd,
       authorizedKeys: await readFile(`${key}.pub`, "utf8"),
-      hostKeyDropbear: await readFile(join(vmDir, "host_key.dropbear")),
+      hostKeyDropbear: await toDropbearKey(await readFile(join(vmDir, "host_key"), "utf8")),
       hostname: "tiny-test"
     })
     disk = join(vmDir, "disk.qcow2")

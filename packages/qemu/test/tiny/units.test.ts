@@ -1,6 +1,6 @@
 /** Fast checks of the tiny-guest builder's pieces; no VM, no downloads. */
 import { execFile } from "node:child_process"
-import { mkdtemp, readFile, rm, stat, utimes, writeFile } from "node:fs/promises"
+import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -104,8 +104,15 @@ describe("host key conversion", () => {
     )
     if (!has) return
     await execFileP("dropbearconvert", ["openssh", "dropbear", join(dir, "k"), join(dir, "k.ref")])
-    await toDropbearKey(await readFile(join(dir, "k"), "utf8"), join(dir, "k.db"))
-    expect((await readFile(join(dir, "k.db"))).equals(await readFile(join(dir, "k.ref")))).toBe(true)
+    expect((await toDropbearKey(await readFile(join(dir, "k"), "utf8"))).equals(await readFile(join(dir, "k.ref")))).toBe(true)
+  })
+
+  it("converts a key of another type through dropbearconvert, leaving no file behind", async () => {
+    await execFileP("ssh-keygen", ["-q", "-t", "ecdsa", "-N", "", "-f", join(dir, "ecdsa")])
+    const before = (await readdir(tmpdir())).filter((name) => name.startsWith("stoat-hostkey-"))
+    const key = await toDropbearKey(await readFile(join(dir, "ecdsa"), "utf8"))
+    expect(key.subarray(4, 4 + key.readUInt32BE(0)).toString()).toBe("ecdsa-sha2-nistp256")
+    expect((await readdir(tmpdir())).filter((name) => name.startsWith("stoat-hostkey-"))).toEqual(before)
   })
 
   it("refuses keys it cannot read", () => {
