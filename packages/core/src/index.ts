@@ -17,7 +17,7 @@ export { projectApply, projectDown, projectInit, projectOperations, projectRm, p
 export { doctor, getVm, guestInfo, listGuests, listVms, version, viewVms } from "./operations/read.js"
 export { applyDryRunView, applyRecipes, checkRecipes, listRecipeEntries, listRecipes, newRecipe, planRecipes, RecipeName, recipeSchema, recipeSchemaView, recipeSummary, refreshRecipes } from "./operations/recipe.js"
 export { addRecipe, lockRecipes, remoteRecipeOperations, removeRecipe, searchRecipes, syncRecipes, updateRecipe } from "./operations/remote-recipe.js"
-export { auditCall, decodeInput, describeInputError, runOperation, type RunOptions } from "./operations/run.js"
+export { auditCall, describeInputError, runOperation, type RunOptions } from "./operations/run.js"
 export { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./operations/snapshot.js"
 export { sshArgv, sshCommand } from "./operations/ssh.js"
 export { cloneVm, createVm, destroyVm, forwardPorts, logFile, screenshotVm, StartFields, startVm, stoatLog, stopVm, updateVm, vmLogs, waitVm } from "./operations/vm.js"

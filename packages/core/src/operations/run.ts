@@ -44,15 +44,9 @@ const memoized = <F>(make: (schema: Schema.Schema.Any) => F) => {
 const inputDecoder = memoized((schema) => Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { onExcessProperty: "error", errors: "all" }))
 const outputEncoder = memoized((schema) => Schema.encodeEither(schema as Schema.Schema<unknown, unknown>))
 
+/** Input its operation's schema refused (unknown keys included), every mistake named. */
 const invalidInput = (operation: Pick<Operation, "tool">, error: ParseResult.ParseError): Usage =>
   new Usage({ message: `invalid input for ${operation.tool}: ${describeInputError(error)}` })
-
-/** Decodes input with the operation's own schema; unknown keys are refused. */
-export const decodeInput = <I>(operation: Operation<I>, raw: unknown): Effect.Effect<I, Usage> =>
-  Either.mapBoth(inputDecoder(operation.input)(raw), {
-    onLeft: (error) => invalidInput(operation, error),
-    onRight: (input) => input as I
-  })
 
 const subjectOf = (raw: unknown): string | undefined => {
   if (typeof raw !== "object" || raw === null) return undefined
