@@ -3,8 +3,10 @@ import { dirname } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 
-/** One call as stoat.log records it: who, what, which VM, how long, outcome. Never argument values. */
+/** One call as stoat.log records it: when it ended, who, what, which VM, how long, outcome. Never argument values. */
 export interface AuditEntry {
+  /** When the call ended (epoch ms, from the call's Clock). */
+  readonly at: number
   readonly operation: string
   readonly tool: string
   readonly entrypoint: string
@@ -20,8 +22,8 @@ export class AuditLog extends Context.Tag("stoat/AuditLog")<AuditLog, { readonly
 /** How often a held log handle is checked for a file deleted under it (a person clearing the log). */
 const RECHECK_MS = 1_000
 
-const lineOf = (at: number, entry: AuditEntry): string =>
-  `${new Date(at).toISOString()} INFO op=${entry.operation} tool=${entry.tool} entrypoint=${entry.entrypoint} request=${entry.requestId}` +
+const lineOf = (entry: AuditEntry): string =>
+  `${new Date(entry.at).toISOString()} INFO op=${entry.operation} tool=${entry.tool} entrypoint=${entry.entrypoint} request=${entry.requestId}` +
   `${entry.vm ? ` vm=${entry.vm}` : ""} ms=${entry.ms} outcome=${entry.outcome}\n`
 
 /**
@@ -49,7 +51,8 @@ export const makeAuditLog = (path: string) =>
       held = { fd, checked: now }
       return held
     }
-    const append = (now: number, entry: AuditEntry): void => {
+    const append = (entry: AuditEntry): void => {
+      const now = entry.at
       let log = held
       // Without a log, a synchronous look per call, not another failing open, on a root without logs/.
       if (log === undefined || (log.fd === undefined && existsSync(dirname(path)))) log = openLog(now)
@@ -64,21 +67,13 @@ export const makeAuditLog = (path: string) =>
       // The line is made only when there is a log to take it.
       if (log.fd === undefined) return
       try {
-        writeSync(log.fd, lineOf(now, entry))
+        writeSync(log.fd, lineOf(entry))
       } catch {
         // A full or read-only disk: the call itself still answers.
       }
     }
     yield* Effect.addFinalizer(() => Effect.sync(() => held?.fd !== undefined && closeQuietly(held.fd)))
-    return AuditLog.of({
-      record: (entry) =>
-        Effect.clockWith((clock) =>
-          Effect.sync(() => {
-            const now = clock.unsafeCurrentTimeMillis()
-            append(now, entry)
-          })
-        )
-    })
+    return AuditLog.of({ record: (entry) => Effect.sync(() => append(entry)) })
   })
 
 const nlinkOf = (fd: number): number => {

@@ -58,7 +58,11 @@ const subjectOf = (raw: unknown): string | undefined => {
 /** Records one call in stoat.log (also used by the MCP server for calls refused before they run). */
 export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
   Effect.flatMap(Caller, (caller) =>
-    Effect.flatMap(AuditLog, (log) => log.record({ operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome }))
+    Effect.flatMap(AuditLog, (log) =>
+      Effect.clockWith((clock) =>
+        log.record({ at: clock.unsafeCurrentTimeMillis(), operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome })
+      )
+    )
   )
 
 /** The input fields that name an existing VM; a project declaration key given there names its VM. */
@@ -139,17 +143,19 @@ export const runOperation = <I, O, R, R2 = never>(
       program = named.length === 0 ? body(input) : Effect.flatMap(resolveDeclarationKeys(input, named), body)
     }
     // Audited on every exit, an interrupted (canceled) call included.
-    const audited = Effect.onExit(program, (exit) =>
-      log.record({
+    const audited = Effect.onExit(program, (exit) => {
+      const ended = clock.unsafeCurrentTimeMillis()
+      return log.record({
+        at: ended,
         operation: operation.key,
         tool: operation.tool,
         entrypoint: caller.kind,
         requestId: context.requestId,
         vm,
-        ms: clock.unsafeCurrentTimeMillis() - started,
+        ms: ended - started,
         outcome: Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
       })
-    )
+    })
     return fiber.currentTracer === defaultTracer
       ? audited
       : Effect.withSpan(audited, operation.key, {
