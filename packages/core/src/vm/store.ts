@@ -86,27 +86,27 @@ const SETTLED_NS = 1_000_000_000n
  * root's last change is not kept, since a change within the same clock tick can leave the mtime as
  * it was (git's "racily clean" rule). What is inside each folder (its vm.toml) is read every time.
  */
-const folderLister = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> => {
+const folderLister = (path: string): (() => ReadonlyArray<string>) => {
   let kept: { readonly mtimeNs: bigint; readonly names: ReadonlyArray<string> } | undefined
-  return Effect.suspend(() => {
+  return () => {
     try {
       const info = statSync(path, { bigint: true, throwIfNoEntry: false })
       if (info === undefined) {
         kept = undefined
-        return Effect.succeed([])
+        return []
       }
-      if (kept !== undefined && kept.mtimeNs === info.mtimeNs) return Effect.succeed(kept.names)
+      if (kept !== undefined && kept.mtimeNs === info.mtimeNs) return kept.names
       const names = readdirSync(path, { withFileTypes: true })
         .filter((entry) => entry.isDirectory() && !isReservedDir(entry.name))
         .map((entry) => entry.name)
       const settled = BigInt(Date.now()) * 1_000_000n - info.mtimeNs > SETTLED_NS
       kept = settled ? { mtimeNs: info.mtimeNs, names } : undefined
-      return Effect.succeed(names)
+      return names
     } catch (cause) {
       kept = undefined
-      return fs.fsError("list", path, cause)
+      throw cause
     }
-  })
+  }
 }
 
 export const notFoundVm = (name: string, known: ReadonlyArray<string>): NotFound => {
@@ -119,19 +119,26 @@ export const VmStoreLive = Layer.effect(
   Effect.map(DataRoot, (root) => {
     const warn = stderrOnce()
     const folders = folderLister(root.root)
-    const list = Effect.flatMap(folders, (names) =>
-      Effect.try({
-        try: () => {
-          const records: VmRecord[] = []
-          for (const name of names) {
-            const record = readVmRecord(name, root.vmDir(name), warn)
-            if (record) records.push(record)
-          }
-          return records.sort(byName)
-        },
-        catch: internalError(`cannot read ${root.root}`)
-      })
-    )
+    const unreadable = internalError(`cannot read ${root.root}`)
+    // One step, every part synchronous: every MCP list_vms and every unknown VM name runs it.
+    const list: Effect.Effect<ReadonlyArray<VmRecord>, FsError> = Effect.suspend(() => {
+      let names: ReadonlyArray<string>
+      try {
+        names = folders()
+      } catch (cause) {
+        return fs.fsError("list", root.root, cause)
+      }
+      try {
+        const records: VmRecord[] = []
+        for (const name of names) {
+          const record = readVmRecord(name, root.vmDir(name), warn)
+          if (record) records.push(record)
+        }
+        return Effect.succeed(records.sort(byName))
+      } catch (cause) {
+        return Effect.fail(unreadable(cause))
+      }
+    })
     const get = (name: string) =>
       Effect.gen(function* () {
         const record = isReservedDir(name)
