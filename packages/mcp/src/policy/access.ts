@@ -1,4 +1,4 @@
-import { Context, Effect, Exit, Runtime, type ManagedRuntime } from "effect"
+import { Context, Effect, Exit, Runtime, type Fiber, type ManagedRuntime } from "effect"
 import { AccessPolicy, accessOf, CALLERS, callerContext, loadVm, effectiveAccess, targetsOf, type Operation } from "@stoat/core"
 
 const mcpCaller = callerContext(CALLERS.mcp)
@@ -12,20 +12,23 @@ export type RunAsAgent = <A, E>(effect: Effect.Effect<A, E, any>, options?: { re
  * first built: providing them to every call cost more than a whole list_vms.
  */
 export const agentRunner = (managed: ManagedRuntime.ManagedRuntime<any, any>): RunAsAgent => {
-  let built: Promise<Runtime.Runtime<any>> | undefined
-  let runtime: Runtime.Runtime<any> | undefined
+  let built: Promise<Fork> | undefined
+  let fork: Fork | undefined
   const build = () =>
-    (built ??= managed.runtime().then((base) => (runtime = Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) }))))
-  return (effect, options) => (runtime ? runToExit(runtime, effect, options?.signal) : build().then((ready) => runToExit(ready, effect, options?.signal)))
+    (built ??= managed.runtime().then((base) => (fork = Runtime.runFork(Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) })))))
+  return (effect, options) => (fork ? runToExit(fork, effect, options?.signal) : build().then((ready) => runToExit(ready, effect, options?.signal)))
 }
+
+/** Starts a fiber on the agent's runtime. */
+type Fork = <A, E>(effect: Effect.Effect<A, E, any>) => Fiber.RuntimeFiber<A, E>
 
 /**
  * A fiber runs at once, as far as it can without waiting: most queries finish right there, and
  * their exit is answered without watching the signal. Only a call still running listens for the
  * abort: adding and removing that listener on every call cost more than a whole list_vms.
  */
-const runToExit = <A, E>(runtime: Runtime.Runtime<any>, effect: Effect.Effect<A, E, any>, signal: AbortSignal | undefined): Promise<Exit.Exit<A, E>> => {
-  const fiber = Runtime.runFork(runtime)(effect)
+const runToExit = <A, E>(fork: Fork, effect: Effect.Effect<A, E, any>, signal: AbortSignal | undefined): Promise<Exit.Exit<A, E>> => {
+  const fiber = fork(effect)
   const finished = fiber.unsafePoll()
   if (finished !== null) return Promise.resolve(finished)
   return new Promise((resolve) => {
