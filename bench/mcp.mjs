@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // P1: p50 of `tools/call list_vms` against a real `stoat mcp` process, over stdio and over
 // Streamable HTTP, side by side with a bare SDK server process answering a constant through the
-// same transport (target: ratio <= 1.3x).
+// same transport (target: ratio <= 1.3x). It also prints each server's own p50 from a request's
+// arrival to its answer, timed inside the process, which shows stoat's share without the transport.
 // P2: spawn of `stoat mcp` until `initialize` is answered, median of --spawns runs, side by side
 // with `node -e 0` (targets: <= 300 ms and <= 3x).
 //
 // Usage: node bench/mcp.mjs [--calls 200] [--warmup 20] [--spawns 11]
 // Needs a built CLI: pnpm build
 import { spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -83,6 +84,50 @@ else {
 `
 )
 
+// Inside each measured server: how long it took from a request's arrival to its answer (stdio: a
+// chunk read until the next write; HTTP: a POST until its response finished), written to a file as
+// the process exits. The difference between the two servers' numbers is stoat's own work.
+const serverTimes = join(home, "server-times.jsonl")
+const serverTimer = join(home, "server-timer.cjs")
+writeFileSync(
+  serverTimer,
+  `const { appendFileSync } = require("node:fs")
+const { Server } = require("node:http")
+const times = []
+let arrived = 0
+const read = process.stdin.emit
+process.stdin.emit = function (event, ...rest) {
+  if (event === "data") arrived = performance.now()
+  return read.call(this, event, ...rest)
+}
+const write = process.stdout.write
+process.stdout.write = function (...rest) {
+  if (arrived !== 0) times.push(performance.now() - arrived)
+  arrived = 0
+  return write.apply(this, rest)
+}
+const emit = Server.prototype.emit
+Server.prototype.emit = function (event, req, res) {
+  if (event === "request" && req.method === "POST") {
+    const started = performance.now()
+    res.once("finish", () => times.push(performance.now() - started))
+  }
+  return emit.apply(this, arguments)
+}
+process.on("SIGTERM", () => process.exit(0))
+process.on("exit", () => appendFileSync(${JSON.stringify(serverTimes)}, JSON.stringify(times) + "\\n"))
+`
+)
+const timedEnv = { ...env, NODE_OPTIONS: `${env.NODE_OPTIONS ?? ""} --require ${serverTimer}`.trim() }
+
+/** The measured calls' times inside the server process that just exited: its last CALLS requests. */
+const takeServerTimes = async () => {
+  for (let attempt = 0; attempt < 50 && !existsSync(serverTimes); attempt++) await new Promise((done) => setTimeout(done, 100))
+  const lines = readFileSync(serverTimes, "utf8").trim().split("\n")
+  rmSync(serverTimes)
+  return JSON.parse(lines.at(-1)).slice(-CALLS)
+}
+
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 const median = (values) => percentile([...values].sort((a, b) => a - b), 50)
 const ms = (value) => `${value.toFixed(2)} ms`
@@ -112,18 +157,23 @@ const timeCalls = async (client) => {
 
 const overStdio = async (args) => {
   const client = new Client({ name: "bench", version: "1.0.0" })
-  await client.connect(new StdioClientTransport({ command: process.execPath, args, env, stderr: "ignore" }))
+  const transport = new StdioClientTransport({ command: process.execPath, args, env: timedEnv, stderr: "ignore" })
+  await client.connect(transport)
+  let clientTimes
   try {
-    return await timeCalls(client)
+    clientTimes = await timeCalls(client)
   } finally {
     await client.close()
   }
+  return { client: clientTimes, server: await takeServerTimes() }
 }
 
 /** Starts a server process, waits until its port answers, measures, stops it. */
 const overHttp = async (args) => {
   const port = await freePort()
-  const child = spawn(process.execPath, [...args(port)], { env, stdio: ["ignore", "ignore", "ignore"] })
+  const child = spawn(process.execPath, [...args(port)], { env: timedEnv, stdio: ["ignore", "ignore", "ignore"] })
+  const exited = new Promise((done) => child.once("exit", done))
+  let clientTimes
   try {
     const url = new URL(`http://127.0.0.1:${port}/mcp`)
     for (let attempt = 0; ; attempt++) {
@@ -131,7 +181,8 @@ const overHttp = async (args) => {
         const client = new Client({ name: "bench", version: "1.0.0" })
         await client.connect(new StreamableHTTPClientTransport(url))
         try {
-          return await timeCalls(client)
+          clientTimes = await timeCalls(client)
+          break
         } finally {
           await client.close()
         }
@@ -143,6 +194,8 @@ const overHttp = async (args) => {
   } finally {
     child.kill()
   }
+  await exited
+  return { client: clientTimes, server: await takeServerTimes() }
 }
 
 /**
@@ -152,9 +205,14 @@ const overHttp = async (args) => {
  */
 const compare = async (measure, servers) => {
   await measure(servers.bare)
-  const times = { stoat: [], bare: [] }
-  for (const name of ["stoat", "bare", "bare", "stoat"]) times[name].push(...(await measure(servers[name])))
-  return { stoat: median(times.stoat), bare: median(times.bare) }
+  const times = { stoat: { client: [], server: [] }, bare: { client: [], server: [] } }
+  for (const name of ["stoat", "bare", "bare", "stoat"]) {
+    const { client, server } = await measure(servers[name])
+    times[name].client.push(...client)
+    times[name].server.push(...server)
+  }
+  const p50s = (name) => ({ client: median(times[name].client), server: median(times[name].server) })
+  return { stoat: p50s("stoat"), bare: p50s("bare") }
 }
 
 const spawnToInitialize = async () => {
@@ -191,7 +249,10 @@ try {
 
   console.log(`P1 tools/call list_vms p50 (2 processes each, ${CALLS} calls after ${WARMUP} warm-up per process), stoat vs bare SDK server:`)
   for (const [transport, { stoat: own, bare: base }] of Object.entries(p1))
-    console.log(`  ${transport.padEnd(5)} stoat ${ms(own)}  bare ${ms(base)}  ratio ${(own / base).toFixed(2)}x (target <= 1.3x)`)
+    console.log(`  ${transport.padEnd(5)} stoat ${ms(own.client)}  bare ${ms(base.client)}  ratio ${(own.client / base.client).toFixed(2)}x (target <= 1.3x)`)
+  console.log("  inside the server process, arrival to answer, p50:")
+  for (const [transport, { stoat: own, bare: base }] of Object.entries(p1))
+    console.log(`  ${transport.padEnd(5)} stoat ${ms(own.server)}  bare ${ms(base.server)}  stoat's own work ${ms(own.server - base.server)}`)
   console.log(`P2 spawn -> initialize answered, median of ${SPAWNS}:`)
   console.log(`  stoat mcp ${ms(p2.stoat)} (target <= 300 ms)  node -e 0 ${ms(p2.node)}  ratio ${(p2.stoat / p2.node).toFixed(2)}x (target <= 3x)`)
 } finally {
