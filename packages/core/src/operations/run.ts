@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Either, Exit, ParseResult, Schema } from "effect"
 import { targetsOf, type Operation, type ExecutionContext } from "./operation.js"
-import { AuditLog } from "../context/audit-log.js"
+import { AuditLog, type AuditEntry } from "../context/audit-log.js"
 import { Internal, toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
 import { Caller } from "../context/caller.js"
@@ -55,13 +55,22 @@ const subjectOf = (raw: unknown): string | undefined => {
   return typeof value === "string" && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(value) ? value : undefined
 }
 
+/** The stoat.log entry of one call by `caller`, ended at `at` after `ms`. */
+const auditEntry = (
+  at: number,
+  caller: Caller["Type"],
+  context: ExecutionContext,
+  operation: Pick<Operation, "key" | "tool">,
+  vm: string | undefined,
+  ms: number,
+  outcome: string
+): AuditEntry => ({ at, operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome })
+
 /** Records one call in stoat.log (also used by the MCP server for calls refused before they run). */
 export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
   Effect.flatMap(Caller, (caller) =>
     Effect.flatMap(AuditLog, (log) =>
-      Effect.clockWith((clock) =>
-        log.record({ at: clock.unsafeCurrentTimeMillis(), operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome })
-      )
+      Effect.clockWith((clock) => log.record(auditEntry(clock.unsafeCurrentTimeMillis(), caller, context, operation, vm, ms, outcome)))
     )
   )
 
@@ -145,16 +154,8 @@ export const runOperation = <I, O, R, R2 = never>(
     // Audited on every exit, an interrupted (canceled) call included.
     const audited = Effect.onExit(program, (exit) => {
       const ended = clock.unsafeCurrentTimeMillis()
-      return log.record({
-        at: ended,
-        operation: operation.key,
-        tool: operation.tool,
-        entrypoint: caller.kind,
-        requestId: context.requestId,
-        vm,
-        ms: ended - started,
-        outcome: Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
-      })
+      const outcome = Exit.isSuccess(exit) ? "ok" : `error:${toErrorInfo(exit.cause).code}`
+      return log.record(auditEntry(ended, caller, context, operation, vm, ended - started, outcome))
     })
     return fiber.currentTracer === defaultTracer
       ? audited
