@@ -58,7 +58,9 @@ export const ErrorInfo = Schema.Struct({
   reason: Schema.optional(Schema.String),
   /** Set with `limit_reached`. */
   needed_mb: Schema.optional(Schema.Int),
-  available_mb: Schema.optional(Schema.Int)
+  available_mb: Schema.optional(Schema.Int),
+  /** Set with `rate_limited`: milliseconds until a retry can succeed. */
+  retry_after_ms: Schema.optional(Schema.Int)
 })
 export type ErrorInfo = typeof ErrorInfo.Type
 
