@@ -87,6 +87,49 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
     }
   })
 
+  it("never evicts a session with a call in flight: the least recently used idle one makes room, or the new one is refused", async () => {
+    const small = await serveHttp(fake.mcp, { address: "127.0.0.1:0", maxSessions: 2 })
+    const connectTo = async () => {
+      const { client } = testClient()
+      await client.connect(new StreamableHTTPClientTransport(new URL(small.url)))
+      return client
+    }
+    /** A wait that runs ~3 s; `running` resolves once the server is working on it. */
+    const longWait = (client: Awaited<ReturnType<typeof connectTo>>) => {
+      let started!: () => void
+      const running = new Promise<void>((resolve) => (started = resolve))
+      const call = client.callTool({ name: "wait", arguments: { vm: "h5", timeout_seconds: 3 } }, undefined, { onprogress: () => started() })
+      return { call, running }
+    }
+    const clients = []
+    try {
+      const busy = await connectTo()
+      clients.push(busy)
+      await unreachableVm(busy, fake.guest, "h5")
+      // A long call: its session is the least recently used from here on, but in use.
+      const long = longWait(busy)
+      await long.running
+      const idle = await connectTo()
+      clients.push(idle)
+      dataOf(await idle.callTool({ name: "version", arguments: {} }))
+      // A third session: the idle one goes, the busy one stays and its call answers itself.
+      const third = await connectTo()
+      clients.push(third)
+      await expect(idle.callTool({ name: "version", arguments: {} })).rejects.toThrow(/Session not found|404/)
+      expect(errorOf(await long.call).code).toBe("timeout")
+      dataOf(await third.callTool({ name: "version", arguments: {} }))
+      // Every session busy: a new client is refused (503) rather than cutting off a call.
+      const calls = [longWait(busy), longWait(third)]
+      await Promise.all(calls.map((c) => c.running))
+      await expect(connectTo()).rejects.toThrow(/503|busy/)
+      for (const c of calls) expect(errorOf(await c.call).code).toBe("timeout")
+      clients.push(await connectTo())
+    } finally {
+      for (const client of clients) await client.close().catch(() => undefined)
+      await small.close()
+    }
+  })
+
   it("closes a session idle for sessionIdleMs; a held stream or a call in flight is not idle", async () => {
     const idle = await serveHttp(fake.mcp, { address: "127.0.0.1:0", sessionIdleMs: 200 })
     const post = (body: unknown, session?: string) =>

@@ -6,6 +6,8 @@ import { checkRequest, parseLoopbackAddress } from "@stoat/core"
 import { createServer, type StoatMcp } from "../server.js"
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024
+/** Sessions kept at once unless `--max-sessions` says otherwise. */
+export const DEFAULT_MAX_SESSIONS = 64
 
 export interface HttpOptions {
   /** host:port, loopback only. Port 0 picks a free port. */
@@ -13,7 +15,7 @@ export interface HttpOptions {
   /** Bearer token every request must carry. */
   readonly token?: string
   readonly log?: (line: string) => void
-  /** Sessions kept at once; a new one beyond this closes the least recently used. */
+  /** Sessions kept at once (default 64); a new one beyond this closes the least recently used idle one. */
   readonly maxSessions?: number
   /** A session without a request for this long is closed (default 30 minutes); a call in flight keeps it open. */
   readonly sessionIdleMs?: number
@@ -24,6 +26,8 @@ interface Session {
   lastSeen: number
   /** Requests being answered (a long `wait` or a held SSE stream): the session is not idle. */
   inFlight: number
+  /** POSTs being answered (calls): a session with one is never evicted to make room. */
+  calls: number
 }
 
 export interface RunningHttpServer {
@@ -77,7 +81,7 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
   if ("error" in address) throw new AddressRefused(address.error)
   const sessions = new Map<string, Session>()
   const guard = options.token !== undefined ? { token: options.token } : {}
-  const maxSessions = options.maxSessions ?? 64
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS
   const idleMs = options.sessionIdleMs ?? 30 * 60_000
   const expire = (id: string, session: Session) => {
     sessions.delete(id)
@@ -113,12 +117,15 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
         jsonRpcError(res, 404, -32001, "Session not found: initialize again")
         return
       }
-      // Map order is recency order: the oldest entry is the session to close when full.
+      // Map order is recency order: the least recently used entry is the first to close when full.
       sessions.delete(sessionId)
       sessions.set(sessionId, session)
+      const call = req.method === "POST"
       session.inFlight++
+      if (call) session.calls++
       res.once("close", () => {
         session.inFlight--
+        if (call) session.calls--
         session.lastSeen = Date.now()
       })
       await session.transport.handleRequest(req, res, body)
@@ -129,14 +136,21 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
       jsonRpcError(res, 400, -32000, "Bad Request: send initialize first, then the Mcp-Session-Id header it returns")
       return
     }
+    // Room for the new session: close the least recently used sessions with no call in flight.
+    for (const [id, session] of sessions) {
+      if (sessions.size < maxSessions) break
+      if (session.calls === 0) expire(id, session)
+    }
+    if (sessions.size >= maxSessions) {
+      jsonRpcError(res, 503, -32000, `Server busy: all ${maxSessions} sessions have a call in flight; retry later, or start the server with a higher --max-sessions`, {
+        "retry-after": "5"
+      })
+      return
+    }
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, lastSeen: Date.now(), inFlight: 0 })
-        for (const [oldest, stale] of sessions) {
-          if (sessions.size <= maxSessions) break
-          expire(oldest, stale)
-        }
+        sessions.set(id, { transport, lastSeen: Date.now(), inFlight: 0, calls: 0 })
       }
     })
     transport.onclose = () => {
