@@ -11,6 +11,12 @@ export interface ServeOptions {
   readonly tokenFile?: string
   /** Unset fields keep their defaults. */
   readonly limits?: { readonly [K in keyof RateLimits]?: number | undefined }
+  /** False (--no-confirm): deletions run unconfirmed when the client cannot elicit, as in the original. */
+  readonly confirmDeletions?: boolean
+  /** Seconds a call without a progress token answers within (default 50). */
+  readonly callBudgetSeconds?: number | undefined
+  /** With http: sessions kept at once (default 64). */
+  readonly maxSessions?: number | undefined
 }
 
 /** A refusal at start: printed as one line on stderr, exit status 2. */
@@ -32,6 +38,13 @@ const checkLimits = (limits: Partial<RateLimits>): void => {
 export const serve = async (options: ServeOptions): Promise<void> => {
   const limits = Object.fromEntries(Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined)) as Partial<RateLimits>
   checkLimits(limits)
+  const budget = options.callBudgetSeconds
+  if (budget !== undefined && !(Number.isInteger(budget) && budget >= 1 && budget <= 600)) throw new ServeRefused(`call-budget must be a whole number of seconds from 1 to 600, got ${budget}`)
+  const maxSessions = options.maxSessions
+  if (maxSessions !== undefined) {
+    if (options.http === undefined) throw new ServeRefused("--max-sessions needs --http: stdio serves one client")
+    if (!(Number.isInteger(maxSessions) && maxSessions >= 1)) throw new ServeRefused(`max-sessions must be a whole number ≥ 1, got ${maxSessions}`)
+  }
   let token: string | undefined
   if (options.tokenFile !== undefined) {
     if (options.http === undefined) throw new ServeRefused("--token-file needs --http: stdio has no tokens")
@@ -42,7 +55,12 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     if (!token) throw new ServeRefused(`the token file ${options.tokenFile} is empty`)
   }
   const runtime = liveRuntime()
-  const mcp = makeStoatMcp({ runtime, limits: { ...DEFAULT_RATE_LIMITS, ...limits } })
+  const mcp = makeStoatMcp({
+    runtime,
+    limits: { ...DEFAULT_RATE_LIMITS, ...limits },
+    ...(options.confirmDeletions !== undefined ? { confirmDeletions: options.confirmDeletions } : {}),
+    ...(budget !== undefined ? { callBudgetSeconds: budget } : {})
+  })
   try {
     if (options.http === undefined) {
       await serveStdio(mcp)
@@ -51,7 +69,12 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     const { AddressRefused, serveHttp } = await import("./transports/http.js")
     let running
     try {
-      running = await serveHttp(mcp, { address: options.http, ...(token !== undefined ? { token } : {}), log: (line) => process.stderr.write(`${line}\n`) })
+      running = await serveHttp(mcp, {
+        address: options.http,
+        ...(token !== undefined ? { token } : {}),
+        ...(maxSessions !== undefined ? { maxSessions } : {}),
+        log: (line) => process.stderr.write(`${line}\n`)
+      })
     } catch (error) {
       if (error instanceof AddressRefused) throw new ServeRefused(error.message)
       const code = (error as { code?: string }).code

@@ -17,8 +17,9 @@ import { RateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate
 import { redact } from "./policy/redact.js"
 import { agentRunner, type RunAsAgent } from "./policy/access.js"
 import { PROMPTS } from "./prompts/index.js"
-import { CATALOG_URI, catalogDocument, GUIDE, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
+import { CATALOG_URI, catalogDocument, guide, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
 import { CancellableTaskStore, DEFAULT_TASK_TTL_MS, TASK_POLL_INTERVAL_MS } from "./tasks.js"
+import { DEFAULT_CALL_BUDGET_SECONDS } from "./tools/budget.js"
 import { callTool, type CallChannel } from "./tools/call.js"
 import { buildRegistry, type ToolEntry } from "./tools/registry.js"
 
@@ -34,6 +35,10 @@ export interface StoatMcp {
   readonly pending: Set<Promise<unknown>>
   /** Tool calls run as MCP tasks (spec 2025-11-25), shared by every connection of the process. */
   readonly tasks: CancellableTaskStore
+  /** False (--no-confirm): deletions run without a confirmation. */
+  readonly confirmDeletions: boolean
+  /** Seconds a call without a progress token (and not a task) answers within. */
+  readonly callBudgetSeconds: number
 }
 
 export interface StoatMcpOptions {
@@ -42,15 +47,21 @@ export interface StoatMcpOptions {
   readonly heartbeatMs?: number
   /** The limiter's clock (ms), for tests. */
   readonly now?: () => number
+  /** False restores the original server: deletions run unconfirmed when the client cannot elicit (default true). */
+  readonly confirmDeletions?: boolean
+  /** Seconds a call without a progress token answers within (default 50). */
+  readonly callBudgetSeconds?: number
 }
 
 export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
-  tools: buildRegistry(),
+  tools: buildRegistry(undefined, options.callBudgetSeconds ?? DEFAULT_CALL_BUDGET_SECONDS),
   limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
   runtime: options.runtime,
   run: agentRunner(options.runtime),
   pending: new Set(),
   tasks: new CancellableTaskStore(),
+  confirmDeletions: options.confirmDeletions ?? true,
+  callBudgetSeconds: options.callBudgetSeconds ?? DEFAULT_CALL_BUDGET_SECONDS,
   ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {})
 })
 
@@ -95,6 +106,8 @@ export const createServer = (mcp: StoatMcp): Server => {
     const channel: CallChannel = {
       signal: tracked?.signal ?? extra.signal,
       requestId: extra.requestId,
+      // Nothing keeps a plain request alive past the client's timeout; progress and tasks do.
+      ...(token === undefined && !task ? { budgetSeconds: mcp.callBudgetSeconds } : {}),
       ...(token !== undefined
         ? {
             progress: (progress, total, message) => {
@@ -147,7 +160,7 @@ export const createServer = (mcp: StoatMcp): Server => {
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const uri = request.params.uri
     if (uri === CATALOG_URI) return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(catalogDocument(), null, 2) }] }
-    if (uri === GUIDE_URI) return { contents: [{ uri, mimeType: "text/markdown", text: GUIDE }] }
+    if (uri === GUIDE_URI) return { contents: [{ uri, mimeType: "text/markdown", text: guide(mcp.callBudgetSeconds) }] }
     const name = vmNameOf(uri)
     if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `no resource ${uri}; resources are ${CATALOG_URI}, ${GUIDE_URI} and stoat://vm/{name}`)
     const exit = await mcp.run(runOperation(getVm, { vm: name }, { requestId: String(extra.requestId) }), { signal: extra.signal })

@@ -104,6 +104,9 @@ export interface InProcessOptions {
   readonly index?: string
   /** The server's working directory (its project); default none. */
   readonly projectDir?: string
+  /** False: the --no-confirm server. */
+  readonly confirmDeletions?: boolean
+  readonly callBudgetSeconds?: number
 }
 
 /** The server's shared state over the in-memory hypervisor and guest, on a temp data root. */
@@ -118,7 +121,9 @@ export const fakeMcp = (options: Omit<InProcessOptions, "elicit"> = {}) => {
     runtime,
     ...(options.limits ? { limits: options.limits } : { limits: { toolBurst: 1e6, burst: 1e6 } }),
     ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {}),
-    ...(options.now ? { now: options.now } : {})
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.confirmDeletions !== undefined ? { confirmDeletions: options.confirmDeletions } : {}),
+    ...(options.callBudgetSeconds !== undefined ? { callBudgetSeconds: options.callBudgetSeconds } : {})
   })
   return { mcp, root, hypervisor, guest, runtime }
 }

@@ -98,6 +98,21 @@ describe("stoat mcp --http 127.0.0.1:<port> with real SDK clients", () => {
   })
 })
 
+describe("stoat mcp --http --max-sessions", () => {
+  it("keeps that many sessions: a new one closes the least recently used idle session", async () => {
+    const server = await startHttp(tempHome(), ["--http", "127.0.0.1:0", "--max-sessions", "1"])
+    try {
+      const first = await httpClient(server.url)
+      const second = await httpClient(server.url)
+      dataOf(await second.callTool({ name: "version", arguments: {} }))
+      await expect(first.callTool({ name: "version", arguments: {} })).rejects.toThrow(/Session not found|404/)
+      await Promise.all([first.close().catch(() => undefined), second.close()])
+    } finally {
+      await server.stop()
+    }
+  })
+})
+
 describe("stoat mcp --http --token-file: a bearer token or 401", () => {
   const home = tempHome()
   let server: HttpServerProcess

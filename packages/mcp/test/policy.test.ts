@@ -17,12 +17,13 @@ describe("rate limits (seed 000: 30 per tool at 0.5/s, 60 shared at 2/s)", () =>
       expect(errorOf(await h.client.callTool({ name: "version", arguments: {} }))).toEqual({
         code: "rate_limited",
         message: "rate limit reached for version; retry in about 2s",
-        subject: "version"
+        subject: "version",
+        retry_after_ms: 2000
       })
       // Another tool still has its own bucket.
       dataOf(await h.client.callTool({ name: "list_vms", arguments: {} }))
       now += 1000
-      expect(errorOf(await h.client.callTool({ name: "version", arguments: {} })).message).toBe("rate limit reached for version; retry in about 1s")
+      expect(errorOf(await h.client.callTool({ name: "version", arguments: {} }))).toMatchObject({ message: "rate limit reached for version; retry in about 1s", retry_after_ms: 1000 })
       now += 1000
       dataOf(await h.client.callTool({ name: "version", arguments: {} }))
       expect(errorOf(await h.client.callTool({ name: "version", arguments: {} })).code).toBe("rate_limited")
@@ -39,7 +40,8 @@ describe("rate limits (seed 000: 30 per tool at 0.5/s, 60 shared at 2/s)", () =>
       expect(errorOf(await h.client.callTool({ name: "list_images", arguments: {} }))).toEqual({
         code: "rate_limited",
         message: "rate limit reached for the server; retry in about 1s",
-        subject: "server"
+        subject: "server",
+        retry_after_ms: 500
       })
       now += 500
       dataOf(await h.client.callTool({ name: "list_images", arguments: {} }))
@@ -62,7 +64,10 @@ describe("rate limits (seed 000: 30 per tool at 0.5/s, 60 shared at 2/s)", () =>
     const h = await inProcess({ limits: { toolBurst: 1, toolRate: 0 } })
     try {
       await h.client.callTool({ name: "vm_status", arguments: { vm: "a" } })
-      await h.client.callTool({ name: "vm_status", arguments: { vm: "a" } })
+      const refused = errorOf(await h.client.callTool({ name: "vm_status", arguments: { vm: "a" } }))
+      // A bucket that never refills gives no retry delay.
+      expect(refused.code).toBe("rate_limited")
+      expect(refused).not.toHaveProperty("retry_after_ms")
       const log = readFileSync(join(h.root, "logs", "stoat.log"), "utf8")
       expect(log).toMatch(/tool=vm_status entrypoint=mcp .*outcome=error:not_found/)
       expect(log).toMatch(/tool=vm_status entrypoint=mcp .*outcome=error:rate_limited/)
@@ -124,11 +129,40 @@ describe("delete safety (seed 004): elicitation or an exact confirm argument", (
     }
   })
 
-  it("goes ahead without asking when the client has no elicitation (the original contract)", async () => {
+  it("requires the exact confirm argument when the client cannot elicit, and says what to pass", async () => {
     const h = await inProcess()
     try {
       dataOf(await h.client.callTool({ name: "create", arguments: { name: "plain", image: "tiny" } }))
+      dataOf(await h.client.callTool({ name: "snapshot", arguments: { vm: "plain", tag: "t1" } }))
+      for (const [tool, args, word] of [
+        ["destroy", { vm: "plain" }, "plain"],
+        ["delete_snapshot", { vm: "plain", tag: "t1" }, "plain"],
+        ["prune", { apply: true }, "prune"]
+      ] as const) {
+        const refused = errorOf(await h.client.callTool({ name: tool, arguments: args }))
+        expect(refused).toMatchObject({ code: "confirmation_required", subject: word })
+        expect(refused.message).toContain(`confirm="${word}"`)
+      }
+      expect(existsSync(join(h.root, "plain", "vm.toml"))).toBe(true)
+      expect(dataOf(await h.client.callTool({ name: "list_snapshots", arguments: { vm: "plain" } })).snapshots).toHaveLength(1)
+      // A VM that does not exist is still not_found, not a request to confirm.
+      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "ghost" } })).code).toBe("not_found")
+      dataOf(await h.client.callTool({ name: "delete_snapshot", arguments: { vm: "plain", tag: "t1", confirm: "plain" } }))
+      dataOf(await h.client.callTool({ name: "destroy", arguments: { vm: "plain", confirm: "plain" } }))
+      expect(existsSync(join(h.root, "plain"))).toBe(false)
+    } finally {
+      await h.close()
+    }
+  })
+
+  it("with --no-confirm goes ahead without asking when the client has no elicitation (the original contract)", async () => {
+    const h = await inProcess({ confirmDeletions: false })
+    try {
+      dataOf(await h.client.callTool({ name: "create", arguments: { name: "plain", image: "tiny" } }))
       dataOf(await h.client.callTool({ name: "destroy", arguments: { vm: "plain" } }))
+      // A wrong word is still refused: the flag drops the question, not the check of an answer.
+      dataOf(await h.client.callTool({ name: "create", arguments: { name: "other", image: "tiny" } }))
+      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "other", confirm: "nope" } })).code).toBe("confirmation_required")
     } finally {
       await h.close()
     }

@@ -187,6 +187,39 @@ describe("rate-limit flags of stoat mcp", () => {
   })
 })
 
+describe("delete safety and call-budget flags of stoat mcp", () => {
+  it("a client without elicitation must pass confirm; --no-confirm restores the original's unconfirmed deletions", async () => {
+    const home = tempHome()
+    writeVm(home, "d1", "manage")
+    writeVm(home, "d2", "manage", 2223)
+    const strict = await stdioClient(home)
+    try {
+      const refused = errorOf(await strict.callTool({ name: "destroy", arguments: { vm: "d1" } }))
+      expect(refused).toMatchObject({ code: "confirmation_required", subject: "d1" })
+      expect(refused.message).toContain('confirm="d1"')
+      dataOf(await strict.callTool({ name: "destroy", arguments: { vm: "d1", confirm: "d1" } }))
+    } finally {
+      await strict.close()
+    }
+    const loose = await stdioClient(home, ["--no-confirm"])
+    try {
+      dataOf(await loose.callTool({ name: "destroy", arguments: { vm: "d2" } }))
+    } finally {
+      await loose.close()
+    }
+  })
+
+  it("refuses a malformed --call-budget, and --max-sessions without --http", async () => {
+    const home = tempHome()
+    const budget = await run(["mcp", "--call-budget", "0"], { STOAT_HOME: home })
+    expect(budget.code).toBe(2)
+    expect(budget.stderr).toMatch(/call-budget must be a whole number of seconds from 1 to 600/)
+    const sessions = await run(["mcp", "--max-sessions", "4"], { STOAT_HOME: home })
+    expect(sessions.code).toBe(2)
+    expect(sessions.stderr).toMatch(/--max-sessions needs --http/)
+  })
+})
+
 describe("stopping stoat mcp", () => {
   it("exits 0 on SIGTERM while a client still holds stdin open", async () => {
     const child = spawn(process.execPath, [BIN, "mcp"], { env: { ...process.env, STOAT_HOME: tempHome() }, stdio: ["pipe", "pipe", "pipe"] })

@@ -106,6 +106,8 @@ const encodeOutput = <O>(operation: Pick<Operation<any, O>, "tool" | "output">, 
 export interface RunOptions<I, R> {
   /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */
   readonly guard?: (input: I) => Effect.Effect<void, StoatError, R>
+  /** Rewrites the decoded input before the handler (the MCP server caps timeout_seconds of a call without a progress token). */
+  readonly adjust?: (input: I) => I
 }
 
 /**
@@ -135,7 +137,8 @@ export const runOperation = <I, O, R, R2 = never>(
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     const started = clock.unsafeCurrentTimeMillis()
     let vm = subjectOf(raw)
-    const body = (input: I): Effect.Effect<O, StoatError, R | R2> => {
+    const body = (decodedInput: I): Effect.Effect<O, StoatError, R | R2> => {
+      const input = options.adjust ? options.adjust(decodedInput) : decodedInput
       vm = targetsOf(operation, input)[0] ?? vm
       const work = operation.run(input, context)
       // Progress is a reference whose default reports nowhere: provided only to a call that listens.

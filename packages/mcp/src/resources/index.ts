@@ -1,4 +1,5 @@
 import { catalog, hostOnlyFields, type Operation } from "@stoat/core"
+import { DEFAULT_CALL_BUDGET_SECONDS, timeoutCapSeconds } from "../tools/budget.js"
 
 export const CATALOG_URI = "stoat://operation-catalog"
 export const GUIDE_URI = "stoat://guide"
@@ -19,8 +20,8 @@ export const catalogDocument = (operations: ReadonlyArray<Operation> = catalog) 
   }))
 })
 
-/** How an agent should drive Stoat through these tools. */
-export const GUIDE = `# Using Stoat's MCP tools
+/** How an agent should drive Stoat through these tools, for a server whose calls answer within `budgetSeconds`. */
+export const guide = (budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS): string => `# Using Stoat's MCP tools
 
 Stoat manages local QEMU VMs. Every tool is one operation of Stoat's catalog (see
 ${CATALOG_URI}); the CLI runs the same operations.
@@ -33,13 +34,21 @@ ${CATALOG_URI}); the CLI runs the same operations.
 4. Guest tools (\`exec\` …) need the VM's agent_access level (below).
 
 ## Long work
-Calls are bounded by timeout_seconds so they return before a client's own timeout. Send a
-progress token to receive progress notifications; cancelling a call stops its work.
-\`exec\` stops after timeout_seconds (default 60, max 600) and returns partial output with
-timed_out=true.
+MCP clients give up on a request after 60 s unless progress arrives. So a call sent without a
+progress token answers within ${budgetSeconds} s: its timeout_seconds (or default) is capped at
+${timeoutCapSeconds(budgetSeconds)} s, and work that is still running at ${budgetSeconds} s is stopped and answered with
+code timeout. What that returns:
+- \`exec\`: the output so far with timed_out=true (the command is stopped).
+- \`wait\`, \`project_wait\`: code timeout, saying what the VM has not reached yet; call again.
+- \`job_wait\`: the job's state (still running is not an error); call again.
+- anything else (copies, recipes, project_up of several VMs): code timeout; the work was stopped.
+Send a progress token to let a call run to its own cap (timeout_seconds up to 600): progress
+notifications then arrive every second, and a client that resets its timeout on progress keeps
+waiting. For guest work longer than that, start it with \`exec_bg\` and poll \`job_wait\`.
+Cancelling a call stops its work.
 A client that supports MCP tasks may run the tools marked execution.taskSupport "optional"
-(create, start, wait, exec, …) as tasks: poll tasks/get, fetch tasks/result, stop with
-tasks/cancel.
+(create, start, wait, exec, …) as tasks, which are not capped: poll tasks/get, fetch
+tasks/result, stop with tasks/cancel.
 
 ## Access levels
 Each VM's vm.toml holds agent_access, read on every call: none < observe < manage < exec,
@@ -49,16 +58,21 @@ VM's level but never raise it; a person raises it with \`stoat update <vm> --age
 A refusal reads: vm "x" has agent_access = A; needs B (code access_denied).
 
 ## Deletions
-\`destroy\`, \`restore\`, \`delete_snapshot\` and \`prune\` with apply=true ask for confirmation
-through elicitation when your client supports it; pass confirm=<VM name> (or "prune") to
-answer in advance.
+\`destroy\`, \`restore\`, \`delete_snapshot\`, \`delete_checkpoint\` and \`prune\` with apply=true
+need a confirmation. Pass confirm=<VM name> (for delete_checkpoint "<vm>@<checkpoint>", for
+prune "prune") to give it in advance. Without it, a client that supports elicitation is asked
+to type that word; any other client gets code confirmation_required, whose message names the
+exact confirm value to pass. (A server started with --no-confirm skips the question.)
 
 ## Errors and limits
 A failed call has isError=true, the human message first, and the wire ErrorInfo under
 _meta["io.github.novusedge.stoat/error"] and as a second text block {"error":{...}}. Branch on
 error.code, never on the message. Calls are rate limited per tool and for the whole server;
-a refusal (rate_limited) says which and when to retry.
+a refusal (rate_limited) says which and carries retry_after_ms, the wait before a retry.
 `
+
+/** The guide of a server with the default budget. */
+export const GUIDE = guide()
 
 export const vmUri = (name: string): string => `stoat://vm/${encodeURIComponent(name)}`
 

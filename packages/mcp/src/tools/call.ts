@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto"
-import { Effect, Exit } from "effect"
+import { Duration, Effect, Exit } from "effect"
 import {
   auditCall,
   confirmationOf,
   ConfirmationRequired,
   runOperation,
   targetsOf,
+  Timeout,
   toErrorInfo,
   Usage,
   VmStore,
@@ -17,6 +18,7 @@ import { checkAccess, type RunAsAgent } from "../policy/access.js"
 import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import type { ErrorInfo } from "@stoat/wire"
+import { timeoutCapSeconds } from "./budget.js"
 import { errorResult, successResult, type ToolResult } from "./result.js"
 import type { ToolEntry } from "./registry.js"
 
@@ -28,6 +30,8 @@ export interface CallChannel {
   readonly progress?: SendProgress
   /** Present when the client declared the elicitation capability; resolves the typed answer or undefined. */
   readonly elicit?: (message: string, field: string) => Promise<string | undefined>
+  /** Seconds the call must answer within (a request without a progress token); absent: its own cap. */
+  readonly budgetSeconds?: number
 }
 
 export interface CallDependencies {
@@ -36,6 +40,8 @@ export interface CallDependencies {
   readonly run: RunAsAgent
   /** How often a long call reports that it is still working (ms). */
   readonly heartbeatMs?: number
+  /** False (--no-confirm): deletions run without a confirmation, as in the original server. */
+  readonly confirmDeletions: boolean
 }
 
 const numberField = (input: unknown, key: string): number | undefined => {
@@ -43,7 +49,13 @@ const numberField = (input: unknown, key: string): number | undefined => {
   return typeof value === "number" ? value : undefined
 }
 
-const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined, channel: CallChannel) => (input: I) =>
+/** Lowers the decoded input's timeout_seconds (or its default) to the budget's cap. */
+const capTimeout = (cap: number) => (input: unknown) => {
+  const given = (input as { timeout_seconds?: unknown }).timeout_seconds
+  return typeof given === "number" && given <= cap ? input : { ...(input as object), timeout_seconds: cap }
+}
+
+const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined, channel: CallChannel, confirmDeletions: boolean) => (input: I) =>
   Effect.gen(function* () {
     const word = confirmationOf(operation, input)
     if (word === undefined) {
@@ -54,11 +66,18 @@ const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined
       if (given === word) return
       return yield* new ConfirmationRequired({ message: `${operation.tool}: confirm must be "${word}" to go ahead, got ${JSON.stringify(given)}`, subject: word })
     }
-    if (!channel.elicit) return
-    const elicit = channel.elicit
+    // Started with --no-confirm: deletions run unconfirmed, as the original server's did.
+    if (!confirmDeletions) return
     // Nobody is asked to confirm deleting a VM that does not exist: that is not_found at once.
     const store = yield* VmStore
     for (const vm of targetsOf(operation, input)) yield* store.get(vm)
+    if (!channel.elicit) {
+      return yield* new ConfirmationRequired({
+        message: `${operation.tool} deletes data and cannot be undone; this client cannot confirm through elicitation, so call it again with confirm="${word}" to go ahead`,
+        subject: word
+      })
+    }
+    const elicit = channel.elicit
     const answer = yield* Effect.promise(() =>
       elicit(`${operation.title}: this deletes data and cannot be undone. Type "${word}" to go ahead.`, "confirm").catch(() => undefined)
     )
@@ -90,7 +109,15 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
     return refuse({ key: "-", tool: logged }, { code: "usage", message: `unknown tool "${name}"; tools/list names every tool` })
   }
   const { operation } = entry
-  if (!verdict.ok) return refuse(operation, { code: "rate_limited", message: verdict.message, subject: verdict.bucket === "tool" ? name : "server" })
+  if (!verdict.ok) {
+    return refuse(operation, {
+      code: "rate_limited",
+      message: verdict.message,
+      subject: verdict.bucket === "tool" ? name : "server",
+      // A bucket that never refills has no delay to give.
+      ...(Number.isFinite(verdict.retryMs) ? { retry_after_ms: Math.ceil(verdict.retryMs) } : {})
+    })
+  }
   const raw: Record<string, unknown> = { ...(args ?? {}) }
   let confirm: string | undefined
   if (entry.confirmable && "confirm" in raw) {
@@ -107,12 +134,25 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context
   // A tool that needs no level and deletes nothing has nothing to check after decoding.
   const guarded = entry.confirmable || (operation.access !== null && operation.access !== "none")
-  const program = runOperation(
-    operation,
-    raw,
-    runContext,
-    guarded ? { guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel)(input)) } : {}
-  ) as Effect.Effect<unknown, StoatError, any>
+  const budget = channel.budgetSeconds
+  const capped = budget !== undefined && entry.timeoutBounded ? { adjust: capTimeout(timeoutCapSeconds(budget)) } : {}
+  const operationRun = runOperation(operation, raw, runContext, {
+    ...capped,
+    ...(guarded ? { guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel, deps.confirmDeletions)(input)) } : {})
+  }) as Effect.Effect<unknown, StoatError, any>
+  // The backstop for work no timeout_seconds bounds (copies, recipes, several VMs): it is
+  // interrupted, releasing what it holds, and the client gets a typed answer instead of -32001.
+  const program =
+    budget === undefined
+      ? operationRun
+      : Effect.timeoutFail(operationRun, {
+          duration: Duration.seconds(budget),
+          onTimeout: () =>
+            new Timeout({
+              message: `${name} did not finish within ${budget} s and was stopped: a call without a progress token answers within ${budget} s so the client does not time out first. Send a progress token or run it as a task to let it run to its cap.`,
+              subject: name
+            })
+        })
   try {
     const exit = await deps.run(program, { signal: channel.signal })
     if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)

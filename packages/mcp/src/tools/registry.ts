@@ -1,5 +1,6 @@
-import { JSONSchema, type Schema } from "effect"
+import { JSONSchema, type Schema, SchemaAST } from "effect"
 import { catalog as fullCatalog, hostOnlyFields, type Operation } from "@stoat/core"
+import { budgetNote, DEFAULT_CALL_BUDGET_SECONDS } from "./budget.js"
 
 /** A JSON Schema object as the MCP wire carries it. */
 export type JsonSchemaObject = { readonly type: "object"; readonly [key: string]: unknown }
@@ -24,6 +25,8 @@ export interface ToolDefinition {
 export interface ToolEntry {
   readonly operation: Operation
   readonly definition: ToolDefinition
+  /** Has timeout_seconds, which the call budget caps. */
+  readonly timeoutBounded: boolean
   /** The argument the MCP layer adds for delete safety (not part of the operation's input). */
   readonly confirmable: boolean
   /** Input fields only the CLI may set; to an agent they are unknown arguments. */
@@ -66,7 +69,7 @@ export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
     properties["confirm"] = {
       type: "string",
       description:
-        'Confirms a deletion in advance: the VM\'s name (for prune with apply=true, the word "prune"). Without it the server asks through elicitation when the client supports it.'
+        'Confirms a deletion: the VM\'s name (delete_checkpoint: "<vm>@<checkpoint>"; prune with apply=true: "prune"). Without it a client with elicitation is asked; any other gets confirmation_required.'
     }
   }
   return { ...schema, type: "object", properties, required, additionalProperties: false }
@@ -78,10 +81,18 @@ export const outputSchemaOf = (operation: Operation): JsonSchemaObject => {
   return schema as JsonSchemaObject
 }
 
-export const definitionOf = (operation: Operation): ToolDefinition => ({
+/** Whether the operation's input has timeout_seconds, which the call budget caps. */
+const hasTimeout = (operation: Operation): boolean =>
+  SchemaAST.getPropertySignatures(operation.input.ast).some((signature) => signature.name === "timeout_seconds")
+
+/** What a tool that may run long says about answering within the call budget. */
+const BUDGET_NOTE = (operation: Operation, budgetSeconds: number): string =>
+  operation.longRunning === true || hasTimeout(operation) ? budgetNote(budgetSeconds, hasTimeout(operation)) : ""
+
+export const definitionOf = (operation: Operation, budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS): ToolDefinition => ({
   name: operation.tool,
   title: operation.title,
-  description: operation.description + LEVEL_NOTE(operation),
+  description: operation.description + LEVEL_NOTE(operation) + BUDGET_NOTE(operation, budgetSeconds),
   inputSchema: inputSchemaOf(operation),
   outputSchema: outputSchemaOf(operation),
   annotations: {
@@ -95,7 +106,7 @@ export const definitionOf = (operation: Operation): ToolDefinition => ({
 })
 
 /** One tool per catalog entry the MCP server exposes, in catalog order. */
-export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog): ReadonlyMap<string, ToolEntry> => {
+export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog, budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS): ReadonlyMap<string, ToolEntry> => {
   const entries = new Map<string, ToolEntry>()
   for (const operation of catalog) {
     if (!operation.expose.mcp) continue
@@ -104,10 +115,14 @@ export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog): 
     // `initialize` is answered before it (the server warms them up right after).
     let definition: ToolDefinition | undefined
     let hostOnly: ReadonlyArray<string> | undefined
+    let timeoutBounded: boolean | undefined
     entries.set(operation.tool, {
       operation,
       get definition() {
-        return (definition ??= definitionOf(operation))
+        return (definition ??= definitionOf(operation, budgetSeconds))
+      },
+      get timeoutBounded() {
+        return (timeoutBounded ??= hasTimeout(operation))
       },
       confirmable: confirmable(operation),
       get hostOnly() {

@@ -19,7 +19,14 @@ export default class McpServe extends Command {
     "tool-burst": Flags.integer({ description: "Calls per tool in a burst (default 30)" }),
     "tool-rate": Flags.string({ description: "Per-tool refill in calls per second (default 0.5)" }),
     burst: Flags.integer({ description: "Calls in the shared burst (default 60)" }),
-    rate: Flags.string({ description: "Shared refill in calls per second (default 2)" })
+    rate: Flags.string({ description: "Shared refill in calls per second (default 2)" }),
+    confirm: Flags.boolean({
+      allowNo: true,
+      default: true,
+      description: "Require confirm=<VM name> (or elicitation) before a deletion; --no-confirm runs deletions unconfirmed, as the original server did"
+    }),
+    "call-budget": Flags.integer({ description: "Seconds a call without a progress token answers within, before the client's 60 s timeout (default 50)" }),
+    "max-sessions": Flags.integer({ description: "With --http: sessions kept at once; the least recently used idle one makes room (default 64)" })
   }
 
   async run(): Promise<void> {
@@ -39,7 +46,10 @@ export default class McpServe extends Command {
     await serveMcp({
       ...(flags.http !== undefined ? { http: flags.http } : {}),
       ...(flags["token-file"] !== undefined ? { tokenFile: flags["token-file"] } : {}),
-      limits
+      limits,
+      confirmDeletions: flags.confirm,
+      callBudgetSeconds: flags["call-budget"],
+      maxSessions: flags["max-sessions"]
     })
   }
 }
