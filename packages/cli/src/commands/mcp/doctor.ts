@@ -4,7 +4,7 @@ import { StoatCommand } from "../../base.js"
 export default class McpDoctor extends StoatCommand {
   static override summary = "Check the MCP contract, transport, executable and client entries"
   static override description =
-    "Reports the contract version, the transport, this Stoat executable and the stoat entry of the four clients Stoat writes. An entry whose command is a different executable is stale: run stoat mcp install again."
+    "Reports the contract version, the transport, this Stoat executable and the stoat entry of the four clients Stoat writes. An entry whose command is a different executable is stale: run stoat mcp install again. Exits 1 when an entry is stale."
 
   async run(): Promise<void> {
     await this.parse(McpDoctor)
@@ -18,5 +18,7 @@ export default class McpDoctor extends StoatCommand {
         this.line(`${client.client.padEnd(15)} ${state}${client.path ? `  (${client.path})` : ""}`)
       }
     })
+    // Scripts and CI check the exit status: a stale entry launches a Stoat that is not this one.
+    if (report.clients.some((client) => client.installed && !client.current)) this.exit(1)
   }
 }
