@@ -29,9 +29,10 @@ export default defineConfig({
   // Start-up is parse time: minified chunks cut what every command pays before it runs (P3, P4, P10).
   minify: true,
   clean: true,
+  // jsonc-parser ships UMD whose relative requires a bundler cannot follow: Node loads it as is.
   deps: {
     alwaysBundle: [/^@stoat\//, "effect", "smol-toml"],
-    neverBundle: ["@oclif/core", "better-sqlite3", "ssh2", "cpu-features", /^@modelcontextprotocol\//],
+    neverBundle: ["@oclif/core", "better-sqlite3", "ssh2", "cpu-features", /^@modelcontextprotocol\//, "jsonc-parser"],
     onlyBundle: false
   }
 })

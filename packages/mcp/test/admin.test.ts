@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { parse as parseJsonc } from "jsonc-parser"
 import { describe, expect, it } from "vitest"
 import { BIN, run, tempHome } from "./helpers.js"
 
@@ -83,8 +84,73 @@ describe("stoat mcp install (seed 000 'Install a client entry')", () => {
   })
 })
 
+describe("VS Code's JSONC mcp.json: install and uninstall keep the file's comments", () => {
+  const JSONC = [
+    "{",
+    "  // servers for this workspace",
+    '  "servers": {',
+    "    /* the docs server */",
+    '    "docs": { "type": "http", "url": "http://localhost:9000/mcp", },',
+    "  },",
+    '  "inputs": [],',
+    "}",
+    ""
+  ].join("\n")
+
+  it("adds the stoat entry to a file with comments and trailing commas, then removes it alone", async () => {
+    const { project, env } = place()
+    const file = join(project, ".vscode", "mcp.json")
+    mkdirSync(join(project, ".vscode"))
+    writeFileSync(file, JSONC)
+    const installed = await stoatAt(project, ["mcp", "install", "vscode", "--project"], env)
+    expect(installed.code).toBe(0)
+    const written = readFileSync(file, "utf8")
+    expect(written).toContain("// servers for this workspace")
+    expect(written).toContain("/* the docs server */")
+    // The other entry's line is left as it was.
+    expect(written).toContain('    "docs": { "type": "http", "url": "http://localhost:9000/mcp", },')
+    expect(parseJsonc(written, [], { allowTrailingComma: true })).toEqual({
+      servers: { docs: { type: "http", url: "http://localhost:9000/mcp" }, stoat: { type: "stdio", command: BIN, args: ["mcp"], cwd: project } },
+      inputs: []
+    })
+    // doctor reads the JSONC file too.
+    const doctor = await stoatAt(project, ["--json", "mcp", "doctor"], env)
+    expect(doctor.code).toBe(0)
+    expect(doctor.data.data.clients.find((c: { client: string }) => c.client === "vscode")).toMatchObject({ installed: true, current: true, path: file })
+
+    const removed = await stoatAt(project, ["--json", "mcp", "uninstall", "vscode", "--project"], env)
+    expect(removed.data).toMatchObject({ ok: true, data: { client: "vscode", path: file, removed: true } })
+    const after = readFileSync(file, "utf8")
+    expect(after).toBe(JSONC)
+    expect(parseJsonc(after, [], { allowTrailingComma: true })).toEqual({ servers: { docs: { type: "http", url: "http://localhost:9000/mcp" } }, inputs: [] })
+    // Nothing left to remove: nothing is written.
+    expect((await stoatAt(project, ["--json", "mcp", "uninstall", "vscode", "--project"], env)).data).toMatchObject({ ok: true, data: { removed: false } })
+    expect(readFileSync(file, "utf8")).toBe(after)
+  })
+
+  it("uninstall of claude-code keeps the other entries and keys; a broken file is refused and left alone", async () => {
+    const { home, project, env } = place()
+    writeFileSync(join(home, ".claude.json"), JSON.stringify({ theme: "dark", mcpServers: { other: { command: "x" }, stoat: { command: "/old/stoat" } } }))
+    expect((await stoatAt(project, ["mcp", "uninstall", "claude-code"], env)).code).toBe(0)
+    expect(JSON.parse(readFileSync(join(home, ".claude.json"), "utf8"))).toEqual({ theme: "dark", mcpServers: { other: { command: "x" } } })
+    mkdirSync(join(home, ".cursor"))
+    writeFileSync(join(home, ".cursor", "mcp.json"), "{not json")
+    const broken = await stoatAt(project, ["mcp", "uninstall", "cursor"], env)
+    expect(broken.code).toBe(1)
+    expect(readFileSync(join(home, ".cursor", "mcp.json"), "utf8")).toBe("{not json")
+  })
+})
+
 describe("stoat mcp doctor", () => {
-  it("reports the contract, this executable, and marks an entry for another executable stale", async () => {
+  it("exits 0 when every installed entry launches this executable", async () => {
+    const { project, env } = place()
+    await stoatAt(project, ["mcp", "install", "claude-code"], env)
+    const result = await stoatAt(project, ["mcp", "doctor"], env)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/claude-code\s+ok/)
+  })
+
+  it("reports the contract, this executable, and marks an entry for another executable stale (exit 1)", async () => {
     const { home, project, env } = place()
     await stoatAt(project, ["mcp", "install", "claude-code"], env)
     mkdirSync(join(home, ".cursor"))
@@ -95,6 +161,10 @@ describe("stoat mcp doctor", () => {
     expect(clients["claude-code"]).toMatchObject({ installed: true, current: true, command: BIN })
     expect(clients["cursor"]).toMatchObject({ installed: true, current: false, command: "/elsewhere/stoat" })
     expect(clients["vscode"]).toMatchObject({ installed: false, current: false })
+    expect(result.code).toBe(1)
+    const human = await stoatAt(project, ["mcp", "doctor"], env)
+    expect(human.code).toBe(1)
+    expect(human.stdout).toMatch(/cursor\s+stale: launches \/elsewhere\/stoat/)
   })
 })
 

@@ -1,6 +1,7 @@
 import { readFile, stat } from "node:fs/promises"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
+import { applyEdits, format, modify, parse as parseJsonc, printParseErrorCode, type ParseError } from "jsonc-parser"
 import { CONTRACT_VERSION } from "@stoat/wire"
 import { STOAT_VERSION, writeFileAtomic } from "@stoat/core"
 
@@ -77,22 +78,65 @@ export const entryFor = (client: ClientName, env: Environment): Record<string, u
   cwd: env.cwd
 })
 
-const readConfig = async (path: string): Promise<Record<string, unknown>> => {
-  let text: string
+/** The config file's text ("" when it does not exist yet). */
+const readText = async (path: string): Promise<string> => {
   try {
-    text = await readFile(path, "utf8")
+    return await readFile(path, "utf8")
   } catch (error) {
-    if ((error as { code?: string }).code === "ENOENT") return {}
+    if ((error as { code?: string }).code === "ENOENT") return ""
     throw new AdminRefused(`cannot read ${path}: ${(error as Error).message}`, "internal")
   }
+}
+
+/**
+ * A client config as data. Read as JSONC (comments, trailing commas), which VS Code's mcp.json
+ * allows and strict JSON is a subset of.
+ */
+const parseConfig = (path: string, text: string): Record<string, unknown> => {
   if (text.trim() === "") return {}
-  try {
-    const parsed = JSON.parse(text) as unknown
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("the top level is not an object")
-    return parsed as Record<string, unknown>
-  } catch (error) {
-    throw new AdminRefused(`${path} is not a JSON object (${(error as Error).message}); fix or move it, then install again`, "invalid_spec")
+  const errors: ParseError[] = []
+  const parsed = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false }) as unknown
+  const problem =
+    errors.length > 0
+      ? `${printParseErrorCode(errors[0]!.error)} at offset ${errors[0]!.offset}`
+      : typeof parsed !== "object" || parsed === null || Array.isArray(parsed)
+        ? "the top level is not an object"
+        : undefined
+  if (problem !== undefined) throw new AdminRefused(`${path} is not a JSON object (${problem}); fix or move it, then try again`, "invalid_spec")
+  return parsed as Record<string, unknown>
+}
+
+const readConfig = async (path: string): Promise<Record<string, unknown>> => parseConfig(path, await readText(path))
+
+const FORMAT = { insertSpaces: true, tabSize: 2, eol: "\n" }
+
+/**
+ * Sets (or with undefined, removes) the stoat entry in the config's text by editing only that
+ * span, so the file's comments, order and layout stay as they were. Undefined: nothing to change.
+ */
+const editEntry = (path: string, text: string, key: InstallPlace["key"], entry: Record<string, unknown> | undefined): string | undefined => {
+  const config = parseConfig(path, text)
+  const servers = config[key]
+  const hasServers = typeof servers === "object" && servers !== null && !Array.isArray(servers)
+  if (entry === undefined && !(hasServers && "stoat" in servers)) return undefined
+  if (text.trim() === "") return `${JSON.stringify({ [key]: { stoat: entry } }, null, 2)}\n`
+  // A servers value that is not an object is replaced by one holding the entry alone.
+  const edits = hasServers || entry === undefined ? modify(text, [key, "stoat"], entry, {}) : modify(text, [key], { stoat: entry }, {})
+  let edited = text
+  for (const edit of [...edits].sort((left, right) => right.offset - left.offset)) {
+    edited = edited.slice(0, edit.offset) + edit.content + edited.slice(edit.offset + edit.length)
+    // Only the inserted JSON is laid out; the library's own formatting would redo whole neighbouring lines.
+    if (edit.content.length > 0) edited = applyEdits(edited, format(edited, { offset: edit.offset, length: edit.content.length }, FORMAT))
   }
+  return edited.endsWith("\n") ? edited : `${edited}\n`
+}
+
+/** Writes the config atomically, keeping the file's own permissions (a client config may hold tokens); a new file is private. */
+const writeConfig = async (path: string, text: string): Promise<void> => {
+  const mode = await stat(path).then((info) => info.mode & 0o777, () => 0o600)
+  await writeFileAtomic(path, text, mode).catch((error: Error) => {
+    throw new AdminRefused(`cannot write ${path}: ${error.message}`, "internal")
+  })
 }
 
 export interface InstallResult {
@@ -107,15 +151,23 @@ export const install = async (client: ClientName, options: { project: boolean; p
   const entry = entryFor(client, env)
   const json = JSON.stringify(entry, null, 2)
   if (options.print) return { client, json }
-  const config = await readConfig(place.path)
-  const servers = config[place.key]
-  const merged = { ...config, [place.key]: { ...(typeof servers === "object" && servers !== null && !Array.isArray(servers) ? servers : {}), stoat: entry } }
-  // Keep the file's own permissions (a client config may hold tokens); a new file is private.
-  const mode = await stat(place.path).then((info) => info.mode & 0o777, () => 0o600)
-  await writeFileAtomic(place.path, `${JSON.stringify(merged, null, 2)}\n`, mode).catch((error: Error) => {
-    throw new AdminRefused(`cannot write ${place.path}: ${error.message}`, "internal")
-  })
+  await writeConfig(place.path, editEntry(place.path, await readText(place.path), place.key, entry)!)
   return { client, path: place.path, json }
+}
+
+export interface UninstallResult {
+  readonly client: string
+  readonly path: string
+  /** False when there was no stoat entry to remove (nothing was written). */
+  readonly removed: boolean
+}
+
+/** Removes the stoat entry alone, keeping everything else in the file (comments included). */
+export const uninstall = async (client: ClientName, options: { project: boolean }, env: Environment = currentEnvironment()): Promise<UninstallResult> => {
+  const place = placeOf(client, options.project, env)
+  const edited = editEntry(place.path, await readText(place.path), place.key, undefined)
+  if (edited !== undefined) await writeConfig(place.path, edited)
+  return { client, path: place.path, removed: edited !== undefined }
 }
 
 export interface ClientReport {
