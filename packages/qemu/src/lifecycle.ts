@@ -364,7 +364,7 @@ export const stopQemu = (vm: VmRef, options: { readonly graceMs?: number } = {})
     }
     if (!gone) return yield* Effect.die(new Internal({ message: `QEMU (pid ${pid}) for VM "${vm.name}" survived SIGKILL`, subject: vm.name }))
 
-    // QEMU removes these on a clean exit, not after SIGKILL. Keep a pidfile someone else wrote meanwhile.
-    const current = yield* Effect.promise(() => readFile(files.pidfile, "utf8").then((text) => Number.parseInt(text.trim(), 10), () => undefined))
-    yield* removeStale([...(current === pid ? [files.pidfile] : []), files.qmp, files.vnc])
+    // QEMU removes these on a clean exit, not after SIGKILL, nor a pidfile someone overwrote.
+    // Kept when a QEMU of this VM runs again meanwhile: they are its files then.
+    if (!(yield* Effect.sync(() => readRunState(vm))).running) yield* removeStale([files.pidfile, files.qmp, files.vnc, files.migration])
   })

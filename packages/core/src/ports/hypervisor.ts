@@ -44,6 +44,13 @@ export interface RunState {
   readonly pid?: number
   /** RFC3339; the pidfile's mtime. */
   readonly startedAt?: string
+  /** Running, but its pidfile does not name it (deleted or overwritten): found by what it runs. */
+  readonly orphaned?: boolean
+  /**
+   * Not running, and the files of its last run are still there: it ended without a shutdown
+   * (killed, crashed, or the host went down). Host paths, for prune; empty or absent after a clean stop.
+   */
+  readonly leftovers?: ReadonlyArray<string>
 }
 
 export interface AccelProbe {
