@@ -5,6 +5,7 @@ import type {
   CapabilityUnavailable,
   InvalidSpec,
   Internal,
+  LimitReached,
   MonitorRejected,
   MonitorUnreachable,
   NoDisk,
@@ -174,8 +175,9 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     /** The accelerator VMs start under and why (the setting, a cached verdict, or a new probe). */
     readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing | InvalidSpec>
     /** Makes `disk`, of `size` (empty: the backing's size) and optionally an overlay of `backing`. */
-    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | QemuMissing>
-    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing>
+    /** A full file system is limit_reached (as for any write). */
+    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | QemuMissing | LimitReached>
+    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing | LimitReached>
     readonly diskInfo: (disk: DiskRef) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>
     /*
      * Snapshot mechanisms only (the rules, such as replacing a tag or restoring only a stopped VM,
