@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { diskFull, DiskShrink, Internal, NotFound, QemuMissing, type DiskInfo, type LimitReached } from "@stoat/core"
+import { diskFull, DiskShrink, Internal, isDiskFull, NotFound, QemuMissing, type DiskInfo, type LimitReached } from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { runProgram, stderrMessage } from "./run.js"
 import { parseSnapshotRows } from "./snapshot-table.js"
@@ -49,7 +49,7 @@ export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.E
 const qemuImgWriting = (args: ReadonlyArray<string>, path: string): Effect.Effect<string, Internal | QemuMissing | LimitReached> =>
   Effect.catchIf(
     qemuImg(args, path),
-    (error) => error._tag === "Internal" && /No space left on device|Disk quota exceeded/i.test(error.message),
+    (error) => error._tag === "Internal" && isDiskFull(error),
     (error) => Effect.flatMap(diskFull(error.message, path), Effect.fail)
   )
 

@@ -41,12 +41,17 @@ describe("a data root on a full file system", () => {
     rmSync(mount, { recursive: true, force: true })
   })
 
-  it("create is limit_reached naming the path and free space; ls, doctor, prune and rm work", async () => {
+  it("create and up are limit_reached naming the path and free space; ls, doctor, prune and rm work", async () => {
     const refused = await run("create", "more", "--image", "tiny")
     expect(refused["error"]).toMatchObject({ code: "limit_reached", available_mb: 0 })
     expect(refused["error"]["message"]).toMatch(/No space left on device: the file system is full \(0 MiB free at /)
     expect(refused["error"]["message"]).not.toMatch(/lock file/)
     expect(existsSync(join(home, "more"))).toBe(false)
+
+    const start = await run("up", "keep", "--no-wait")
+    expect(start["error"]).toMatchObject({ code: "limit_reached", available_mb: 0 })
+    // The first file a start writes (its ssh key, the guest's initrd) does not fit.
+    expect(start["error"]["message"]).toMatch(/: the file system is full \(0 MiB free at /)
 
     expect((await run("ls"))["data"]["vms"]).toMatchObject([{ name: "keep", state: "stopped" }])
     const doctor = (await run("doctor"))["data"]

@@ -53,6 +53,17 @@ export const spaceOf = (path: string): Effect.Effect<{ readonly freeMb: number; 
 const freeMb = (path: string): Effect.Effect<number> => Effect.map(spaceOf(dirname(path)), (space) => space?.freeMb ?? 0)
 
 /**
+ * Whether a failure is a full file system: its errno (ENOSPC, EDQUOT), SQLite's SQLITE_FULL, or a
+ * program's own words for it (ssh-keygen and qemu-img print strerror).
+ */
+export const isDiskFull = (cause: unknown): boolean => {
+  const code = (cause as { code?: unknown } | null)?.code
+  if (code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL") return true
+  const message = cause instanceof Error ? cause.message : (cause as { message?: unknown } | null)?.message
+  return typeof message === "string" && /No space left on device|Disk quota exceeded/.test(message)
+}
+
+/**
  * The file system is full (ENOSPC, EDQUOT, SQLite's SQLITE_FULL): `limit_reached` with the free
  * space, said as such, so nobody deletes a good file believing it damaged. `message` says what failed.
  */

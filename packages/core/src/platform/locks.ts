@@ -3,7 +3,7 @@ import { mkdirSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { DataRoot } from "./data-root.js"
 import { InUse, InvalidSpec, LimitReached, Timeout } from "../errors.js"
-import { diskFull } from "./fs.js"
+import { diskFull, isDiskFull } from "./fs.js"
 import { pollUntil } from "./poll.js"
 
 type Database = import("better-sqlite3").Database
@@ -32,11 +32,6 @@ const loadSqlite = Effect.promise(async () => (sqlite ??= (await import("better-
 
 /** A lock that cannot be taken: a lock file stoat cannot use (invalid_spec), or a full file system (limit_reached). */
 export type LockError = InvalidSpec | LimitReached
-
-const isDiskFull = (cause: unknown): boolean => {
-  const code = (cause as { code?: unknown } | null)?.code
-  return code === "SQLITE_FULL" || code === "ENOSPC" || code === "EDQUOT"
-}
 
 /**
  * A lock file that cannot be used is the data root's problem, said with the path and what to do;

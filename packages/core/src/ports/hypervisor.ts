@@ -163,8 +163,8 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
      * every listing asks it of each VM in turn, so a remote provider answers from its own cache.
      */
     readonly status: (vm: VmRef) => Effect.Effect<RunState>
-    /** Checks the plan first (invalid_spec for one the provider cannot run), then boots it. */
-    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec>
+    /** Checks the plan first (invalid_spec for one the provider cannot run), then boots it; limit_reached when the VM's files do not fit on the disk. */
+    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached>
     /**
      * Waits until the guest's console says sshd listens, for guests that say so (true); false at
      * once for others, and when the VM stops or the time runs out. Readiness still probes SSH.
@@ -207,7 +207,7 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly resume: (
       checkpoint: { readonly vm: VmRef; readonly folder: string },
       plan: ResumePlan
-    ) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    ) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | LimitReached>
     /**
      * Copies into a disk what it reads through its backing chain above `backing`, then makes
      * `backing` its backing file (none: it stands alone). The disk must not be in use.
