@@ -2,7 +2,7 @@ import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { mkdirSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { DataRoot } from "./data-root.js"
-import { InUse, InvalidSpec, LimitReached, Timeout } from "../errors.js"
+import { InUse, InvalidSpec, Timeout, type LimitReached } from "../errors.js"
 import { diskFull, isDiskFull } from "./fs.js"
 import { pollUntil } from "./poll.js"
 
