@@ -83,7 +83,7 @@ export { checkRequest, type GuardOptions, type GuardVerdict, type ListenAddress,
 export { DataRoot, dataRootAt, DataRootConfig, DataRootLive, type DataRootPaths, layoutOf, resolveDataRoot } from "./platform/data-root.js"
 export { parseDurationMs } from "./platform/duration.js"
 export { writeFileAtomic } from "./platform/files.js"
-export { type FsError, readSmallFileSync } from "./platform/fs.js"
+export { diskFull, type FsError, isDiskFull, readSmallFileSync } from "./platform/fs.js"
 export { findOnPath, GraphicalConfig, HostProbe, HostProbeLive } from "./platform/host.js"
 export { ensureClientKey, ensureGuestHostKey, type KeyPair } from "./platform/keys.js"
 export { Locks, LocksLive } from "./platform/locks.js"

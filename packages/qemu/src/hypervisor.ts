@@ -9,6 +9,7 @@ import {
   QemuStartFailed,
   type AlreadyRunning,
   type BootPlan,
+  type LimitReached,
   type ShareInvalid,
   type StartedVm
 } from "@stoat/core"
@@ -85,7 +86,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
        * silent, or whose run state turns internal-error or guest-panicked is stopped and started
        * once more under TCG, and the verdict is cached so later starts go to TCG directly.
        */
-      const start = (plan: BootPlan): Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec> =>
+      const start = (plan: BootPlan): Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached> =>
         Effect.gen(function* () {
           yield* validatePlan(plan)
           const qemu = yield* qemuPath

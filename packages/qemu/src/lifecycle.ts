@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process"
 import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
 import { Effect, Redacted } from "effect"
-import { AlreadyRunning, Internal, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type RunState, type VmRef } from "@stoat/core"
+import { AlreadyRunning, diskFull, Internal, isDiskFull, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
 import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
@@ -15,6 +15,19 @@ const POLL_MS = 50
 const DAEMONIZE_TIMEOUT_MS = 60_000
 
 const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+
+/**
+ * A file a start writes into the VM folder (its initrd): a full file system is limit_reached with
+ * the free space, since only freeing space helps; any other failure is qemu_start_failed.
+ */
+const writeForStart = <A>(vm: VmRef, path: string, what: string, write: () => Promise<A>): Effect.Effect<A, QemuStartFailed | LimitReached> =>
+  Effect.catchAll(
+    Effect.tryPromise({ try: write, catch: (cause) => cause }),
+    (cause): Effect.Effect<never, QemuStartFailed | LimitReached> =>
+      isDiskFull(cause)
+        ? Effect.flatMap(diskFull(`cannot ${what} for VM "${vm.name}"`, path), Effect.fail)
+        : Effect.fail(new QemuStartFailed({ message: `cannot ${what}: ${errorText(cause)}`, subject: vm.name }))
+  )
 
 /** Every folder shared over 9p must exist and be a directory (QEMU would only fail at the guest's mount). */
 const checkShares = (plan: BootPlan): Effect.Effect<void, ShareInvalid> =>
@@ -36,26 +49,22 @@ const checkShares = (plan: BootPlan): Effect.Effect<void, ShareInvalid> =>
   )
 
 /** Direct-boot guests get their identity in a per-VM initrd: the shared base plus keys and name. */
-const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed> => {
+const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed | LimitReached> => {
   const identity = plan.guestIdentity
   if (plan.kernel === undefined || identity === undefined) return Effect.succeed(undefined)
   const files = vmFiles(plan.vm.dir)
   const base = plan.kernel.initrd
-  return Effect.tryPromise({
-    try: async () => {
-      const hostKey = Redacted.value(identity.hostKey)
-      await writeVmInitrd({
-        baseInitrd: base,
-        out: files.initrd,
-        authorizedKeys: identity.authorizedKeys,
-        hostKeyDropbear: await toDropbearKey(hostKey),
-        hostKeyOpenssh: Buffer.from(hostKey),
-        hostname: identity.hostname
-      })
-      return files.initrd
-    },
-    catch: (cause) =>
-      new QemuStartFailed({ message: `cannot prepare the guest's initrd: ${errorText(cause)}`, subject: plan.vm.name })
+  return writeForStart(plan.vm, files.initrd, "prepare the guest's initrd", async () => {
+    const hostKey = Redacted.value(identity.hostKey)
+    await writeVmInitrd({
+      baseInitrd: base,
+      out: files.initrd,
+      authorizedKeys: identity.authorizedKeys,
+      hostKeyDropbear: await toDropbearKey(hostKey),
+      hostKeyOpenssh: Buffer.from(hostKey),
+      hostname: identity.hostname
+    })
+    return files.initrd
   })
 }
 
@@ -121,15 +130,12 @@ export const linkOrCopy = async (from: string, to: string): Promise<void> => {
 }
 
 /** The VM's own initrd: written for its identity at a boot, or the saved guest's when resuming. */
-const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, QemuStartFailed> => {
+const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, QemuStartFailed | LimitReached> => {
   if (resume === undefined) return writeIdentity(plan)
   const saved = resume.initrd
   if (saved === undefined || plan.kernel === undefined) return Effect.succeed(undefined)
   const initrd = vmFiles(plan.vm.dir).initrd
-  return Effect.tryPromise({
-    try: () => linkOrCopy(saved, initrd).then(() => initrd),
-    catch: (cause) => new QemuStartFailed({ message: `cannot prepare the guest's initrd from ${saved}: ${errorText(cause)}`, subject: plan.vm.name })
-  })
+  return writeForStart(plan.vm, initrd, `prepare the guest's initrd from ${saved}`, () => linkOrCopy(saved, initrd).then(() => initrd))
 }
 
 /**
@@ -141,7 +147,7 @@ export const launchQemu = (
   plan: BootPlan,
   host: { readonly qemu: string; readonly accel: "kvm" | "tcg" },
   resume?: ResumeFrom
-): Effect.Effect<RunState, QemuStartFailed | AlreadyRunning | ShareInvalid> =>
+): Effect.Effect<RunState, QemuStartFailed | AlreadyRunning | ShareInvalid | LimitReached> =>
   Effect.gen(function* () {
     const vm = plan.vm
     const files = vmFiles(vm.dir)
@@ -364,7 +370,7 @@ export const stopQemu = (vm: VmRef, options: { readonly graceMs?: number } = {})
     }
     if (!gone) return yield* Effect.die(new Internal({ message: `QEMU (pid ${pid}) for VM "${vm.name}" survived SIGKILL`, subject: vm.name }))
 
-    // QEMU removes these on a clean exit, not after SIGKILL. Keep a pidfile someone else wrote meanwhile.
-    const current = yield* Effect.promise(() => readFile(files.pidfile, "utf8").then((text) => Number.parseInt(text.trim(), 10), () => undefined))
-    yield* removeStale([...(current === pid ? [files.pidfile] : []), files.qmp, files.vnc])
+    // QEMU removes these on a clean exit, not after SIGKILL, nor a pidfile someone overwrote.
+    // Kept when a QEMU of this VM runs again meanwhile: they are its files then.
+    if (!(yield* Effect.sync(() => readRunState(vm))).running) yield* removeStale([files.pidfile, files.qmp, files.vnc, files.migration])
   })

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { DiskShrink, Internal, NotFound, QemuMissing, type DiskInfo } from "@stoat/core"
+import { diskFull, DiskShrink, Internal, isDiskFull, NotFound, QemuMissing, type DiskInfo, type LimitReached } from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { runProgram, stderrMessage } from "./run.js"
 import { parseSnapshotRows } from "./snapshot-table.js"
@@ -42,6 +42,17 @@ export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.E
     )
   )
 
+/**
+ * qemu-img run for a command that writes an image (create, resize): a full file system is
+ * `limit_reached` with the free space, since nothing but freeing space helps.
+ */
+const qemuImgWriting = (args: ReadonlyArray<string>, path: string): Effect.Effect<string, Internal | QemuMissing | LimitReached> =>
+  Effect.catchIf(
+    qemuImg(args, path),
+    (error) => error._tag === "Internal" && isDiskFull(error),
+    (error) => Effect.flatMap(diskFull(error.message, path), Effect.fail)
+  )
+
 const exists = (path: string) => Effect.promise(() => stat(path).then((info) => info.isFile(), () => false))
 
 interface InfoJson {
@@ -77,7 +88,7 @@ const badSize = (size: string, path: string) =>
   new Internal({ message: `invalid disk size "${size}" (use a number with an optional K, M, G or T suffix)`, subject: path })
 
 /** A qcow2 image of `size`, or an overlay on `backing` (absolute path recorded, its format detected). */
-export const createDisk = (path: string, size: string, backing?: string): Effect.Effect<void, Internal | QemuMissing> =>
+export const createDisk = (path: string, size: string, backing?: string): Effect.Effect<void, Internal | QemuMissing | LimitReached> =>
   Effect.gen(function* () {
     const parsed = size === "" ? undefined : parseSize(size)
     if (size !== "" && (parsed === undefined || parsed.relative)) return yield* badSize(size, path)
@@ -91,11 +102,11 @@ export const createDisk = (path: string, size: string, backing?: string): Effect
     }
     args.push(path)
     if (parsed !== undefined) args.push(String(parsed.bytes))
-    yield* qemuImg(args, path)
+    yield* qemuImgWriting(args, path)
   })
 
 /** Grow-only: a size below the current virtual size fails with DiskShrink; the same size is a no-op. */
-export const resizeDisk = (path: string, size: string): Effect.Effect<void, Internal | DiskShrink | QemuMissing> =>
+export const resizeDisk = (path: string, size: string): Effect.Effect<void, Internal | DiskShrink | QemuMissing | LimitReached> =>
   Effect.gen(function* () {
     const parsed = parseSize(size)
     if (parsed === undefined) return yield* badSize(size, path)
@@ -108,7 +119,7 @@ export const resizeDisk = (path: string, size: string): Effect.Effect<void, Inte
       })
     }
     if (target === info.virtualSize) return
-    yield* qemuImg(["resize", "-q", "-f", info.format, path, String(target)], path)
+    yield* qemuImgWriting(["resize", "-q", "-f", info.format, path, String(target)], path)
   })
 
 /** Internal snapshots of a disk, with their ids; `-U` so a concurrent QEMU does not make it fail. */

@@ -210,14 +210,17 @@ describe("QEMU hypervisor with the tiny guest", () => {
     expect(hasExt4(diskPath, root)).toBe(true)
   })
 
-  it("treats a SIGKILLed QEMU as stopped and clears its pidfile", async () => {
+  it("treats a SIGKILLed QEMU as stopped, the files it left reported as leftovers and kept", async () => {
     const t0 = performance.now()
     const { pid } = await ok(root, (h) => h.start(plan))
     timings.push(`start → pidfile (accel probe cached): ${elapsed(t0)} ms`)
     process.kill(pid ?? 0, "SIGKILL")
     await waitGone(pid ?? 0, 5_000)
-    expect(await ok(root, (h) => h.status(vm))).toEqual({ running: false })
-    expect(await exists(vmFiles(vm.dir).pidfile)).toBe(false)
+    const files = vmFiles(vm.dir)
+    const state = await ok(root, (h) => h.status(vm))
+    expect(state.running).toBe(false)
+    expect(state.leftovers).toEqual(expect.arrayContaining([files.pidfile, files.qmp, files.boot]))
+    expect(await exists(files.pidfile)).toBe(true)
     const stop = await call(root, (h) => h.stop(vm))
     expect(Either.isLeft(stop) && stop.left.code).toBe("not_running")
   })

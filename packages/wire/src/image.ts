@@ -42,6 +42,7 @@ export const SnapshotAction = Schema.Struct({
 /** MCP snapshot/restore/list_snapshots/delete_snapshot answer with the resulting list. */
 export const Snapshots = Schema.Struct({ snapshots: Schema.Array(Snapshot) })
 
-export const PruneClass = Schema.Literal("broken_vm", "partial_download", "orphaned_image", "orphaned_checkpoint")
+/** `crash_leftover`: a file a VM's QEMU left when it ended without a shutdown (its pidfile, sockets, boot record). */
+export const PruneClass = Schema.Literal("broken_vm", "partial_download", "orphaned_image", "orphaned_checkpoint", "crash_leftover")
 export const PruneItem = Schema.Struct({ class: PruneClass, path: Schema.String })
 export const PruneResult = Schema.Struct({ dry_run: Schema.Boolean, items: Schema.Array(PruneItem) })

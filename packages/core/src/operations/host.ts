@@ -14,7 +14,7 @@ import { STOAT_VERSION } from "../version.js"
 import { VmName } from "./inputs.js"
 import { defineOperation, DESTRUCTIVE, READ } from "./operation.js"
 
-type PruneClass = "broken_vm" | "orphaned_checkpoint" | StaleImageFile["class"]
+type PruneClass = "broken_vm" | "orphaned_checkpoint" | "crash_leftover" | StaleImageFile["class"]
 
 export const prune = defineOperation({
   key: "host.prune",
@@ -22,7 +22,7 @@ export const prune = defineOperation({
   expose: { cli: "prune", mcp: true },
   title: "Remove stale files",
   description:
-    "Find stale files: partial downloads untouched for 2 minutes and orphaned checkpoint files (abandoned or unusable checkpoints, disk layers no disk reads) always, broken VMs (broken=true; never a running one) and images no VM uses (images=true). A dry run unless apply=true.",
+    "Find stale files: partial downloads untouched for 2 minutes, orphaned checkpoint files (abandoned or unusable checkpoints, disk layers no disk reads) and what a VM killed or crashed left (pidfile, sockets) always, broken VMs (broken=true; never a running one) and images no VM uses (images=true). A dry run unless apply=true.",
   kind: "command",
   input: Schema.Struct({ apply: Schema.optional(Schema.Boolean), broken: Schema.optional(Schema.Boolean), images: Schema.optional(Schema.Boolean) }),
   output: PruneResult,
@@ -39,13 +39,12 @@ export const prune = defineOperation({
         Effect.gen(function* () {
           const items: Array<{ class: PruneClass; path: string }> = [...(yield* images.stale({ unreferenced: input.images === true }))]
           for (const path of yield* (yield* Checkpoints).orphans) items.push({ class: "orphaned_checkpoint", path })
-          if (input.broken) {
-            for (const record of yield* store.list) {
-              if (record.kind !== "broken") continue
-              // A pidfile that still names a live QEMU means someone is using it; leave it alone.
-              if ((yield* hypervisor.status({ name: record.name, dir: record.dir })).running) continue
-              items.push({ class: "broken_vm", path: record.dir })
-            }
+          for (const record of yield* store.list) {
+            const state = yield* hypervisor.status({ name: record.name, dir: record.dir })
+            // A running VM's files are in use, a broken one's included; leave them alone.
+            if (state.running) continue
+            for (const path of state.leftovers ?? []) items.push({ class: "crash_leftover", path })
+            if (input.broken && record.kind === "broken") items.push({ class: "broken_vm", path: record.dir })
           }
           const label = (item: { class: PruneClass; path: string }) => `${item.class}: ${item.path}`
           items.sort((a, b) => label(a).localeCompare(label(b)))

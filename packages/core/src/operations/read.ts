@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Effect, Schema } from "effect"
 import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck, type Vm } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
+import * as fs from "../platform/fs.js"
 import { GuestDefinitions, type LoadedGuest } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Hypervisor, type AccelProbe } from "../ports/hypervisor.js"
@@ -34,8 +35,8 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
     }
     const views: Vm[] = []
     for (const record of records) {
-      const state = record.kind === "ok" ? yield* hypervisor.status(record) : { running: false }
-      views.push(toVm(record, { running: state.running, graphical }, byName, root))
+      const state = yield* hypervisor.status(record)
+      views.push(toVm(record, { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 }, byName, root))
     }
     // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
     // project, however many of its VMs are listed.
@@ -127,7 +128,7 @@ export const doctor = defineOperation({
   expose: { cli: "doctor", mcp: true },
   title: "Check host prerequisites",
   description:
-    "Check the host: qemu-system-x86_64, qemu-img and ssh (required), git and xorriso (optional), and whether KVM really works (a short probe boot; otherwise VMs run under TCG).",
+    "Check the host: qemu-system-x86_64, qemu-img and ssh (required), git and xorriso (optional), whether KVM really works (a short probe boot; otherwise VMs run under TCG), the data root's free space, and VMs that crashed, lost their pidfile or run with a broken vm.toml.",
   kind: "query",
   input: NoInput,
   output: DoctorReport,
@@ -171,9 +172,58 @@ export const doctor = defineOperation({
             })
           })
         : { name: "kvm", ok: false, detail: "not probed: qemu-system-x86_64 is missing", fix: [], optional: true }
-      const all = [...checks, kvm]
+      const all = [...checks, kvm, yield* dataRootCheck, yield* vmRunsCheck]
       return { healthy: all.every((check) => check.ok || check.optional), checks: all }
     })
+})
+
+/** Below this much free space a start, a disk write or a download soon fails. */
+const MIN_FREE_MB = 256
+
+const sizeText = (mb: number) => (mb >= 10 * 1024 ? `${Math.round(mb / 1024)} GiB` : `${mb} MiB`)
+
+/** The data root's free space: a full file system fails every write, and rm and prune are the way back. */
+const dataRootCheck = Effect.gen(function* () {
+  const root = (yield* DataRoot).root
+  const space = (yield* fs.spaceOf(root)) ?? (yield* fs.spaceOf(dirname(root)))
+  if (space === undefined) return { name: "data-root", ok: false, detail: `cannot tell the free space of ${root}`, fix: [], optional: true } satisfies HostCheck
+  const low = space.freeMb < MIN_FREE_MB
+  return {
+    name: "data-root",
+    ok: !low,
+    detail: `${root}: ${sizeText(space.freeMb)} free of ${sizeText(space.totalMb)}${low ? `; under ${MIN_FREE_MB} MiB, VMs cannot start or write` : ""}`,
+    fix: low ? ["stoat prune --apply --broken --images  # partial downloads, broken VMs, images no VM uses", "stoat rm <vm>  # a VM you no longer need"] : [],
+    optional: false
+  } satisfies HostCheck
+})
+
+/** VMs whose run the provider found amiss: a QEMU without its pidfile, one that ended without a shutdown, one running under a broken vm.toml. */
+const vmRunsCheck = Effect.gen(function* () {
+  const hypervisor = yield* Hypervisor
+  const records = yield* Effect.orElseSucceed((yield* VmStore).list, () => [])
+  const problems: string[] = []
+  const fix: string[] = []
+  for (const record of records) {
+    const state = yield* hypervisor.status(record)
+    if (state.running && record.kind === "broken") {
+      problems.push(`${record.name} runs but its vm.toml is broken (${record.reason})`)
+      fix.push(`stoat down ${record.name}`)
+    } else if (state.orphaned === true) {
+      problems.push(`${record.name}'s QEMU (pid ${state.pid}) runs without a pidfile naming it`)
+      fix.push(`stoat down ${record.name}  # then stoat up ${record.name}`)
+    } else if ((state.leftovers?.length ?? 0) > 0) {
+      problems.push(`${record.name}'s QEMU ended without a shutdown (killed or crashed)`)
+      if (!fix.includes("stoat prune --apply")) fix.push("stoat prune --apply")
+    }
+  }
+  const count = `${records.length} VM${records.length === 1 ? "" : "s"}`
+  return {
+    name: "vms",
+    ok: problems.length === 0,
+    detail: problems.length === 0 ? `${count}; none crashed, orphaned or running with a broken vm.toml` : problems.join("; "),
+    fix,
+    optional: true
+  } satisfies HostCheck
 })
 
 /** What a person can do about the accelerator verdict: nothing when KVM works or TCG was chosen on purpose. */

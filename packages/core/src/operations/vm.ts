@@ -7,12 +7,12 @@ import { InvalidSpec } from "../errors.js"
 import { AccessLevel, DISK_RANGE, DiskSizeInput } from "../vm/config.js"
 import { isRunning, loadVm, type OkRecord } from "../vm/records.js"
 import { Vms } from "../vm/lifecycle.js"
-import { VmStore } from "../vm/store.js"
+import { VmStore, type VmRecord } from "../vm/store.js"
 import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, hostOnly, MUTATE, READ } from "./operation.js"
 import { viewVms } from "./read.js"
 
-const viewOne = (record: OkRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
+const viewOne = (record: VmRecord) => Effect.map(viewVms([record]), (views) => views[0]!)
 
 /** The CLI's data for an operation that answers one VM (create, up, down). */
 const vmResult = (vm: Vm): typeof VmResult.Type => ({ vm })

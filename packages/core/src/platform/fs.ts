@@ -40,13 +40,44 @@ const REASONS: Record<string, string> = {
 
 const MiB = 1024 * 1024
 
-/** Free space (MiB) of the file system holding `path`'s folder; 0 when it cannot be told. */
-const freeMb = (path: string): Effect.Effect<number> =>
+/** Free and total space (MiB) of the file system holding `path`; undefined when it cannot be told. */
+export const spaceOf = (path: string): Effect.Effect<{ readonly freeMb: number; readonly totalMb: number } | undefined> =>
   Effect.promise(() =>
-    nodeFs.statfs(dirname(path)).then(
-      (info) => Math.floor((info.bavail * info.bsize) / MiB),
-      () => 0
+    nodeFs.statfs(path).then(
+      (info) => ({ freeMb: Math.floor((info.bavail * info.bsize) / MiB), totalMb: Math.floor((info.blocks * info.bsize) / MiB) }),
+      () => undefined
     )
+  )
+
+/** Free space (MiB) of the file system holding `path`'s folder; 0 when it cannot be told. */
+const freeMb = (path: string): Effect.Effect<number> => Effect.map(spaceOf(dirname(path)), (space) => space?.freeMb ?? 0)
+
+/**
+ * Whether a failure is a full file system: its errno (ENOSPC, EDQUOT), SQLite's SQLITE_FULL, or a
+ * program's own words for it (ssh-keygen and qemu-img print strerror).
+ */
+export const isDiskFull = (cause: unknown): boolean => {
+  const code = (cause as { code?: unknown } | null)?.code
+  if (code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL") return true
+  const message = cause instanceof Error ? cause.message : (cause as { message?: unknown } | null)?.message
+  return typeof message === "string" && /No space left on device|Disk quota exceeded/.test(message)
+}
+
+/**
+ * The file system is full (ENOSPC, EDQUOT, SQLite's SQLITE_FULL): `limit_reached` with the free
+ * space, said as such, so nobody deletes a good file believing it damaged. `message` says what failed.
+ */
+export const diskFull = (message: string, path: string, options: { readonly neededBytes?: number; readonly errno?: string } = {}): Effect.Effect<LimitReached> =>
+  Effect.map(
+    freeMb(path),
+    (available) =>
+      new LimitReached({
+        message: `${message}: the file system is full (${available} MiB free at ${dirname(path)}); free some space (stoat rm <vm>, stoat prune --apply --images)`,
+        subject: path,
+        needed_mb: Math.max(1, Math.ceil((options.neededBytes ?? 0) / MiB)),
+        available_mb: available,
+        ...(options.errno !== undefined ? { errno: options.errno } : {})
+      })
   )
 
 /**
@@ -73,9 +104,7 @@ export const fsError = (what: string, path: string, cause: unknown, bytes = 0): 
       return Effect.fail(new InvalidSpec(fields))
     case "ENOSPC":
     case "EDQUOT":
-      return Effect.flatMap(freeMb(path), (available) =>
-        Effect.fail(new LimitReached({ ...fields, message: `${message}; free some space`, needed_mb: Math.max(1, Math.ceil(bytes / MiB)), available_mb: available }))
-      )
+      return Effect.flatMap(diskFull(`cannot ${what} ${path} (${errno})`, path, { neededBytes: bytes, errno }), Effect.fail)
     default:
       return Effect.fail(new Internal(fields))
   }

@@ -4,8 +4,9 @@ import { chmod, mkdir, readFile, readdir, rename, rm, stat, writeFile } from "no
 import { basename, dirname, join } from "node:path"
 import { Cause, Duration, Effect, Exit } from "effect"
 import type { DataRootPaths } from "./data-root.js"
-import { Internal, type InvalidSpec, type Timeout } from "../errors.js"
-import { makeLocks } from "./locks.js"
+import { Internal, type LimitReached, type Timeout } from "../errors.js"
+import { diskFull, isDiskFull } from "./fs.js"
+import { makeLocks, type LockError } from "./locks.js"
 
 /** An ed25519 key pair on disk: the private key file (0600) and the one-line OpenSSH public key. */
 export interface KeyPair {
@@ -70,21 +71,26 @@ const generate = async (privateKeyPath: string, comment: string): Promise<KeyPai
   return made
 }
 
-const ensurePair = (root: DataRootPaths, privateKeyPath: string, comment: string): Effect.Effect<KeyPair, Internal | Timeout | InvalidSpec> => {
+const ensurePair = (root: DataRootPaths, privateKeyPath: string, comment: string): Effect.Effect<KeyPair, Internal | Timeout | LockError> => {
   const failed = (cause: unknown) =>
     new Internal({ message: `cannot create ssh key ${privateKeyPath}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: privateKeyPath })
   const fast = Effect.tryPromise({ try: () => completePair(privateKeyPath), catch: failed })
-  const locked = Effect.tryPromise({ try: () => generate(privateKeyPath, comment), catch: failed })
+  // A full file system is said as such (rm and prune free space), like any write of stoat's.
+  const locked = Effect.catchAll(
+    Effect.tryPromise({ try: () => generate(privateKeyPath, comment), catch: (cause) => cause }),
+    (cause): Effect.Effect<never, Internal | LimitReached> =>
+      isDiskFull(cause) ? Effect.flatMap(diskFull(`cannot create ssh key ${privateKeyPath}`, privateKeyPath), Effect.fail) : Effect.fail(failed(cause))
+  )
   // The SQLite lock is released by the kernel if the holder dies, unlike an O_EXCL lock file.
   const locks = makeLocks(root.keysLock, () => root.keysLock, KEYGEN_WAIT)
   return Effect.flatMap(fast, (pair) => (pair ? Effect.succeed(pair) : locks.withRootLock(locked)))
 }
 
 /** `<root>/id_stoat` (+ `.pub`): the client key every VM trusts. Created once, under `<root>/.keys.lock`. */
-export const clientKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | InvalidSpec> => ensurePair(root, root.clientKey, "stoat")
+export const clientKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | LockError> => ensurePair(root, root.clientKey, "stoat")
 
 /** `<root>/guest_host_ed25519_key` (+ `.pub`): the stable sshd host key baked into guests (OpenSSH format). */
-export const guestHostKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | InvalidSpec> => ensurePair(root, root.hostKey, "stoat")
+export const guestHostKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | LockError> => ensurePair(root, root.hostKey, "stoat")
 
 /** Promise form for non-Effect callers; rejects with the typed error itself (`Internal`, `Timeout` or `InvalidSpec`). */
 const runTyped = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {

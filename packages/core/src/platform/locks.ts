@@ -2,7 +2,8 @@ import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { mkdirSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { DataRoot } from "./data-root.js"
-import { InUse, InvalidSpec, Timeout } from "../errors.js"
+import { InUse, InvalidSpec, Timeout, type LimitReached } from "../errors.js"
+import { diskFull, isDiskFull } from "./fs.js"
 import { pollUntil } from "./poll.js"
 
 type Database = import("better-sqlite3").Database
@@ -16,21 +17,30 @@ export class Locks extends Context.Tag("stoat/Locks")<
   Locks,
   {
     /** Serialises create/clone/destroy/prune/update and "count running + start" across processes. */
-    readonly withRootLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
+    readonly withRootLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | LockError, R>
     /** Serialises state changes of one VM (start/stop/snapshot/update). */
-    readonly withVmLock: <A, E, R>(vm: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
+    readonly withVmLock: <A, E, R>(vm: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | LockError, R>
     /** Serialises changes to one file-backed state other than a VM (`what` names it in a timeout). */
-    readonly withLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | InvalidSpec, R>
+    readonly withLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | LockError, R>
     /** A lock that is never waited for: busy ⇒ `in_use` (a second apply on one VM). */
-    readonly tryLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InUse | InvalidSpec, R>
+    readonly tryLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InUse | LockError, R>
   }
 >() {}
 
 let sqlite: typeof import("better-sqlite3") | undefined
 const loadSqlite = Effect.promise(async () => (sqlite ??= (await import("better-sqlite3")).default))
 
-/** A lock file that cannot be used is the data root's problem, said with the path and what to do. */
-const unusableLock = (path: string, cause: unknown): InvalidSpec => {
+/** A lock that cannot be taken: a lock file stoat cannot use (invalid_spec), or a full file system (limit_reached). */
+export type LockError = InvalidSpec | LimitReached
+
+/**
+ * A lock file that cannot be used is the data root's problem, said with the path and what to do;
+ * a full file system is said as such, never as a damaged lock file someone would then delete.
+ */
+const unusableLock = (path: string, cause: unknown): Effect.Effect<never, LockError> =>
+  isDiskFull(cause) ? Effect.flatMap(diskFull(`cannot take the lock ${path}`, path), Effect.fail) : Effect.fail(damagedLock(path, cause))
+
+const damagedLock = (path: string, cause: unknown): InvalidSpec => {
   const kind = (() => {
     try {
       const info = statSync(path)
@@ -42,31 +52,32 @@ const unusableLock = (path: string, cause: unknown): InvalidSpec => {
   return new InvalidSpec({ message: `cannot use the lock file ${path}: ${kind}; remove it and stoat will recreate it`, subject: path })
 }
 
-const tryAcquire = (db: Database, path: string): Effect.Effect<boolean, InvalidSpec> =>
-  Effect.try({
-    try: () => {
-      try {
-        db.exec("BEGIN EXCLUSIVE")
-        return true
-      } catch (error) {
-        if ((error as { code?: string }).code === "SQLITE_BUSY") return false
-        throw error
-      }
-    },
-    catch: (cause) => {
+const tryAcquire = (db: Database, path: string): Effect.Effect<boolean, LockError> =>
+  Effect.suspend(() => {
+    try {
+      // Nothing is ever written to a lock file, but SQLite's default journal is a file beside it
+      // made when a transaction begins: kept in memory, a lock is taken on a full file system too
+      // (rm and prune must work there, to free space). Set here, where busy is expected: reading
+      // the mode waits on a holder too.
+      db.pragma("journal_mode = MEMORY")
+      db.exec("BEGIN EXCLUSIVE")
+      return Effect.succeed(true)
+    } catch (error) {
+      if ((error as { code?: string }).code === "SQLITE_BUSY") return Effect.succeed(false)
       db.close()
-      return unusableLock(path, cause)
+      return unusableLock(path, error)
     }
   })
 
 const open = (path: string) =>
   Effect.flatMap(loadSqlite, (Sqlite) =>
-    Effect.try({
-      try: () => {
+    Effect.suspend(() => {
+      try {
         mkdirSync(dirname(path), { recursive: true })
-        return new Sqlite(path, { timeout: 0 })
-      },
-      catch: (cause) => unusableLock(path, cause)
+        return Effect.succeed(new Sqlite(path, { timeout: 0 }))
+      } catch (cause) {
+        return unusableLock(path, cause)
+      }
     })
   )
 

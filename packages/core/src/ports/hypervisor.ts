@@ -5,6 +5,7 @@ import type {
   CapabilityUnavailable,
   InvalidSpec,
   Internal,
+  LimitReached,
   MonitorRejected,
   MonitorUnreachable,
   NoDisk,
@@ -44,6 +45,13 @@ export interface RunState {
   readonly pid?: number
   /** RFC3339; the pidfile's mtime. */
   readonly startedAt?: string
+  /** Running, but its pidfile does not name it (deleted or overwritten): found by what it runs. */
+  readonly orphaned?: boolean
+  /**
+   * Not running, and the files of its last run are still there: it ended without a shutdown
+   * (killed, crashed, or the host went down). Host paths, for prune; empty or absent after a clean stop.
+   */
+  readonly leftovers?: ReadonlyArray<string>
 }
 
 export interface AccelProbe {
@@ -155,8 +163,8 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
      * every listing asks it of each VM in turn, so a remote provider answers from its own cache.
      */
     readonly status: (vm: VmRef) => Effect.Effect<RunState>
-    /** Checks the plan first (invalid_spec for one the provider cannot run), then boots it. */
-    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec>
+    /** Checks the plan first (invalid_spec for one the provider cannot run), then boots it; limit_reached when the VM's files do not fit on the disk. */
+    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached>
     /**
      * Waits until the guest's console says sshd listens, for guests that say so (true); false at
      * once for others, and when the VM stops or the time runs out. Readiness still probes SSH.
@@ -167,8 +175,9 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     /** The accelerator VMs start under and why (the setting, a cached verdict, or a new probe). */
     readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing | InvalidSpec>
     /** Makes `disk`, of `size` (empty: the backing's size) and optionally an overlay of `backing`. */
-    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | QemuMissing>
-    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing>
+    /** A full file system is limit_reached (as for any write). */
+    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | QemuMissing | LimitReached>
+    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing | LimitReached>
     readonly diskInfo: (disk: DiskRef) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>
     /*
      * Snapshot mechanisms only (the rules, such as replacing a tag or restoring only a stopped VM,
@@ -198,7 +207,7 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly resume: (
       checkpoint: { readonly vm: VmRef; readonly folder: string },
       plan: ResumePlan
-    ) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid>
+    ) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | LimitReached>
     /**
      * Copies into a disk what it reads through its backing chain above `backing`, then makes
      * `backing` its backing file (none: it stands alone). The disk must not be in use.

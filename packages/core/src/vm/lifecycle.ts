@@ -33,7 +33,7 @@ import { isRunning, loadVm, vmRef, type OkRecord } from "./records.js"
 import { diskPath, firstDisk, vmDisk } from "./disks.js"
 import { bootPlan } from "./boot-plan.js"
 import { ImageBuilder } from "../ports/image-builder.js"
-import { VmStore } from "./store.js"
+import { VmStore, type VmRecord } from "./store.js"
 import { resolveTemplate, withLocalImage } from "./template.js"
 import { progressLine, stageReporter } from "../context/progress.js"
 
@@ -155,17 +155,16 @@ const addOne = <R>(vm: NewVm<R>) => Effect.map(addVms([vm]), ([record]) => recor
 
 /**
  * The ssh port is the VM's own only while it runs: another program, or a VM of another data root,
- * may have taken it since. Then the VM moves to a free port (saved in vm.toml) and says so,
- * instead of failing to start. Runs under the root lock, like port allocation at create.
+ * may have taken it since. Then the VM is to start on a free port instead of failing: the record
+ * answered has it, and `boot` saves it only once QEMU runs on it, so a start that fails changes no
+ * setting. Runs under the root lock, like port allocation at create.
  */
-const moveOffTakenSshPort = (record: OkRecord, knownTaken = false) =>
+const freePortIfTaken = (record: OkRecord, knownTaken = false) =>
   Effect.gen(function* () {
     if (!knownTaken && (yield* Effect.promise(() => isBindable(record.config.sshport)))) return record
-    const store = yield* VmStore
-    const sshport = yield* freeSshPort(yield* store.list)
-    yield* store.write(record.name, { ...record.config, sshport })
-    yield* progressLine(`ssh port ${record.config.sshport} is taken on this host; VM "${record.name}" now uses port ${sshport}`)
-    return yield* loadVm(record.name)
+    const others = (yield* (yield* VmStore).list).filter((vm) => vm.name !== record.name)
+    const sshport = yield* freeSshPort([...others, record])
+    return { ...record, config: { ...record.config, sshport } }
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -407,7 +406,8 @@ function makeVms(): Vms["Type"] {
           if (yield* isRunning(record)) return false
           yield* locks.withRootLock(
             Effect.gen(function* () {
-              record = yield* moveOffTakenSshPort(record)
+              const savedPort = record.config.sshport
+              record = yield* freePortIfTaken(record)
               const fix = "lower ram_mb with update"
               yield* checkMemory(
                 { subject: record.name, neededMb: record.config.ram, what: `starting "${record.name}"`, fix, floorFix: policy.memoryFloorHint(fix) },
@@ -425,11 +425,16 @@ function makeVms(): Vms["Type"] {
                   (error) => error._tag === "QemuStartFailed" && error.portInUse === record.config.sshport,
                   () =>
                     Effect.gen(function* () {
-                      record = yield* moveOffTakenSshPort(record, true)
+                      record = yield* freePortIfTaken(record, true)
                       yield* launch
                     })
                 )
               )
+              if (record.config.sshport !== savedPort) {
+                // Nothing may run on a port vm.toml does not name: a VM whose new port cannot be saved is stopped again.
+                yield* (yield* VmStore).write(name, record.config).pipe(Effect.tapError(() => Effect.ignore(hypervisor.stop(vmRef(record), { graceMs: 0 }))))
+                yield* progressLine(`ssh port ${savedPort} is taken on this host; VM "${name}" now uses port ${record.config.sshport}`)
+              }
             })
           )
           return true
@@ -449,7 +454,8 @@ function makeVms(): Vms["Type"] {
 
   const stop = (name: string) =>
     Effect.gen(function* () {
-      const record = yield* loadVm(name)
+      // Not loadVm: a VM whose vm.toml broke while it ran is stopped too (the provider needs only its folder).
+      const record = yield* (yield* VmStore).get(name)
       const hypervisor = yield* Hypervisor
       yield* (yield* GuestTransport).release(name)
       yield* (yield* Locks).withVmLock(
@@ -553,8 +559,8 @@ export class Vms extends Context.Tag("stoat/Vms")<
     readonly create: (spec: CreateSpec) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Starts a stopped VM (a running one is fine) and answers its record as it now is. */
     readonly start: (name: string, options: StartOptions) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
-    /** Powers a VM down (a stopped one is fine). */
-    readonly stop: (name: string) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    /** Powers a VM down (a stopped one is fine), a broken one included. */
+    readonly stop: (name: string) => Effect.Effect<VmRecord, StoatError, LifecycleServices>
     readonly wait: (name: string, options: WaitOptions) => Effect.Effect<WaitOutcome, StoatError, LifecycleServices>
     readonly update: (name: string, spec: UpdateSpec) => Effect.Effect<UpdateOutcome, StoatError, LifecycleServices>
     /** A new VM on a copy-on-write overlay of a stopped VM's disk, with a fresh ssh port and no forwards. */

@@ -6,12 +6,21 @@ import type { VmRecord } from "./store.js"
 export interface VmLive {
   readonly running: boolean
   readonly graphical: boolean
+  /** Stopped without a shutdown: the provider found what its last run left (see RunState.leftovers). */
+  readonly crashed?: boolean
 }
 
 const SHARED_MOUNT = "/mnt/work"
 
-/** The wire view of a broken VM: everything unknown except its name, reason and reserved port. */
-const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootPaths): Vm => ({
+/** Why a VM's QEMU ended without a shutdown, and the way back; a stopped VM carries it as its `error`. */
+export const crashedReason = (name: string): string =>
+  `QEMU ended without a shutdown (killed or crashed); stoat up ${name} starts it again, stoat prune --apply removes what it left`
+
+/**
+ * The wire view of a broken VM: everything unknown except its name, reason and reserved port. One
+ * whose QEMU still runs says so, since only `down` reaches it (rm refuses a running VM).
+ */
+const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootPaths, running: boolean): Vm => ({
   name: record.name,
   os: "",
   mode: "",
@@ -29,7 +38,7 @@ const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootP
   allow_exec: false,
   agent_access: "none",
   display: "",
-  error: record.reason,
+  error: running ? `${record.reason}; its QEMU still runs: stop it with stoat down ${record.name}, then fix vm.toml or stoat rm ${record.name}` : record.reason,
   project: "",
   key: "",
   project_missing: false,
@@ -45,10 +54,10 @@ export const unknownGuestReason = (os: string): string => `vm.toml: os: unknown 
  * Host-only secrets and paths (console password, iso, base, VNC socket) never appear.
  */
 export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string, Guest>, root: DataRootPaths): Vm => {
-  if (record.kind === "broken") return brokenVm(record, root)
+  if (record.kind === "broken") return brokenVm(record, root, live.running)
   const config = record.config
   if (config.os !== "" && !guests.has(config.os)) {
-    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: unknownGuestReason(config.os), sshport: config.sshport }, root)
+    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: unknownGuestReason(config.os), sshport: config.sshport }, root, live.running)
   }
   const access = effectiveAccess(config)
   const wantsWindow = config.display === "window" || config.display === "auto" || config.display === ""
@@ -70,6 +79,7 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
     allow_exec: config.agent_access !== undefined ? access === "exec" : config.allow_exec ?? true,
     agent_access: access,
     display: wantsWindow && live.graphical ? "window" : "vnc",
+    ...(!live.running && live.crashed === true ? { error: crashedReason(record.name) } : {}),
     project: config.project,
     key: config.key,
     project_missing: false,
@@ -78,9 +88,13 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
   }
 }
 
-/** Failed if a recipe failed; ok only when every configured recipe is applied and ok. */
-export const aggregateHealth = (record: VmRecord): string => {
+/**
+ * Failed if a recipe failed or the VM stopped without a shutdown (a stopped VM's only `error`);
+ * ok only when every configured recipe is applied and ok.
+ */
+export const aggregateHealth = (record: VmRecord, vm?: Vm): string => {
   if (record.kind === "broken") return "unknown"
+  if (vm?.state === "stopped" && vm.error !== undefined) return "failed"
   const config = record.config
   if (config.recipes.length === 0) return "ok"
   const states = config.recipes.map((name) => config.applied[name]?.health ?? "unknown")
@@ -91,7 +105,7 @@ export const aggregateHealth = (record: VmRecord): string => {
 
 export const toVmStatus = (record: VmRecord, vm: Vm, setSecrets: SetSecrets = {}): VmStatus => ({
   ...vm,
-  health: aggregateHealth(record),
+  health: aggregateHealth(record, vm),
   recipes_detail: recipeDetails(record, setSecrets)
 })
 

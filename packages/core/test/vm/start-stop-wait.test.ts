@@ -1,6 +1,6 @@
 import { createServer } from "node:net"
 import { describe, expect, it, onTestFinished } from "vitest"
-import { createVm, getVm, startVm, stopVm, waitVm } from "../../src/operations/index.js"
+import { createVm, getVm, listVms, startVm, stopVm, waitVm } from "../../src/operations/index.js"
 import { harness, type Harness } from "./harness.js"
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -50,6 +50,19 @@ describe("start", () => {
     h.hypervisor.startError = () => ({ message: "Could not set up host forwarding rule", portInUse: 8080 })
     expect((await h.fail(startVm, { vm: "web" })).code).toBe("qemu_start_failed")
     expect((await h.ok(getVm, { vm: "web" })).ssh_port).toBe(vm.ssh_port)
+  })
+
+  it("a start that fails after moving off a taken ssh port leaves vm.toml as it was", async () => {
+    const h = harness()
+    const created = await h.ok(createVm, { name: "web", image: "tiny" })
+    const squatter = createServer()
+    await new Promise<void>((resolve) => squatter.listen({ port: created.ssh_port, host: "127.0.0.1" }, resolve))
+    onTestFinished(() => new Promise<void>((resolve) => squatter.close(() => resolve())))
+    const before = h.readVmToml("web")
+    h.hypervisor.startError = () => ({ message: "Failed to get \"write\" lock" })
+    expect((await h.fail(startVm, { vm: "web" })).code).toBe("qemu_start_failed")
+    expect(h.readVmToml("web")).toBe(before)
+    expect((await h.ok(getVm, { vm: "web" })).ssh_port).toBe(created.ssh_port)
   })
 
   it("an already running VM is fine and is not started twice", async () => {
@@ -186,6 +199,21 @@ describe("stop", () => {
   it("an unknown VM is not_found", async () => {
     const h = harness()
     expect((await h.fail(stopVm, { vm: "ghost" })).code).toBe("not_found")
+  })
+
+  it("stops a VM whose vm.toml broke while it ran; until then ls says its QEMU still runs", async () => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    await h.ok(startVm, { vm: "web" })
+    h.writeVmToml("web", "name = [broken")
+    const [listed] = (await h.ok(listVms, {})).vms
+    expect(listed).toMatchObject({ name: "web", state: "broken" })
+    expect(listed?.error).toContain("stoat down web")
+    const stopped = await h.ok(stopVm, { vm: "web" })
+    expect(stopped).toMatchObject({ name: "web", state: "broken" })
+    expect(h.isRunning("web")).toBe(false)
+    expect(h.guest.releases).toContain("web")
+    expect((await h.ok(listVms, {})).vms[0]?.error).not.toContain("stoat down")
   })
 })
 
