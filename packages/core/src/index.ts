@@ -5,7 +5,7 @@
 // The operation catalog and how to run it
 export { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./operations/checkpoint.js"
 export { copyFrom, copyTo } from "./operations/copy.js"
-export { execInGuest, guestOperations, listDirOp, pkgInstallOp, psOp, readFileOp, statOp, svcOp, svcStatusOp, tailLogOp, useraddOp, writeFileOp } from "./operations/guest.js"
+export { execInGuest, guestOperations, listDirOp, MAX_WRITE_BYTES, pkgInstallOp, psOp, readFileOp, statOp, svcOp, svcStatusOp, tailLogOp, useraddOp, writeFileOp } from "./operations/guest.js"
 export { capabilities, prune } from "./operations/host.js"
 export { listImages, pullImage } from "./operations/image.js"
 export { catalog, operationByKey } from "./operations/index.js"
