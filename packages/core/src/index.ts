@@ -64,6 +64,7 @@ export { Checkpoints, CheckpointsLive, type Dependents, type ForkedVms, type Tak
 
 // Recipes and projects
 export { Projects, projectsAt, type ProjectScope } from "./projects/service.js"
+export { PROJECT_FILE } from "./projects/file.js"
 export { Git, GitLive } from "./recipes/remote/git.js"
 export { type PinnedRecipe, RemoteRecipes, RemoteRecipesLive } from "./recipes/remote/service.js"
 export { Recipes, RecipesLive } from "./recipes/store.js"
