@@ -24,7 +24,12 @@ const MAX_CONTENT_CHARS = Math.ceil(MAX_WRITE_BYTES / 3) * 4
 const overTheCap = (size: string) => `is ${size}; the cap is ${MAX_WRITE_BYTES} bytes (16 MiB) per call (use copy_to for bigger files)`
 /** A payload field: over its cap the error names its size and the limit, never the payload. */
 const Payload = (maxChars: number) =>
-  Schema.String.pipe(Schema.maxLength(maxChars, { message: (issue) => overTheCap(`${String((issue.actual as string).length)} characters`) }))
+  Schema.String.pipe(
+    Schema.maxLength(maxChars, {
+      // The annotation also words a value that is no string at all (null): say that, not a size.
+      message: (issue) => (typeof issue.actual === "string" ? overTheCap(`${issue.actual.length} characters`) : "must be a string")
+    })
+  )
 /** Padded base64 (checked without a repeated group, which overflows the regexp stack on megabytes). */
 const isBase64 = (text: string) => text.length % 4 === 0 && /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(text)
 
