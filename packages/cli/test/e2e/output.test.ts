@@ -120,4 +120,20 @@ describe("output through pipes on the tiny guest", () => {
     expect(zero.stdout.toString()).toBe(`${MiB}\n`)
     expect(zero.stderr).toBe(`stoat: file: printed ${MiB} bytes of /dev/zero; more follows; read on with --offset ${MiB}\n`)
   })
+
+  it("snapshot ls and rm take the VM like checkpoint ls and rm do", async () => {
+    expect(result((await stoat(["--json", "snapshot", VM, "s1"], env)).stdout)["ok"]).toBe(true)
+    const listed = result((await stoat(["--json", "snapshot", "ls", VM], env)).stdout)["data"]
+    expect(listed.snapshots.map((snapshot: { tag: string }) => snapshot.tag)).toEqual(["s1"])
+    const removed = await stoat(["snapshot", "rm", VM, "s1"], env)
+    expect(removed).toMatchObject({ code: 0, stdout: `deleted snapshot s1 of ${VM}\n` })
+    expect((await stoat(["snapshot", "ls", VM], env)).stdout).toBe(`${VM}: no snapshots\n`)
+  })
+
+  it("what pull tiny reports is what images lists", async () => {
+    const pulled = result((await stoat(["--json", "pull", "tiny"], env)).stdout)
+    expect(pulled["data"]).toMatchObject({ id: "tiny", downloaded: true })
+    const images = result((await stoat(["--json", "images"], env)).stdout)["data"]["images"]
+    expect(images.find((image: { id: string }) => image.id === "tiny")).toMatchObject({ downloaded: true, bytes_exact: true })
+  })
 })
