@@ -12,15 +12,3 @@ export abstract class GuestCommand extends StoatCommand {
     if (!this.json && result.exit_code !== 0) this.exit(1)
   }
 }
-
-/** `12.3K`-style sizes for listings. */
-export const humanSize = (bytes: number): string => {
-  const units = ["", "K", "M", "G", "T"]
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return unit === 0 ? String(bytes) : `${value >= 10 ? Math.round(value) : value.toFixed(1)}${units[unit]}`
-}

@@ -3,16 +3,27 @@ import { STOAT_VERSION } from "@stoat/core/version"
 import { commandName, helpTopic, preParse } from "./argv.js"
 import { cliState } from "./state.js"
 import { plainUp, QUIET_WORDS } from "./plain-forms.js"
+import { exitWhenWritten } from "./exit.js"
 
 const reportJson = async (code: "usage" | "internal", message: string): Promise<void> => {
   const { writeJsonError } = await import("./json-error.js")
   writeJsonError(cliState.cmd, code, message)
 }
 
-const usageExit = async (message: string): Promise<never> => {
+/** A usage error: its envelope with `--json`, else the message and where help is (`stoat <cmd> --help` by default). */
+const usageExit = async (message: string, { prefix = cliState.cmd, help = `stoat ${cliState.cmd ? `${cliState.cmd} ` : ""}--help` } = {}): Promise<never> => {
   if (cliState.json) await reportJson("usage", message)
-  else process.stderr.write(`stoat: ${cliState.cmd ? `${cliState.cmd}: ` : ""}${message}\nSee 'stoat ${cliState.cmd ? `${cliState.cmd} ` : ""}--help'.\n`)
-  process.exit(2)
+  else process.stderr.write(`stoat: ${prefix ? `${prefix}: ` : ""}${message}\nSee '${help}'.\n`)
+  return exitWhenWritten(2)
+}
+
+/** The words of an unknown command (@oclif/plugin-not-found gave up, off a terminal or declined): a did-you-mean. */
+const unknownCommand = async (words: ReadonlyArray<string>): Promise<never> => {
+  const { closestCommand } = await import("./did-you-mean.js")
+  const typed = words.filter((word) => !word.startsWith("-"))
+  const suggestion = closestCommand(typed)
+  const shown = typed.slice(0, suggestion?.includes(" ") ? 2 : 1).join(" ")
+  return usageExit(`unknown command '${shown}'${suggestion ? `; did you mean 'stoat ${suggestion}'?` : ""}`, { prefix: "", help: "stoat help" })
 }
 
 export const main = async (argv: string[]): Promise<void> => {
@@ -50,8 +61,10 @@ export const main = async (argv: string[]): Promise<void> => {
     await run(help ? ["help", ...helpTopic(rest)] : rest, import.meta.url)
     await flush()
   } catch (error) {
-    if (error instanceof Errors.ExitError) process.exit(error.oclif.exit)
+    if (error instanceof Errors.ExitError) return exitWhenWritten(error.oclif.exit ?? 1)
     const oclif = (error as { oclif?: { exit?: number } }).oclif
+    // 127 is the not-found plugin's "not a stoat command".
+    if (oclif?.exit === 127) return unknownCommand(rest)
     const message = (error as Error).message ?? String(error)
     if (oclif?.exit === 2 || /^(Nonexistent flag|Unexpected argument|Missing (\d+ )?required|Expected|Command .* not found|Parsing --)/m.test(message)) {
       // oclif's "Parsing --ram \n\tExpected an integer ..." as one line that names the flag.
@@ -66,6 +79,6 @@ export const main = async (argv: string[]): Promise<void> => {
     }
     if (cliState.json) await reportJson("internal", message)
     else process.stderr.write(`stoat: ${cliState.cmd}: ${message}\n`)
-    process.exit(oclif?.exit ?? 1)
+    return exitWhenWritten(oclif?.exit ?? 1)
   }
 }

@@ -1,6 +1,7 @@
 import type { Operation, ProgressEvent } from "@stoat/core"
 import { encodeLine, event, resultError, resultOk, type ErrorInfo } from "@stoat/wire"
 import { disposeRuntime, execute } from "./runtime.js"
+import { progressBar } from "./render.js"
 
 /**
  * How a command shows its operation's progress: `--json` gets every event as an envelope line on
@@ -15,10 +16,16 @@ const progressPrinter = (json: boolean, cmd: string, showProgress: boolean) => {
         return
       }
       if (!showProgress) return
-      const data = progressEvent.data as { line?: string; percent?: number; id?: string }
+      const data = progressEvent.data as { line?: string; percent?: number; id?: string; done?: number; total?: number }
       if (progressEvent.type === "progress" && data.percent !== undefined && data.percent !== lastPercent) {
         lastPercent = data.percent
-        process.stderr.write(process.stderr.isTTY ? `\r${data.id}: ${data.percent}%` : `${data.id}: ${data.percent}%\n`)
+        // A terminal gets one redrawn bar with bytes; a log gets a line per percent.
+        const bytes = data.done !== undefined && data.total !== undefined
+        process.stderr.write(
+          process.stderr.isTTY
+            ? `\r${data.id}: ${bytes ? progressBar(data.done!, data.total!, data.percent) : `${data.percent}%`}\u001b[K`
+            : `${data.id}: ${data.percent}%\n`
+        )
       } else if (data.line !== undefined) process.stderr.write(`${data.line}\n`)
     },
     /** Ends a terminal's percentage line. */

@@ -107,13 +107,17 @@ describe("broken and racing VMs", () => {
 })
 
 describe("create and update input", () => {
-  it("refuses disk sizes out of 64M..64T with invalid_spec and the allowed range, creating nothing", async () => {
+  it("refuses disk sizes out of 64M..64T and --cpus over 255 as bad input (usage, exit 2) naming the allowed range, creating nothing", async () => {
     const home = tempHome()
     for (const disk of ["999999999999999999999G", "100", "1K", "8"]) {
       const run = await stoat(["create", "box", "--image", "tiny", "--disk", disk, "--json"], { STOAT_HOME: home })
-      expect(run.code, disk).toBe(1)
-      expect(result(run.stdout)["error"]).toMatchObject({ code: "invalid_spec", subject: "disk", message: expect.stringMatching(/^disk must be 64M\.\.64T, got /) })
+      expect(run.code, disk).toBe(2)
+      expect(result(run.stdout)["error"]).toMatchObject({ code: "usage", message: expect.stringMatching(/^invalid input for create: disk must be 64M\.\.64T, got /) })
     }
+    const text = await stoat(["create", "box", "--image", "tiny", "--disk", "10M"], { STOAT_HOME: home })
+    expect(text).toMatchObject({ code: 2, stderr: "stoat: create: invalid input for create: disk must be 64M..64T, got 10M\n" })
+    const cpus = await stoat(["create", "box", "--image", "tiny", "--cpus", "256"], { STOAT_HOME: home })
+    expect(cpus).toMatchObject({ code: 2, stderr: "stoat: create: invalid input for create: cpus must be 1..255, got 256\n" })
     expect(existsSync(join(home, "box"))).toBe(false)
   })
 
@@ -126,7 +130,7 @@ describe("create and update input", () => {
     expect((await stoat(["update", "a", "--cpus", "1"], { STOAT_HOME: home })).stdout).toBe("a: nothing changed\n")
     const big = await stoat(["update", "a", "--cpus", "9999"], { STOAT_HOME: home })
     // The bound is the operation's schema's (Cpus), in the words MCP callers get too.
-    expect(big).toMatchObject({ code: 2, stderr: "stoat: update: invalid input for update: cpus must be 1..256, got 9999\n" })
+    expect(big).toMatchObject({ code: 2, stderr: "stoat: update: invalid input for update: cpus must be 1..255, got 9999\n" })
   })
 
   it("--recipes takes one value (a comma list), not the words after it", async () => {

@@ -5,7 +5,7 @@
 // The operation catalog and how to run it
 export { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./operations/checkpoint.js"
 export { copyFrom, copyTo } from "./operations/copy.js"
-export { execInGuest, guestOperations, listDirOp, pkgInstallOp, psOp, readFileOp, statOp, svcOp, svcStatusOp, tailLogOp, useraddOp, writeFileOp } from "./operations/guest.js"
+export { execInGuest, guestOperations, listDirOp, MAX_WRITE_BYTES, pkgInstallOp, psOp, readFileOp, statOp, svcOp, svcStatusOp, tailLogOp, useraddOp, writeFileOp } from "./operations/guest.js"
 export { capabilities, prune } from "./operations/host.js"
 export { listImages, pullImage } from "./operations/image.js"
 export { catalog, operationByKey } from "./operations/index.js"
@@ -64,6 +64,7 @@ export { Checkpoints, CheckpointsLive, type Dependents, type ForkedVms, type Tak
 
 // Recipes and projects
 export { Projects, projectsAt, type ProjectScope } from "./projects/service.js"
+export { PROJECT_FILE } from "./projects/file.js"
 export { Git, GitLive } from "./recipes/remote/git.js"
 export { type PinnedRecipe, RemoteRecipes, RemoteRecipesLive } from "./recipes/remote/service.js"
 export { Recipes, RecipesLive } from "./recipes/store.js"

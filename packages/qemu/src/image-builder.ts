@@ -1,8 +1,13 @@
+import { stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { CannotReach, CapabilityUnavailable, DataRoot, ImageBuilder, Internal, InvalidSpec, NotFound, type LocalImage } from "@stoat/core"
 import { buildDebianMini, DEBIAN_MINI_ID, DebianMiniBuildError, readDebianMini } from "./debian-mini/build.js"
-import { buildTinyGuest } from "./tiny/build.js"
+import { buildTinyGuest, readTinyGuest } from "./tiny/build.js"
+
+/** The summed size of a build's files (those missing count nothing). */
+const bytesOf = async (paths: ReadonlyArray<string>): Promise<number> =>
+  (await Promise.all(paths.map((path) => stat(path).then((info) => info.size, () => 0)))).reduce((sum, size) => sum + size, 0)
 
 export interface QemuImageBuilderOptions {
   /**
@@ -74,7 +79,16 @@ export const makeQemuImageBuilder = (options: QemuImageBuilderOptions = {}) =>
             ? debianMini(buildOptions?.onStage, buildOptions?.rootDisk)
             : id === "tiny"
               ? tiny(buildOptions?.onStage)
-              : Effect.fail(new NotFound({ message: `no locally built image "${id}" (only "tiny" and "${DEBIAN_MINI_ID}")`, subject: id }))
+              : Effect.fail(new NotFound({ message: `no locally built image "${id}" (only "tiny" and "${DEBIAN_MINI_ID}")`, subject: id })),
+        built: (id) =>
+          Effect.promise(async () => {
+            if (id === "tiny") {
+              const image = await readTinyGuest(join(tinyDir, "image"))
+              return image === undefined ? undefined : bytesOf([image.kernel, image.initrd])
+            }
+            const image = id === DEBIAN_MINI_ID ? await readDebianMini(join(debianMiniDir, "image")) : undefined
+            return image === undefined ? undefined : bytesOf([image.kernel, image.initrd, image.rootDisk])
+          })
       })
     })
   )

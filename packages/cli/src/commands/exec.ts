@@ -6,7 +6,7 @@ import { cliState } from "../state.js"
 export default class Exec extends StoatCommand {
   static override summary = "Run a command in a VM"
   static override description =
-    "Run a command in a running VM over SSH. Every word after the VM name, flags included, is the guest command's argv (a leading -- is dropped); stoat's own flags (--json, -q) go before the VM name. The guest's stdout and stderr are written as the bytes they are. Exits with the guest command's status; with --json exits 0 when the command ran, and a stream that is not UTF-8 comes as <stream>_base64. Stops the command after --timeout seconds (default and max 600; use a background job for longer work) and then exits with the status of the stopped command."
+    "Run a command in a running VM over SSH. Every word after the VM name, flags included, is the guest command's argv (a leading -- is dropped); stoat's own flags (--json, -q) go before the VM name. The guest's stdout and stderr are written as the bytes they are, at most 1 MiB of each (a note on stderr says when more was cut). Exits with the guest command's status; with --json exits 0 when the command ran, and a stream that is not UTF-8 comes as <stream>_base64. Stops the command after --timeout seconds (default and max 600; use a background job for longer work) and then exits with the status of the stopped command."
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
   static override flags = {
     timeout: Flags.integer({ description: "seconds before the command is stopped (max 600); goes before the VM name", default: 600, min: 1, max: 600 })
@@ -22,6 +22,8 @@ export default class Exec extends StoatCommand {
       process.stdout.write(streamBytes(result, "stdout"))
       process.stderr.write(streamBytes(result, "stderr"))
       if (result.message !== undefined) process.stderr.write(`stoat: exec: ${result.message}\n`)
+      if (result.truncated === true)
+        process.stderr.write(`stoat: exec: output cut at 1 MiB per stream; for all of it run stoat ssh ${args.vm} -- <cmd>, or write it to a file in the guest and stoat cp it out\n`)
     })
     if (!this.json && exit_code !== 0) this.exit(exit_code)
   }

@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Args, Flags } from "@oclif/core"
-import { cliDataOf, destroyVm, projectRm } from "@stoat/core"
+import { cliDataOf, destroyVm, PROJECT_FILE, projectRm } from "@stoat/core"
 import { StoatCommand } from "../base.js"
 
 export default class Rm extends StoatCommand {
@@ -13,6 +15,9 @@ export default class Rm extends StoatCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Rm)
     if (args.vm === undefined) {
+      // Outside a project there is nothing to ask about: the VM's name is what is missing.
+      if (!existsSync(join(process.cwd(), PROJECT_FILE)))
+        return this.failWith({ code: "usage", message: `name the VM to delete: stoat rm <vm> (there is no ${PROJECT_FILE} here, so no project whose VMs rm would delete)` })
       if (!flags.yes) await this.confirmOrExit("delete every VM of this project and their disks?", "stoat.toml", flags.quiet)
       return this.runProject(projectRm, { detach_dependents: true }, "deleted")
     }

@@ -328,7 +328,18 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
         return result
       }
       yield* orShell(
-        transport.writeFile(session.target, request.path, request.content, { mode, append: request.append }),
+        transport.writeFile(session.target, request.path, request.content, { mode, append: request.append }).pipe(
+          // SFTP answers a folder with its generic "Failure": name the cause when the path is one.
+          Effect.catchIf(
+            (error): error is Internal => error instanceof Internal,
+            (error) =>
+              Effect.flatMap(Effect.option(stat(session, request.path)), (entry): Effect.Effect<never, Internal | Usage> =>
+                entry._tag === "Some" && entry.value.type === "dir"
+                  ? Effect.fail(new Usage({ message: `${request.path} is a directory (VM ${session.vm}); write to a file path inside it`, subject: request.path }))
+                  : Effect.fail(error)
+              )
+          )
+        ),
         viaShell(script("write", WRITE_SCRIPT, shellArgs))
       )
       return result

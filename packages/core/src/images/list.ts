@@ -57,23 +57,17 @@ export const knownImageFile = (entry: KnownImage, files: ReadonlyArray<string>):
 }
 
 /** Bytes of the tiny guest build: its regular files, once the builder's manifest is in place. */
-const localBuildBytes = async (dir: string): Promise<number | undefined> => {
-  if ((await sizeOf(join(dir, "manifest.json"))) === undefined) return undefined
-  const names = await readdir(dir).catch(() => [] as string[])
-  let total = 0
-  for (const name of names) if (!name.startsWith(".")) total += (await sizeOf(join(dir, name))) ?? 0
-  return total
-}
-
 /**
- * The known images with download state (exact bytes for a file on disk, the declared approximation
- * otherwise), then every file in isos/ that a VM uses and no known image claims, as BYO.
+ * The known images with download state (exact bytes for a file on disk, or for a locally built
+ * image its finished build's from `localBuilds`; the declared approximation otherwise), then every
+ * file in isos/ that a VM uses and no known image claims, as BYO.
  * Reads only the local disk.
  */
 export const imagesOnHost = (
   isosDir: string,
   vmConfigs: ReadonlyArray<VmImageRefs>,
-  guests: ReadonlyArray<Pick<GuestDef, "name" | "filename_hints">> = BUNDLED_GUESTS
+  guests: ReadonlyArray<Pick<GuestDef, "name" | "filename_hints">> = BUNDLED_GUESTS,
+  localBuilds: ReadonlyMap<string, number> = new Map()
 ): Effect.Effect<ReadonlyArray<Image>> =>
   Effect.promise(async () => {
     const isos = resolve(isosDir)
@@ -83,7 +77,7 @@ export const imagesOnHost = (
     for (const entry of KNOWN_IMAGES) {
       const file = knownImageFile(entry, files)
       const bytes =
-        file === "" ? undefined : entry.source.kind === "local" ? await localBuildBytes(join(isos, file)) : await sizeOf(join(isos, file))
+        entry.source.kind === "local" ? localBuilds.get(entry.id) : file === "" ? undefined : await sizeOf(join(isos, file))
       if (file !== "") claimed.add(file)
       images.push({
         id: entry.id,

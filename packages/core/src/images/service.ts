@@ -7,7 +7,7 @@ import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
-import { findImage, lookupImage } from "./known.js"
+import { findImage, KNOWN_IMAGES, lookupImage } from "./known.js"
 import { imagesOnHost, knownImageFile } from "./list.js"
 import { pull, type PullProgress } from "./download.js"
 
@@ -76,7 +76,13 @@ const make = Effect.gen(function* () {
       const records = yield* store.list
       const known = yield* Effect.orElseSucceed(guests.list, () => [])
       const configs = records.flatMap((record) => (record.kind === "ok" ? [record.config] : []))
-      return yield* imagesOnHost(root.isos, configs, known)
+      // Built images live in the builder's cache, not isos/: it says which are done.
+      const localBuilds = new Map<string, number>()
+      for (const entry of KNOWN_IMAGES.filter((image) => image.local)) {
+        const bytes = yield* builder.built(entry.id)
+        if (bytes !== undefined) localBuilds.set(entry.id, bytes)
+      }
+      return yield* imagesOnHost(root.isos, configs, known, localBuilds)
     }),
 
     pull: (id, report) =>

@@ -17,9 +17,21 @@ const PackageName = Schema.String.pipe(
   Schema.maxLength(256)
 )
 const Mode = Schema.String.pipe(Schema.pattern(/^0?[0-7]{3}$/, { message: () => "mode is octal permission bits such as 0644" }))
-/** What one write may carry: enough for configs and scripts; bigger files go through copy_to. */
-const MAX_WRITE_CHARS = 16 * 1024 * 1024
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+/** The bytes one write_file (or exec's stdin) may carry: enough for configs and scripts; bigger files go through copy_to. */
+export const MAX_WRITE_BYTES = 16 * 1024 * 1024
+/** write_file's content as sent: the cap's bytes as base64 (text is checked in bytes once decoded). */
+const MAX_CONTENT_CHARS = Math.ceil(MAX_WRITE_BYTES / 3) * 4
+const overTheCap = (size: string) => `is ${size}; the cap is ${MAX_WRITE_BYTES} bytes (16 MiB) per call (use copy_to for bigger files)`
+/** A payload field: over its cap the error names its size and the limit, never the payload. */
+const Payload = (maxChars: number) =>
+  Schema.String.pipe(
+    Schema.maxLength(maxChars, {
+      // The annotation also words a value that is no string at all (null): say that, not a size.
+      message: (issue) => (typeof issue.actual === "string" ? overTheCap(`${issue.actual.length} characters`) : "must be a string")
+    })
+  )
+/** Padded base64 (checked without a repeated group, which overflows the regexp stack on megabytes). */
+const isBase64 = (text: string) => text.length % 4 === 0 && /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(text)
 
 /** Resolves the running VM and hands its session to one GuestOps call. */
 const inGuest = <A, E, R>(vm: string, use: (ops: GuestOps["Type"], session: GuestSession) => Effect.Effect<A, E, R>) =>
@@ -37,7 +49,7 @@ export const execInGuest = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     argv: Schema.NonEmptyArray(Schema.String.pipe(Schema.maxLength(128 * 1024))).pipe(Schema.maxItems(4096)),
-    stdin: Schema.optional(Schema.String.pipe(Schema.maxLength(MAX_WRITE_CHARS))),
+    stdin: Schema.optional(Payload(MAX_WRITE_BYTES)),
     cwd: Schema.optional(GuestPath),
     env: Schema.optional(Schema.Record({ key: EnvName, value: Schema.String })),
     timeout_seconds: Schema.optional(IntRange(1, GUEST_CAPS.execTimeoutSeconds))
@@ -87,12 +99,12 @@ export const writeFileOp = defineOperation({
   expose: { cli: "file write", mcp: true },
   title: "Write a file in a VM",
   description:
-    "Write content to an absolute path in a running VM, as the guest's ssh user (the file belongs to that user). mode is octal permission bits (default 0644, set on the file after writing); append=true appends; parents=true creates missing parent folders; encoding=\"base64\" when content is base64 of binary bytes. as_root=true writes as root through the guest's escalation (sudo -n) and needs agent_access exec. Returns {path, bytes, mode}. Missing folder: not_found; not writable: access_denied. For large files use copy_to.",
+    "Write content to an absolute path in a running VM, as the guest's ssh user (the file belongs to that user). mode is octal permission bits (default 0644, set on the file after writing); append=true appends; parents=true creates missing parent folders; encoding=\"base64\" when content is base64 of binary bytes. as_root=true writes as root through the guest's escalation (sudo -n) and needs agent_access exec. Returns {path, bytes, mode}. Missing folder: not_found; not writable: access_denied. At most 16 MiB per call; for larger files use copy_to.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
     path: GuestPath,
-    content: Schema.String.pipe(Schema.maxLength(MAX_WRITE_CHARS)),
+    content: Payload(MAX_CONTENT_CHARS),
     encoding: Schema.optional(Schema.Literal("base64")),
     mode: Schema.optional(Mode),
     append: Schema.optional(Schema.Boolean),
@@ -102,19 +114,23 @@ export const writeFileOp = defineOperation({
   output: WriteFileResult,
   annotations: EXEC,
   access: (input) => (input.as_root === true ? "exec" : "manage"),
-  run: (input) =>
-    input.encoding === "base64" && !BASE64.test(input.content)
-      ? Effect.fail(new Usage({ message: "invalid input for write_file: content is not base64 (encoding=\"base64\")", subject: input.path }))
-      : inGuest(input.vm, (ops, session) =>
+  run: (input) => {
+    if (input.encoding === "base64" && !isBase64(input.content))
+      return Effect.fail(new Usage({ message: "invalid input for write_file: content is not base64 (encoding=\"base64\")", subject: input.path }))
+    const content = Buffer.from(input.content, input.encoding === "base64" ? "base64" : "utf8")
+    if (content.length > MAX_WRITE_BYTES)
+      return Effect.fail(new Usage({ message: `invalid input for write_file: content ${overTheCap(`${content.length} bytes`)}`, subject: input.path }))
+    return inGuest(input.vm, (ops, session) =>
       ops.writeFile(session, {
         path: input.path,
-        content: Buffer.from(input.content, input.encoding === "base64" ? "base64" : "utf8"),
+        content,
         mode: input.mode ?? "0644",
         append: input.append === true,
         parents: input.parents === true,
         asRoot: input.as_root === true
       })
     )
+  }
 })
 
 const PathInput = Schema.Struct({ vm: VmName, path: GuestPath })

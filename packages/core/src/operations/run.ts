@@ -6,12 +6,17 @@ import { resolveVmArgument } from "../projects/service.js"
 import { Caller } from "../context/caller.js"
 import { Progress } from "../context/progress.js"
 
+/** Longer rejected values are named by their length: an error never echoes a payload. */
+const ECHO_LIMIT = 120
+
 /** Effect's wording ("Expected X, actual Y") as a person reads it: "must be X, got Y". */
 const humanMessage = (message: string): string => {
   if (message.startsWith("is unexpected")) return "unknown argument"
   if (message.startsWith("is missing")) return "is required"
-  const expected = /^Expected (.*), actual (.*)$/s.exec(message)
-  return expected ? `must be ${expected[1]}, got ${expected[2]}` : message
+  const expected = /^Expected (.*?), actual (.*)$/s.exec(message)
+  if (!expected) return message
+  const actual = expected[2]!
+  return `must be ${expected[1]}, got ${actual.length > ECHO_LIMIT ? `a value of ${actual.length} characters` : actual}`
 }
 
 /**

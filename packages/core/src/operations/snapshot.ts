@@ -18,7 +18,7 @@ const snapshotAction =
 export const listSnapshots = defineOperation({
   key: "snapshot.list",
   tool: "list_snapshots",
-  expose: { cli: "snapshot", mcp: true },
+  expose: { cli: "snapshot ls", mcp: true },
   title: "List snapshots",
   description: "List a VM's disk snapshots (tag, size, creation time). Works on running and stopped VMs.",
   kind: "query",
@@ -63,7 +63,7 @@ export const restoreSnapshot = defineOperation({
 export const deleteSnapshot = defineOperation({
   key: "snapshot.delete",
   tool: "delete_snapshot",
-  expose: { cli: "snapshot", mcp: true },
+  expose: { cli: "snapshot rm", mcp: true },
   title: "Delete a snapshot",
   description: "Delete a disk snapshot by tag. Works on running and stopped VMs.",
   kind: "command",

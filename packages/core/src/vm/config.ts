@@ -24,6 +24,8 @@ export const DiskSize = Schema.String.pipe(Schema.pattern(/^[1-9][0-9]*[KMGT]?$/
 /** A disk size as a caller gives it: the suffix in either case (`8g`, as qemu-img takes it), stored upper-case. */
 export const DiskSizeInput = Schema.String.pipe(
   Schema.pattern(/^[1-9][0-9]*[KMGTkmgt]?$/, notAbsolute),
+  // Out of range is bad input (usage from a command or tool, invalid_spec in stoat.toml), refused before any handler.
+  Schema.filter((size) => outOfRange(size.toUpperCase()) ?? true),
   Schema.transform(DiskSize, { strict: true, decode: (size) => size.toUpperCase(), encode: (size) => size })
 )
 
@@ -36,12 +38,18 @@ export const diskSizeBytes = (size: string): number => {
 /** The disk sizes create and update accept: below 64M no guest fits; qcow2 stops at 64T. */
 export const DISK_RANGE = { min: "64M", max: "64T" } as const
 
-/** Why a requested disk size is out of range (`invalid_spec`), or undefined when it is fine. */
-export const diskSizeProblem = (size: string): string | undefined => {
+/** "must be 64M..64T, got …" for a disk size out of range, or undefined when it is fine. */
+const outOfRange = (size: string): string | undefined => {
   const bytes = diskSizeBytes(size)
   if (bytes >= diskSizeBytes(DISK_RANGE.min) && bytes <= diskSizeBytes(DISK_RANGE.max)) return undefined
   const unitless = /^\d+$/.test(size) ? ` (${size} bytes; give a unit: K, M, G or T)` : ""
-  return `disk must be ${DISK_RANGE.min}..${DISK_RANGE.max}, got ${size}${unitless}`
+  return `must be ${DISK_RANGE.min}..${DISK_RANGE.max}, got ${size}${unitless}`
+}
+
+/** Why a requested disk size is out of range (`invalid_spec`), or undefined when it is fine. */
+export const diskSizeProblem = (size: string): string | undefined => {
+  const problem = outOfRange(size)
+  return problem === undefined ? undefined : `disk ${problem}`
 }
 
 const Applied = Schema.Struct({

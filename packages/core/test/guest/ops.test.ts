@@ -137,6 +137,32 @@ describe("write_file", () => {
       expect((await h.fail(writeFileOp, { vm: "web", path: "/tmp/x", content: "x", ...input })).code, JSON.stringify(input)).toBe("usage")
   })
 
+  it("over 16 MiB is usage naming the size and the cap, never echoing the content (text, multi-byte text, base64, exec stdin)", async () => {
+    const h = await running()
+    const cap = 16 * MiB
+    const cases: Array<[Operation, Record<string, unknown>, RegExp]> = [
+      [writeFileOp, { path: "/tmp/x", content: "a".repeat(cap + 1) }, /content is 16777217 bytes; the cap is 16777216 bytes \(16 MiB\)/],
+      [writeFileOp, { path: "/tmp/x", content: "é".repeat(cap / 2 + 1) }, /content is 16777218 bytes; the cap is 16777216 bytes/],
+      [writeFileOp, { path: "/tmp/x", content: "a".repeat(cap * 2) }, /content is 33554432 characters; the cap is 16777216 bytes/],
+      [writeFileOp, { path: "/tmp/x", content: Buffer.alloc(cap + 1).toString("base64"), encoding: "base64" }, /content is 16777217 bytes; the cap is/],
+      [execInGuest, { argv: ["cat"], stdin: "a".repeat(cap + 1) }, /stdin is 16777217 characters; the cap is 16777216 bytes/]
+    ]
+    for (const [operation, input, message] of cases) {
+      const error = await h.fail(operation, { vm: "web", ...input })
+      expect(error.code).toBe("usage")
+      expect(error.message).toMatch(message)
+      expect(error.message.length).toBeLessThan(300)
+    }
+    expect(h.fs.files.has("/tmp/x")).toBe(false)
+    expect(await h.ok(writeFileOp, { vm: "web", path: "/tmp/x", content: Buffer.alloc(cap).toString("base64"), encoding: "base64" })).toMatchObject({ bytes: cap })
+  })
+
+  it("a rejected field's long value is named by its length, not echoed", async () => {
+    const h = await running()
+    const error = await h.fail(writeFileOp, { vm: "web", path: "/tmp/x", content: "x", encoding: "9".repeat(500) })
+    expect(error.message).not.toContain("9".repeat(130))
+  })
+
   it("falls back to cat > path && chmod when the guest has no SFTP server", async () => {
     const h = await running()
     h.guest.sftp = false

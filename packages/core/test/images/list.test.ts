@@ -44,12 +44,12 @@ describe("imagesOnHost", () => {
     expect(byId.get("alpine-standard")).toMatchObject({ downloaded: false })
   })
 
-  it("counts the tiny guest as present once its build manifest exists", async () => {
+  it("counts a locally built image as present by its build's bytes (the builder's cache, not isos/)", async () => {
     await mkdir(join(isos, "tiny"), { recursive: true })
-    await writeFile(join(isos, "tiny", "vmlinux"), Buffer.alloc(100))
-    expect((await list()).find((image) => image.id === "tiny")).toMatchObject({ downloaded: false })
     await writeFile(join(isos, "tiny", "manifest.json"), "{}")
-    expect((await list()).find((image) => image.id === "tiny")).toMatchObject({ file: "tiny", downloaded: true, bytes: 102, bytes_exact: true })
+    expect((await list()).find((image) => image.id === "tiny")).toMatchObject({ downloaded: false, bytes_exact: false })
+    const built = await Effect.runPromise(imagesOnHost(isos, [], undefined, new Map([["tiny", 102]])))
+    expect(built.find((image) => image.id === "tiny")).toMatchObject({ file: "tiny", downloaded: true, bytes: 102, bytes_exact: true })
   })
 
   it("lists files in isos/ that VMs use and the catalog does not claim as BYO", async () => {

@@ -187,11 +187,11 @@ describe("regressions of issue 7 §3", () => {
   })
 
   it.each([["100"], ["8"], ["1K"], ["63M"], ["65T"], ["999999999999999999999G"]])(
-    "create refuses the disk size %j with invalid_spec naming the allowed range, and makes nothing",
+    "create refuses the disk size %j as bad input (usage) naming the allowed range, and makes nothing",
     async (disk) => {
       const h = harness()
       const error = await h.fail(createVm, { name: "web", image: "tiny", disk })
-      expect(error).toMatchObject({ code: "invalid_spec", subject: "disk" })
+      expect(error).toMatchObject({ code: "usage" })
       expect(error.message).toContain("disk must be 64M..64T")
       expect(h.vmFolders()).toEqual([])
     }
@@ -199,9 +199,11 @@ describe("regressions of issue 7 §3", () => {
 
   it("a unitless disk size is explained as bytes; update refuses out-of-range sizes too", async () => {
     const h = harness()
-    expect((await h.fail(createVm, { name: "web", image: "tiny", disk: "8" })).message).toBe("disk must be 64M..64T, got 8 (8 bytes; give a unit: K, M, G or T)")
+    expect((await h.fail(createVm, { name: "web", image: "tiny", disk: "8" })).message).toBe(
+      "invalid input for create: disk must be 64M..64T, got 8 (8 bytes; give a unit: K, M, G or T)"
+    )
     await h.ok(createVm, { name: "web", image: "tiny" })
-    expect(await h.fail(updateVm, { vm: "web", disk: "100T" })).toMatchObject({ code: "invalid_spec", subject: "disk" })
+    expect(await h.fail(updateVm, { vm: "web", disk: "100T" })).toMatchObject({ code: "usage", message: "invalid input for update: disk must be 64M..64T, got 100T" })
   })
 
   it("create takes 64M and a lower-case unit (stored upper-case)", async () => {
@@ -234,7 +236,7 @@ describe("regressions of issue 7 §3", () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     const error = await h.fail(updateVm, { vm: "web", cpus: 9999 })
-    expect(error).toMatchObject({ code: "usage", message: "invalid input for update: cpus must be 1..256, got 9999" })
+    expect(error).toMatchObject({ code: "usage", message: "invalid input for update: cpus must be 1..255, got 9999" })
     expect((await h.fail(createVm, { name: "x", image: "tiny", ram_mb: 1.5 })).message).toBe("invalid input for create: ram_mb must be an integer, got 1.5")
     expect((await h.fail(createVm, { name: "x", image: "tiny", disk: "+8G" })).message).not.toMatch(/undefined|Expected/)
   })

@@ -1,7 +1,7 @@
 import { Args } from "@oclif/core"
 import { listDirOp } from "@stoat/core"
 import { StoatCommand } from "../../base.js"
-import { humanSize } from "../../guest-output.js"
+import { humanSize } from "../../render.js"
 import { table } from "../../render.js"
 
 export default class FileLs extends StoatCommand {

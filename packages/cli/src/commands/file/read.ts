@@ -29,7 +29,10 @@ export default class FileRead extends StoatCommand {
       process.stdout.write(bytes)
       if (result.truncated) {
         const next = (flags.offset ?? 0) + bytes.length
-        process.stderr.write(`stoat: file: ${args.path} has ${result.size} bytes; printed ${bytes.length}; read on with --offset ${next}\n`)
+        // A file whose stat size is 0 (/dev/zero, /proc) reports only what was read, one byte past
+        // the range: its length is unknown, so only a size beyond that is one the file really has.
+        const total = result.size > next + 1 ? `${args.path} has ${result.size} bytes; printed ${bytes.length}` : `printed ${bytes.length} bytes of ${args.path}; more follows`
+        process.stderr.write(`stoat: file: ${total}; read on with --offset ${next}\n`)
       }
     })
   }

@@ -1,12 +1,12 @@
 import { Args, Flags } from "@oclif/core"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "@stoat/core"
-import { StoatCommand } from "../base.js"
-import { table } from "../render.js"
+import { StoatCommand } from "../../base.js"
+import { renderSnapshots } from "./ls.js"
 
 export default class Snapshot extends StoatCommand {
   static override summary = "List, save, restore or delete disk snapshots"
   static override description =
-    "stoat snapshot <vm> lists; stoat snapshot <vm> <tag> saves (disk-only while running); --restore <tag> rolls a stopped VM back; --delete <tag> removes one."
+    "stoat snapshot <vm> <tag> saves (disk-only while running); --restore <tag> rolls a stopped VM back; --delete <tag> removes one. stoat snapshot ls <vm> and stoat snapshot rm <vm> <tag> list and delete, as stoat checkpoint ls/rm do (stoat snapshot <vm> alone lists too)."
   static override args = {
     vm: Args.string({ description: "VM name", required: true }),
     tag: Args.string({ description: "snapshot tag" })
@@ -20,13 +20,7 @@ export default class Snapshot extends StoatCommand {
     const { args, flags } = await this.parse(Snapshot)
     if ((flags.restore || flags.delete) && !args.tag) return this.failWith({ code: "usage", message: "--restore and --delete need a tag" })
     if (!args.tag) {
-      await this.show(listSnapshots, { vm: args.vm }, ({ snapshots }) =>
-        this.line(
-          snapshots.length === 0
-            ? `${args.vm}: no snapshots`
-            : table(["TAG", "SIZE", "CREATED", "RAM"], snapshots.map((s) => [s.tag, s.size_display, s.created_display, s.vm_state === "running" ? "no (disk-only)" : "-"]))
-        )
-      )
+      await this.show(listSnapshots, { vm: args.vm }, ({ snapshots }) => this.line(renderSnapshots(args.vm, snapshots)))
       return
     }
     const action = flags.restore ? "restore" : flags.delete ? "delete" : "save"
