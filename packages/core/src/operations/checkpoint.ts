@@ -12,7 +12,7 @@ export const takeCheckpoint = defineOperation({
   expose: { cli: "checkpoint", mcp: true },
   title: "Checkpoint a running VM",
   description:
-    "Save a running VM's RAM, device state and disk at this instant under a name, so warm copies can be forked from it (see fork). Its RAM is saved while it runs; it is paused only for the rest (about 0.1-0.3 s under TCG, paused_ms says how long) and runs on. Its 9p shares are unmounted in the guest for the moment and mounted again (a share in use refuses with capability_unavailable). Disk snapshots taken before stay listed and restorable, but can no longer be deleted.",
+    "Save a running VM's RAM, device state and disk at this instant under a name, so warm copies can be forked from it (see fork). The VM is paused well under a second under TCG and then runs on; its 9p shares are unmounted in the guest for the moment and mounted again (a share in use refuses with capability_unavailable).",
   kind: "command",
   input: Schema.Struct({ vm: VmName, name: CheckpointName }),
   output: CheckpointResult,
@@ -65,7 +65,7 @@ export const forkCheckpoint = defineOperation({
   longRunning: true,
   expose: { cli: "fork", mcp: true },
   title: "Fork warm VMs from a checkpoint",
-  description: `Start new VMs from a checkpoint, warm: each resumes the saved RAM on its own copy-on-write disk over the checkpoint's, with its own SSH port, hostname and reseeded RNG, its clock set to the host's, and is returned once SSH answers (1-2 s under TCG, more on a busy host; ready_ms says how long). count=N (≤ ${MAX_FORKS_PER_CALL}) makes name-1…name-N at once. All or nothing: if one fails, none is left. A fork is an ordinary VM afterwards.`,
+  description: `Start new VMs from a checkpoint, warm: each resumes the saved RAM on its own copy-on-write disk over the checkpoint's, with its own SSH port, hostname and reseeded RNG, and is returned once SSH answers (about a second under TCG). count=N (≤ ${MAX_FORKS_PER_CALL}) makes name-1…name-N at once. All or nothing: if one fails, none is left. A fork is an ordinary VM afterwards.`,
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
