@@ -25,7 +25,7 @@ import { DISK_ID, vmFiles } from "./argv.js"
 import { linkOrCopy, readBootRecord, launchQemu } from "./lifecycle.js"
 import { readRunState } from "./process.js"
 import * as img from "./qemu-img.js"
-import { withQmp, type Qmp } from "./qmp.js"
+import { withQmp, type Qmp, type QmpError, type QmpEvent } from "./qmp.js"
 
 /** What a checkpoint folder holds for QEMU, beside what core keeps there. */
 export const checkpointFiles = (folder: string) => ({
@@ -46,6 +46,11 @@ const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : 
 const UNLIMITED_BANDWIDTH = 1024 ** 4
 const MIGRATE_POLL_MS = 10
 const MIGRATE_TIMEOUT_MS = 300_000
+/** The pause QEMU aims for while the guest runs (its default), and how long it may try before it stops the guest for the rest. */
+const TARGET_DOWNTIME_MS = 300
+const PRECOPY_BUDGET_MS = 5_000
+/** QEMU's largest downtime limit: with it the next iteration is the last. */
+const MAX_DOWNTIME_MS = 2_000_000
 
 /**
  * Receives one migration stream on a unix socket and writes it to `out`; completes once the file
@@ -104,24 +109,35 @@ const switchDisk = (qmp: Qmp, request: CheckpointRequest, vm: VmRef, virtualSize
     })
   })
 
-/** Sends the paused guest's state to `socket` and waits until QEMU reports the migration completed. */
-const migrateTo = (qmp: Qmp, vm: VmRef, socket: string) =>
+type MigrationStatus = { readonly status?: string; readonly "error-desc"?: string }
+
+/**
+ * Polls query-migrate until the migration reaches `wanted`; a failed, cancelled or endless one is
+ * monitor_rejected. `slow` runs once if it takes longer than its `afterMs`.
+ */
+const migrationReaches = (qmp: Qmp, vm: VmRef, wanted: string, slow?: { readonly afterMs: number; readonly then: Effect.Effect<unknown, QmpError> }) =>
   Effect.gen(function* () {
-    yield* qmp.execute("migrate", { uri: `unix:${socket}` })
     const started = Date.now()
+    let hurried = false
     for (;;) {
-      const info = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
-      if (info.status === "completed") return
+      const info = yield* qmp.execute<MigrationStatus>("query-migrate")
+      if (info.status === wanted) return
+      if (slow !== undefined && !hurried && Date.now() - started > slow.afterMs) {
+        hurried = true
+        yield* slow.then
+      }
       if (info.status === "failed" || info.status === "cancelled") {
         return yield* new MonitorRejected({ message: `saving the state of VM "${vm.name}" failed: ${info["error-desc"] ?? info.status}`, subject: vm.name })
       }
       if (Date.now() - started > MIGRATE_TIMEOUT_MS) {
-        yield* qmp.execute("migrate_cancel").pipe(Effect.ignore)
         return yield* new MonitorRejected({ message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`, subject: vm.name })
       }
       yield* Effect.sleep(MIGRATE_POLL_MS)
     }
   })
+
+/** QEMU's own time of an event (host clock, microseconds), in milliseconds. */
+const eventMs = (event: QmpEvent) => (event.timestamp === undefined ? undefined : event.timestamp.seconds * 1000 + event.timestamp.microseconds / 1000)
 
 /** The file QEMU writes the VM's disk to now (the top of its chain). */
 const writtenDisk = (qmp: Qmp) =>
@@ -194,18 +210,35 @@ export const checkpointVm = (
               if (blocker !== undefined) {
                 return yield* new CapabilityUnavailable({ message: `QEMU cannot save the state of VM "${vm.name}": ${blocker}`, subject: vm.name, reason: "migration_blocked" })
               }
-              yield* qmp.execute("migrate-set-parameters", { "max-bandwidth": UNLIMITED_BANDWIDTH })
+              yield* qmp.execute("migrate-set-parameters", { "max-bandwidth": UNLIMITED_BANDWIDTH, "downtime-limit": TARGET_DOWNTIME_MS })
+              // Pre-copy: RAM is sent while the guest runs; QEMU stops it only for what is left,
+              // and waits (pre-switchover) so the disk is switched at that very instant.
+              yield* qmp.execute("migrate-set-capabilities", { capabilities: [{ capability: "pause-before-switchover", state: true }] })
               const { status } = yield* qmp.execute<{ readonly status: string }>("query-status")
-              const paused = Effect.gen(function* () {
-                yield* qmp.execute("stop")
-                const stopped = Date.now()
+              const issued = Date.now()
+              const saving = Effect.gen(function* () {
+                yield* qmp.execute("migrate", { uri: `unix:${files.migration}` })
+                // A guest that dirties RAM faster than it is saved would never converge: after a while, stop it for the rest.
+                yield* migrationReaches(qmp, vm, "pre-switchover", {
+                  afterMs: PRECOPY_BUDGET_MS,
+                  then: qmp.execute("migrate-set-parameters", { "downtime-limit": MAX_DOWNTIME_MS })
+                })
                 yield* switchDisk(qmp, request, vm, disk.virtualSize, disk.format)
-                yield* migrateTo(qmp, vm, files.migration)
+                yield* qmp.execute("migrate-continue", { state: "pre-switchover" })
+                yield* migrationReaches(qmp, vm, "completed")
                 yield* Effect.tryPromise({ try: () => receiver.done, catch: fail("the state did not reach its file") })
-                return Date.now() - stopped
               })
-              // A guest someone else paused stays paused; a running one always runs on.
-              return yield* Effect.uninterruptible(status === "running" ? Effect.ensuring(paused, Effect.ignore(qmp.execute("cont"))) : paused)
+              // A failure part way cancels the migration; a guest someone else paused stays paused, a running one always runs on.
+              const resume = status === "running" ? Effect.ignore(qmp.execute("cont")) : Effect.void
+              yield* Effect.uninterruptible(
+                Effect.ensuring(Effect.tapError(saving, () => Effect.ignore(qmp.execute("migrate_cancel"))), resume)
+              )
+              // How long the guest stood still, by QEMU's own clock: its STOP to its RESUME event.
+              const stopped = (yield* qmp.events).find((event) => event.event === "STOP")
+              const resumed = status === "running" ? yield* Effect.option(qmp.waitForEvent("RESUME", 5_000)) : undefined
+              const from = stopped === undefined ? undefined : eventMs(stopped)
+              const to = resumed !== undefined && resumed._tag === "Some" ? eventMs(resumed.value) : undefined
+              return from !== undefined && to !== undefined ? Math.max(0, Math.round(to - from)) : Date.now() - issued
             }),
           { subject: vm.name, commandTimeoutMs: 60_000 }
         )

@@ -127,6 +127,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
         saveSnapshot: snapshots.saveSnapshot,
         restoreSnapshot: snapshots.restoreSnapshot,
         deleteSnapshot: snapshots.deleteSnapshot,
+        snapshotOverlay: snapshots.snapshotOverlay,
         screenshot,
         checkpoint: checkpointVm,
         resume: (checkpoint, plan) => Effect.flatMap(qemuPath, (qemu) => resumeVm(qemu, checkpoint, plan)),

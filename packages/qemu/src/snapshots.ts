@@ -1,4 +1,4 @@
-import { stat } from "node:fs/promises"
+import { stat, unlink } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
 import { Internal, NoDisk, type MonitorRejected, type MonitorUnreachable, type QemuMissing, type VmDisk, type VmRef } from "@stoat/core"
@@ -60,10 +60,19 @@ const findDisk = (qmp: Qmp, vm: VmRef, disk: string): Effect.Effect<{ readonly d
 
 const liveQmp = <A, E>(vm: VmRef, use: (qmp: Qmp) => Effect.Effect<A, E>) => withQmp(vmFiles(vm.dir).qmp, use, { subject: vm.name })
 
+/** Whether the running QEMU writes to `disk`: a file below its top (a checkpoint's frozen layer) it only reads. */
+const writesTo = (qmp: Qmp, disk: string) =>
+  Effect.map(qmp.execute<ReadonlyArray<BlockInfo>>("query-block"), (blocks) => {
+    const image = blocks.find((block) => block.device === DISK_ID)?.inserted
+    const written = image?.file ?? image?.image?.filename
+    return written !== undefined && resolve(written) === resolve(disk)
+  })
+
 export const listSnapshots = (ref: VmDisk): Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | MonitorUnreachable> =>
   Effect.gen(function* () {
     const disk = yield* requireDisk(ref)
-    if (yield* running(ref.vm)) {
+    // HMP lists the snapshots of the file QEMU writes; a frozen layer below it is read with qemu-img.
+    if ((yield* running(ref.vm)) && (yield* liveQmp(ref.vm, (qmp) => writesTo(qmp, disk)).pipe(Effect.catchTag("MonitorRejected", asInternal)))) {
       // HMP's table has the same columns as qemu-img's; one parser reads both.
       const text = yield* liveQmp(ref.vm, (qmp) => qmp.execute<string>("human-monitor-command", { "command-line": "info snapshots" })).pipe(
         Effect.catchTag("MonitorRejected", asInternal)
@@ -110,5 +119,29 @@ export const deleteSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, In
     }
     yield* Effect.gen(function* () {
       for (const _ of (yield* img.listSnapshots(disk)).filter((snapshot) => snapshot.tag === tag)) yield* img.deleteSnapshot(disk, tag)
+    }).pipe(Effect.catchTag("QemuMissing", asInternal))
+  })
+
+/**
+ * Makes `disk` a new overlay of `backing` that reads as snapshot `tag` of `source`, a file below
+ * `backing` in its chain; no existing file changes, so whatever else reads them (a checkpoint's
+ * forks, a clone) is unaffected. The snapshot is copied out as an overlay of `source`'s own
+ * backing, then rebased in safe mode onto `backing`, which copies in what differs between the two.
+ */
+export const snapshotOverlay = (source: VmDisk, tag: string, disk: VmDisk, backing: VmDisk): Effect.Effect<void, Internal | NoDisk> =>
+  Effect.gen(function* () {
+    const from = yield* requireDisk(source)
+    const over = yield* requireDisk(backing)
+    const path = hostPathOf(disk)
+    yield* Effect.gen(function* () {
+      const below = (yield* img.diskInfo(from).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: from })))).backingPath
+      const belowFormat = below === undefined ? undefined : (yield* img.diskInfo(below).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: below })))).format
+      yield* Effect.onError(
+        Effect.zipRight(
+          img.qemuImg(["convert", "-q", "-f", "qcow2", "-l", `snapshot.name=${tag.replaceAll(",", ",,")}`, "-O", "qcow2", ...(below !== undefined ? ["-B", below, "-F", belowFormat ?? "qcow2"] : []), from, path], path),
+          img.qemuImg(["rebase", "-q", "-f", "qcow2", "-b", over, "-F", "qcow2", path], path)
+        ),
+        () => Effect.promise(() => unlink(path).catch(() => undefined))
+      )
     }).pipe(Effect.catchTag("QemuMissing", asInternal))
   })

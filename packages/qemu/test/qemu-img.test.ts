@@ -1,5 +1,6 @@
 /** Disks and stopped-VM snapshots through the Hypervisor layer, against the real qemu-img. */
 import { execFileSync } from "node:child_process"
+import { existsSync } from "node:fs"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -134,6 +135,33 @@ describe("qemu-img", () => {
     const result = await call(root, (h) => h.restoreSnapshot(disk, id))
     expect(Either.isLeft(result) && result.left.message).toMatch(/also the id of another snapshot/)
     await ok(root, (h) => h.deleteSnapshot(disk, id))
+  })
+
+  it("makes an overlay that reads as a snapshot of a frozen file below, and changes no existing file", async () => {
+    const frozen = { name: "frozen", dir: join(root, "frozen") }
+    await mkdir(join(frozen.dir, "layers"), { recursive: true })
+    const file = (name: string) => join(frozen.dir, name)
+    const io = (path: string, ...commands: string[]) => execFileSync("qemu-io", [...commands.flatMap((command) => ["-c", command]), path])
+    execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", file("base.qcow2"), "4M"])
+    io(file("base.qcow2"), "write -P 1 0 1M")
+    execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", "-b", file("base.qcow2"), "-F", "qcow2", file("disk.qcow2")])
+    io(file("disk.qcow2"), "write -P 2 0 64k", "write -P 3 1M 64k")
+    execFileSync("qemu-img", ["snapshot", "-c", "before", file("disk.qcow2")])
+    execFileSync("qemu-img", ["convert", "-O", "raw", file("disk.qcow2"), file("expected.raw")])
+    // After the snapshot: changed in the frozen file, then in the overlay above it (zeroes too).
+    io(file("disk.qcow2"), "write -P 4 0 64k", "write -P 5 2M 64k", "write -z 512k 64k")
+    execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", "-b", file("disk.qcow2"), "-F", "qcow2", file("layers/top.qcow2")])
+    io(file("layers/top.qcow2"), "write -P 6 3M 64k", "write -P 7 1M 64k")
+    const sums = () => execFileSync("sha256sum", [file("base.qcow2"), file("disk.qcow2"), file("layers/top.qcow2")], { encoding: "utf8" })
+    const before = sums()
+
+    await ok(root, (h) => h.snapshotOverlay({ vm: frozen, file: "disk.qcow2" }, "before", { vm: frozen, file: "layers/new.qcow2" }, { vm: frozen, file: "layers/top.qcow2" }))
+    expect(execFileSync("qemu-img", ["compare", "-f", "raw", "-F", "qcow2", file("expected.raw"), file("layers/new.qcow2")], { encoding: "utf8" })).toContain("identical")
+    expect((await ok(root, (h) => h.diskInfo({ vm: frozen, file: "layers/new.qcow2" }))).backing).toEqual({ image: file("layers/top.qcow2") })
+    expect(sums()).toBe(before)
+    const missing = await call(root, (h) => h.snapshotOverlay({ vm: frozen, file: "disk.qcow2" }, "nope", { vm: frozen, file: "layers/bad.qcow2" }, { vm: frozen, file: "layers/top.qcow2" }))
+    expect(Either.isLeft(missing) && missing.left.code).toBe("internal")
+    expect(existsSync(file("layers/bad.qcow2"))).toBe(false)
   })
 
   it("reports missing QEMU binaries as qemu_missing", async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { CapabilityUnavailable, CannotReach, type Timeout } from "../errors.js"
 import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import type { GuestMount } from "./layout.js"
@@ -50,10 +50,15 @@ $list
 EOF
 printf '%s' "$done"`
 
-/** A fork's own identity: hostname (and machine id where the guest keeps one), then its shares. */
+/**
+ * A fork's own identity: the host's time (the guest's clock still reads the checkpoint's), its
+ * hostname (and machine id where the guest keeps one), then its shares. GNU date takes the time to
+ * the millisecond; busybox date only whole seconds, so it gets the host's time rounded.
+ */
 const FORK_IDENTITY = `h=$1
 id=$2
-shift 2
+date -s "@$3" >/dev/null 2>&1 || date -s "@$4" >/dev/null || echo "cannot set the clock" >&2
+shift 4
 hostname "$h"
 echo "$h" > /etc/hostname
 [ -f /etc/hosts ] && sed -i "s/^127\\.0\\.1\\.1[[:space:]].*/127.0.1.1	$h/" /etc/hosts
@@ -139,8 +144,18 @@ export const mountShares = (target: SshTarget, mounts: ReadonlyArray<GuestMount>
         )
       )
 
-/** Gives a fork its own hostname and machine id and mounts its own shares where the source had them. */
+/** The host's time as `date -s @…` takes it: seconds with milliseconds (GNU date), and rounded to whole seconds (busybox). */
+export const clockArgs = (epochMs: number): [string, string] => [
+  `${Math.floor(epochMs / 1000)}.${String(epochMs % 1000).padStart(3, "0")}`,
+  String(Math.round(epochMs / 1000))
+]
+
+/**
+ * Sets a fork's clock to the host's, gives it its own hostname and machine id and mounts its own
+ * shares where the source had them. The time is read when each attempt is sent.
+ */
 export const setForkIdentity = (target: SshTarget, mounts: ReadonlyArray<GuestMount>) =>
-  Effect.flatMap(run(target, "stoat-fork-identity", [guestHostname(target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
-    output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot take its own identity", output))
+  Effect.flatMap(
+    Effect.flatMap(Clock.currentTimeMillis, (now) => run(target, "stoat-fork-identity", [guestHostname(target.vm), randomBytes(16).toString("hex"), ...clockArgs(now), ...triples(mounts)])),
+    (output) => (output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot take its own identity", output)))
   )

@@ -2,6 +2,7 @@ import { join } from "node:path"
 import { Effect, Either, Option, Schema } from "effect"
 import { InvalidSpec } from "../errors.js"
 import * as fs from "../platform/fs.js"
+export { layersDir } from "../vm/disks.js"
 
 /**
  * Where checkpoints live in a VM's folder:
@@ -14,7 +15,6 @@ import * as fs from "../platform/fs.js"
  *   checkpoints/.tmp-<name>-<id>/ a checkpoint being taken; renamed into place once whole
  */
 export const checkpointsDir = (vmDir: string) => join(vmDir, "checkpoints")
-export const layersDir = (vmDir: string) => join(vmDir, "layers")
 export const checkpointDir = (vmDir: string, name: string) => join(checkpointsDir(vmDir), name)
 export const metadataFile = (folder: string) => join(folder, "checkpoint.json")
 export const TEMP_PREFIX = ".tmp-"

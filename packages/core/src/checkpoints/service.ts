@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto"
 import { rename } from "node:fs/promises"
 import { basename, join, relative, sep } from "node:path"
 import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
@@ -16,7 +15,7 @@ import { GuestTransport } from "../ports/guest-transport.js"
 import type { VmConfig } from "../vm/config.js"
 import { addVms, checkMemory } from "../vm/folders.js"
 import { isRunning, loadVm, requireRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
-import { diskFile, diskPath, diskRefPath, firstDisk, topPointerPath, vmDisk } from "../vm/disks.js"
+import { diskFile, diskPath, diskRefPath, firstDisk, newLayerFile, topPointerPath, vmDisk } from "../vm/disks.js"
 import { VmStore } from "../vm/store.js"
 import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
 import { progressLine } from "../context/progress.js"
@@ -181,7 +180,8 @@ const make = Effect.gen(function* () {
             }
             yield* fs.makeDirectory(checkpointsDir(record.dir))
             yield* fs.makeDirectory(layersDir(record.dir))
-            const id = `${new Date().toISOString().replace(/[-:.]/g, "")}-${randomBytes(4).toString("hex")}`
+            const top = newLayerFile()
+            const id = basename(top, ".qcow2")
             // Taken in a temp folder and renamed into place: a failure or Ctrl-C leaves no half-made checkpoint.
             const temp = yield* Effect.acquireRelease(
               Effect.as(fs.makeDirectory(join(checkpointsDir(record.dir), `${TEMP_PREFIX}${name}-${id}`)), join(checkpointsDir(record.dir), `${TEMP_PREFIX}${name}-${id}`)),
@@ -195,7 +195,7 @@ const make = Effect.gen(function* () {
             )
             const request = {
               disk: diskFile(record),
-              top: relative(record.dir, join(layersDir(record.dir), `${id}.qcow2`)),
+              top,
               topPointer: relative(record.dir, topPointerPath(record.dir)),
               folder: relative(record.dir, temp)
             }

@@ -190,6 +190,11 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly restoreSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk>
     /** Deletes every snapshot named `tag` (none: nothing to do). */
     readonly deleteSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
+    /**
+     * Makes the new file `disk` an overlay of `backing` that reads as snapshot `tag` of `source`,
+     * a disk below `backing` in its chain. No existing file changes. None of them may be written by a running VM.
+     */
+    readonly snapshotOverlay: (source: VmDisk, tag: string, disk: VmDisk, backing: VmDisk) => Effect.Effect<void, Internal | NoDisk>
     readonly screenshot: (vm: VmRef) => Effect.Effect<Screenshot, ScreenshotFailed | NotRunning>
     /**
      * Pauses a running VM as briefly as it can, switches it from `request.disk` onto a fresh

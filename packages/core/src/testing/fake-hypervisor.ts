@@ -128,6 +128,15 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
       Effect.map(snapshotDisk(ref), (found) => {
         found.snapshots = found.snapshots.filter((snapshot) => snapshot.tag !== tag)
       }),
+    // A new empty file over `backing`, as the QEMU provider leaves one (its content is not modelled).
+    snapshotOverlay: (source, _tag, ref, backing) =>
+      Effect.gen(function* () {
+        yield* snapshotDisk(source)
+        const over = yield* snapshotDisk(backing)
+        const path = diskRefPath(ref)
+        yield* Effect.promise(() => writeFile(path, ""))
+        state.disks.set(path, { size: over.size, snapshots: [], backing: diskRefPath(backing), backingRef: backing })
+      }),
     screenshot: (vm) =>
       state.running.has(vm.dir)
         ? Effect.succeed({ png: FAKE_PNG, width: 640, height: 480 })

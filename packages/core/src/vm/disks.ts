@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { isAbsolute, join } from "node:path"
 import { isBaseImage, type DiskRef, type VmDisk, type VmRef } from "../ports/hypervisor.js"
@@ -16,6 +17,12 @@ export const diskPath = (record: VmRecord): string => join(record.dir, diskFile(
 
 /** The disk file a VM writes to, relative to its folder (see diskPath). */
 export const diskFile = (record: VmRecord): string => readTopPointer(record.dir) ?? DISK_FILE
+
+/** Where the overlays a VM writes to after a checkpoint or a restore from a frozen layer live. */
+export const layersDir = (vmDir: string): string => join(vmDir, "layers")
+
+/** A new, unique file name for a disk layer, relative to the VM's folder. */
+export const newLayerFile = (): string => `layers/${new Date().toISOString().replace(/[-:.]/g, "")}-${randomBytes(4).toString("hex")}.qcow2`
 
 /** The name of a VM's first disk in its folder. */
 const DISK_FILE = "disk.qcow2"

@@ -7,17 +7,22 @@ import {
   cloneVm,
   createVm,
   deleteCheckpoint,
+  deleteSnapshot,
   destroyVm,
   forkCheckpoint,
   getVm,
   listCheckpoints,
+  listSnapshots,
   prune,
+  restoreSnapshot,
+  saveSnapshot,
   startVm,
   stopVm,
   takeCheckpoint
 } from "../../src/operations/index.js"
 import { runOperation } from "../../src/operations/run.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
+import { clockArgs } from "../../src/checkpoints/guest.js"
 import { harness, type Harness } from "./harness.js"
 
 interface GuestScript {
@@ -159,7 +164,9 @@ describe("fork", () => {
     expect(identity).toMatchObject({ vm: "try" })
     expect(identity?.args[0]).toBe("try")
     expect(identity?.args[1]).toMatch(/^[0-9a-f]{32}$/)
-    expect(identity?.args.slice(2)).toEqual(["work", "/mnt/work", "rw,relatime,trans=virtio"])
+    expect(identity?.args[2]).toMatch(/^\d+\.\d{3}$/)
+    expect(identity?.args[3]).toMatch(/^\d+$/)
+    expect(identity?.args.slice(4)).toEqual(["work", "/mnt/work", "rw,relatime,trans=virtio"])
     expect(h.guest.fs("try").readText("/etc/hostname")).toBe("try\n")
     expect((await h.ok(listCheckpoints, {})).checkpoints[0]?.dependents).toEqual(["try"])
   })
@@ -266,6 +273,51 @@ describe("fork", () => {
     await h.ok(destroyVm, { vm: "copy" })
     await h.ok(destroyVm, { vm: "try" })
     expect(h.vmFolders()).toEqual(["src"])
+  })
+})
+
+describe("snapshots across checkpoints", () => {
+  const tags = async (h: Harness, vm = "src") => (await h.ok(listSnapshots, { vm })).snapshots.map((snapshot) => snapshot.tag)
+  const topOf = (h: Harness, vm = "src") => join(h.vmDir(vm), readFileSync(join(h.vmDir(vm), "disk.top"), "utf8").trim())
+
+  it("a snapshot taken before a checkpoint stays listed; new ones go into the top and hide a frozen one of the same tag", async () => {
+    const h = harness()
+    scriptGuest(h)
+    await runningVm(h)
+    await h.ok(saveSnapshot, { vm: "src", tag: "before-ck" })
+    await h.ok(takeCheckpoint, { vm: "src", name: "ready" })
+    expect(await tags(h)).toEqual(["before-ck"])
+    await h.ok(saveSnapshot, { vm: "src", tag: "after-ck" })
+    await h.ok(saveSnapshot, { vm: "src", tag: "before-ck" })
+    expect(await tags(h)).toEqual(["after-ck", "before-ck"])
+    expect(h.hypervisor.disks.get(h.diskOf("src"))?.snapshots.map((snapshot) => snapshot.tag)).toEqual(["before-ck"])
+  })
+
+  it("restoring a frozen snapshot puts a new top over the old one and changes no frozen file; deleting one is in_use", async () => {
+    const h = harness()
+    scriptGuest(h)
+    await runningVm(h)
+    await h.ok(saveSnapshot, { vm: "src", tag: "before-ck" })
+    await h.ok(takeCheckpoint, { vm: "src", name: "ready" })
+    await h.ok(saveSnapshot, { vm: "src", tag: "after-ck" })
+    await h.ok(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "try" })
+    await h.ok(stopVm, { vm: "src" })
+    const oldTop = topOf(h)
+    const restored = await h.ok(restoreSnapshot, { vm: "src", tag: "before-ck" })
+    expect(restored.snapshots.map((snapshot) => snapshot.tag)).toEqual(["before-ck", "after-ck"])
+    expect(topOf(h)).not.toBe(oldTop)
+    expect(h.hypervisor.disks.get(topOf(h))?.backing).toBe(oldTop)
+    expect(h.hypervisor.disks.get(h.diskOf("try"))?.backing).toBe(h.diskOf("src"))
+    expect((await h.ok(listCheckpoints, { vm: "src" })).checkpoints[0]).toMatchObject({ usable: true, dependents: ["try"] })
+    expect(await h.fail(deleteSnapshot, { vm: "src", tag: "before-ck" })).toMatchObject({ code: "in_use" })
+    expect(await tags(h)).toEqual(["before-ck", "after-ck"])
+  })
+})
+
+describe("fork clock", () => {
+  it("passes the host's time to the millisecond and rounded to whole seconds", () => {
+    expect(clockArgs(1_700_000_000_042)).toEqual(["1700000000.042", "1700000000"])
+    expect(clockArgs(1_700_000_000_600)).toEqual(["1700000000.600", "1700000001"])
   })
 })
 
