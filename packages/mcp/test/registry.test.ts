@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { catalog, hostOnlyFields } from "@stoat/core"
-import { buildRegistry } from "../src/index.js"
+import { buildRegistry, catalogDocument } from "../src/index.js"
 
 /** The annotation class of each seed tool (reference/stoat-original.md §5). */
 const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
@@ -40,7 +40,7 @@ describe("the tool registry is the catalog", () => {
       const properties = Object.keys(tool.inputSchema["properties"] as object)
       for (const field of hostOnlyFields(op.input)) {
         expect(properties, `${op.tool}.${field}`).not.toContain(field)
-        expect(tool.inputSchema["required"], `${op.tool}.${field}`).not.toContain(field)
+        expect(tool.inputSchema["required"] ?? [], `${op.tool}.${field}`).not.toContain(field)
       }
     }
   })
@@ -65,14 +65,24 @@ describe("the tool registry is the catalog", () => {
 
   it("renders inputs without arguments as a closed empty object", () => {
     for (const name of ["list_vms", "list_guests", "doctor", "version", "list_images"]) {
-      expect(tools.find((t) => t.name === name)!.inputSchema).toEqual({ type: "object", properties: {}, required: [], additionalProperties: false })
+      expect(tools.find((t) => t.name === name)!.inputSchema).toEqual({ type: "object", properties: {}, additionalProperties: false })
     }
   })
 
-  it("gives list_guests and guest_info an output schema (the recursive Json type is named once)", () => {
-    for (const name of ["list_guests", "guest_info"]) {
-      const schema = tools.find((t) => t.name === name)!.outputSchema as { $defs?: Record<string, unknown> }
-      expect(schema.$defs?.["Json"], name).toBeDefined()
+  it("lists compact schemas: no generated descriptions, no references, results as objects", () => {
+    for (const tool of tools) {
+      const input = JSON.stringify(tool.inputSchema)
+      expect(input, tool.name).not.toMatch(/"\$ref"|"\$defs"|"title"|"description":"an? /)
+      expect(tool.outputSchema, tool.name).toEqual({ type: "object" })
     }
+  })
+
+  it("keeps every result's full schema in the operation-catalog resource (the recursive Json type named once)", () => {
+    const document = catalogDocument()
+    for (const name of ["list_guests", "guest_info"]) {
+      const entry = document.operations.find((op) => op.tool === name)!
+      expect((entry.output_schema as { $defs?: Record<string, unknown> }).$defs?.["Json"], name).toBeDefined()
+    }
+    expect(document.operations.find((op) => op.tool === "exec")!.output_schema).toMatchObject({ properties: { exit_code: { type: "integer" } }, required: ["exit_code"] })
   })
 })

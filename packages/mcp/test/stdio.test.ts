@@ -66,9 +66,21 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     expect(prop("update", "agent_access").enum).toEqual(["none", "observe", "manage", "exec"])
     expect(prop("logs", "which").enum).toEqual(["console", "apply"])
     expect(prop("wait", "timeout_seconds")).toMatchObject({ maximum: 600 })
-    expect(tools.find((t) => t.name === "wait")!.description).toMatch(/default 300, max 600/)
+    expect(prop("wait", "timeout_seconds").description).toMatch(/default 300, max 600/)
     expect(tools.find((t) => t.name === "create")!.description).toMatch(/ram_mb 4096, cpus 4, disk 8G/)
-    expect(tools.find((t) => t.name === "exec")!.description).toMatch(/default 60, max 600/)
+    expect(prop("exec", "timeout_seconds").description).toMatch(/default 60, max 600/)
+  })
+
+  it("costs an agent at most 40 KB of tools/list, every argument described for a person (P12)", async () => {
+    const { tools } = await client.listTools()
+    expect(Buffer.byteLength(JSON.stringify({ tools }))).toBeLessThanOrEqual(40 * 1024)
+    for (const tool of tools) {
+      for (const [field, schema] of Object.entries(tool.inputSchema.properties ?? {}) as Array<[string, { description?: string }]>) {
+        // Effect's generated descriptions ("a number between 0 and 9007199254740991", "an array
+        // of at most 4096 item(s)") all start with an article: a human one says what the field is.
+        expect(schema.description, `${tool.name}.${field}`).toMatch(/^(?!an? )\S/)
+      }
+    }
   })
 
   it("answers read tools with structuredContent that matches the output schema and a JSON text block", async () => {

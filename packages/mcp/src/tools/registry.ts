@@ -1,17 +1,15 @@
-import { JSONSchema, type Schema } from "effect"
 import { catalog as fullCatalog, hostOnlyFields, type Operation } from "@stoat/core"
+import { compactInputSchema, compactOutputSchema } from "./json-schema.js"
 
 /** A JSON Schema object as the MCP wire carries it. */
 export type JsonSchemaObject = { readonly type: "object"; readonly [key: string]: unknown }
 
 export interface ToolDefinition {
   readonly name: string
-  readonly title: string
   readonly description: string
   readonly inputSchema: JsonSchemaObject
   readonly outputSchema?: JsonSchemaObject
   readonly annotations: {
-    readonly title: string
     readonly readOnlyHint: boolean
     readonly destructiveHint: boolean
     readonly idempotentHint: boolean
@@ -30,32 +28,18 @@ export interface ToolEntry {
   readonly hostOnly: ReadonlyArray<string>
 }
 
-/** Effect titles ("maxLength(64)", "int") describe the schema's construction, not the field; the wire drops them. */
-const clean = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(clean)
-  if (typeof value !== "object" || value === null) return value
-  const out: Record<string, unknown> = {}
-  for (const [key, inner] of Object.entries(value)) {
-    if (key === "title" || key === "$schema" || key === "$id") continue
-    out[key] = key === "properties" || key === "$defs" ? Object.fromEntries(Object.entries(inner as object).map(([k, v]) => [k, clean(v)])) : clean(inner)
-  }
-  return out
-}
-
-const toJsonSchema = (schema: Schema.Schema<any, any>): Record<string, unknown> => clean(JSONSchema.make(schema)) as Record<string, unknown>
-
 /** Could this operation ever need a confirmation word? (Destructive closed-world class, or its own rule.) */
 const confirmable = (operation: Operation): boolean =>
   operation.confirm !== undefined || (operation.annotations.destructiveHint && !operation.annotations.openWorldHint)
 
 const LEVEL_NOTE = (operation: Operation): string => {
-  if (typeof operation.access === "function") return " Needs the VM's agent_access level for the given input (see the argument descriptions)."
-  return operation.access ? ` Needs agent_access = ${operation.access} (or higher) on the VM.` : ""
+  if (typeof operation.access === "function") return " Needs agent_access as the arguments say."
+  return operation.access ? ` Needs agent_access ${operation.access}.` : ""
 }
 
 /** The tool's input schema: the operation's closed object without its host-only fields, plus `confirm` for deletions. */
 export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
-  const schema = toJsonSchema(operation.input)
+  const schema = compactInputSchema(operation.input)
   const hostOnly = new Set(hostOnlyFields(operation.input))
   const properties = Object.fromEntries(Object.entries((schema["properties"] ?? {}) as Record<string, unknown>).filter(([key]) => !hostOnly.has(key)))
   const required = ((schema["required"] ?? []) as string[]).filter((key) => !hostOnly.has(key))
@@ -65,27 +49,30 @@ export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
   if (confirmable(operation)) {
     properties["confirm"] = {
       type: "string",
-      description:
-        'Confirms a deletion in advance: the VM\'s name (for prune with apply=true, the word "prune"). Without it the server asks through elicitation when the client supports it.'
+      description: 'Confirms the deletion in advance: the VM\'s name (prune: "prune"); else the server asks, if it can'
     }
   }
-  return { ...schema, type: "object", properties, required, additionalProperties: false }
+  return { ...schema, type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false }
 }
 
 export const outputSchemaOf = (operation: Operation): JsonSchemaObject => {
-  const schema = toJsonSchema(operation.output)
+  const schema = compactOutputSchema(operation.output)
   if (schema["type"] !== "object") throw new Error(`operation ${operation.key}: output schema is not an object`)
   return schema as JsonSchemaObject
 }
 
+/**
+ * A tool as tools/list shows it. Every byte is paid by every agent session (P12: ≤ 40 KB for the
+ * whole list), so it carries what an agent acts on: name, description, argument schema, the
+ * result's field names and the four hints. Titles and full result schemas are in the
+ * operation-catalog resource.
+ */
 export const definitionOf = (operation: Operation): ToolDefinition => ({
   name: operation.tool,
-  title: operation.title,
   description: operation.description + LEVEL_NOTE(operation),
   inputSchema: inputSchemaOf(operation),
   outputSchema: outputSchemaOf(operation),
   annotations: {
-    title: operation.title,
     readOnlyHint: operation.annotations.readOnlyHint,
     destructiveHint: operation.annotations.destructiveHint,
     idempotentHint: operation.annotations.idempotentHint,
