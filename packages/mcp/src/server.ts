@@ -20,7 +20,7 @@ import { PROMPTS } from "./prompts/index.js"
 import { CATALOG_URI, catalogDocument, GUIDE, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
 import { CancellableTaskStore, DEFAULT_TASK_TTL_MS, TASK_POLL_INTERVAL_MS } from "./tasks.js"
 import { callTool, type CallChannel } from "./tools/call.js"
-import { buildRegistry, type ToolEntry } from "./tools/registry.js"
+import { buildRegistry, type RegistryOptions, type ToolEntry } from "./tools/registry.js"
 
 /** What every connection of one server process shares: the tools, the rate limits, the runtime. */
 export interface StoatMcp {
@@ -42,10 +42,12 @@ export interface StoatMcpOptions {
   readonly heartbeatMs?: number
   /** The limiter's clock (ms), for tests. */
   readonly now?: () => number
+  /** Which tools to serve (`--toolsets`, `--read-only`); default all. */
+  readonly tools?: RegistryOptions
 }
 
 export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
-  tools: buildRegistry(),
+  tools: buildRegistry(undefined, options.tools),
   limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
   runtime: options.runtime,
   run: agentRunner(options.runtime),

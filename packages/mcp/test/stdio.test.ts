@@ -46,6 +46,27 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     }
   })
 
+  it("serves a subset with --toolsets and --read-only, and refuses an unknown toolset", async () => {
+    const names = async (args: ReadonlyArray<string>) => {
+      const subset = await stdioClient(home, args)
+      try {
+        return (await subset.listTools()).tools.map((tool) => tool.name)
+      } finally {
+        await subset.close()
+      }
+    }
+    const jobs = ["exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs"]
+    expect(await names(["--toolsets", "jobs"])).toEqual(jobs)
+    const vmAndJobs = await names(["--toolsets", "vm, jobs"])
+    expect(vmAndJobs).toEqual(TOOLS.filter((name) => ["list_vms", "vm_status", "create", "start", "stop", "wait", "destroy", "update", "clone", "forward", "logs", "screenshot", ...jobs].includes(name)))
+    const { tools } = await client.listTools()
+    expect(await names(["--read-only"])).toEqual(tools.filter((tool) => tool.annotations?.readOnlyHint === true).map((tool) => tool.name))
+    expect(await names(["--toolsets", "guest", "--read-only"])).toEqual(["read_file", "list_dir", "stat", "ps", "svc_status", "tail_log"])
+    const refused = await run(["mcp", "--toolsets", "vm,gpu"], { STOAT_HOME: home })
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(/--toolsets takes a comma-separated list of vm, snapshots, guest, jobs, host, recipes, project; unknown: gpu/)
+  })
+
   it("gives every tool a closed input schema without host-only fields, an output schema and all four annotations", async () => {
     const { tools } = await client.listTools()
     for (const tool of tools) {

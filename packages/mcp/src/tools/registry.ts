@@ -81,11 +81,48 @@ export const definitionOf = (operation: Operation): ToolDefinition => ({
   ...(operation.longRunning ? { execution: { taskSupport: "optional" as const } } : {})
 })
 
-/** One tool per catalog entry the MCP server exposes, in catalog order. */
-export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog): ReadonlyMap<string, ToolEntry> => {
+/** The groups `stoat mcp --toolsets` serves, each a set of tools an agent uses together. */
+export const TOOLSETS = ["vm", "snapshots", "guest", "jobs", "host", "recipes", "project"] as const
+export type Toolset = (typeof TOOLSETS)[number]
+
+const JOB_TOOLS = new Set(["exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs"])
+
+/** The toolset of an operation, from its catalog domain (the key's first part). */
+export const toolsetOf = (operation: Operation): Toolset => {
+  const domain = operation.key.split(".")[0]
+  if (JOB_TOOLS.has(operation.tool)) return "jobs"
+  // Guest *definitions* (list_guests, guest_info) are host-side reading, not guest access.
+  if (operation.key === "guest.list" || operation.key === "guest.get") return "host"
+  switch (domain) {
+    case "vm":
+    case "guest":
+    case "project":
+      return domain
+    case "snapshot":
+    case "checkpoint":
+      return "snapshots"
+    case "recipe":
+      return "recipes"
+    default:
+      return "host"
+  }
+}
+
+export interface RegistryOptions {
+  /** Serve only these toolsets (default: all). */
+  readonly toolsets?: ReadonlyArray<Toolset>
+  /** Serve only tools whose readOnlyHint is true. */
+  readonly readOnly?: boolean
+}
+
+/** One tool per catalog entry the MCP server exposes, in catalog order, limited to the options' subset. */
+export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog, options: RegistryOptions = {}): ReadonlyMap<string, ToolEntry> => {
   const entries = new Map<string, ToolEntry>()
+  const toolsets = options.toolsets ? new Set(options.toolsets) : undefined
   for (const operation of catalog) {
     if (!operation.expose.mcp) continue
+    if (toolsets && !toolsets.has(toolsetOf(operation))) continue
+    if (options.readOnly && !operation.annotations.readOnlyHint) continue
     if (entries.has(operation.tool)) throw new Error(`two operations claim the tool name ${operation.tool}`)
     // JSON Schema generation for every tool is most of a server's start: done on first use, so
     // `initialize` is answered before it (the server warms them up right after).

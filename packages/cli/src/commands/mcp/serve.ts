@@ -12,14 +12,16 @@ export default class McpServe extends Command {
   static override summary = "Serve the Stoat MCP server (stdio by default)"
   static override description =
     "Serve Stoat's MCP tools over stdio (stdout carries only the protocol), or over Streamable HTTP with --http on a loopback address (127.0.0.1, ::1 or localhost). The working directory decides which stoat.toml project tools read."
-  static override examples = ["stoat mcp serve", "stoat mcp serve --http 127.0.0.1:7777", "stoat mcp serve --http 127.0.0.1:7777 --token-file ~/.stoat-token"]
+  static override examples = ["stoat mcp serve", "stoat mcp serve --http 127.0.0.1:7777", "stoat mcp serve --http 127.0.0.1:7777 --token-file ~/.stoat-token", "stoat mcp serve --toolsets vm,guest --read-only"]
   static override flags = {
     http: Flags.string({ description: "Serve Streamable HTTP at this loopback host:port instead of stdio" }),
     "token-file": Flags.string({ description: "With --http: require Authorization: Bearer <first line of this file>" }),
     "tool-burst": Flags.integer({ description: "Calls per tool in a burst (default 30)" }),
     "tool-rate": Flags.string({ description: "Per-tool refill in calls per second (default 0.5)" }),
     burst: Flags.integer({ description: "Calls in the shared burst (default 60)" }),
-    rate: Flags.string({ description: "Shared refill in calls per second (default 2)" })
+    rate: Flags.string({ description: "Shared refill in calls per second (default 2)" }),
+    toolsets: Flags.string({ description: "Serve only these toolsets, comma-separated: vm, snapshots, guest, jobs, host, recipes, project (default all)" }),
+    "read-only": Flags.boolean({ description: "Serve only the read-only tools" })
   }
 
   async run(): Promise<void> {
@@ -39,7 +41,9 @@ export default class McpServe extends Command {
     await serveMcp({
       ...(flags.http !== undefined ? { http: flags.http } : {}),
       ...(flags["token-file"] !== undefined ? { tokenFile: flags["token-file"] } : {}),
-      limits
+      limits,
+      ...(flags.toolsets !== undefined ? { toolsets: flags.toolsets } : {}),
+      ...(flags["read-only"] ? { readOnly: true } : {})
     })
   }
 }
