@@ -2,8 +2,21 @@ import { describe, expect, it } from "vitest"
 import { catalog, hostOnlyFields } from "@stoat/core"
 import { buildRegistry, catalogDocument } from "../src/index.js"
 
-/** The annotation class of each seed tool (reference/stoat-original.md §5). */
-const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
+const HINTS = {
+  read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
+  mutate: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+  destructive: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+  exec: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
+  read_network: { readOnlyHint: true, destructiveHint: false, openWorldHint: true },
+  mutate_network: { readOnlyHint: false, destructiveHint: false, openWorldHint: true }
+}
+
+/**
+ * The annotation class of each seed tool (reference/stoat-original.md §5), corrected where issue
+ * 26 found a class that hid what a tool does: project_apply runs guest scripts (exec, like
+ * apply_recipes); search_recipes, add_recipe and update_recipe reach the network (open world).
+ */
+const CLASS: Record<string, keyof typeof HINTS> = {
   list_vms: "read", vm_status: "read", list_images: "read", list_guests: "read", guest_info: "read", logs: "read", doctor: "read",
   capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
   snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
@@ -13,14 +26,8 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   list_jobs: "read", copy_to: "exec", copy_from: "exec",
   list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
   apply_recipes: "exec",
-  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "mutate", project_wait: "mutate",
-  search_recipes: "read", add_recipe: "mutate", update_recipe: "mutate", remove_recipe: "mutate"
-}
-const HINTS = {
-  read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
-  mutate: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
-  destructive: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
-  exec: { readOnlyHint: false, destructiveHint: true, openWorldHint: true }
+  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "exec", project_wait: "mutate",
+  search_recipes: "read_network", add_recipe: "mutate_network", update_recipe: "mutate_network", remove_recipe: "mutate"
 }
 
 describe("the tool registry is the catalog", () => {

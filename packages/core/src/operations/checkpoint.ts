@@ -50,6 +50,7 @@ export const deleteCheckpoint = defineOperation({
   input: Schema.Struct({ vm: VmName, name: CheckpointName }),
   output: DeleteCheckpointResult,
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   confirm: (input) => `${input.vm}@${input.name}`,
   run: (input) =>

@@ -53,6 +53,7 @@ export const copyTo = defineOperation({
   output: McpCopyResult,
   cliView: copyView,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => copy(input, true)
 })
@@ -70,6 +71,7 @@ export const copyFrom = defineOperation({
   output: McpCopyResult,
   cliView: copyView,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => copy(input, false)
 })

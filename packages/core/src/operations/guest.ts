@@ -47,6 +47,7 @@ export const execInGuest = defineOperation({
   output: ExecResult,
   cliView: (result, { vm }): typeof CliExecResult.Type => ({ vm, ...result }),
   annotations: EXEC,
+  touches: ["guest"],
   access: "exec",
   run: (input) =>
     inGuest(input.vm, (ops, session) =>
@@ -103,6 +104,7 @@ export const writeFileOp = defineOperation({
   }),
   output: WriteFileResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: (input) => (input.as_root === true ? "exec" : "manage"),
   run: (input) =>
     input.encoding === "base64" && !BASE64.test(input.content)
@@ -198,6 +200,7 @@ export const svcOp = defineOperation({
   }),
   output: CommandResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => inGuest(input.vm, (ops, session) => ops.svc(session, input.name, input.action))
 })
@@ -240,6 +243,7 @@ export const pkgInstallOp = defineOperation({
   }),
   output: CommandResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => inGuest(input.vm, (ops, session) => ops.pkgInstall(session, input.packages))
 })
@@ -255,6 +259,7 @@ export const useraddOp = defineOperation({
   input: Schema.Struct({ vm: VmName, name: GuestName("user") }),
   output: CommandResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => inGuest(input.vm, (ops, session) => ops.useradd(session, input.name))
 })

@@ -31,6 +31,7 @@ export const prune = defineOperation({
   }),
   output: PruneResult,
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   // A dry run deletes nothing; applying is confirmed with the word "prune".
   confirm: (input) => (input.apply === true ? "prune" : undefined),

@@ -30,6 +30,7 @@ export const pullImage = defineOperation({
   input: Schema.Struct({ id: Schema.String }),
   output: PullResult,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  touches: ["network"],
   access: null,
   run: (input) =>
     Effect.gen(function* () {

@@ -46,6 +46,7 @@ export const execBackground = defineOperation({
   }),
   output: JobStarted,
   annotations: EXEC,
+  touches: ["guest"],
   access: "exec",
   run: (input) =>
     Effect.flatMap(runningTarget(input.vm), (target) =>
@@ -130,6 +131,7 @@ export const jobKill = defineOperation({
   input: Schema.Struct({ vm: VmName, job_id: JobId, signal: Schema.optional(SignalName).annotations({ description: "Signal name without SIG, e.g. KILL (default TERM)" }) }),
   output: JobKilled,
   annotations: EXEC,
+  touches: ["guest"],
   access: "exec",
   run: (input) => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.kill(target, input.job_id, input.signal ?? "TERM")))
 })

@@ -13,7 +13,7 @@ import { isRunning, type OkRecord } from "../vm/records.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { aggregateHealth } from "../vm/view.js"
 import { NoInput } from "./inputs.js"
-import { defineOperation, DESTRUCTIVE, MUTATE, READ } from "./operation.js"
+import { defineOperation, DESTRUCTIVE, EXEC, MUTATE, READ } from "./operation.js"
 import { viewVms } from "./read.js"
 import { StartFields } from "./vm.js"
 import { progressLine } from "../context/progress.js"
@@ -221,6 +221,9 @@ export const projectApply = defineOperation({
   description: `Apply each declared VM's recipes (as apply_recipes); every VM must be running and grant an agent manage.${RUN_NOTE}${PROJECT_NOTE}`,
   input: NoInput,
   ...FAN_OUT,
+  // It runs every declared VM's recipe scripts, as apply_recipes does.
+  annotations: EXEC,
+  touches: ["guest"],
   run: () =>
     Effect.gen(function* () {
       const project = yield* projectOf
@@ -259,6 +262,7 @@ export const projectRm = defineOperation({
   input: Schema.Struct({ detach_dependents: Schema.optional(Schema.Boolean) }),
   output: ProjectRun,
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   target: () => [],
   run: (input) =>

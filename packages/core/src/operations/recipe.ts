@@ -181,6 +181,7 @@ export const applyRecipes = defineOperation({
   input: Schema.Struct({ vm: VmName, only: Only }),
   output: ApplyResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => Effect.flatMap(Vms, (vms) => vms.applyRecipes(input.vm, input.only))
 })

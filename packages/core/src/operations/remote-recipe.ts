@@ -4,7 +4,7 @@ import { RecipeAddResult, RecipePins, RecipeRemoveResult, RecipeSearchResult, Re
 import { RemoteRecipes, type PinnedRecipe } from "../recipes/remote/service.js"
 import { Recipes } from "../recipes/store.js"
 import { Usage } from "../errors.js"
-import { defineOperation, hostOnly, MUTATE, READ } from "./operation.js"
+import { defineOperation, hostOnly, MUTATE, MUTATE_NETWORK, READ_NETWORK } from "./operation.js"
 import { RecipeName, recipeSummary } from "./recipe.js"
 
 const INDEX_REF = /^[a-z0-9][a-z0-9-]*(@[A-Za-z0-9][A-Za-z0-9._/-]*)?$/
@@ -34,7 +34,8 @@ export const searchRecipes = defineOperation({
     refresh: Schema.optional(Schema.Boolean).annotations({ description: "Fetch the index again even when the clone is recent" })
   }),
   output: RecipeSearchResult,
-  annotations: READ,
+  annotations: READ_NETWORK,
+  touches: ["network"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,
@@ -62,7 +63,8 @@ export const addRecipe = defineOperation({
     preview: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Resolve and validate only; write nothing" }))
   }),
   output: RecipeAddResult,
-  annotations: MUTATE,
+  annotations: MUTATE_NETWORK,
+  touches: ["network"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,
@@ -94,7 +96,9 @@ const pinsOperation = (step: "lock" | "sync", title: string, description: string
     kind: "command",
     input: Schema.Struct({ global: Global }),
     output: RecipePins,
-    annotations: MUTATE,
+    annotations: MUTATE_NETWORK,
+    // Both resolve or fetch the pinned Git sources.
+    touches: ["network"],
     access: null,
     // Recipe names and Git sources are never VMs.
     target: noVms,
@@ -126,7 +130,8 @@ export const updateRecipe = defineOperation({
     global: hostOnly(Global)
   }),
   output: RecipeUpdateResult,
-  annotations: MUTATE,
+  annotations: MUTATE_NETWORK,
+  touches: ["network"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,

@@ -58,6 +58,7 @@ export const restoreSnapshot = defineOperation({
   output: SnapshotsResult,
   cliView: snapshotAction("restore"),
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   run: (input) => answer((snapshots) => snapshots.restore(input.vm, input.tag))
 })
@@ -73,6 +74,7 @@ export const deleteSnapshot = defineOperation({
   output: SnapshotsResult,
   cliView: snapshotAction("delete"),
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   run: (input) => answer((snapshots) => snapshots.remove(input.vm, input.tag))
 })

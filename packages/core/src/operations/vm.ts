@@ -161,6 +161,7 @@ export const destroyVm = defineOperation({
   output: DestroyResult,
   cliView: ({ name, destroyed }): typeof RmResult.Type => ({ deleted: destroyed, name }),
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   run: (input) =>
     Effect.as(
