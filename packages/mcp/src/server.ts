@@ -59,6 +59,48 @@ export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
 const INSTRUCTIONS =
   "Stoat manages local QEMU VMs. Read stoat://guide first. After create or start, call wait before any guest tool. Branch on error.code from _meta, never on message text."
 
+/** A JSON-RPC error that reaches the client with its message as written (see `unprefixedErrors`). */
+class ProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown
+  ) {
+    super(message)
+  }
+}
+
+/** A request the SDK's schema refused (a ZodError's issues), in one line: "params.arguments: expected record". */
+const requestIssues = (error: unknown): string | undefined => {
+  const issues = (error as { issues?: unknown }).issues
+  if (!Array.isArray(issues)) return undefined
+  return issues.map((issue: { path?: ReadonlyArray<PropertyKey>; message?: string }) => `${(issue.path ?? []).map(String).join(".")}: ${issue.message ?? "invalid"}`).join("; ")
+}
+
+/**
+ * The SDK's McpError writes "MCP error <code>: " into its message, sends that message, and the
+ * client's McpError prefixes it again ("MCP error -32602: MCP error -32602: …"). Every request
+ * handler's errors, the SDK's own checks included, go out with the message alone; a request its
+ * schema refuses is invalid params naming the field, not an internal error quoting the schema.
+ */
+const unprefixedErrors = (server: Server): void => {
+  type Handler = (request: unknown, extra: unknown) => Promise<unknown>
+  const handlers = (server as unknown as { _requestHandlers: Map<string, Handler> })._requestHandlers
+  for (const [method, handler] of handlers) {
+    // Async, so a check that throws before the handler's promise exists is caught too.
+    handlers.set(method, async (request, extra) => {
+      try {
+        return await handler(request, extra)
+      } catch (error) {
+        if (error instanceof McpError) throw new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, ""), error.data)
+        const issues = requestIssues(error)
+        if (issues !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, `invalid ${method} request: ${issues}`)
+        throw error
+      }
+    })
+  }
+}
+
 /** One low-level SDK Server over the shared state; each transport connection gets its own. */
 export const createServer = (mcp: StoatMcp): Server => {
   const server = new Server(
@@ -186,5 +228,6 @@ export const createServer = (mcp: StoatMcp): Server => {
     return { completion: { values: names.slice(0, 100), total: names.length, hasMore: names.length > 100 } }
   })
 
+  unprefixedErrors(server)
   return server
 }
