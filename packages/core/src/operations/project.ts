@@ -201,7 +201,10 @@ export const projectDown = defineOperation({
   run: () => Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) => fanOut(project, ifPresent((vm) => vms.stop(vm))))
 })
 
-/** An agent may apply only where every declared VM grants manage: checked before anything runs. */
+/**
+ * An agent may apply only where every declared VM grants manage: checked before anything runs,
+ * refused in the words of every other access check (seed 000).
+ */
 const requireManageEverywhere = (project: Project) =>
   Effect.gen(function* () {
     const policy = yield* AccessPolicy
@@ -209,7 +212,7 @@ const requireManageEverywhere = (project: Project) =>
       const found = yield* lookup(declaration)
       if (Option.isNone(found) || found.value.kind !== "ok") continue
       const level = effectiveAccess(found.value.config)
-      yield* policy.requireGranted(declaration.name, level, "manage", `vm "${declaration.name}" ([vms.${declaration.key}]) has agent_access = ${level}; project_apply needs manage on every VM`)
+      yield* policy.requireGranted(declaration.name, level, "manage", `vm "${declaration.name}" has agent_access = ${level}; needs manage`)
     }
   })
 
