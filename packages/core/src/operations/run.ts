@@ -202,7 +202,9 @@ const defaultTracer = Effect.runSync(Effect.tracer)
  *
  * An MCP list_vms is this pipeline and a directory listing, so it is written for few steps: the
  * caller, the log, the clock and the tracer are read from the fiber at once (the signature still
- * requires Caller and AuditLog), and a step that has nothing to do is left out.
+ * requires Caller and AuditLog), and a step that has nothing to do is left out. The plain form
+ * (an Effect.gen yielding each) measured 0.05-0.1 ms more per call, which takes stoat's own work
+ * over HTTP past P1's 0.3 ms (bench/mcp.mjs).
  */
 export const runOperation = <I, O, R, R2 = never>(
   operation: Operation<I, O, R>,
@@ -211,8 +213,9 @@ export const runOperation = <I, O, R, R2 = never>(
   options: RunOptions<I, R2> = {}
 ): Effect.Effect<O, StoatError, R | R2 | AuditLog | Caller> =>
   Effect.withFiberRuntime<O, StoatError, R | R2>((fiber) => {
-    const caller = Context.get(fiber.currentContext as Context.Context<Caller>, Caller)
-    const log = Context.get(fiber.currentContext as Context.Context<AuditLog>, AuditLog)
+    // The signature requires both, so they are there: read without a step each (see above).
+    const caller = Context.unsafeGet(fiber.currentContext, Caller)
+    const log = Context.unsafeGet(fiber.currentContext, AuditLog)
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     const started = clock.unsafeCurrentTimeMillis()
     let vm = subjectOf(raw)
