@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// P1: p50 of `tools/call list_vms` against a real `stoat mcp` process, over stdio and over
-// Streamable HTTP, side by side with a bare SDK server process answering a constant through the
-// same transport (target: ratio <= 1.3x). It also prints each server's own p50 from a request's
-// arrival to its answer, timed inside the process, which shows stoat's share without the transport.
+// P1 (SPEC §4): `tools/call list_vms` against a real `stoat mcp` process, over stdio and over
+// Streamable HTTP. Targets: stoat's own work per call, timed inside the server process (its p50
+// from a request's arrival to its answer, minus a bare SDK server's answering a constant through
+// the same transport), p50 <= 0.3 ms; the client-observed p50 <= 2 ms over stdio and <= 5 ms over
+// HTTP. The bare server's client p50 is printed beside stoat's.
 // P2: spawn of `stoat mcp` until `initialize` is answered, median of --spawns runs, side by side
 // with `node -e 0` (targets: <= 300 ms and <= 3x).
 //
@@ -247,12 +248,18 @@ try {
   }
   const p2 = { stoat: median(spawns), node: median(nodes) }
 
-  console.log(`P1 tools/call list_vms p50 (2 processes each, ${CALLS} calls after ${WARMUP} warm-up per process), stoat vs bare SDK server:`)
+  const CLIENT_TARGET = { stdio: 2, http: 5 }
+  const OWN_TARGET = 0.3
+  const verdict = (value, target) => (value <= target ? "met" : "NOT met")
+  console.log(`P1 tools/call list_vms p50 (2 processes each, ${CALLS} calls after ${WARMUP} warm-up per process):`)
+  console.log(`  stoat's own work, inside the server (stoat minus bare, arrival to answer), target <= ${OWN_TARGET} ms:`)
+  for (const [transport, { stoat: own, bare: base }] of Object.entries(p1)) {
+    const work = own.server - base.server
+    console.log(`  ${transport.padEnd(5)} ${ms(work)} ${verdict(work, OWN_TARGET)}  (stoat ${ms(own.server)}, bare ${ms(base.server)})`)
+  }
+  console.log("  client-observed, target <= 2 ms stdio, <= 5 ms HTTP:")
   for (const [transport, { stoat: own, bare: base }] of Object.entries(p1))
-    console.log(`  ${transport.padEnd(5)} stoat ${ms(own.client)}  bare ${ms(base.client)}  ratio ${(own.client / base.client).toFixed(2)}x (target <= 1.3x)`)
-  console.log("  inside the server process, arrival to answer, p50:")
-  for (const [transport, { stoat: own, bare: base }] of Object.entries(p1))
-    console.log(`  ${transport.padEnd(5)} stoat ${ms(own.server)}  bare ${ms(base.server)}  stoat's own work ${ms(own.server - base.server)}`)
+    console.log(`  ${transport.padEnd(5)} stoat ${ms(own.client)} ${verdict(own.client, CLIENT_TARGET[transport])}  (bare SDK server ${ms(base.client)}, ratio ${(own.client / base.client).toFixed(2)}x)`)
   console.log(`P2 spawn -> initialize answered, median of ${SPAWNS}:`)
   console.log(`  stoat mcp ${ms(p2.stoat)} (target <= 300 ms)  node -e 0 ${ms(p2.node)}  ratio ${(p2.stoat / p2.node).toFixed(2)}x (target <= 3x)`)
 } finally {

@@ -24,7 +24,7 @@ describe("schemaFlags: oclif flags from an operation's input schema", () => {
 
   it("refuses a field the schema lacks, or one with no description and none given", () => {
     expect(() => create.integer("ram")).toThrow(/no field ram/)
-    expect(() => create.string("os")).toThrow(/os has no description/)
+    expect(() => schemaFlags(updateVm.input).string("share")).toThrow(/share has no description/)
   })
 
   it("maps the given flags back to their input fields, leaving the others out", () => {

@@ -2,9 +2,7 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { JSONSchema } from "effect"
 import { describe, expect, it } from "vitest"
-import { catalog, DESTRUCTIVE, EXEC, hostOnlyFields, MUTATE, READ } from "../src/operations/index.js"
-
-const CLASSES = [READ, MUTATE, DESTRUCTIVE, EXEC]
+import { catalog, hostOnlyFields, type Operation } from "../src/operations/index.js"
 const COMMANDS = fileURLToPath(new URL("../../cli/src/commands/", import.meta.url))
 
 /** The oclif source file that serves a CLI command id ("snapshot ls" → snapshot/ls.ts or snapshot/ls/index.ts). */
@@ -22,12 +20,34 @@ describe("the operation catalog is ready for every frontend", () => {
     expect(new Set(keys).size).toBe(keys.length)
   })
 
-  // `pull` is CLI-only (no MCP tool), so it keeps its own hints (idempotent, open world).
-  it("gives every MCP tool one of the four annotation classes (reference §5), queries the read class", () => {
-    for (const operation of catalog.filter((candidate) => candidate.expose.mcp)) {
-      expect(CLASSES, operation.key).toContainEqual(operation.annotations)
-      if (operation.kind === "query") expect(operation.annotations, operation.key).toEqual(READ)
+  /**
+   * The hints an operation earns from what it touches (issue 26 item 10): a query reads; acting in
+   * a guest (commands, recipe scripts, files, guest data onto the host) is destructive and open
+   * world; reaching the network is open world; deleting stored data is destructive.
+   */
+  const derivedHints = (operation: Operation) => {
+    const touches = new Set(operation.touches ?? [])
+    return {
+      readOnlyHint: operation.kind === "query",
+      destructiveHint: touches.has("guest") || touches.has("deletes"),
+      openWorldHint: touches.has("guest") || touches.has("network")
     }
+  }
+
+  it("gives every operation the annotations that follow from what it touches, all four always", () => {
+    for (const operation of catalog) {
+      expect(Object.keys(operation.annotations).sort(), operation.key).toEqual(["destructiveHint", "idempotentHint", "openWorldHint", "readOnlyHint"])
+      expect(operation.annotations, operation.key).toMatchObject(derivedHints(operation))
+      // A read repeats without effect; a change or a deletion does not (pull alone: it skips a downloaded image).
+      if (operation.key !== "image.pull") expect(operation.annotations.idempotentHint, operation.key).toBe(operation.kind === "query")
+    }
+  })
+
+  it("marks what runs guest code or reaches the network as such (project_apply, the remote recipe tools)", () => {
+    const touchesOf = (tool: string) => catalog.find((operation) => operation.tool === tool)!.touches ?? []
+    expect(touchesOf("project_apply")).toEqual(touchesOf("apply_recipes"))
+    for (const tool of ["search_recipes", "add_recipe", "update_recipe", "lock_recipes", "sync_recipes", "pull"]) expect(touchesOf(tool), tool).toContain("network")
+    for (const tool of ["list_recipes", "remove_recipe", "plan_recipes", "read_file"]) expect(touchesOf(tool), tool).toEqual([])
   })
 
   for (const operation of catalog) {

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises"
 import { DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate-limit.js"
 import { makeStoatMcp } from "./server.js"
 import { liveRuntime } from "./live.js"
+import { TOOLSETS, type Toolset } from "./tools/registry.js"
 import { serveStdio } from "./transports/stdio.js"
 
 export interface ServeOptions {
@@ -17,6 +18,10 @@ export interface ServeOptions {
   readonly callBudgetSeconds?: number | undefined
   /** With http: sessions kept at once (default 64). */
   readonly maxSessions?: number | undefined
+  /** Comma-separated toolsets to serve (`--toolsets vm,guest`); absent: all. */
+  readonly toolsets?: string
+  /** Serve only the read-only tools. */
+  readonly readOnly?: boolean
 }
 
 /** A refusal at start: printed as one line on stderr, exit status 2. */
@@ -34,6 +39,15 @@ const checkLimits = (limits: Partial<RateLimits>): void => {
   }
 }
 
+const parseToolsets = (text: string): ReadonlyArray<Toolset> => {
+  const names = text.split(",").map((name) => name.trim()).filter((name) => name !== "")
+  const unknown = names.filter((name) => !(TOOLSETS as ReadonlyArray<string>).includes(name))
+  if (names.length === 0 || unknown.length > 0) {
+    throw new ServeRefused(`--toolsets takes a comma-separated list of ${TOOLSETS.join(", ")}${unknown.length > 0 ? `; unknown: ${unknown.join(", ")}` : ""}`)
+  }
+  return names as ReadonlyArray<Toolset>
+}
+
 /** `stoat mcp [serve]`: stdio by default, loopback Streamable HTTP with `http`. Returns when the transport ends. */
 export const serve = async (options: ServeOptions): Promise<void> => {
   const limits = Object.fromEntries(Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined)) as Partial<RateLimits>
@@ -44,6 +58,10 @@ export const serve = async (options: ServeOptions): Promise<void> => {
   if (maxSessions !== undefined) {
     if (options.http === undefined) throw new ServeRefused("--max-sessions needs --http: stdio serves one client")
     if (!(Number.isInteger(maxSessions) && maxSessions >= 1)) throw new ServeRefused(`max-sessions must be a whole number ≥ 1, got ${maxSessions}`)
+  }
+  const tools = {
+    ...(options.toolsets !== undefined ? { toolsets: parseToolsets(options.toolsets) } : {}),
+    ...(options.readOnly ? { readOnly: true } : {})
   }
   let token: string | undefined
   if (options.tokenFile !== undefined) {
@@ -58,6 +76,7 @@ export const serve = async (options: ServeOptions): Promise<void> => {
   const mcp = makeStoatMcp({
     runtime,
     limits: { ...DEFAULT_RATE_LIMITS, ...limits },
+    tools,
     ...(options.confirmDeletions !== undefined ? { confirmDeletions: options.confirmDeletions } : {}),
     ...(budget !== undefined ? { callBudgetSeconds: budget } : {})
   })

@@ -21,7 +21,7 @@ import { CATALOG_URI, catalogDocument, guide, GUIDE_URI, VM_TEMPLATE, vmNameOf }
 import { CancellableTaskStore, DEFAULT_TASK_TTL_MS, TASK_POLL_INTERVAL_MS } from "./tasks.js"
 import { DEFAULT_CALL_BUDGET_SECONDS } from "./tools/budget.js"
 import { callTool, type CallChannel } from "./tools/call.js"
-import { buildRegistry, type ToolEntry } from "./tools/registry.js"
+import { buildRegistry, type RegistryOptions, type ToolEntry } from "./tools/registry.js"
 
 /** What every connection of one server process shares: the tools, the rate limits, the runtime. */
 export interface StoatMcp {
@@ -51,10 +51,12 @@ export interface StoatMcpOptions {
   readonly confirmDeletions?: boolean
   /** Seconds a call without a progress token answers within (default 50). */
   readonly callBudgetSeconds?: number
+  /** Which tools to serve (`--toolsets`, `--read-only`); default all. */
+  readonly tools?: RegistryOptions
 }
 
 export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
-  tools: buildRegistry(undefined, options.callBudgetSeconds ?? DEFAULT_CALL_BUDGET_SECONDS),
+  tools: buildRegistry(undefined, options.tools, options.callBudgetSeconds ?? DEFAULT_CALL_BUDGET_SECONDS),
   limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
   runtime: options.runtime,
   run: agentRunner(options.runtime),
@@ -67,6 +69,48 @@ export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
 
 const INSTRUCTIONS =
   "Stoat manages local QEMU VMs. Read stoat://guide first. After create or start, call wait before any guest tool. Branch on error.code from _meta, never on message text."
+
+/** A JSON-RPC error that reaches the client with its message as written (see `unprefixedErrors`). */
+class ProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown
+  ) {
+    super(message)
+  }
+}
+
+/** A request the SDK's schema refused (a ZodError's issues), in one line: "params.arguments: expected record". */
+const requestIssues = (error: unknown): string | undefined => {
+  const issues = (error as { issues?: unknown }).issues
+  if (!Array.isArray(issues)) return undefined
+  return issues.map((issue: { path?: ReadonlyArray<PropertyKey>; message?: string }) => `${(issue.path ?? []).map(String).join(".")}: ${issue.message ?? "invalid"}`).join("; ")
+}
+
+/**
+ * The SDK's McpError writes "MCP error <code>: " into its message, sends that message, and the
+ * client's McpError prefixes it again ("MCP error -32602: MCP error -32602: …"). Every request
+ * handler's errors, the SDK's own checks included, go out with the message alone; a request its
+ * schema refuses is invalid params naming the field, not an internal error quoting the schema.
+ */
+const unprefixedErrors = (server: Server): void => {
+  type Handler = (request: unknown, extra: unknown) => Promise<unknown>
+  const handlers = (server as unknown as { _requestHandlers: Map<string, Handler> })._requestHandlers
+  for (const [method, handler] of handlers) {
+    // Async, so a check that throws before the handler's promise exists is caught too.
+    handlers.set(method, async (request, extra) => {
+      try {
+        return await handler(request, extra)
+      } catch (error) {
+        if (error instanceof McpError) throw new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, ""), error.data)
+        const issues = requestIssues(error)
+        if (issues !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, `invalid ${method} request: ${issues}`)
+        throw error
+      }
+    })
+  }
+}
 
 /** One low-level SDK Server over the shared state; each transport connection gets its own. */
 export const createServer = (mcp: StoatMcp): Server => {
@@ -197,5 +241,6 @@ export const createServer = (mcp: StoatMcp): Server => {
     return { completion: { values: names.slice(0, 100), total: names.length, hasMore: names.length > 100 } }
   })
 
+  unprefixedErrors(server)
   return server
 }

@@ -45,8 +45,8 @@ describe("the call budget of a request without a progress token", () => {
     try {
       const { tools } = await h.client.listTools()
       const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool.description ?? ""]))
-      expect(byName["exec"]).toContain("No progress token: answers within 30 s (timeout_seconds capped at 25)")
-      expect(byName["apply_recipes"]).toContain("No progress token: answers within 30 s, longer work stops with timeout")
+      expect(byName["exec"]).toContain("Without a progress token: answers within 30 s, timeout_seconds ≤ 25 (see guide).")
+      expect(byName["apply_recipes"]).toContain("Without a progress token: answers within 30 s (see guide).")
       expect(byName["list_vms"]).not.toContain("progress token")
       const guide = await h.client.readResource({ uri: "stoat://guide" })
       const text = (guide.contents[0] as { text: string }).text

@@ -1,9 +1,22 @@
 import { describe, expect, it } from "vitest"
 import { catalog, hostOnlyFields } from "@stoat/core"
-import { buildRegistry } from "../src/index.js"
+import { buildRegistry, catalogDocument } from "../src/index.js"
 
-/** The annotation class of each seed tool (reference/stoat-original.md §5). */
-const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
+const HINTS = {
+  read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
+  mutate: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+  destructive: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+  exec: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
+  read_network: { readOnlyHint: true, destructiveHint: false, openWorldHint: true },
+  mutate_network: { readOnlyHint: false, destructiveHint: false, openWorldHint: true }
+}
+
+/**
+ * The annotation class of each seed tool (reference/stoat-original.md §5), corrected where issue
+ * 26 found a class that hid what a tool does: project_apply runs guest scripts (exec, like
+ * apply_recipes); search_recipes, add_recipe and update_recipe reach the network (open world).
+ */
+const CLASS: Record<string, keyof typeof HINTS> = {
   list_vms: "read", vm_status: "read", list_images: "read", list_guests: "read", guest_info: "read", logs: "read", doctor: "read",
   capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
   snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
@@ -13,14 +26,8 @@ const CLASS: Record<string, "read" | "mutate" | "destructive" | "exec"> = {
   list_jobs: "read", copy_to: "exec", copy_from: "exec",
   list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
   apply_recipes: "exec",
-  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "mutate", project_wait: "mutate",
-  search_recipes: "read", add_recipe: "mutate", update_recipe: "mutate", remove_recipe: "mutate"
-}
-const HINTS = {
-  read: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
-  mutate: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
-  destructive: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
-  exec: { readOnlyHint: false, destructiveHint: true, openWorldHint: true }
+  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "exec", project_wait: "mutate",
+  search_recipes: "read_network", add_recipe: "mutate_network", update_recipe: "mutate_network", remove_recipe: "mutate"
 }
 
 describe("the tool registry is the catalog", () => {
@@ -40,7 +47,7 @@ describe("the tool registry is the catalog", () => {
       const properties = Object.keys(tool.inputSchema["properties"] as object)
       for (const field of hostOnlyFields(op.input)) {
         expect(properties, `${op.tool}.${field}`).not.toContain(field)
-        expect(tool.inputSchema["required"], `${op.tool}.${field}`).not.toContain(field)
+        expect(tool.inputSchema["required"] ?? [], `${op.tool}.${field}`).not.toContain(field)
       }
     }
   })
@@ -65,14 +72,24 @@ describe("the tool registry is the catalog", () => {
 
   it("renders inputs without arguments as a closed empty object", () => {
     for (const name of ["list_vms", "list_guests", "doctor", "version", "list_images"]) {
-      expect(tools.find((t) => t.name === name)!.inputSchema).toEqual({ type: "object", properties: {}, required: [], additionalProperties: false })
+      expect(tools.find((t) => t.name === name)!.inputSchema).toEqual({ type: "object", properties: {}, additionalProperties: false })
     }
   })
 
-  it("gives list_guests and guest_info an output schema (the recursive Json type is named once)", () => {
-    for (const name of ["list_guests", "guest_info"]) {
-      const schema = tools.find((t) => t.name === name)!.outputSchema as { $defs?: Record<string, unknown> }
-      expect(schema.$defs?.["Json"], name).toBeDefined()
+  it("lists compact schemas: no generated descriptions, no references, results as objects", () => {
+    for (const tool of tools) {
+      const input = JSON.stringify(tool.inputSchema)
+      expect(input, tool.name).not.toMatch(/"\$ref"|"\$defs"|"title"|"description":"an? /)
+      expect(tool.outputSchema, tool.name).toEqual({ type: "object" })
     }
+  })
+
+  it("keeps every result's full schema in the operation-catalog resource (the recursive Json type named once)", () => {
+    const document = catalogDocument()
+    for (const name of ["list_guests", "guest_info"]) {
+      const entry = document.operations.find((op) => op.tool === name)!
+      expect((entry.output_schema as { $defs?: Record<string, unknown> }).$defs?.["Json"], name).toBeDefined()
+    }
+    expect(document.operations.find((op) => op.tool === "exec")!.output_schema).toMatchObject({ properties: { exit_code: { type: "integer" } }, required: ["exit_code"] })
   })
 })

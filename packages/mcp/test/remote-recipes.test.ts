@@ -41,6 +41,24 @@ describe("remote recipe tools over MCP", () => {
     }
   })
 
+  it("tells a network failure (download_failed, worth a retry) from a source that does not exist (not_found)", async () => {
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    const unreachable = await inProcess({ index: "http://127.0.0.1:1/index.git", projectDir: project })
+    try {
+      const error = errorOf(await unreachable.client.callTool({ name: "search_recipes", arguments: { refresh: true } }))
+      expect(error).toMatchObject({ code: "download_failed", subject: "http://127.0.0.1:1/index.git" })
+      expect(error.message).toMatch(/the network failed/)
+    } finally {
+      await unreachable.close()
+    }
+    const missing = await inProcess({ index: join(base, "no-such-index"), projectDir: project })
+    try {
+      expect(errorOf(await missing.client.callTool({ name: "search_recipes", arguments: { refresh: true } }))).toMatchObject({ code: "not_found" })
+    } finally {
+      await missing.close()
+    }
+  })
+
   it("the real server's working directory is its project: add_recipe over stdio writes that folder's stoat.lock", async () => {
     const served = join(base, "served")
     mkdirSync(served)

@@ -1,3 +1,4 @@
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { catalog } from "@stoat/core"
 import { dataOf, inProcess } from "./helpers.js"
@@ -37,6 +38,16 @@ describe("resources and prompts (seed 004, SPEC §2)", () => {
     expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ name: "web", state: "stopped" })
     await expect(h.client.readResource({ uri: "stoat://vm/ghost" })).rejects.toThrow(/no VM "ghost"/)
     await expect(h.client.readResource({ uri: "stoat://elsewhere" })).rejects.toThrow(/no resource/)
+  })
+
+  it("sends protocol errors with their message once prefixed, never 'MCP error -32602: MCP error -32602:'", async () => {
+    const messageOf = (promise: Promise<unknown>) => promise.then(() => "", (error: Error) => error.message)
+    expect(await messageOf(h.client.readResource({ uri: "stoat://elsewhere" }))).toMatch(/^MCP error -32602: no resource stoat:\/\/elsewhere;/)
+    expect(await messageOf(h.client.getPrompt({ name: "nope" }))).toMatch(/^MCP error -32602: no prompt "nope"; prompts are /)
+    // The SDK's own argument check of tools/call, too.
+    const sdkCheck = await messageOf(h.client.request({ method: "tools/call", params: { name: "list_vms", arguments: "all" } } as never, CallToolResultSchema))
+    expect(sdkCheck).toMatch(/^MCP error -32602: invalid tools\/call request: params\.arguments: /)
+    expect(sdkCheck).not.toMatch(/MCP error -?\d+: MCP error/)
   })
 
   it("offers the three prompts, which sequence existing tools only", async () => {

@@ -46,6 +46,27 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     }
   })
 
+  it("serves a subset with --toolsets and --read-only, and refuses an unknown toolset", async () => {
+    const names = async (args: ReadonlyArray<string>) => {
+      const subset = await stdioClient(home, args)
+      try {
+        return (await subset.listTools()).tools.map((tool) => tool.name)
+      } finally {
+        await subset.close()
+      }
+    }
+    const jobs = ["exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs"]
+    expect(await names(["--toolsets", "jobs"])).toEqual(jobs)
+    const vmAndJobs = await names(["--toolsets", "vm, jobs"])
+    expect(vmAndJobs).toEqual(TOOLS.filter((name) => ["list_vms", "vm_status", "create", "start", "stop", "wait", "destroy", "update", "clone", "forward", "logs", "screenshot", ...jobs].includes(name)))
+    const { tools } = await client.listTools()
+    expect(await names(["--read-only"])).toEqual(tools.filter((tool) => tool.annotations?.readOnlyHint === true).map((tool) => tool.name))
+    expect(await names(["--toolsets", "guest", "--read-only"])).toEqual(["read_file", "list_dir", "stat", "ps", "svc_status", "tail_log"])
+    const refused = await run(["mcp", "--toolsets", "vm,gpu"], { STOAT_HOME: home })
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(/--toolsets takes a comma-separated list of vm, snapshots, guest, jobs, host, recipes, project; unknown: gpu/)
+  })
+
   it("gives every tool a closed input schema without host-only fields, an output schema and all four annotations", async () => {
     const { tools } = await client.listTools()
     for (const tool of tools) {
@@ -66,9 +87,21 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
     expect(prop("update", "agent_access").enum).toEqual(["none", "observe", "manage", "exec"])
     expect(prop("logs", "which").enum).toEqual(["console", "apply"])
     expect(prop("wait", "timeout_seconds")).toMatchObject({ maximum: 600 })
-    expect(tools.find((t) => t.name === "wait")!.description).toMatch(/default 300, max 600/)
+    expect(prop("wait", "timeout_seconds").description).toMatch(/default 300, max 600/)
     expect(tools.find((t) => t.name === "create")!.description).toMatch(/ram_mb 4096, cpus 4, disk 8G/)
-    expect(tools.find((t) => t.name === "exec")!.description).toMatch(/default 60, max 600/)
+    expect(prop("exec", "timeout_seconds").description).toMatch(/default 60, max 600/)
+  })
+
+  it("costs an agent at most 40 KB of tools/list, every argument described for a person (P12)", async () => {
+    const { tools } = await client.listTools()
+    expect(Buffer.byteLength(JSON.stringify({ tools }))).toBeLessThanOrEqual(40 * 1024)
+    for (const tool of tools) {
+      for (const [field, schema] of Object.entries(tool.inputSchema.properties ?? {}) as Array<[string, { description?: string }]>) {
+        // Effect's generated descriptions ("a number between 0 and 9007199254740991", "an array
+        // of at most 4096 item(s)") all start with an article: a human one says what the field is.
+        expect(schema.description, `${tool.name}.${field}`).toMatch(/^(?!an? )\S/)
+      }
+    }
   })
 
   it("answers read tools with structuredContent that matches the output schema and a JSON text block", async () => {

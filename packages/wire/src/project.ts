@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ErrorCode } from "./errors.js"
 
 export const InitResult = Schema.Struct({ path: Schema.String, project: Schema.String, gitignore_updated: Schema.Boolean })
 export const Drift = Schema.Struct({
@@ -25,6 +26,8 @@ export const ProjectRunVm = Schema.Struct({
   key: Schema.String,
   name: Schema.String,
   status: Schema.Literal("ok", "error", "skipped"),
-  error: Schema.optional(Schema.String)
+  error: Schema.optional(Schema.String),
+  /** The failure's wire code (with error), so a caller branches on it as on a tool's own error. */
+  code: Schema.optional(ErrorCode)
 })
 export const ProjectRun = Schema.Struct({ project: Schema.String, vms: Schema.Array(ProjectRunVm) })

@@ -11,11 +11,11 @@ const CopyInput = Schema.Struct({
   local: Schema.String.pipe(
     Schema.pattern(/^[^\0]+$/, { message: () => "host paths are non-empty and contain no NUL" }),
     Schema.maxLength(4096)
-  ).annotations({ description: "host file inside the VM's shared folder; a relative path is relative to that folder" }),
+  ).annotations({ description: "Host file inside the VM's shared folder (relative: to that folder)" }),
   remote: Schema.String.pipe(
     Schema.pattern(/^\/[^\0]*$/, { message: () => "guest paths are absolute and contain no NUL" }),
     Schema.maxLength(4096)
-  ).annotations({ description: "absolute guest path" }),
+  ).annotations({ description: "Absolute guest path" }),
   /** CLI only: a person at the terminal may copy any host file they can read or write (original §2.2, §5). */
   unconfined: hostOnly(Schema.optional(Schema.Boolean))
 })
@@ -47,12 +47,13 @@ export const copyTo = defineOperation({
   expose: { cli: "cp", mcp: true },
   title: "Copy a host file into a VM",
   description:
-    "Copy a regular file from the VM's shared folder on the host (local; relative paths are relative to that folder, symlinks leading out of it are refused) to the absolute guest path remote, streamed over SFTP.",
+    "Copy a regular file from the VM's shared folder on the host (symlinks leading out of it are refused) to an absolute guest path, over SFTP.",
   kind: "command",
   input: CopyInput,
   output: McpCopyResult,
   cliView: copyView,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => copy(input, true)
 })
@@ -64,12 +65,13 @@ export const copyFrom = defineOperation({
   expose: { cli: "cp", mcp: true },
   title: "Copy a file out of a VM",
   description:
-    "Copy the guest file remote (absolute) into the VM's shared folder on the host (local; relative paths are relative to that folder, symlinks leading out of it are refused). The host file appears complete or not at all.",
+    "Copy the guest file remote into the VM's shared folder on the host (symlinks leading out of it are refused); the host file appears complete or not at all.",
   kind: "command",
   input: CopyInput,
   output: McpCopyResult,
   cliView: copyView,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => copy(input, false)
 })

@@ -11,7 +11,7 @@ const GuestName = (what: string) =>
   Schema.String.pipe(
     Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._@-]*$/, { message: () => `${what} names start with a letter or digit and use letters, digits, '.', '_', '@' and '-'` }),
     Schema.maxLength(256)
-  ).annotations({ description: `${what} name` })
+  ).annotations({ description: `${what[0]!.toUpperCase()}${what.slice(1)} name` })
 const PackageName = Schema.String.pipe(
   Schema.pattern(/^[^\s\0-][^\s\0]*$/, { message: () => "package names are non-empty, have no spaces and do not start with '-'" }),
   Schema.maxLength(256)
@@ -44,19 +44,22 @@ export const execInGuest = defineOperation({
   expose: { cli: "exec", mcp: true },
   title: "Run a command in a VM",
   description:
-    "Run argv (an argument array, not a shell string: use [\"sh\",\"-c\",\"...\"] for shell syntax) in a running VM over SSH; returns stdout, stderr and exit_code. stdin, cwd (absolute) and env are optional. Stops after timeout_seconds (default 60, max 600) and returns the output so far with timed_out=true: start anything longer with exec_bg and poll it. Each stream is capped at 1 MiB (truncated=true); a stream that is not UTF-8 comes as <stream>_base64. Call wait after start before using it.",
+    "Run argv in a running VM over SSH (an argument array, not a shell string); returns stdout, stderr and exit_code. At timeout_seconds it returns the output so far with timed_out=true: run longer work with exec_bg. Streams are capped at 1 MiB (truncated=true); non-UTF-8 output comes as <stream>_base64.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    argv: Schema.NonEmptyArray(Schema.String.pipe(Schema.maxLength(128 * 1024))).pipe(Schema.maxItems(4096)),
-    stdin: Schema.optional(Payload(MAX_WRITE_BYTES)),
-    cwd: Schema.optional(GuestPath),
-    env: Schema.optional(Schema.Record({ key: EnvName, value: Schema.String })),
-    timeout_seconds: Schema.optional(IntRange(1, GUEST_CAPS.execTimeoutSeconds))
+    argv: Schema.NonEmptyArray(Schema.String.pipe(Schema.maxLength(128 * 1024)))
+      .pipe(Schema.maxItems(4096))
+      .annotations({ description: 'Command and arguments, e.g. ["sh","-c","..."]; at most 4096 words of 128 KiB' }),
+    stdin: Schema.optional(Payload(MAX_WRITE_BYTES)).annotations({ description: "Text fed to the command's stdin (max 16 MiB; default none)" }),
+    cwd: Schema.optional(GuestPath).annotations({ description: "Absolute working folder (default the ssh user's home)" }),
+    env: Schema.optional(Schema.Record({ key: EnvName, value: Schema.String })).annotations({ description: "Extra environment variables, {NAME: value}" }),
+    timeout_seconds: Schema.optional(IntRange(1, GUEST_CAPS.execTimeoutSeconds)).annotations({ description: `Seconds before it stops (default 60, max ${GUEST_CAPS.execTimeoutSeconds})` })
   }),
   output: ExecResult,
   cliView: (result, { vm }): typeof CliExecResult.Type => ({ vm, ...result }),
   annotations: EXEC,
+  touches: ["guest"],
   access: "exec",
   run: (input) =>
     inGuest(input.vm, (ops, session) =>
@@ -76,13 +79,13 @@ export const readFileOp = defineOperation({
   expose: { cli: "file read", mcp: true },
   title: "Read a file in a VM",
   description:
-    "Read a file of a running VM as the guest's ssh user. path is absolute; offset (bytes, default 0) and max_bytes (default and cap 1 MiB; 0 = the cap) select a range. Returns content (UTF-8 text, or base64 with encoding=\"base64\" when the bytes are not UTF-8), the file's size, and truncated=true when more follows the returned range (read on with a larger offset). Missing path: not_found; unreadable: access_denied.",
+    "Read a file of a running VM as the ssh user: content (UTF-8, or base64 with encoding=\"base64\"), the file's size, and truncated=true when more follows (read on from a larger offset). Missing: not_found; unreadable: access_denied.",
   kind: "query",
   input: Schema.Struct({
     vm: VmName,
     path: GuestPath,
-    offset: Schema.optional(IntRange(0, Number.MAX_SAFE_INTEGER)),
-    max_bytes: Schema.optional(IntRange(0, GUEST_CAPS.readBytes))
+    offset: Schema.optional(Schema.NonNegativeInt).annotations({ description: "Byte offset to read from (default 0)" }),
+    max_bytes: Schema.optional(IntRange(0, GUEST_CAPS.readBytes)).annotations({ description: "Bytes to read (default and max 1 MiB; 0 = max)" })
   }),
   output: FileContent,
   annotations: READ,
@@ -99,20 +102,21 @@ export const writeFileOp = defineOperation({
   expose: { cli: "file write", mcp: true },
   title: "Write a file in a VM",
   description:
-    "Write content to an absolute path in a running VM, as the guest's ssh user (the file belongs to that user). mode is octal permission bits (default 0644, set on the file after writing); append=true appends; parents=true creates missing parent folders; encoding=\"base64\" when content is base64 of binary bytes. as_root=true writes as root through the guest's escalation (sudo -n) and needs agent_access exec. Returns {path, bytes, mode}. Missing folder: not_found; not writable: access_denied. At most 16 MiB per call; for larger files use copy_to.",
+    "Write a file in a running VM as the guest's ssh user (the file is that user's). Returns {path, bytes, mode}. Missing folder: not_found; not writable: access_denied. At most 16 MiB per call; for larger files use copy_to.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
     path: GuestPath,
-    content: Payload(MAX_CONTENT_CHARS),
-    encoding: Schema.optional(Schema.Literal("base64")),
-    mode: Schema.optional(Mode),
-    append: Schema.optional(Schema.Boolean),
-    parents: Schema.optional(Schema.Boolean),
-    as_root: Schema.optional(Schema.Boolean)
+    content: Payload(MAX_CONTENT_CHARS).annotations({ description: "Text to write (max 16 MiB), or base64 with encoding" }),
+    encoding: Schema.optional(Schema.Literal("base64")).annotations({ description: "base64 when content encodes binary bytes (default text)" }),
+    mode: Schema.optional(Mode).annotations({ description: "Octal permission bits (default 0644)" }),
+    append: Schema.optional(Schema.Boolean).annotations({ description: "Append instead of replacing (default false)" }),
+    parents: Schema.optional(Schema.Boolean).annotations({ description: "Create missing parent folders (default false)" }),
+    as_root: Schema.optional(Schema.Boolean).annotations({ description: "Write as root through sudo -n; needs agent_access exec (default false)" })
   }),
   output: WriteFileResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: (input) => (input.as_root === true ? "exec" : "manage"),
   run: (input) => {
     if (input.encoding === "base64" && !isBase64(input.content))
@@ -141,7 +145,7 @@ export const listDirOp = defineOperation({
   expose: { cli: "file ls", mcp: true },
   title: "List a folder in a VM",
   description:
-    "List the entries of an absolute folder path in a running VM, as the ssh user: each entry's basename, type (file, dir, symlink, fifo, socket, char, block), size in bytes, mode (octal, e.g. 0755), mtime (RFC 3339 UTC) and owner. Hidden entries included, symlinks not followed. At most 2000 entries, with truncated=true when there are more.",
+    "List a folder of a running VM as the ssh user: each entry's basename, type, size, octal mode, mtime (RFC 3339) and owner; hidden entries included, symlinks not followed. At most 2000 entries (truncated=true).",
   kind: "query",
   input: PathInput,
   output: DirListing,
@@ -156,7 +160,7 @@ export const statOp = defineOperation({
   expose: { cli: "file stat", mcp: true },
   title: "Stat a path in a VM",
   description:
-    "Describe one absolute path in a running VM (a symlink itself, not its target): name (basename), type, size, mode (octal), mtime (RFC 3339 UTC) and owner. Missing path: not_found.",
+    "Describe one path of a running VM (a symlink itself): name, type, size, octal mode, mtime (RFC 3339) and owner. Missing: not_found.",
   kind: "query",
   input: PathInput,
   output: DirEntry,
@@ -171,7 +175,7 @@ export const psOp = defineOperation({
   expose: { cli: "ps", mcp: true },
   title: "List processes in a VM",
   description:
-    "List the processes of a running VM: pid, ppid, user, elapsed (when the guest's ps reports it) and command line. At most 2000 rows, with truncated=true when there are more.",
+    "The processes of a running VM: pid, ppid, user, elapsed and command. At most 2000 rows (truncated=true).",
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: ProcessList,
@@ -188,7 +192,7 @@ export const svcStatusOp = defineOperation({
   expose: { cli: "svc", mcp: true },
   title: "Show a service's status in a VM",
   description:
-    "Run the guest definition's service status command (systemctl status / rc-service status) for a service of a running VM. Returns its stdout, stderr and exit_code, plus active (running now) and enabled (starts at boot). A guest without a service manager answers capability_unavailable.",
+    "A service's status in a running VM (systemctl / rc-service status): stdout, stderr, exit_code, active and enabled. No service manager: capability_unavailable.",
   kind: "query",
   input: Schema.Struct({ vm: VmName, name: ServiceName }),
   output: SvcStatus,
@@ -203,11 +207,16 @@ export const svcOp = defineOperation({
   expose: { cli: "svc", mcp: true },
   title: "Enable, start, stop or restart a service in a VM",
   description:
-    "Enable, start, stop or restart a service of a running VM with the guest definition's service templates, as root (through sudo -n when the ssh user is not root). Returns the command's stdout, stderr and exit_code; a non-zero exit_code is the service manager's answer (read stderr). A guest without a service manager answers capability_unavailable.",
+    "Enable, start, stop or restart a service of a running VM as root, with the guest definition's templates. A non-zero exit_code is the service manager's answer (see stderr); no service manager: capability_unavailable.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName, name: ServiceName, action: Schema.Literal("enable", "start", "stop", "restart") }),
+  input: Schema.Struct({
+    vm: VmName,
+    name: ServiceName,
+    action: Schema.Literal("enable", "start", "stop", "restart").annotations({ description: "What to do with the service" })
+  }),
   output: CommandResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => inGuest(input.vm, (ops, session) => ops.svc(session, input.name, input.action))
 })
@@ -218,13 +227,13 @@ export const tailLogOp = defineOperation({
   expose: { cli: "tail", mcp: true },
   title: "Tail a log in a VM",
   description:
-    "The last lines (default 50, max 2000) of a log in a running VM. unit: that systemd unit's journal (journalctl, as root; systemd guests only). path: an absolute file, read as the ssh user. Neither: the guest's system log (its definition's log_path, or the whole journal on systemd), as root. Give unit or path, not both.",
+    "The last lines of a log in a running VM: a systemd unit's journal (as root), an absolute file (as the ssh user), or with neither the guest's system log (as root). Give unit or path, not both.",
   kind: "query",
   input: Schema.Struct({
     vm: VmName,
-    unit: Schema.optional(GuestName("unit")),
-    path: Schema.optional(GuestPath),
-    lines: Schema.optional(IntRange(1, GUEST_CAPS.tailLines))
+    unit: Schema.optional(GuestName("unit")).annotations({ description: "systemd unit whose journal to read" }),
+    path: Schema.optional(GuestPath).annotations({ description: "Absolute log file to read" }),
+    lines: Schema.optional(IntRange(1, GUEST_CAPS.tailLines)).annotations({ description: `Lines (default 50, max ${GUEST_CAPS.tailLines})` })
   }),
   output: TailLines,
   annotations: READ,
@@ -242,11 +251,15 @@ export const pkgInstallOp = defineOperation({
   expose: { cli: "pkg install", mcp: true },
   title: "Install packages in a VM",
   description:
-    "Install packages in a running VM with the guest definition's package manager (e.g. apt-get update, then apt-get install -y), as root. packages are plain names (not options). Returns the combined stdout, stderr and the install's exit_code. Can take minutes on a slow guest. A guest without a package manager answers capability_unavailable.",
+    "Install packages in a running VM as root with the guest definition's package manager (e.g. apt-get update, then install -y); returns stdout, stderr and exit_code. Can take minutes. No package manager: capability_unavailable.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName, packages: Schema.NonEmptyArray(PackageName).pipe(Schema.maxItems(200)) }),
+  input: Schema.Struct({
+    vm: VmName,
+    packages: Schema.NonEmptyArray(PackageName).pipe(Schema.maxItems(200)).annotations({ description: "Package names, not options (1..200)" })
+  }),
   output: CommandResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => inGuest(input.vm, (ops, session) => ops.pkgInstall(session, input.packages))
 })
@@ -257,11 +270,12 @@ export const useraddOp = defineOperation({
   expose: { cli: "user add", mcp: true },
   title: "Add a user in a VM",
   description:
-    "Add a user to a running VM with the guest definition's useradd command (e.g. useradd -m -s /bin/bash NAME), as root. Returns stdout, stderr and exit_code (non-zero when the user exists). A guest that defines no useradd command answers capability_unavailable.",
+    "Add a user to a running VM as root with the guest definition's useradd command; returns stdout, stderr and exit_code (non-zero when the user exists).",
   kind: "command",
   input: Schema.Struct({ vm: VmName, name: GuestName("user") }),
   output: CommandResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => inGuest(input.vm, (ops, session) => ops.useradd(session, input.name))
 })

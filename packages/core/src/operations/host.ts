@@ -22,11 +22,16 @@ export const prune = defineOperation({
   expose: { cli: "prune", mcp: true },
   title: "Remove stale files",
   description:
-    "Find stale files: partial downloads untouched for 2 minutes, orphaned checkpoint files (abandoned or unusable checkpoints, disk layers no disk reads) and what a VM killed or crashed left (pidfile, sockets) always, broken VMs (broken=true; never a running one) and images no VM uses (images=true). A dry run unless apply=true.",
+    "Find stale files (partial downloads, orphaned checkpoint files, what a crashed VM left; with broken, broken VMs; with images, unused images) and, with apply=true, delete them.",
   kind: "command",
-  input: Schema.Struct({ apply: Schema.optional(Schema.Boolean), broken: Schema.optional(Schema.Boolean), images: Schema.optional(Schema.Boolean) }),
+  input: Schema.Struct({
+    apply: Schema.optional(Schema.Boolean).annotations({ description: "Delete what was found (default false: a dry run)" }),
+    broken: Schema.optional(Schema.Boolean).annotations({ description: "Include broken VMs, never a running one (default false)" }),
+    images: Schema.optional(Schema.Boolean).annotations({ description: "Include images no VM uses (default false)" })
+  }),
   output: PruneResult,
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   // A dry run deletes nothing; applying is confirmed with the word "prune".
   confirm: (input) => (input.apply === true ? "prune" : undefined),
@@ -77,9 +82,9 @@ export const capabilities = defineOperation({
   expose: { cli: "capabilities", mcp: true },
   title: "Report capabilities",
   description:
-    "Report what this host and build can do (VM lifecycle, snapshots, recipes, projects, MCP guest access levels) and what is unavailable, optionally for one VM. Reads host checks and stored VM metadata only; never starts or connects to a VM.",
+    "What this host and build can do (lifecycle, snapshots, recipes, projects, MCP access levels) and what is unavailable. Reads host checks and stored metadata only.",
   kind: "query",
-  input: Schema.Struct({ vm: Schema.optional(VmName) }),
+  input: Schema.Struct({ vm: Schema.optional(VmName).annotations({ description: "One VM to report on; omit for host and project scope" }) }),
   output: CapabilityReport,
   annotations: READ,
   access: null,

@@ -10,7 +10,7 @@ export const listImages = defineOperation({
   tool: "list_images",
   expose: { cli: "images", mcp: true },
   title: "List images",
-  description: "List the catalog images (and images VMs were created from) with whether each is downloaded and its size. `tiny` is built locally from Debian packages.",
+  description: "Catalog images and images in use, with whether each is downloaded and its size. tiny is built locally.",
   kind: "query",
   input: NoInput,
   output: ImageList,
@@ -30,6 +30,7 @@ export const pullImage = defineOperation({
   input: Schema.Struct({ id: Schema.String }),
   output: PullResult,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  touches: ["network"],
   access: null,
   run: (input) =>
     Effect.gen(function* () {

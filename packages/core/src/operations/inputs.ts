@@ -38,7 +38,7 @@ export const SshPort = IntRange(1024, 65535)
 export const GuestPath = Schema.String.pipe(
   Schema.pattern(/^\/[^\0]*$/, { message: () => "guest paths are absolute and contain no NUL" }),
   Schema.maxLength(4096)
-).annotations({ description: "absolute path in the guest" })
+).annotations({ description: "Absolute guest path" })
 
 /** An environment variable name for a guest command (reference §5 Guards). */
 export const EnvName = Schema.String.pipe(Schema.pattern(ENV_NAME, { message: () => "environment names are letters, digits and _, not starting with a digit" }))

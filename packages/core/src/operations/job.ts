@@ -14,7 +14,7 @@ const NO_NUL = /^[^\0]*$/
 const ArgWord = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "argv words contain no NUL" }), Schema.maxLength(16_384))
 const EnvValue = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "environment values contain no NUL" }), Schema.maxLength(16_384))
 const JobId = Schema.String.pipe(Schema.pattern(JOB_ID, { message: () => "job ids look like j-0123abcd (j- and 8 hex digits)" })).annotations({
-  description: "job id from exec_bg, j- and 8 hex digits"
+  description: "Job id from exec_bg (j- and 8 hex digits)"
 })
 /** A signal name as `kill -s` takes it: TERM, KILL, USR1, RTMIN1 … (no SIG prefix). */
 // Two checks rather than a lookahead: schema-derived arbitraries (fuzz, property tests) cannot draw from `(?!…)`.
@@ -34,16 +34,19 @@ export const execBackground = defineOperation({
   expose: { cli: "jobs start", mcp: true },
   title: "Start a background job in a VM",
   description:
-    "Start argv (an argument array, not a shell string) in the background of a running VM and return its job_id at once. The job outlives the call; its stdout and stderr go to files under /run/stoat/jobs/<job_id>/ on the guest. Poll it with job_status or job_wait, read output with job_output, stop it with job_kill.",
+    "Start argv in the background of a running VM and return its job_id at once; output goes to files in the guest. Poll with job_status or job_wait, read with job_output, stop with job_kill.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    argv: Schema.NonEmptyArray(ArgWord).pipe(Schema.maxItems(1024)),
-    cwd: Schema.optional(GuestPath),
-    env: Schema.optional(Schema.Record({ key: EnvName, value: EnvValue }))
+    argv: Schema.NonEmptyArray(ArgWord)
+      .pipe(Schema.maxItems(1024))
+      .annotations({ description: 'Command and arguments, e.g. ["sh","-c","..."]; at most 1024 words of 16 KiB' }),
+    cwd: Schema.optional(GuestPath).annotations({ description: "Absolute working folder (default the ssh user's home)" }),
+    env: Schema.optional(Schema.Record({ key: EnvName, value: EnvValue })).annotations({ description: "Extra environment variables, {NAME: value}" })
   }),
   output: JobStarted,
   annotations: EXEC,
+  touches: ["guest"],
   access: "exec",
   run: (input) =>
     Effect.flatMap(runningTarget(input.vm), (target) =>
@@ -59,7 +62,7 @@ export const jobStatus = defineOperation({
   expose: { cli: "jobs status", mcp: true },
   title: "Show a background job's state",
   description:
-    "The state of a job started by exec_bg: starting until the guest records its pid, then running, then exited with exit_code. unknown means the guest was restarted (which clears the job files).",
+    "A job's state: starting, running, then exited with exit_code; unknown after a guest reboot.",
   kind: "query",
   input: JobInput,
   output: JobStatus,
@@ -75,9 +78,13 @@ export const jobWait = defineOperation({
   expose: { cli: "jobs wait", mcp: true },
   title: "Wait for a background job",
   description:
-    "Block until the job exits or timeout_seconds (default 60, max 600) pass, then return its state, exit_code once exited, and the last 4 KiB of stdout and stderr. A job still running at the timeout is not an error: state says running.",
+    "Block until the job exits or timeout_seconds pass; returns its state, exit_code once exited, and the last 4 KiB of stdout and stderr. Still running at the timeout is not an error.",
   kind: "query",
-  input: Schema.Struct({ vm: VmName, job_id: JobId, timeout_seconds: Schema.optional(IntRange(1, 600)) }),
+  input: Schema.Struct({
+    vm: VmName,
+    job_id: JobId,
+    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds to wait (default 300, max 600)" })
+  }),
   output: JobWaited,
   annotations: READ,
   access: "exec",
@@ -90,14 +97,14 @@ export const jobOutput = defineOperation({
   tool: "job_output",
   expose: { cli: "jobs output", mcp: true },
   title: "Read a background job's output",
-  description: `Read a job's stdout (default) or stderr from byte offset (default 0), at most max_bytes (0 or absent = the cap of ${JOB_OUTPUT_CAP} bytes). Returns content (base64 with encoding when not UTF-8), the stream's size so far and truncated when more follows.`,
+  description: "Read a job's stdout or stderr from a byte offset: content (base64 with encoding when not UTF-8), the stream's size so far, and truncated when more follows.",
   kind: "query",
   input: Schema.Struct({
     vm: VmName,
     job_id: JobId,
-    stream: Schema.optional(Schema.Literal("stdout", "stderr")),
-    offset: Schema.optional(IntRange(0, Number.MAX_SAFE_INTEGER)),
-    max_bytes: Schema.optional(IntRange(0, JOB_OUTPUT_CAP))
+    stream: Schema.optional(Schema.Literal("stdout", "stderr")).annotations({ description: "Which stream (default stdout)" }),
+    offset: Schema.optional(Schema.NonNegativeInt).annotations({ description: "Byte offset to read from (default 0)" }),
+    max_bytes: Schema.optional(IntRange(0, JOB_OUTPUT_CAP)).annotations({ description: "Bytes to read (default and max 1 MiB; 0 = max)" })
   }),
   output: FileContent,
   annotations: READ,
@@ -119,11 +126,12 @@ export const jobKill = defineOperation({
   expose: { cli: "jobs kill", mcp: true },
   title: "Signal a background job",
   description:
-    "Send signal (default TERM; a name such as KILL, INT or USR1, without SIG) to a running job and its process group. A job that is not running is not signalled: the result has its state and signaled=false.",
+    "Signal a running job and its process group. A job that is not running is not signalled: the result has its state and signaled=false.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName, job_id: JobId, signal: Schema.optional(SignalName) }),
+  input: Schema.Struct({ vm: VmName, job_id: JobId, signal: Schema.optional(SignalName).annotations({ description: "Signal name without SIG, e.g. KILL (default TERM)" }) }),
   output: JobKilled,
   annotations: EXEC,
+  touches: ["guest"],
   access: "exec",
   run: (input) => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.kill(target, input.job_id, input.signal ?? "TERM")))
 })
@@ -134,7 +142,7 @@ export const listJobs = defineOperation({
   expose: { cli: "jobs ls", mcp: true },
   title: "List a VM's background jobs",
   description:
-    "Every job exec_bg started on the VM, from the host's registry (works on a stopped VM), with argv, user, cwd, started and state. States are asked of the guest when the VM runs; a stopped or unreachable VM's jobs read unknown.",
+    "Every job exec_bg started on the VM (host registry; works on a stopped VM) with argv, user, cwd, started and state (unknown when the VM is stopped or unreachable).",
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: JobList,

@@ -15,6 +15,19 @@ export const READ: Annotations = { readOnlyHint: true, destructiveHint: false, i
 export const MUTATE: Annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
 export const DESTRUCTIVE: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false }
 export const EXEC: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
+/** The read and mutate classes of operations that reach the network (issue 26: open world). */
+export const READ_NETWORK: Annotations = { ...READ, openWorldHint: true }
+export const MUTATE_NETWORK: Annotations = { ...MUTATE, openWorldHint: true }
+
+/**
+ * What an operation reaches beyond stoat's own records, which decides its annotation class:
+ * - `guest`: acts in a guest beyond reading it (runs commands or recipe scripts, changes files,
+ *   services, users, or carries guest-made data onto the host): destructive, and open world,
+ *   since what runs there is not stoat's to bound;
+ * - `network`: fetches or resolves something over the network: open world;
+ * - `deletes`: deletes data a person cannot get back: destructive.
+ */
+export type Touch = "guest" | "network" | "deletes"
 
 export type { ExecutionContext }
 
@@ -73,6 +86,8 @@ export interface Operation<I = any, O = any, R = any> {
   /** Plain data: its encoded form is the value itself, which every frontend renders. */
   readonly output: Schema.Schema<O>
   readonly annotations: Annotations
+  /** What it reaches beyond stoat's records (see `Touch`); absent: nothing. Its annotations follow from it. */
+  readonly touches?: ReadonlyArray<Touch>
   /**
    * The CLI's `--json` data for a result (reference §4 "Per-command `data`") where it differs
    * from the MCP result; without it the CLI shows the result itself.

@@ -13,12 +13,14 @@ import { isRunning, type OkRecord } from "../vm/records.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { aggregateHealth } from "../vm/view.js"
 import { NoInput } from "./inputs.js"
-import { defineOperation, DESTRUCTIVE, MUTATE, READ } from "./operation.js"
+import { defineOperation, DESTRUCTIVE, EXEC, MUTATE, READ } from "./operation.js"
 import { viewVms } from "./read.js"
 import { StartFields } from "./vm.js"
 import { progressLine } from "../context/progress.js"
 
-const PROJECT_NOTE = " Acts on the stoat.toml of the server's working directory (no path argument); without one it fails with not_found and the stoat init hint."
+const PROJECT_NOTE = " Uses the stoat.toml of the server's working directory; without one: not_found, run stoat init."
+/** What every fan-out over the declarations shares (seed 000, project tools). */
+const RUN_NOTE = " In declaration order; the first failure stops the run and later VMs are skipped."
 
 /** A declared VM as it stands: missing, or its record (broken, or someone else's, included). */
 const lookup = (declaration: Declaration) =>
@@ -153,7 +155,7 @@ export const projectStatus = defineOperation({
   tool: "project_status",
   expose: { cli: "status", mcp: true },
   title: "Show the project's VMs",
-  description: `Each VM the project declares, in declaration order: its state (missing until stoat up creates it), health, and drift (declared settings that differ, with needs_restart), or the error an immutable change (image, disk, provider) gives.${PROJECT_NOTE}`,
+  description: `Each declared VM's state (missing until project_up creates it), health and drift (declared settings that differ), or the error an immutable change gives.${PROJECT_NOTE}`,
   kind: "query",
   input: NoInput,
   output: ProjectStatus,
@@ -168,9 +170,9 @@ export const projectUp = defineOperation({
   tool: "project_up",
   expose: { cli: "up", mcp: true },
   title: "Bring the project's VMs up",
-  description: `Reconcile each declared VM (create a missing one; apply changed cpus, ram, recipes, params, shares and agent_access; refuse image, disk or provider changes) and start it, in declaration order. The first failure stops the run and later VMs are skipped. parallel brings up to N VMs up at once. With wait=true also waits for SSH (bounded by timeout_seconds per VM).${PROJECT_NOTE}`,
+  description: `Reconcile each declared VM (create it if missing; apply changed cpus, ram, recipes, params, shares, agent_access; refuse image, disk or provider changes) and start it.${RUN_NOTE}${PROJECT_NOTE}`,
   input: Schema.Struct({
-    parallel: Schema.optional(Schema.Int.pipe(Schema.between(1, 16))).annotations({ description: "How many VMs to bring up at once (default 1)" }),
+    parallel: Schema.optional(Schema.Int.pipe(Schema.between(1, 16))).annotations({ description: "VMs brought up at once (default 1, max 16)" }),
     ...StartFields
   }),
   ...FAN_OUT,
@@ -193,13 +195,16 @@ export const projectDown = defineOperation({
   tool: "project_down",
   expose: { cli: "down", mcp: true },
   title: "Stop the project's VMs",
-  description: `Stop each declared VM gracefully, in declaration order; one not created yet counts as stopped. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
+  description: `Stop each declared VM gracefully; one not created yet counts as stopped.${RUN_NOTE}${PROJECT_NOTE}`,
   input: NoInput,
   ...FAN_OUT,
   run: () => Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) => fanOut(project, ifPresent((vm) => vms.stop(vm))))
 })
 
-/** An agent may apply only where every declared VM grants manage: checked before anything runs. */
+/**
+ * An agent may apply only where every declared VM grants manage: checked before anything runs,
+ * refused in the words of every other access check (seed 000).
+ */
 const requireManageEverywhere = (project: Project) =>
   Effect.gen(function* () {
     const policy = yield* AccessPolicy
@@ -207,7 +212,7 @@ const requireManageEverywhere = (project: Project) =>
       const found = yield* lookup(declaration)
       if (Option.isNone(found) || found.value.kind !== "ok") continue
       const level = effectiveAccess(found.value.config)
-      yield* policy.requireGranted(declaration.name, level, "manage", `vm "${declaration.name}" ([vms.${declaration.key}]) has agent_access = ${level}; project_apply needs manage on every VM`)
+      yield* policy.requireGranted(declaration.name, level, "manage", `vm "${declaration.name}" has agent_access = ${level}; needs manage`)
     }
   })
 
@@ -216,9 +221,12 @@ export const projectApply = defineOperation({
   tool: "project_apply",
   expose: { cli: "apply", mcp: true },
   title: "Apply the project's recipes",
-  description: `Apply each declared VM's recipes (as apply_recipes), in declaration order; every VM must be running and, for an agent, grant manage. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
+  description: `Apply each declared VM's recipes (as apply_recipes); every VM must be running and grant an agent manage.${RUN_NOTE}${PROJECT_NOTE}`,
   input: NoInput,
   ...FAN_OUT,
+  // It runs every declared VM's recipe scripts, as apply_recipes does.
+  annotations: EXEC,
+  touches: ["guest"],
   run: () =>
     Effect.gen(function* () {
       const project = yield* projectOf
@@ -233,10 +241,10 @@ export const projectWait = defineOperation({
   tool: "project_wait",
   expose: { cli: "wait", mcp: true },
   title: "Wait for the project's VMs",
-  description: `Wait until each declared VM is reachable over SSH (default), stopped, or has applied its recipes, in declaration order. The first failure stops the run and later VMs are skipped.${PROJECT_NOTE}`,
+  description: `Wait until each declared VM is reachable over SSH (default), stopped, or has applied its recipes.${RUN_NOTE}${PROJECT_NOTE}`,
   input: Schema.Struct({
-    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")),
-    healthy: Schema.optional(Schema.Boolean),
+    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")).annotations({ description: "State to wait for (default reachable)" }),
+    healthy: Schema.optional(Schema.Boolean).annotations({ description: "Wait for the applied recipes' health checks (default false)" }),
     timeout_seconds: WaitTimeout
   }),
   ...FAN_OUT,
@@ -257,6 +265,7 @@ export const projectRm = defineOperation({
   input: Schema.Struct({ detach_dependents: Schema.optional(Schema.Boolean) }),
   output: ProjectRun,
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   target: () => [],
   run: (input) =>

@@ -9,8 +9,12 @@ import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, EXEC, MUTATE, READ } from "./operation.js"
 import { Vms } from "../vm/lifecycle.js"
 
-export const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64))
-const OsName = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/), Schema.maxLength(64))
+export const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64)).annotations({
+  description: "Recipe name"
+})
+const OsName = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/, { message: () => "OS names use lower-case letters, digits and '-'" }), Schema.maxLength(64)).annotations({
+  description: "Guest OS name, e.g. debian"
+})
 const Backend = Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({ description: "Accepted for compatibility; not a filter" })
 const Only = Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256))).annotations({ description: "Apply only these of the VM's recipes (and run manual ones)" })
 
@@ -50,7 +54,7 @@ export const listRecipes = defineOperation({
   expose: { cli: "recipes", mcp: true },
   title: "List recipes",
   description:
-    "List the recipes every recipe root declares (bundled, local, remote), optionally only those that run on one guest OS. has_health tells whether a recipe has a health check; recipe_schema shows it.",
+    "Recipes every recipe root declares (bundled, local, remote); has_health tells whether one has a health check.",
   kind: "query",
   input: Schema.Struct({ os: Schema.optional(OsName).annotations({ description: "Only recipes that run on this guest OS" }), backend: Backend }),
   output: RecipeCatalog,
@@ -100,7 +104,7 @@ export const recipeSchema = defineOperation({
   tool: "recipe_schema",
   expose: { cli: "recipe show", mcp: true },
   title: "Show a recipe's contract",
-  description: "One recipe's contract: schema, runtime, reboot, depends, params (type, default, required, values), outputs and its health check. May refresh bundled recipe files.",
+  description: "One recipe's contract: runtime, depends, params (type, default, required, values), outputs and health check.",
   kind: "query",
   input: Schema.Struct({ name: RecipeName }),
   output: RecipeSchema,
@@ -115,9 +119,13 @@ export const checkRecipes = defineOperation({
   tool: "check_recipes",
   expose: { cli: "check-recipes", mcp: true },
   title: "Check recipes against a guest OS",
-  description: "Tell whether recipes can run on a guest OS; each one that cannot is listed with the reason. An inapplicable recipe is a result, not a failure.",
+  description: "Whether recipes can run on a guest OS; each one that cannot is listed with the reason (a result, not a failure).",
   kind: "query",
-  input: Schema.Struct({ recipes: Schema.NonEmptyArray(RecipeName).pipe(Schema.maxItems(256)), os: OsName, backend: Backend }),
+  input: Schema.Struct({
+    recipes: Schema.NonEmptyArray(RecipeName).pipe(Schema.maxItems(256)).annotations({ description: "Recipe names to check (1..256)" }),
+    os: OsName,
+    backend: Backend
+  }),
   output: CheckRecipesResult,
   annotations: READ,
   access: null,
@@ -146,7 +154,7 @@ export const planRecipes = defineOperation({
   expose: { cli: "plan", mcp: true },
   title: "Plan a recipe apply",
   description:
-    "What apply_recipes would run or skip on a VM and why (never applied, script changed, params changed, already applied, manual), computed on the host: works on a stopped VM and runs nothing.",
+    "What apply_recipes would run or skip on a VM and why; computed on the host, runs nothing, works on a stopped VM.",
   kind: "query",
   input: Schema.Struct({ vm: VmName, only: Only }),
   output: RecipePlan,
@@ -168,11 +176,12 @@ export const applyRecipes = defineOperation({
   expose: { cli: "apply", mcp: true },
   title: "Apply a VM's recipes",
   description:
-    "Run a running VM's configured recipe scripts in dependency order, optionally only a named subset (which also runs manual recipes). Once-recipes whose script and params are unchanged are skipped. Records outputs, runs health checks; a failed check fails the call but keeps the recipes applied. The apply log is logs which=apply.",
+    "Run a running VM's recipes in dependency order (only: a subset, manual ones included); unchanged once-recipes are skipped. Records outputs and runs health checks; the log is logs which=apply.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, only: Only }),
   output: ApplyResult,
   annotations: EXEC,
+  touches: ["guest"],
   access: "manage",
   run: (input) => Effect.flatMap(Vms, (vms) => vms.applyRecipes(input.vm, input.only))
 })

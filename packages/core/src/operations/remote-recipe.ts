@@ -4,7 +4,7 @@ import { RecipeAddResult, RecipePins, RecipeRemoveResult, RecipeSearchResult, Re
 import { RemoteRecipes, type PinnedRecipe } from "../recipes/remote/service.js"
 import { Recipes } from "../recipes/store.js"
 import { Usage } from "../errors.js"
-import { defineOperation, hostOnly, MUTATE, READ } from "./operation.js"
+import { defineOperation, hostOnly, MUTATE, MUTATE_NETWORK, READ_NETWORK } from "./operation.js"
 import { RecipeName, recipeSummary } from "./recipe.js"
 
 const INDEX_REF = /^[a-z0-9][a-z0-9-]*(@[A-Za-z0-9][A-Za-z0-9._/-]*)?$/
@@ -27,14 +27,15 @@ export const searchRecipes = defineOperation({
   expose: { cli: "recipe search", mcp: true },
   title: "Search the recipe index",
   description:
-    "Search the curated recipe index by words in a recipe's name or description (no term lists every entry). The local clone of the index is refreshed when older than 24 hours, or when refresh is true.",
+    "Search the curated recipe index by words in names and descriptions (no term: every entry). The local index clone is refreshed when older than 24 hours.",
   kind: "query",
   input: Schema.Struct({
     term: Schema.optional(Schema.String.pipe(Schema.maxLength(200))).annotations({ description: "Words every listed entry's name or description holds" }),
     refresh: Schema.optional(Schema.Boolean).annotations({ description: "Fetch the index again even when the clone is recent" })
   }),
   output: RecipeSearchResult,
-  annotations: READ,
+  annotations: READ_NETWORK,
+  touches: ["network"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,
@@ -51,7 +52,7 @@ export const addRecipe = defineOperation({
   expose: { cli: "recipe add", mcp: true },
   title: "Add a remote recipe",
   description:
-    "Add a recipe from the curated index, pinned to a commit in stoat.lock: in the working directory's project when it has a stoat.toml (declared in [recipes], checked out in .stoat/recipes/), else globally. Takes index names only (name or name@ref); Git URLs are refused. A name another recipe already uses is refused.",
+    "Add a recipe from the curated index by name or name@ref (Git URLs are refused), pinned in stoat.lock: to the working directory's project when it has a stoat.toml, else globally.",
   kind: "command",
   input: Schema.Struct({
     name: Schema.optional(IndexRef),
@@ -62,7 +63,8 @@ export const addRecipe = defineOperation({
     preview: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Resolve and validate only; write nothing" }))
   }),
   output: RecipeAddResult,
-  annotations: MUTATE,
+  annotations: MUTATE_NETWORK,
+  touches: ["network"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,
@@ -94,7 +96,9 @@ const pinsOperation = (step: "lock" | "sync", title: string, description: string
     kind: "command",
     input: Schema.Struct({ global: Global }),
     output: RecipePins,
-    annotations: MUTATE,
+    annotations: MUTATE_NETWORK,
+    // Both resolve or fetch the pinned Git sources.
+    touches: ["network"],
     access: null,
     // Recipe names and Git sources are never VMs.
     target: noVms,
@@ -118,15 +122,16 @@ export const updateRecipe = defineOperation({
   tool: "update_recipe",
   expose: { cli: "recipe update", mcp: true },
   title: "Re-pin remote recipes",
-  description: "Resolve a remote recipe's stored ref again (a branch may have moved) and check out the new commit; without a name, every remote recipe of the scope.",
+  description: "Resolve a remote recipe's ref again and check out the new commit.",
   kind: "command",
   input: Schema.Struct({
-    name: Schema.optional(RecipeName),
+    name: Schema.optional(RecipeName).annotations({ description: "Remote recipe to repin; omit for all of the scope" }),
     names: hostOnly(Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256)))),
     global: hostOnly(Global)
   }),
   output: RecipeUpdateResult,
-  annotations: MUTATE,
+  annotations: MUTATE_NETWORK,
+  touches: ["network"],
   access: null,
   // Recipe names and Git sources are never VMs.
   target: noVms,
@@ -143,7 +148,7 @@ export const removeRecipe = defineOperation({
   tool: "remove_recipe",
   expose: { cli: "recipe rm", mcp: true },
   title: "Remove a remote recipe",
-  description: "Remove a remote recipe's declaration, pin and checkout. Refused while a VM lists the recipe.",
+  description: "Remove a remote recipe's declaration, pin and checkout; refused while a VM lists it.",
   kind: "command",
   input: Schema.Struct({
     name: RecipeName,

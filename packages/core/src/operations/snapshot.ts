@@ -8,7 +8,9 @@ import { defineOperation, DESTRUCTIVE, MUTATE, READ } from "./operation.js"
 const answer = <E>(call: (snapshots: Context.Tag.Service<Snapshots>) => Effect.Effect<ReadonlyArray<Snapshot>, E>) =>
   Effect.map(Effect.flatMap(Snapshots, call), (snapshots) => ({ snapshots }))
 
-const Tag = Schema.String.pipe(Schema.pattern(/^\S+$/, { message: () => "snapshot tags are non-empty and contain no whitespace" }), Schema.maxLength(128))
+const Tag = Schema.String.pipe(Schema.pattern(/^\S+$/, { message: () => "snapshot tags are non-empty and contain no whitespace" }), Schema.maxLength(128)).annotations({
+  description: "Snapshot tag: no whitespace, at most 128"
+})
 
 /** `stoat snapshot <vm> <tag>` answers what it did, not the resulting list (reference §4). */
 const snapshotAction =
@@ -20,7 +22,7 @@ export const listSnapshots = defineOperation({
   tool: "list_snapshots",
   expose: { cli: "snapshot ls", mcp: true },
   title: "List snapshots",
-  description: "List a VM's disk snapshots (tag, size, creation time). Works on running and stopped VMs.",
+  description: "A VM's disk snapshots: tag, size, creation time.",
   kind: "query",
   input: Schema.Struct({ vm: VmName }),
   output: SnapshotsResult,
@@ -35,7 +37,7 @@ export const saveSnapshot = defineOperation({
   tool: "snapshot",
   expose: { cli: "snapshot", mcp: true },
   title: "Save a snapshot",
-  description: "Save a disk snapshot under a tag (replacing one with the same tag). On a running VM it is disk-only and crash-consistent.",
+  description: "Save a disk snapshot under a tag (replacing the same tag); on a running VM it is crash-consistent.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: SnapshotsResult,
@@ -50,12 +52,13 @@ export const restoreSnapshot = defineOperation({
   tool: "restore",
   expose: { cli: "snapshot", mcp: true },
   title: "Restore a snapshot",
-  description: "Roll a stopped VM's disk back to a snapshot. Changes since the snapshot are lost. Unknown tags answer not_found with the existing tags.",
+  description: "Roll a stopped VM's disk back to a snapshot; later changes are lost. Unknown tag: not_found listing the tags.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: SnapshotsResult,
   cliView: snapshotAction("restore"),
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   run: (input) => answer((snapshots) => snapshots.restore(input.vm, input.tag))
 })
@@ -65,12 +68,13 @@ export const deleteSnapshot = defineOperation({
   tool: "delete_snapshot",
   expose: { cli: "snapshot rm", mcp: true },
   title: "Delete a snapshot",
-  description: "Delete a disk snapshot by tag. Works on running and stopped VMs.",
+  description: "Delete a disk snapshot by tag (running or stopped VM).",
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: SnapshotsResult,
   cliView: snapshotAction("delete"),
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   run: (input) => answer((snapshots) => snapshots.remove(input.vm, input.tag))
 })

@@ -8,7 +8,7 @@ import { AccessLevel, DISK_RANGE, DiskSizeInput } from "../vm/config.js"
 import { isRunning, loadVm, type OkRecord } from "../vm/records.js"
 import { Vms } from "../vm/lifecycle.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
-import { Cpus, RamMb, SshPort, VmName } from "./inputs.js"
+import { Cpus, IntRange, RamMb, SshPort, VmName } from "./inputs.js"
 import { DESTRUCTIVE, defineOperation, hostOnly, MUTATE, READ } from "./operation.js"
 import { viewVms } from "./read.js"
 
@@ -26,18 +26,18 @@ const HostShares = hostOnly(
 )
 
 const CreateInput = Schema.Struct({
-  name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'" }),
+  name: Schema.String.annotations({ description: "New VM name: letters, digits, '.', '_', '-'; at most 64" }),
   image: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/))).annotations({
-    description: "Catalog image id (see list_images), e.g. tiny, debian-12-mini (both built locally) or ubuntu-24.04 (downloaded first with stoat pull)"
+    description: "Catalog image id from list_images, e.g. tiny (built locally); a cloud image must be downloaded first"
   }),
   image_path: hostOnly(Schema.optional(Schema.String).annotations({ description: "Your own image file (CLI only)" })),
-  os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))),
-  backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")),
-  mode: Schema.optional(Schema.Literal("live", "disk")),
+  os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({ description: "Guest OS definition (see list_guests); default: the image's" }),
+  backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")).annotations({ description: "Provisioning backend; default: the image's" }),
+  mode: Schema.optional(Schema.Literal("live", "disk")).annotations({ description: "For an image that offers both; default: the image's" }),
   ram_mb: Schema.optional(RamMb).annotations({ description: "RAM in MiB (default 4096; tiny: 256)" }),
   cpus: Schema.optional(Cpus).annotations({ description: "vCPUs (default 4; tiny: 1)" }),
   disk: Schema.optional(DiskSizeInput).annotations({ description: `Absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max}, e.g. 8G (default 8G)` }),
-  recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
+  recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))).annotations({ description: "Recipe names to apply (see list_recipes); default none" }),
   agent_access: Schema.optional(AccessLevel).annotations({ description: "Guest access for MCP agents (default manage)" }),
   share: hostOnly(Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" })),
   console_password: hostOnly(Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })),
@@ -53,7 +53,7 @@ export const createVm = defineOperation({
   expose: { cli: "create", mcp: true },
   title: "Create a VM",
   description:
-    "Create a VM definition from a catalog image (the `tiny` image boots to SSH in seconds; cloud images must be downloaded first). Defaults: ram_mb 4096, cpus 4, disk 8G or the image's default (tiny: 256 MiB, 1 vCPU, 1G). A cloud image is always mode cloud; a mode that contradicts the image is refused. Does not start it; call start, then wait.",
+    "Create a VM definition from a catalog image; tiny boots to SSH in seconds. Defaults: ram_mb 4096, cpus 4, disk 8G, or the image's (tiny: 256, 1, 1G). Does not start it: call start, then wait.",
   kind: "command",
   input: CreateInput,
   output: Vm,
@@ -67,8 +67,8 @@ export const createVm = defineOperation({
 // start / stop / wait
 
 const WaitFields = {
-  wait: Schema.optional(Schema.Boolean).annotations({ description: "Also wait until SSH answers (bounded by timeout_seconds)" }),
-  timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({ description: "Seconds to wait (default 300, max 600)" })
+  wait: Schema.optional(Schema.Boolean).annotations({ description: "Also wait until SSH answers (default false)" }),
+  timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds to wait (default 300, max 600)" })
 }
 
 /**
@@ -88,7 +88,7 @@ export const startVm = defineOperation({
   expose: { cli: "up", mcp: true },
   title: "Start a VM",
   description:
-    "Start a stopped VM (already running is fine). Refuses with limit_reached (needed_mb, available_mb) when RAM limits or free host memory do not allow it. With wait=true also waits for SSH; otherwise call wait before any guest tool.",
+    "Start a stopped VM (running is fine). Too little RAM answers limit_reached with needed_mb and available_mb. Without wait=true, call wait before any guest tool.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, ...StartFields }),
   output: Vm,
@@ -103,7 +103,7 @@ export const stopVm = defineOperation({
   tool: "stop",
   expose: { cli: "down", mcp: true },
   title: "Stop a VM",
-  description: "Power a VM down gracefully (ACPI power button, then SIGTERM, then SIGKILL); returns once QEMU has exited. Already stopped is fine.",
+  description: "Power a VM down gracefully (ACPI, then SIGTERM, then SIGKILL); returns once QEMU has exited.",
   kind: "command",
   input: Schema.Struct({ vm: VmName }),
   output: Vm,
@@ -120,13 +120,13 @@ export const waitVm = defineOperation({
   expose: { cli: "wait", mcp: true },
   title: "Wait for a VM state",
   description:
-    "Wait until a VM is reachable over SSH (default), stopped, or has applied its recipes. timeout_seconds is a number of seconds (default 300, max 600). Call it after start or create and before any guest tool.",
+    "Wait until a VM is reachable over SSH (default), stopped, or has applied its recipes. Call it after start and before any guest tool.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")),
-    healthy: Schema.optional(Schema.Boolean),
-    timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 600)))
+    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")).annotations({ description: "State to wait for (default reachable)" }),
+    healthy: Schema.optional(Schema.Boolean).annotations({ description: "Wait for the applied recipes' health checks (default false)" }),
+    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds, not a duration string (default 300, max 600)" })
   }),
   output: WaitResult,
   annotations: MUTATE,
@@ -150,17 +150,18 @@ export const destroyVm = defineOperation({
   expose: { cli: "rm", mcp: true },
   title: "Delete a VM",
   description:
-    "Delete a stopped VM: its folder, disk, snapshots, checkpoints and shared directory. Refuses a running VM. Broken VMs can be deleted. A VM with checkpoints, or with VMs forked or cloned from its disk, answers confirmation_required naming them until detach_dependents=true: then its checkpoints go with it and each (stopped) dependent VM gets its own copy of the data it read from this VM.",
+    "Delete a stopped VM with its disk, snapshots, checkpoints and shared folder (broken VMs too). A VM with checkpoints or VMs built on its disk answers confirmation_required naming them until detach_dependents=true.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
     detach_dependents: Schema.optional(Schema.Boolean).annotations({
-      description: "Also delete its checkpoints and copy into dependent VMs' disks what they read from this VM's (they must be stopped)"
+      description: "Also delete its checkpoints and give stopped dependent VMs their own copy of its disk data (default false)"
     })
   }),
   output: DestroyResult,
   cliView: ({ name, destroyed }): typeof RmResult.Type => ({ deleted: destroyed, name }),
   annotations: DESTRUCTIVE,
+  touches: ["deletes"],
   access: null,
   run: (input) =>
     Effect.as(
@@ -177,18 +178,18 @@ export const updateVm = defineOperation({
   expose: { cli: "update", mcp: true },
   title: "Change a VM's settings",
   description:
-    "Change ram_mb, cpus, ssh_port, disk (grow only, stopped VM), recipes, params or agent_access. Works on a running VM: boot-time fields take effect at the next start and are listed in pending_restart. agent_access may only be lowered here.",
+    "Change a VM's settings; works on a running VM, where boot-time fields wait for the next start (listed in pending_restart). disk grows only, on a stopped VM.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    ram_mb: Schema.optional(RamMb),
-    cpus: Schema.optional(Cpus),
-    ssh_port: Schema.optional(SshPort),
+    ram_mb: Schema.optional(RamMb).annotations({ description: "RAM in MiB" }),
+    cpus: Schema.optional(Cpus).annotations({ description: "vCPUs" }),
+    ssh_port: Schema.optional(SshPort).annotations({ description: "Host SSH port" }),
     disk: Schema.optional(DiskSizeInput).annotations({ description: `New absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max} (grow only)` }),
-    recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))),
-    params: Schema.optional(ParamTable),
-    secrets: Schema.optional(ParamTable),
-    agent_access: Schema.optional(AccessLevel),
+    recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))).annotations({ description: "The VM's recipe list, replaced" }),
+    params: Schema.optional(ParamTable).annotations({ description: "Recipe parameters: {recipe: {param: value}}" }),
+    secrets: Schema.optional(ParamTable).annotations({ description: "Secret recipe parameters, {recipe: {param: value}}; never echoed" }),
+    agent_access: Schema.optional(AccessLevel).annotations({ description: "Lower the guest access for MCP agents (raising is refused)" }),
     share: hostOnly(Schema.optional(Schema.String)),
     shares: HostShares,
     display: hostOnly(Schema.optional(Schema.Literal("auto", "window", "vnc"))),
@@ -214,9 +215,9 @@ export const cloneVm = defineOperation({
   tool: "clone",
   expose: { cli: "clone", mcp: true },
   title: "Clone a VM",
-  description: "Make a new VM from a stopped one: a copy-on-write disk overlay (instant, independent of disk size), a fresh SSH port and no port forwards.",
+  description: "Make a new VM from a stopped one: an instant copy-on-write disk, a fresh SSH port, no forwards.",
   kind: "command",
-  input: Schema.Struct({ source: VmName, name: Schema.String }),
+  input: Schema.Struct({ source: VmName.annotations({ description: "Stopped VM to clone" }), name: Schema.String.annotations({ description: "New VM name" }) }),
   output: CloneResult,
   annotations: MUTATE,
   access: null,
@@ -236,12 +237,14 @@ export const forwardPorts = defineOperation({
   expose: { cli: "forward", mcp: true },
   title: "Show or set port forwards",
   description:
-    "Show a VM's host→guest TCP forwards on 127.0.0.1, or replace them with pairs like \"8080:80\" (host port ≥ 1024), or clear them. On a running VM changes apply at the next start.",
+    "Show a VM's TCP forwards from 127.0.0.1 to the guest, replace them (pairs), or clear them. On a running VM changes apply at the next start.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    pairs: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^\d{1,5}:\d{1,5}$/)))),
-    clear: Schema.optional(Schema.Boolean)
+    pairs: Schema.optional(
+      Schema.Array(Schema.String.pipe(Schema.pattern(/^\d{1,5}:\d{1,5}$/, { message: () => "forwards are HOST:GUEST port pairs such as 8080:80" })))
+    ).annotations({ description: "HOST:GUEST pairs such as 8080:80, replacing the current ones; omit to show them" }),
+    clear: Schema.optional(Schema.Boolean).annotations({ description: "Remove every forward (default false)" })
   }),
   output: ForwardResult,
   annotations: MUTATE,
@@ -261,7 +264,7 @@ export const forwardPorts = defineOperation({
 // logs / screenshot
 
 const MAX_LOG_LINES = 2000
-const LogCount = Schema.optional(Schema.Int.pipe(Schema.between(0, MAX_LOG_LINES)))
+const LogCount = Schema.optional(IntRange(0, MAX_LOG_LINES)).annotations({ description: `Lines (default 50, max ${MAX_LOG_LINES}; 0 = max)` })
 
 /** The file `stoat logs` reads: a VM's console or apply log, or with no VM stoat's own log. */
 export const logFile = (root: DataRootPaths, vm?: string, which: "console" | "apply" = "console"): string =>
@@ -289,11 +292,11 @@ export const vmLogs = defineOperation({
   tool: "logs",
   expose: { cli: "logs", mcp: true },
   title: "Read a VM's log",
-  description: "Last lines of a VM's serial console log (which=console, default) or its last recipe apply log (which=apply). Escape sequences and carriage returns are removed. n ≤ 2000 (default 50).",
+  description: "Last lines of a VM's serial console or last recipe apply log, without terminal escapes.",
   kind: "query",
   input: Schema.Struct({
     vm: VmName,
-    which: Schema.optional(Schema.Literal("console", "apply")),
+    which: Schema.optional(Schema.Literal("console", "apply")).annotations({ description: "Serial console or last recipe apply (default console)" }),
     n: LogCount
   }),
   output: LogLines,
@@ -327,7 +330,7 @@ export const screenshotVm = defineOperation({
   tool: "screenshot",
   expose: { cli: "screenshot", mcp: true },
   title: "Screenshot a VM's display",
-  description: "Save a PNG of a running VM's display under the VM's screenshots folder and report its size.",
+  description: "Save a PNG of a running VM's display in its screenshots folder.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, path: hostOnly(Schema.optional(Schema.String).annotations({ description: "Output file (CLI only)" })) }),
   output: ScreenshotResult,

@@ -26,7 +26,10 @@ export const fanOut = <R>(
         if (yield* Ref.get(failed)) return { ...base, status: "skipped" as const }
         return yield* step(declaration).pipe(
           Effect.as({ ...base, status: "ok" as const }),
-          Effect.catchAll((error) => Effect.as(Ref.set(failed, true), { ...base, status: "error" as const, error: toErrorInfo(error).message }))
+          Effect.catchAll((error) => {
+            const info = toErrorInfo(error)
+            return Effect.as(Ref.set(failed, true), { ...base, status: "error" as const, error: info.message, code: info.code })
+          })
         )
       })
     const vms = yield* Effect.forEach(project.vms, one, { concurrency: Math.max(1, options.concurrency ?? 1) })

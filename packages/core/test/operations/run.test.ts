@@ -86,3 +86,36 @@ describe("runOperation's span", () => {
     expect(await world.ok(listVms, {}, { caller: "mcp" })).toEqual({ vms: [] })
   })
 })
+
+describe("input errors an agent can act on (issue 26 item 9)", () => {
+  /** The message the catalog's own schema gives this input of this tool. */
+  const messageOf = async (tool: string, input: unknown) => {
+    const { catalog } = await import("../../src/operations/index.js")
+    const error = await harness().fail(catalog.find((operation) => operation.tool === tool)!, input)
+    expect(error.code).toBe("usage")
+    return error.message
+  }
+
+  it("says what an argument takes in words, never the schema's construction", async () => {
+    expect(await messageOf("exec", { vm: "a", argv: "ls -l" })).toBe('invalid input for exec: argv must be a non-empty array of strings, got "ls -l"')
+    expect(await messageOf("exec", { vm: "a", argv: [] })).toBe("invalid input for exec: argv must not be empty")
+    expect(await messageOf("exec", { vm: "a", argv: [1] })).toBe("invalid input for exec: argv.0 must be a string, got 1")
+    expect(await messageOf("exec", { vm: "a", argv: ["true"], timeout_seconds: "10s" })).toBe('invalid input for exec: timeout_seconds must be a number, got "10s"')
+    expect(await messageOf("update", { vm: "a", params: { web: { port: 80 } } })).toBe("invalid input for update: params.web.port must be a string, got 80")
+  })
+
+  it("gives one message for a value outside a fixed set, naming the set", async () => {
+    expect(await messageOf("wait", { vm: "a", until: "up" })).toBe('invalid input for wait: until must be one of "reachable", "applied", "stopped", got "up"')
+    expect(await messageOf("svc", { vm: "a", name: "nginx", action: "boot" })).toBe(
+      'invalid input for svc: action must be one of "enable", "start", "stop", "restart", got "boot"'
+    )
+    expect(await messageOf("wait", { vm: "a", healthy: "yes" })).toBe('invalid input for wait: healthy must be true or false, got "yes"')
+  })
+
+  it("keeps a schema's own rule message and quotes a long value only in part", async () => {
+    expect(await messageOf("forward", { vm: "a", pairs: ["80"] })).toBe("invalid input for forward: pairs.0: forwards are HOST:GUEST port pairs such as 8080:80")
+    const message = await messageOf("exec", { vm: "a", argv: ["x".repeat(200_000)] })
+    expect(message).toMatch(/^invalid input for exec: argv\.0 must be a string at most 131072 character\(s\) long, got "x+\.\.\.$/)
+    expect(message.length).toBeLessThan(200)
+  })
+})

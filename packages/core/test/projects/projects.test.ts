@@ -230,7 +230,7 @@ describe("up, status and reconcile", () => {
     expect(status.vms[0]!.drift).toEqual([])
     const run = await h.ok(projectUp, {})
     expect(run.vms).toEqual([
-      { key: "web", name: "demo-web", status: "error", error: 'VM "demo-web": image changed from tiny to debian-12-mini; run stoat rm web and stoat up' },
+      { key: "web", name: "demo-web", status: "error", code: "immutable_field", error: 'VM "demo-web": image changed from tiny to debian-12-mini; run stoat rm web and stoat up' },
       { key: "db", name: "demo-db", status: "skipped" }
     ])
     expect(h.hypervisor.running.size).toBe(0)
@@ -266,7 +266,7 @@ describe("up, status and reconcile", () => {
     const h = projectHarness(TWO)
     await h.ok(createVm, { name: "demo-web", image: "tiny" })
     const run = await h.ok(projectUp, {})
-    expect(run.vms[0]).toMatchObject({ status: "error", error: expect.stringContaining("outside any project") })
+    expect(run.vms[0]).toMatchObject({ status: "error", code: "name_taken", error: expect.stringContaining("outside any project") })
     expect(run.vms[1]!.status).toBe("skipped")
     expect((await h.ok(projectStatus, {})).vms[0]!.error).toContain("outside any project")
   })
@@ -310,7 +310,7 @@ describe("fan-out of down, wait, apply and rm", () => {
     await h.ok(projectDown, {})
     await h.ok(projectRm, {})
     const wait = await h.ok(projectWait, { until: "stopped", timeout_seconds: 1 })
-    expect(wait.vms[0]).toMatchObject({ status: "error", error: expect.stringContaining("stoat up web") })
+    expect(wait.vms[0]).toMatchObject({ status: "error", code: "not_found", error: expect.stringContaining("stoat up web") })
     expect(wait.vms[1]!.status).toBe("skipped")
   })
 
@@ -328,7 +328,8 @@ describe("fan-out of down, wait, apply and rm", () => {
     const h = projectHarness(TWO.replace(`[vms.db]\nimage = "tiny"`, `[vms.db]\nimage = "tiny"\nagent_access = "observe"`))
     await h.ok(projectUp, {})
     const error = await h.fail(projectApply, {}, { caller: "mcp" })
-    expect(error).toMatchObject({ code: "access_denied", subject: "demo-db" })
+    // The words of every access refusal (seed 000), not a project-only variant.
+    expect(error).toEqual({ code: "access_denied", message: 'vm "demo-db" has agent_access = observe; needs manage', subject: "demo-db" })
     // A person at the CLI is not held to agent_access.
     expect((await h.ok(projectApply, {})).vms.map((vm) => vm.status)).toEqual(["ok", "ok"])
   })
@@ -338,7 +339,7 @@ describe("fan-out of down, wait, apply and rm", () => {
     await h.ok(projectUp, {})
     h.write(TWO.replace(`[vms.web]\nimage = "tiny"`, `[vms.web]\nimage = "tiny"\nagent_access = "exec"`))
     const run = await h.ok(projectUp, {}, { caller: "mcp" })
-    expect(run.vms[0]).toMatchObject({ status: "error", error: expect.stringContaining("may only lower agent_access") })
+    expect(run.vms[0]).toMatchObject({ status: "error", code: "access_denied", error: expect.stringContaining("may only lower agent_access") })
   })
 })
 

@@ -1,4 +1,4 @@
-import { Context, Effect, Exit, Runtime, type Fiber, type ManagedRuntime } from "effect"
+import { Context, Effect, Exit, Runtime, type ManagedRuntime } from "effect"
 import { AccessPolicy, accessOf, CALLERS, callerContext, loadVm, effectiveAccess, targetsOf, type Operation } from "@stoat/core"
 
 const mcpCaller = callerContext(CALLERS.mcp)
@@ -12,33 +12,9 @@ export type RunAsAgent = <A, E>(effect: Effect.Effect<A, E, any>, options?: { re
  * first built: providing them to every call cost more than a whole list_vms.
  */
 export const agentRunner = (managed: ManagedRuntime.ManagedRuntime<any, any>): RunAsAgent => {
-  let built: Promise<Fork> | undefined
-  let fork: Fork | undefined
-  const build = () =>
-    (built ??= managed.runtime().then((base) => (fork = Runtime.runFork(Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) })))))
-  return (effect, options) => (fork ? runToExit(fork, effect, options?.signal) : build().then((ready) => runToExit(ready, effect, options?.signal)))
-}
-
-/** Starts a fiber on the agent's runtime. */
-type Fork = <A, E>(effect: Effect.Effect<A, E, any>) => Fiber.RuntimeFiber<A, E>
-
-/**
- * A fiber runs at once, as far as it can without waiting: most queries finish right there, and
- * their exit is answered without watching the signal. Only a call still running listens for the
- * abort: adding and removing that listener on every call cost more than a whole list_vms.
- */
-const runToExit = <A, E>(fork: Fork, effect: Effect.Effect<A, E, any>, signal: AbortSignal | undefined): Promise<Exit.Exit<A, E>> => {
-  const fiber = fork(effect)
-  const finished = fiber.unsafePoll()
-  if (finished !== null) return Promise.resolve(finished)
-  return new Promise((resolve) => {
-    fiber.addObserver(resolve)
-    if (signal === undefined) return
-    const interrupt = () => fiber.unsafeInterruptAsFork(fiber.id())
-    if (signal.aborted) return interrupt()
-    signal.addEventListener("abort", interrupt, { once: true })
-    fiber.addObserver(() => signal.removeEventListener("abort", interrupt))
-  })
+  let agent: Promise<Runtime.Runtime<any>> | undefined
+  const agentRuntime = () => (agent ??= managed.runtime().then((base) => Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) })))
+  return async (effect, options) => Runtime.runPromiseExit(await agentRuntime())(effect, options)
 }
 
 /**

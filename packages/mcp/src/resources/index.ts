@@ -1,5 +1,6 @@
 import { catalog, hostOnlyFields, type Operation } from "@stoat/core"
 import { DEFAULT_CALL_BUDGET_SECONDS, timeoutCapSeconds } from "../tools/budget.js"
+import { fullOutputSchema } from "../tools/json-schema.js"
 
 export const CATALOG_URI = "stoat://operation-catalog"
 export const GUIDE_URI = "stoat://guide"
@@ -16,7 +17,9 @@ export const catalogDocument = (operations: ReadonlyArray<Operation> = catalog) 
     kind: operation.kind,
     access: typeof operation.access === "function" ? "depends on input" : (operation.access ?? "none"),
     annotations: operation.annotations,
-    host_only_fields: hostOnlyFields(operation.input)
+    host_only_fields: hostOnlyFields(operation.input),
+    // tools/list carries only each result's field names; the full DTO is here.
+    output_schema: fullOutputSchema(operation.output)
   }))
 })
 

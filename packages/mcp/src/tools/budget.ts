@@ -12,4 +12,4 @@ export const timeoutCapSeconds = (budgetSeconds: number): number => Math.max(1, 
 
 /** What a tool's description says about the budget (only tools that may run long get it). */
 export const budgetNote = (budgetSeconds: number, hasTimeout: boolean): string =>
-  ` No progress token: answers within ${budgetSeconds} s${hasTimeout ? ` (timeout_seconds capped at ${timeoutCapSeconds(budgetSeconds)})` : ""}, longer work stops with timeout; with one it runs to its cap.`
+  ` Without a progress token: answers within ${budgetSeconds} s${hasTimeout ? `, timeout_seconds ≤ ${timeoutCapSeconds(budgetSeconds)}` : ""} (see guide).`

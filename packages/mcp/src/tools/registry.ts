@@ -1,18 +1,17 @@
-import { JSONSchema, type Schema, SchemaAST } from "effect"
+import { SchemaAST } from "effect"
 import { catalog as fullCatalog, hostOnlyFields, type Operation } from "@stoat/core"
 import { budgetNote, DEFAULT_CALL_BUDGET_SECONDS } from "./budget.js"
+import { compactInputSchema, compactOutputSchema } from "./json-schema.js"
 
 /** A JSON Schema object as the MCP wire carries it. */
 export type JsonSchemaObject = { readonly type: "object"; readonly [key: string]: unknown }
 
 export interface ToolDefinition {
   readonly name: string
-  readonly title: string
   readonly description: string
   readonly inputSchema: JsonSchemaObject
   readonly outputSchema?: JsonSchemaObject
   readonly annotations: {
-    readonly title: string
     readonly readOnlyHint: boolean
     readonly destructiveHint: boolean
     readonly idempotentHint: boolean
@@ -33,32 +32,18 @@ export interface ToolEntry {
   readonly hostOnly: ReadonlyArray<string>
 }
 
-/** Effect titles ("maxLength(64)", "int") describe the schema's construction, not the field; the wire drops them. */
-const clean = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(clean)
-  if (typeof value !== "object" || value === null) return value
-  const out: Record<string, unknown> = {}
-  for (const [key, inner] of Object.entries(value)) {
-    if (key === "title" || key === "$schema" || key === "$id") continue
-    out[key] = key === "properties" || key === "$defs" ? Object.fromEntries(Object.entries(inner as object).map(([k, v]) => [k, clean(v)])) : clean(inner)
-  }
-  return out
-}
-
-const toJsonSchema = (schema: Schema.Schema<any, any>): Record<string, unknown> => clean(JSONSchema.make(schema)) as Record<string, unknown>
-
 /** Could this operation ever need a confirmation word? (Destructive closed-world class, or its own rule.) */
 const confirmable = (operation: Operation): boolean =>
   operation.confirm !== undefined || (operation.annotations.destructiveHint && !operation.annotations.openWorldHint)
 
 const LEVEL_NOTE = (operation: Operation): string => {
-  if (typeof operation.access === "function") return " Needs the VM's agent_access level for the given input (see the argument descriptions)."
-  return operation.access ? ` Needs agent_access = ${operation.access} (or higher) on the VM.` : ""
+  if (typeof operation.access === "function") return " Needs agent_access as the arguments say."
+  return operation.access ? ` Needs agent_access ${operation.access}.` : ""
 }
 
 /** The tool's input schema: the operation's closed object without its host-only fields, plus `confirm` for deletions. */
 export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
-  const schema = toJsonSchema(operation.input)
+  const schema = compactInputSchema(operation.input)
   const hostOnly = new Set(hostOnlyFields(operation.input))
   const properties = Object.fromEntries(Object.entries((schema["properties"] ?? {}) as Record<string, unknown>).filter(([key]) => !hostOnly.has(key)))
   const required = ((schema["required"] ?? []) as string[]).filter((key) => !hostOnly.has(key))
@@ -68,15 +53,14 @@ export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
   if (confirmable(operation)) {
     properties["confirm"] = {
       type: "string",
-      description:
-        'Confirms a deletion: the VM\'s name (delete_checkpoint: "<vm>@<checkpoint>"; prune with apply=true: "prune"). Without it a client with elicitation is asked; any other gets confirmation_required.'
+      description: 'Confirms the deletion: the VM\'s name (delete_checkpoint: "<vm>@<checkpoint>"; prune: "prune"); else the server asks if it can'
     }
   }
-  return { ...schema, type: "object", properties, required, additionalProperties: false }
+  return { ...schema, type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false }
 }
 
 export const outputSchemaOf = (operation: Operation): JsonSchemaObject => {
-  const schema = toJsonSchema(operation.output)
+  const schema = compactOutputSchema(operation.output)
   if (schema["type"] !== "object") throw new Error(`operation ${operation.key}: output schema is not an object`)
   return schema as JsonSchemaObject
 }
@@ -89,14 +73,18 @@ const hasTimeout = (operation: Operation): boolean =>
 const BUDGET_NOTE = (operation: Operation, budgetSeconds: number): string =>
   operation.longRunning === true || hasTimeout(operation) ? budgetNote(budgetSeconds, hasTimeout(operation)) : ""
 
+/**
+ * A tool as tools/list shows it. Every byte is paid by every agent session (P12: ≤ 40 KB for the
+ * whole list), so it carries what an agent acts on: name, description, argument schema, the
+ * result's field names and the four hints. Titles and full result schemas are in the
+ * operation-catalog resource.
+ */
 export const definitionOf = (operation: Operation, budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS): ToolDefinition => ({
   name: operation.tool,
-  title: operation.title,
   description: operation.description + LEVEL_NOTE(operation) + BUDGET_NOTE(operation, budgetSeconds),
   inputSchema: inputSchemaOf(operation),
   outputSchema: outputSchemaOf(operation),
   annotations: {
-    title: operation.title,
     readOnlyHint: operation.annotations.readOnlyHint,
     destructiveHint: operation.annotations.destructiveHint,
     idempotentHint: operation.annotations.idempotentHint,
@@ -105,11 +93,52 @@ export const definitionOf = (operation: Operation, budgetSeconds: number = DEFAU
   ...(operation.longRunning ? { execution: { taskSupport: "optional" as const } } : {})
 })
 
-/** One tool per catalog entry the MCP server exposes, in catalog order. */
-export const buildRegistry = (catalog: ReadonlyArray<Operation> = fullCatalog, budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS): ReadonlyMap<string, ToolEntry> => {
+/** The groups `stoat mcp --toolsets` serves, each a set of tools an agent uses together. */
+export const TOOLSETS = ["vm", "snapshots", "guest", "jobs", "host", "recipes", "project"] as const
+export type Toolset = (typeof TOOLSETS)[number]
+
+const JOB_TOOLS = new Set(["exec_bg", "job_status", "job_wait", "job_output", "job_kill", "list_jobs"])
+
+/** The toolset of an operation, from its catalog domain (the key's first part). */
+export const toolsetOf = (operation: Operation): Toolset => {
+  const domain = operation.key.split(".")[0]
+  if (JOB_TOOLS.has(operation.tool)) return "jobs"
+  // Guest *definitions* (list_guests, guest_info) are host-side reading, not guest access.
+  if (operation.key === "guest.list" || operation.key === "guest.get") return "host"
+  switch (domain) {
+    case "vm":
+    case "guest":
+    case "project":
+      return domain
+    case "snapshot":
+    case "checkpoint":
+      return "snapshots"
+    case "recipe":
+      return "recipes"
+    default:
+      return "host"
+  }
+}
+
+export interface RegistryOptions {
+  /** Serve only these toolsets (default: all). */
+  readonly toolsets?: ReadonlyArray<Toolset>
+  /** Serve only tools whose readOnlyHint is true. */
+  readonly readOnly?: boolean
+}
+
+/** One tool per catalog entry the MCP server exposes, in catalog order, limited to the options' subset. */
+export const buildRegistry = (
+  catalog: ReadonlyArray<Operation> = fullCatalog,
+  options: RegistryOptions = {},
+  budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS
+): ReadonlyMap<string, ToolEntry> => {
   const entries = new Map<string, ToolEntry>()
+  const toolsets = options.toolsets ? new Set(options.toolsets) : undefined
   for (const operation of catalog) {
     if (!operation.expose.mcp) continue
+    if (toolsets && !toolsets.has(toolsetOf(operation))) continue
+    if (options.readOnly && !operation.annotations.readOnlyHint) continue
     if (entries.has(operation.tool)) throw new Error(`two operations claim the tool name ${operation.tool}`)
     // JSON Schema generation for every tool is most of a server's start: done on first use, so
     // `initialize` is answered before it (the server warms them up right after).

@@ -12,7 +12,7 @@ export default class McpServe extends Command {
   static override summary = "Serve the Stoat MCP server (stdio by default)"
   static override description =
     "Serve Stoat's MCP tools over stdio (stdout carries only the protocol), or over Streamable HTTP with --http on a loopback address (127.0.0.1, ::1 or localhost). The working directory decides which stoat.toml project tools read."
-  static override examples = ["stoat mcp serve", "stoat mcp serve --http 127.0.0.1:7777", "stoat mcp serve --http 127.0.0.1:7777 --token-file ~/.stoat-token"]
+  static override examples = ["stoat mcp serve", "stoat mcp serve --http 127.0.0.1:7777", "stoat mcp serve --http 127.0.0.1:7777 --token-file ~/.stoat-token", "stoat mcp serve --toolsets vm,guest --read-only"]
   static override flags = {
     http: Flags.string({ description: "Serve Streamable HTTP at this loopback host:port instead of stdio" }),
     "token-file": Flags.string({ description: "With --http: require Authorization: Bearer <first line of this file>" }),
@@ -26,7 +26,9 @@ export default class McpServe extends Command {
       description: "Require confirm=<VM name> (or elicitation) before a deletion; --no-confirm runs deletions unconfirmed, as the original server did"
     }),
     "call-budget": Flags.integer({ description: "Seconds a call without a progress token answers within, before the client's 60 s timeout (default 50)" }),
-    "max-sessions": Flags.integer({ description: "With --http: sessions kept at once; the least recently used idle one makes room (default 64)" })
+    "max-sessions": Flags.integer({ description: "With --http: sessions kept at once; the least recently used idle one makes room (default 64)" }),
+    toolsets: Flags.string({ description: "Serve only these toolsets, comma-separated: vm, snapshots, guest, jobs, host, recipes, project (default all)" }),
+    "read-only": Flags.boolean({ description: "Serve only the read-only tools" })
   }
 
   async run(): Promise<void> {
@@ -49,7 +51,9 @@ export default class McpServe extends Command {
       limits,
       confirmDeletions: flags.confirm,
       callBudgetSeconds: flags["call-budget"],
-      maxSessions: flags["max-sessions"]
+      maxSessions: flags["max-sessions"],
+      ...(flags.toolsets !== undefined ? { toolsets: flags.toolsets } : {}),
+      ...(flags["read-only"] ? { readOnly: true } : {})
     })
   }
 }

@@ -9,7 +9,7 @@ import { readdir, readlink, rename } from "node:fs/promises"
 import { dirname, join, relative, resolve, sep } from "node:path"
 import { Clock, Config, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../../platform/data-root.js"
-import { GitRequired, InUse, InvalidSpec, LockOutOfDate, NameTaken, NotFound, Timeout, Usage } from "../../errors.js"
+import { DownloadFailed, GitRequired, InUse, InvalidSpec, LockOutOfDate, NameTaken, NotFound, Timeout, Usage } from "../../errors.js"
 import { Locks } from "../../platform/locks.js"
 import { closest } from "../../vm/names.js"
 import * as fs from "../../platform/fs.js"
@@ -18,7 +18,7 @@ import { BUNDLED_RECIPES } from "../bundled.js"
 import { RECIPE_NAME } from "../manifest.js"
 import { loadRecipeDir } from "../store.js"
 import { type Declaration, editDeclarations, type IndexRecipe, type LockEntry, parseIndex, projectFile, readDeclarations, readLock, refProblem, sourceProblem, writeLock } from "./files.js"
-import { Git } from "./git.js"
+import { Git, type GitFailed } from "./git.js"
 import { Projects } from "../../projects/service.js"
 
 
@@ -44,7 +44,23 @@ export interface AddRequest {
   readonly preview?: boolean
 }
 
-type RemoteError = NotFound | InvalidSpec | NameTaken | InUse | LockOutOfDate | GitRequired | Timeout | Usage | fs.FsError
+type RemoteError = NotFound | DownloadFailed | InvalidSpec | NameTaken | InUse | LockOutOfDate | GitRequired | Timeout | Usage | fs.FsError
+
+/** git's words for a source that answered and has no such repository. */
+const MISSING_SOURCE = /repository not found|does not exist|not a git repository|returned error: 40[34]/i
+/** git's words for a network it could not use: names, connections, TLS, proxies. */
+const NETWORK_FAILURE = /could not resolve|unable to access|failed to connect|connection (?:refused|timed out|reset)|network is unreachable|timed out|early eof|ssl|tls|proxy/i
+
+/**
+ * A clone that failed: not_found when the source answered that it has no such repository,
+ * download_failed when the network failed (worth a retry, not a different name).
+ */
+const cloneFailed = (what: string, source: string, failure: GitFailed, hint = ""): NotFound | DownloadFailed => {
+  const detail = failure.stderr || "git clone failed"
+  return !MISSING_SOURCE.test(detail) && NETWORK_FAILURE.test(detail)
+    ? new DownloadFailed({ message: `cannot fetch ${what}: the network failed (${detail}); try again`, subject: source })
+    : new NotFound({ message: `cannot fetch ${what}: ${detail}${hint}`, subject: source })
+}
 
 export class RemoteRecipes extends Context.Tag("stoat/RemoteRecipes")<
   RemoteRecipes,
@@ -168,7 +184,7 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           const stage = join(root.root, stageName(".stoat-index-stage-"))
           yield* Effect.gen(function* () {
             yield* gitIn(undefined, ["clone", "--quiet", "--depth", "1", "--", indexSpec, stage]).pipe(
-              Effect.catchTag("GitFailed", (failure) => new NotFound({ message: `cannot fetch the recipe index ${indexSpec}: ${failure.stderr || "git clone failed"} (set STOAT_INDEX)`, subject: indexSpec }))
+              Effect.catchTag("GitFailed", (failure) => Effect.fail(cloneFailed(`the recipe index ${indexSpec}`, indexSpec, failure, " (set STOAT_INDEX)")))
             )
             yield* fs.writeFileAtomic(join(stage, ".git", INDEX_MARKER), JSON.stringify({ source: indexSpec, fetched_ms: now }))
             const old = join(root.root, stageName(".stoat-index-old-"))
@@ -220,7 +236,7 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         const stage = join(parent, stageName(".stage-"))
         return yield* Effect.gen(function* () {
           yield* gitIn(undefined, ["clone", "--quiet", "--no-checkout", "--", source, stage]).pipe(
-            Effect.catchTag("GitFailed", (failure) => new NotFound({ message: `cannot clone ${source}: ${failure.stderr || "git clone failed"}`, subject: source }))
+            Effect.catchTag("GitFailed", (failure) => Effect.fail(cloneFailed(source, source, failure)))
           )
           const resolved = commit === undefined ? yield* resolveIn(stage, source, ref) : { commit, ref }
           if (commit !== undefined && Option.isNone(yield* ok(stage, ["rev-parse", "--verify", "--quiet", `${commit}^{commit}`]))) {
