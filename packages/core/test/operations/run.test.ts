@@ -112,10 +112,10 @@ describe("input errors an agent can act on (issue 26 item 9)", () => {
     expect(await messageOf("wait", { vm: "a", healthy: "yes" })).toBe('invalid input for wait: healthy must be true or false, got "yes"')
   })
 
-  it("keeps a schema's own rule message and quotes a long value only in part", async () => {
+  it("keeps a schema's own rule message and names a long value by its length, never echoing it", async () => {
     expect(await messageOf("forward", { vm: "a", pairs: ["80"] })).toBe("invalid input for forward: pairs.0: forwards are HOST:GUEST port pairs such as 8080:80")
     const message = await messageOf("exec", { vm: "a", argv: ["x".repeat(200_000)] })
-    expect(message).toMatch(/^invalid input for exec: argv\.0 must be a string at most 131072 character\(s\) long, got "x+\.\.\.$/)
+    expect(message).toMatch(/^invalid input for exec: argv\.0 must be a string at most 131072 character\(s\) long, got a value of 200002 characters$/)
     expect(message.length).toBeLessThan(200)
   })
 })
