@@ -36,8 +36,8 @@ const HELPER_TIMEOUT_MS = 60_000
 const PACKAGE_TIMEOUT_MS = 600_000
 /** Helpers' output is parsed, not returned whole: enough for a 2000-entry listing with long names. */
 const HELPER_OUTPUT_BYTES = 16 * MiB
-/** The host-side kill comes this long after the guest's own `timeout` should have fired. */
-const HOST_BACKSTOP_MS = 3_000
+/** The host-side stop comes this long after the guest's own deadline (TERM, then KILL 2 s later) should have ended the command. */
+const HOST_BACKSTOP_MS = 5_000
 /** Exit statuses of a command the guest's `timeout` stopped: GNU's 124, or TERM/KILL as 128+n (busybox). */
 const GUEST_TIMEOUT_EXITS = new Set([124, 128 + 9, 128 + 15])
 

@@ -9,10 +9,30 @@
 export const script = (name: string, body: string, args: ReadonlyArray<string> = []): Array<string> => ["sh", "-c", body, `stoat_${name}`, ...args]
 
 /**
- * Runs `$2…` under the guest's own `timeout` when it has one (TERM at `$1` seconds, KILL two
- * seconds later), else as is and the host-side deadline kills the channel.
+ * Runs `$2…` in a session (process group) of its own and ends the whole group, children
+ * included: at `$1` seconds TERM, KILL two seconds later, exit 124; on a TERM to this wrapper
+ * (the transport's cancel and its deadline) KILL at once. A program that does not exist is said
+ * plainly, exit 127. A guest without `setsid` runs the command under its `timeout` (or as is).
+ * The command's stdin is handed on through fd 3: an asynchronous command's own is /dev/null.
  */
-export const TIMEOUT_SCRIPT = 't=$1; shift; if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 "$t" "$@"; fi; exec "$@"'
+export const TIMEOUT_SCRIPT = [
+  "t=$1; shift",
+  'command -v "$1" >/dev/null 2>&1 || { printf "command not found: %s\\n" "$1" >&2; exit 127; }',
+  'if ! command -v setsid >/dev/null 2>&1; then command -v timeout >/dev/null 2>&1 && exec timeout -k 2 "$t" "$@"; exec "$@"; fi',
+  "exec 3<&0",
+  'setsid "$@" <&3 3<&- &',
+  "c=$!",
+  "exec 3<&-",
+  // The deadline is a session of its own too, so that ending it takes its `sleep` along.
+  `setsid sh -c 'sleep "$1"; kill -ALRM "$2"' stoat_deadline "$t" $$ </dev/null >/dev/null 2>&1 &`,
+  "d=$!",
+  "trap 'kill -KILL -$c -$d 2>/dev/null; exit 143' TERM",
+  "trap 'kill -TERM -$c 2>/dev/null; sleep 2; kill -KILL -$c 2>/dev/null; exit 124' ALRM",
+  "wait $c",
+  "s=$?",
+  "kill -TERM -$d 2>/dev/null",
+  "exit $s"
+].join("\n")
 
 /**
  * stat fields of one entry, tab-separated: size, raw mode (hex), mtime (epoch), owner, type.
