@@ -46,9 +46,13 @@ export interface TestSshServer {
   readonly close: () => Promise<void>
 }
 
-/** Signals the child's whole process group, which may outlive the child itself. */
-const killGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
-  if (child.pid === undefined) return
+/**
+ * Signals the child's whole process group. `evenIfExited`: also once the child itself is gone (a
+ * signal request reaches what is left of the group); a finished command's group is left alone
+ * (the jobs it started in the background live on).
+ */
+const killGroup = (child: ChildProcess, signal: NodeJS.Signals, evenIfExited = false) => {
+  if (child.pid === undefined || (!evenIfExited && (child.exitCode !== null || child.signalCode !== null))) return
   try {
     process.kill(-child.pid, signal)
   } catch {
@@ -177,7 +181,7 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
       })
       session.on("signal", (accept, _reject, info) => {
         state.signals.push(info.name)
-        if (child) killGroup(child, `SIG${info.name}` as NodeJS.Signals)
+        if (child) killGroup(child, `SIG${info.name}` as NodeJS.Signals, true)
         accept?.()
       })
       session.on("subsystem", (accept, reject, info) => {
