@@ -9,28 +9,28 @@
 export const script = (name: string, body: string, args: ReadonlyArray<string> = []): Array<string> => ["sh", "-c", body, `stoat_${name}`, ...args]
 
 /**
- * Runs `$2…` in a session (process group) of its own and ends the whole group, children
- * included: at `$1` seconds TERM, KILL two seconds later, exit 124; on a TERM to this wrapper
- * (the transport's cancel and its deadline) KILL at once. A program that does not exist is said
- * plainly, exit 127. A guest without `setsid` runs the command under its `timeout` (or as is).
- * The command's stdin is handed on through fd 3: an asynchronous command's own is /dev/null.
+ * Runs `$2…` under the guest's `timeout` (TERM at `$1` seconds, KILL two seconds later) in a
+ * session, so a process group, of its own, and ends the whole group, background children
+ * included, when the command was stopped: by the deadline, by a signal, or by a TERM to this
+ * wrapper (the transport's cancel and its own deadline), which KILLs the group at once. A program
+ * that does not exist is said plainly, exit 127. The command's stdin is handed on through fd 3:
+ * an asynchronous command's own is /dev/null. Without `setsid` the command runs as before.
  */
 export const TIMEOUT_SCRIPT = [
   "t=$1; shift",
   'command -v "$1" >/dev/null 2>&1 || { printf "command not found: %s\\n" "$1" >&2; exit 127; }',
-  'if ! command -v setsid >/dev/null 2>&1; then command -v timeout >/dev/null 2>&1 && exec timeout -k 2 "$t" "$@"; exec "$@"; fi',
+  'command -v timeout >/dev/null 2>&1 && set -- timeout -k 2 "$t" "$@"',
+  'command -v setsid >/dev/null 2>&1 || exec "$@"',
   "exec 3<&0",
   'setsid "$@" <&3 3<&- &',
   "c=$!",
   "exec 3<&-",
-  // The deadline is a session of its own too, so that ending it takes its `sleep` along.
-  `setsid sh -c 'sleep "$1"; kill -ALRM "$2"' stoat_deadline "$t" $$ </dev/null >/dev/null 2>&1 &`,
-  "d=$!",
-  "trap 'kill -KILL -$c -$d 2>/dev/null; exit 143' TERM",
-  "trap 'kill -TERM -$c 2>/dev/null; sleep 2; kill -KILL -$c 2>/dev/null; exit 124' ALRM",
-  "wait $c",
+  // The pid too: a TERM that comes before setsid ran finds no group yet.
+  "trap 'kill -KILL $c -$c 2>/dev/null; exit 143' TERM",
+  // The shell's own "Terminated" notice is not the command's output.
+  "wait $c 2>/dev/null",
   "s=$?",
-  "kill -TERM -$d 2>/dev/null",
+  "[ $s -gt 128 ] || [ $s = 124 ] && kill -KILL -$c 2>/dev/null",
   "exit $s"
 ].join("\n")
 

@@ -82,7 +82,9 @@ describe("guest commands with both host cores busy (stdio MCP server, real tiny 
 
   it("a timed-out exec leaves none of its processes: the background child is gone too", async () => {
     const out = await exec(["sh", "-c", "sleep 301 & sleep 301"], { timeout_seconds: 2 })
-    expect(out).toMatchObject({ timed_out: true, exit_code: 124 })
+    expect(out.timed_out).toBe(true)
+    // busybox's timeout reports the TERM (143), GNU's says 124.
+    expect([124, 143]).toContain(out.exit_code)
     // The whole group is ended before the command's channel closes: nothing to wait for.
     expect(await guestPs()).not.toContain("sleep 301")
   })
