@@ -36,8 +36,6 @@ const HELPER_TIMEOUT_MS = 60_000
 const PACKAGE_TIMEOUT_MS = 600_000
 /** Helpers' output is parsed, not returned whole: enough for a 2000-entry listing with long names. */
 const HELPER_OUTPUT_BYTES = 16 * MiB
-/** The host-side stop comes this long after the guest's own deadline (TERM, then KILL 2 s later) should have ended the command. */
-const HOST_BACKSTOP_MS = 5_000
 /** Exit statuses of a command the guest's `timeout` stopped: GNU's 124, or TERM/KILL as 128+n (busybox). */
 const GUEST_TIMEOUT_EXITS = new Set([124, 128 + 9, 128 + 15])
 
@@ -261,7 +259,8 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       const seconds = request.timeoutSeconds
       const started = yield* Clock.currentTimeMillis
       const out = yield* transport.exec(session.target, script("timeout", TIMEOUT_SCRIPT, [String(seconds), ...request.argv]), {
-        timeoutMs: seconds * 1000 + HOST_BACKSTOP_MS,
+        // At the deadline the transport TERMs the wrapper, which ends the command's whole process group.
+        timeoutMs: seconds * 1000,
         maxOutputBytes: GUEST_CAPS.execOutputBytes,
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
