@@ -36,7 +36,7 @@ const HELPER_TIMEOUT_MS = 60_000
 const PACKAGE_TIMEOUT_MS = 600_000
 /** Helpers' output is parsed, not returned whole: enough for a 2000-entry listing with long names. */
 const HELPER_OUTPUT_BYTES = 16 * MiB
-/** Exit statuses of a command the guest's `timeout` stopped: GNU's 124, or TERM/KILL as 128+n (busybox). */
+/** Exit statuses of a command a guest without setsid had its `timeout` stop: GNU's 124, or TERM/KILL as 128+n (busybox). */
 const GUEST_TIMEOUT_EXITS = new Set([124, 128 + 9, 128 + 15])
 
 export type GuestError = CannotReach | NotFound | AccessDenied | CapabilityUnavailable | Usage | Timeout | Internal
