@@ -85,21 +85,9 @@ export const scriptArgv = (target: SshTarget, script: GuestScript, args: Readonl
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
 
-/** What the transport reports when the channel closed without the command's exit status. */
-const NO_EXIT_STATUS = 255
-
-/**
- * Runs a script; each is safe to run twice. Right after a guest was paused or resumed, dropbear
- * now and then closes the first channel without sending the exit status (seen as 255 with no
- * output), so that one answer is asked again, twice at most.
- */
+/** Runs a script; the transport reports its true exit status or a typed error. */
 const run = (target: SshTarget, script: GuestScript, args: ReadonlyArray<string>) =>
-  Effect.flatMap(GuestTransport, (transport) => {
-    const once = transport.exec(target, scriptArgv(target, script, args), { timeoutMs: 30_000, maxOutputBytes: 65_536 })
-    const lost = (output: { readonly exitCode: number; readonly stdout: Uint8Array; readonly stderr: Uint8Array }) =>
-      output.exitCode === NO_EXIT_STATUS && output.stdout.length === 0 && output.stderr.length === 0
-    return Effect.flatMap(once, (first) => (lost(first) ? Effect.flatMap(once, (second) => (lost(second) ? once : Effect.succeed(second))) : Effect.succeed(first)))
-  })
+  Effect.flatMap(GuestTransport, (transport) => transport.exec(target, scriptArgv(target, script, args), { timeoutMs: 30_000, maxOutputBytes: 65_536 }))
 
 const triples = (mounts: ReadonlyArray<GuestMount>) => mounts.flatMap((mount) => [mount.tag, mount.dir, mount.options])
 

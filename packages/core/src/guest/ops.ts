@@ -32,18 +32,11 @@ export const GUEST_CAPS = {
 
 /** How long a helper command (stat, ls, ps, tail, a service verb) may take before it is a `timeout`. */
 const HELPER_TIMEOUT_MS = 60_000
-/** How often a silent read-only helper is asked (see `query`), and the pause before each retry grows by this. */
-const QUERY_ATTEMPTS = 4
-const QUERY_RETRY_MS = 150
 /** Package setup + install on a slow guest (apt under TCG) takes minutes. */
 const PACKAGE_TIMEOUT_MS = 600_000
 /** Helpers' output is parsed, not returned whole: enough for a 2000-entry listing with long names. */
 const HELPER_OUTPUT_BYTES = 16 * MiB
-/** The host-side kill comes this long after the guest's own `timeout` should have fired. */
-const HOST_BACKSTOP_MS = 3_000
-/** What the transport reports when the guest sent no exit status (as OpenSSH's client does). */
-const NO_EXIT_STATUS = 255
-/** Exit statuses of a command the guest's `timeout` stopped: GNU's 124, or TERM/KILL as 128+n (busybox). */
+/** Exit statuses of a command a guest without setsid had its `timeout` stop: GNU's 124, or TERM/KILL as 128+n (busybox). */
 const GUEST_TIMEOUT_EXITS = new Set([124, 128 + 9, 128 + 15])
 
 export type GuestError = CannotReach | NotFound | AccessDenied | CapabilityUnavailable | Usage | Timeout | Internal
@@ -212,25 +205,11 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
   const run = (session: GuestSession, argv: ReadonlyArray<string>, options: ExecOptions = {}) =>
     transport.exec(session.target, argv, { timeoutMs: HELPER_TIMEOUT_MS, maxOutputBytes: HELPER_OUTPUT_BYTES, ...options })
 
-  /**
-   * A command that changes nothing, asked again (up to QUERY_ATTEMPTS times, a moment apart) while
-   * it comes back with no exit status and no output at all: seen from dropbear on a heavily loaded
-   * host, twice in a row at times; nothing of it ran.
-   */
-  const query = (session: GuestSession, argv: ReadonlyArray<string>, options: ExecOptions = {}, attempt = 1): Effect.Effect<ExecOutput, GuestError> =>
+  /** Runs a helper and returns its stdout; a non-zero exit is the typed error its stderr names. */
+  const helper = (session: GuestSession, argv: ReadonlyArray<string>, subject: string, what: string, options: ExecOptions = {}) =>
     Effect.flatMap(run(session, argv, options), (out) =>
-      out.exitCode === NO_EXIT_STATUS && out.stdout.length === 0 && out.stderr.length === 0 && !out.timedOut && attempt < QUERY_ATTEMPTS
-        ? Effect.zipRight(Effect.sleep(QUERY_RETRY_MS * attempt), query(session, argv, options, attempt + 1))
-        : Effect.succeed(out)
-    )
-
-  /** Runs a helper and returns its stdout; a non-zero exit is the typed error its stderr names. `reads`: it changes nothing (see `query`). */
-  const helper = (session: GuestSession, argv: ReadonlyArray<string>, subject: string, what: string, options: ExecOptions & { readonly reads?: boolean } = {}) => {
-    const { reads, ...execOptions } = options
-    return Effect.flatMap(reads ? query(session, argv, execOptions) : run(session, argv, execOptions), (out) =>
       out.exitCode === 0 && !out.timedOut ? Effect.succeed(out) : Effect.fail(helperFailure(session, out, subject, what))
     )
-  }
 
   /** argv as root: unchanged for a root ssh user, else behind the guest's `escalate` (e.g. `sudo -n`). */
   const asRoot = (session: GuestSession, argv: ReadonlyArray<string>, what: string): Effect.Effect<ReadonlyArray<string>, CapabilityUnavailable> => {
@@ -267,7 +246,7 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
     Effect.catchIf(sftp, (error): error is CapabilityUnavailable => error instanceof CapabilityUnavailable && error.reason === "sftp", () => shell)
 
   const readViaShell = (session: GuestSession, path: string, offset: number, count: number) =>
-    Effect.flatMap(helper(session, script("read", READ_SCRIPT, [path, String(offset), String(count)]), path, "read_file", { reads: true }), (out) => {
+    Effect.flatMap(helper(session, script("read", READ_SCRIPT, [path, String(offset), String(count)]), path, "read_file"), (out) => {
       const buffer = Buffer.from(out.stdout)
       const newline = buffer.indexOf(0x0a)
       const size = Number(buffer.subarray(0, Math.max(newline, 0)).toString("latin1"))
@@ -280,7 +259,8 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       const seconds = request.timeoutSeconds
       const started = yield* Clock.currentTimeMillis
       const out = yield* transport.exec(session.target, script("timeout", TIMEOUT_SCRIPT, [String(seconds), ...request.argv]), {
-        timeoutMs: seconds * 1000 + HOST_BACKSTOP_MS,
+        // At the deadline the transport TERMs the wrapper, which ends the command's whole process group.
+        timeoutMs: seconds * 1000,
         maxOutputBytes: GUEST_CAPS.execOutputBytes,
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
@@ -346,7 +326,7 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
     })
 
   const listOnce = (session: GuestSession, path: string) =>
-    Effect.flatMap(query(session, script("ls", LIST_SCRIPT, [path, String(GUEST_CAPS.listEntries)])), (out) => {
+    Effect.flatMap(run(session, script("ls", LIST_SCRIPT, [path, String(GUEST_CAPS.listEntries)])), (out) => {
       const listing = parseListing(out.stdout)
       // stat of an entry removed meanwhile fails, but the listing itself is still there.
       if (listing === undefined) return Effect.fail(helperFailure(session, out.exitCode === 0 ? { ...out, exitCode: 1 } : out, path, "list_dir"))
@@ -368,13 +348,13 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
     })
 
   const stat: Context.Tag.Service<GuestOps>["stat"] = (session, path) =>
-    Effect.flatMap(helper(session, script("stat", STAT_SCRIPT, [path]), path, "stat", { reads: true }), (out) => {
+    Effect.flatMap(helper(session, script("stat", STAT_SCRIPT, [path]), path, "stat"), (out) => {
       const entry = parseStatLine(path === "/" ? "/" : posix.basename(path), lossyText(out.stdout).trim())
       return entry ? Effect.succeed(entry) : Effect.fail(new Internal({ message: `stat on VM ${session.vm}: unexpected output from the guest`, subject: path }))
     })
 
   const ps: Context.Tag.Service<GuestOps>["ps"] = (session) =>
-    Effect.map(helper(session, script("ps", PS_SCRIPT), session.vm, "ps", { reads: true }), (out) => parsePs(lossyText(out.stdout), GUEST_CAPS.psRows))
+    Effect.map(helper(session, script("ps", PS_SCRIPT), session.vm, "ps"), (out) => parsePs(lossyText(out.stdout), GUEST_CAPS.psRows))
 
   const svcStatus: Context.Tag.Service<GuestOps>["svcStatus"] = (session, name) =>
     Effect.gen(function* () {
@@ -409,7 +389,7 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
 
   const journal = (session: GuestSession, count: number, unit?: string) =>
     Effect.flatMap(asRoot(session, ["journalctl", "--no-pager", "--quiet", "-n", String(count), ...(unit === undefined ? [] : ["-u", unit])], "tail_log"), (argv) =>
-      helper(session, argv, unit ?? "journal", "tail_log", { reads: true })
+      helper(session, argv, unit ?? "journal", "tail_log")
     )
 
   const tailLog: Context.Tag.Service<GuestOps>["tailLog"] = (session, request) =>
@@ -426,11 +406,11 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
           )
         return lines(yield* journal(session, count, request.unit), count)
       }
-      if (request.path !== undefined) return lines(yield* helper(session, script("tail", TAIL_SCRIPT, [request.path, String(count)]), request.path, "tail_log", { reads: true }), count)
+      if (request.path !== undefined) return lines(yield* helper(session, script("tail", TAIL_SCRIPT, [request.path, String(count)]), request.path, "tail_log"), count)
       const logPath = session.guest.log_path
       if (logPath !== undefined && logPath !== "") {
         const argv = yield* asRoot(session, script("tail", TAIL_SCRIPT, [logPath, String(count)]), "tail_log")
-        return lines(yield* helper(session, argv, logPath, "tail_log", { reads: true }), count)
+        return lines(yield* helper(session, argv, logPath, "tail_log"), count)
       }
       if (isSystemd(session)) return lines(yield* journal(session, count), count)
       return yield* unavailable(

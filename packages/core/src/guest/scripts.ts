@@ -9,10 +9,25 @@
 export const script = (name: string, body: string, args: ReadonlyArray<string> = []): Array<string> => ["sh", "-c", body, `stoat_${name}`, ...args]
 
 /**
- * Runs `$2…` under the guest's own `timeout` when it has one (TERM at `$1` seconds, KILL two
- * seconds later), else as is and the host-side deadline kills the channel.
+ * Runs `$2…` in a session, so a process group, of its own; a TERM to this wrapper (the
+ * transport's deadline and cancel) TERMs the whole group, background children included, and
+ * KILLs what is left a second later. A program that does not exist is said plainly, exit 127.
+ * The command's stdin is handed on through fd 3: an asynchronous command's own is /dev/null. A
+ * guest without `setsid` runs the command under its `timeout` of `$1` seconds, or as is.
  */
-export const TIMEOUT_SCRIPT = 't=$1; shift; if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 "$t" "$@"; fi; exec "$@"'
+export const TIMEOUT_SCRIPT = [
+  "t=$1; shift",
+  'command -v "$1" >/dev/null 2>&1 || { printf "command not found: %s\\n" "$1" >&2; exit 127; }',
+  'if ! command -v setsid >/dev/null 2>&1; then command -v timeout >/dev/null 2>&1 && exec timeout -k 2 "$t" "$@"; exec "$@"; fi',
+  "exec 3<&0",
+  'setsid "$@" <&3 3<&- &',
+  "c=$!",
+  "exec 3<&-",
+  // The pid too: a TERM that comes before setsid ran finds no group yet.
+  "trap 'kill -TERM $c -$c 2>/dev/null; sleep 1; kill -KILL $c -$c 2>/dev/null; exit 143' TERM",
+  // The shell's own notice of a signalled command ("Terminated") is not the command's output.
+  "wait $c 2>/dev/null"
+].join("\n")
 
 /**
  * stat fields of one entry, tab-separated: size, raw mode (hex), mtime (epoch), owner, type.

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { readFile as readLocalFile, rename, rm } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
-import { type Context, Data, Deferred, Duration, Effect, Layer, Option, RcMap, Schedule, type Scope, SynchronizedRef } from "effect"
+import { type Context, Data, Deferred, Duration, Effect, FiberId, Layer, RcMap, Schedule, type Scope } from "effect"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SftpError, type SshTarget } from "../ports/guest-transport.js"
 import { makeSshProbe } from "./probe.js"
@@ -16,27 +16,28 @@ export interface GuestTransportOptions {
   readonly readyTimeoutMs?: number
   /** ssh-level keepalive, so a vanished guest fails pooled calls instead of hanging them. */
   readonly keepaliveIntervalMs?: number
-  /** Concurrent exec channels per connection (OpenSSH's MaxSessions is 10; one is kept for SFTP). */
-  readonly maxChannelsPerConnection?: number
+  /** Connections per VM, so commands at once per VM: each connection carries one command at a time. */
+  readonly maxConnectionsPerVm?: number
   /** Per-stream cap when the caller sets none: a runaway command must not exhaust host memory. */
   readonly defaultMaxOutputBytes?: number
-  /** How long a killed channel may take to confirm its close before exec returns anyway. */
+  /** How long a command may take to end after TERM before it gets KILL, and after KILL before its connection is closed. */
   readonly killGraceMs?: number
   /** A VM's pooled connection is closed after this long without a call. */
   readonly idleTimeoutMs?: number
 }
 
 const DEFAULTS = {
-  readyTimeoutMs: 10_000,
+  // A TCG guest on a host with both cores busy takes seconds for a key exchange.
+  readyTimeoutMs: 20_000,
   keepaliveIntervalMs: 15_000,
-  maxChannelsPerConnection: 8,
+  maxConnectionsPerVm: 6,
   defaultMaxOutputBytes: 64 * 1024 * 1024,
-  killGraceMs: 1_000,
+  killGraceMs: 3_000,
   idleTimeoutMs: 5 * 60_000
 }
 
-/** Exit code when the guest sent no exit status (as OpenSSH's client reports). */
-const NO_EXIT_STATUS = 255
+/** Exit code for a signal this host has no number for (as OpenSSH's client reports it). */
+const UNKNOWN_SIGNAL_EXIT = 255
 const READ_CHUNK = 64 * 1024
 /**
  * Whole-file copies: 64 KiB SFTP requests (OpenSSH's sftp-server takes up to 256 KiB), 64 in
@@ -48,24 +49,32 @@ const BULK = { chunkSize: 64 * 1024, concurrency: 64 }
 const SFTP_NO_SUCH_FILE = 2
 const SFTP_PERMISSION_DENIED = 3
 
-/** One ssh connection of a VM's line. */
+/**
+ * One ssh connection of a VM's line. It carries one command at a time (`busy`): dropbear up to
+ * 2024.86 closes a session channel whose exec request it has not read yet whenever another child
+ * of the same connection exits meanwhile, and then may run that command on the closed channel and
+ * abort the whole connection when it writes output (upstream fix 71521d1b, "Don't close channels
+ * when a PID hasn't started"). Debian 12's dropbear 2022.83 has the bug; OpenSSH's client, one
+ * command per connection, never meets it.
+ */
 interface Conn {
   readonly client: Client
   /** False once the connection failed, closed or was dropped: the line dials anew. */
   alive: boolean
+  /** A call holds it: no other channel may be opened on it meanwhile. */
+  busy: boolean
   sftp: Promise<SFTPWrapper> | undefined
-  readonly channels: Effect.Semaphore
 }
 
 /** The pool key: one line per VM target, compared by value (`Data.struct`). */
 type LineKey = SshTarget
 const lineKey = (target: SshTarget): LineKey => Data.struct({ vm: target.vm, port: target.port, user: target.user, privateKeyPath: target.privateKeyPath })
 
-/** A VM's line: its current connection, dialled on demand and redialled once it has died. */
+/** A VM's line: its connections, each used by one call at a time, dialled on demand and redialled once dead. */
 interface Line {
-  /** The live connection; callers arriving while one is dialled share that dial and its outcome. */
-  readonly connect: Effect.Effect<Conn, CannotReach>
-  /** Closes the established connection (calls on it fail as lost); the next call dials anew. */
+  /** Runs `use` on a live connection that no other call uses meanwhile: an idle one, else one dialled for it. */
+  readonly use: <A, E>(use: (conn: Conn) => Effect.Effect<A, E>) => Effect.Effect<A, E | CannotReach>
+  /** Closes every established connection (calls on them fail as lost); the next call dials anew. */
   readonly drop: Effect.Effect<void>
 }
 
@@ -85,36 +94,83 @@ const unreachable = (target: SshTarget, cause?: unknown) =>
 const lost = (target: SshTarget) =>
   new CannotReach({ message: `ssh connection to VM ${target.vm} on port ${target.port} was lost during the call`, subject: target.vm })
 
+const refused = (target: SshTarget) =>
+  new CannotReach({ message: `sshd of VM ${target.vm} refused to start the command (port ${target.port})`, subject: target.vm })
+
+const withoutStatus = (target: SshTarget) =>
+  new CannotReach({
+    message: `sshd of VM ${target.vm} closed the command's channel without its exit status; whether the command finished is unknown`,
+    subject: target.vm
+  })
+
+/** The guest's sshd closed the channel (it does so only once the command has exited), or the connection is gone. */
+const serverClosed = (channel: ClientChannel) => (channel as unknown as { incoming: { state: string } }).incoming.state === "closed"
+
+/** True once the channel is closed by the guest, false if it is not within `ms`. */
+const closedWithin = (channel: ClientChannel, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    if (serverClosed(channel)) return resolve(true)
+    const onClose = () => {
+      clearTimeout(timer)
+      resolve(true)
+    }
+    const timer = setTimeout(() => {
+      channel.off("close", onClose)
+      resolve(serverClosed(channel))
+    }, ms)
+    channel.once("close", onClose)
+  })
+
+/** A command's channel, and its exit status once the guest reported it. */
+interface Started {
+  readonly channel: ClientChannel
+  exitCode: number | undefined
+}
+
+/**
+ * Opens a session channel and starts `command` on it. ssh2 emits `exit` the moment it parses the
+ * status, which under load arrives in the same read as the exec's success reply, before any
+ * continuation of ours runs: the listener is attached in ssh2's own callback, or the status is lost.
+ */
+const startCommand = (conn: Conn, command: string) =>
+  call<Started>((done) =>
+    conn.client.exec(command, (err, channel) => {
+      if (err) return done(err, undefined as never)
+      const started: Started = { channel, exitCode: undefined }
+      channel.on("exit", (code: number | null, signal?: string) => {
+        started.exitCode = code ?? signalExitCode(signal)
+      })
+      // Without a listener a stream error would crash the process; the `close` that follows decides the outcome.
+      channel.on("error", () => undefined)
+      channel.stderr.on("error", () => undefined)
+      done(undefined, started)
+    })
+  )
+
 /** ssh2 throws this synchronously when asked to open a channel on a closed socket. */
 const isNotConnected = (cause: unknown) => cause instanceof Error && cause.message === "Not connected"
 
 const signalExitCode = (signal: unknown): number => {
   const name = typeof signal === "string" ? (signal.startsWith("SIG") ? signal : `SIG${signal}`) : ""
   const number = (osConstants.signals as Record<string, number | undefined>)[name]
-  return number === undefined ? NO_EXIT_STATUS : 128 + number
+  return number === undefined ? UNKNOWN_SIGNAL_EXIT : 128 + number
 }
 
 /**
  * ssh2's `channel.signal()` is a no-op once our side sent EOF (it checks `writable`), yet a
  * signal request is still valid on an open channel: send it through the protocol directly.
  */
-const sendKill = (channel: ClientChannel) => {
+const sendSignal = (channel: ClientChannel, name: "TERM" | "KILL") => {
   const internals = channel as unknown as {
     outgoing?: { id: number; state: string }
     _client?: { _protocol?: { signal: (id: number, name: string) => void } }
   }
   try {
     const out = internals.outgoing
-    if (out && (out.state === "open" || out.state === "eof")) internals._client?._protocol?.signal(out.id, "KILL")
+    if (out && (out.state === "open" || out.state === "eof")) internals._client?._protocol?.signal(out.id, name)
   } catch {
     // The connection is already gone; closing is all that is left.
   }
-}
-
-/** KILL, then close our side: nothing of the command is left attached to us. */
-const killChannel = (channel: ClientChannel) => {
-  sendKill(channel)
-  channel.close()
 }
 
 /** Output kept up to a cap; the rest is dropped and remembered as truncation. */
@@ -157,12 +213,11 @@ const sftpFailure = (target: SshTarget, conn: Conn, path: string, cause: unknown
   return new Internal({ message: `sftp on VM ${target.vm} failed for ${path}: ${describe(cause)}`, subject: path })
 }
 
-/** The server answered an exec request with failure: no command started on the guest. */
-class ExecRefused {
-  constructor(readonly cause: unknown) {}
-}
+/** ssh2's error when sshd answered the exec request with failure, or closed the channel before answering. */
 const isExecRefused = (cause: unknown) => cause instanceof Error && cause.message === "Unable to exec"
-const EXEC_REFUSED_RETRIES = Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(4))
+
+/** A call that found its connection dead before it had any effect on the guest runs once more, on a fresh connection. */
+const ON_FRESH_CONNECTION = Schedule.recurs(1)
 
 /** Node-style callback → Promise, for the few SFTP calls used. */
 const call = <A>(register: (done: (err: Error | undefined | null, value: A) => void) => void) =>
@@ -187,10 +242,9 @@ export const makeGuestTransport = (
 
     /** Dials one connection: resolved on `ready`, failed on any error before it, ended if interrupted. */
     const dial = (target: SshTarget): Effect.Effect<Conn, CannotReach> =>
-      Effect.flatMap(Effect.makeSemaphore(config.maxChannelsPerConnection), (channels) =>
-        Effect.async<Conn, CannotReach>((resume) => {
+      Effect.async<Conn, CannotReach>((resume) => {
           const client = new ssh2.Client()
-          const conn: Conn = { client, alive: true, sftp: undefined, channels }
+          const conn: Conn = { client, alive: true, busy: false, sftp: undefined }
           let settled = false
           const settle = (outcome: Effect.Effect<Conn, CannotReach>) => {
             if (settled) return
@@ -238,41 +292,67 @@ export const makeGuestTransport = (
             closeConn(conn)
           })
         })
-      )
 
     /**
-     * A line lives in its pool entry's scope: the dial runs in that scope (a caller interrupted
+     * A line lives in its pool entry's scope: its dials run in that scope (a caller interrupted
      * while waiting does not abandon a half-open connection), and closing the scope (idle, or the
-     * transport's end) closes the connection. A dead connection is replaced inside its line, not
+     * transport's end) closes its connections. Dead connections are replaced inside the line, not
      * by `RcMap.invalidate`: in effect 3.22 an entry invalidated while still referenced removes,
      * once finally released, whichever newer entry then holds its key from the map.
      */
     const makeLine = (key: LineKey): Effect.Effect<Line, never, Scope.Scope> =>
       Effect.gen(function* () {
         const scope = yield* Effect.scope
-        const current = yield* SynchronizedRef.make(Option.none<Deferred.Deferred<Conn, CannotReach>>())
-        /** The established connection of a finished dial, if any. */
-        const established = (attempt: Deferred.Deferred<Conn, CannotReach>) =>
-          Effect.flatMap(Deferred.poll(attempt), (done) => (Option.isNone(done) ? Effect.succeed(Option.none<Conn>()) : Effect.option(done.value)))
-        const connect = SynchronizedRef.modifyEffect(current, (held) =>
-          Effect.gen(function* () {
-            if (Option.isSome(held)) {
-              const done = yield* Deferred.poll(held.value)
-              if (Option.isNone(done)) return [held.value, held] as const
-              const conn = yield* established(held.value)
-              if (Option.isSome(conn) && conn.value.alive) return [held.value, held] as const
-              if (Option.isSome(conn)) closeConn(conn.value)
+        const slots = yield* Effect.makeSemaphore(config.maxConnectionsPerVm)
+        const conns = new Set<Conn>()
+        /**
+         * The dial under way, if any. One at a time: callers without an idle connection share it
+         * (and its failure), and sshd never sees a burst of handshakes (dropbear drops a client's
+         * sixth unauthenticated connection).
+         */
+        let dialing: Deferred.Deferred<void, CannotReach> | undefined
+
+        /** Marks an idle live connection busy and returns it; forgets dead ones on the way. */
+        const claim = (): Conn | undefined => {
+          for (const conn of conns) {
+            if (!conn.alive) {
+              conns.delete(conn)
+              closeConn(conn)
+            } else if (!conn.busy) {
+              conn.busy = true
+              return conn
             }
-            const attempt = yield* Deferred.make<Conn, CannotReach>()
-            yield* Effect.forkIn(Effect.intoDeferred(dial(key), attempt), scope)
-            return [attempt, Option.some(attempt)] as const
+          }
+          return undefined
+        }
+        const dialOne = Effect.suspend(() => {
+          if (dialing !== undefined) return Deferred.await(dialing)
+          const attempt = Deferred.unsafeMake<void, CannotReach>(FiberId.none)
+          dialing = attempt
+          const added = Effect.map(dial(key), (conn) => void conns.add(conn))
+          return Effect.zipRight(
+            Effect.forkIn(Effect.ensuring(Effect.intoDeferred(added, attempt), Effect.sync(() => (dialing = undefined))), scope),
+            Deferred.await(attempt)
+          )
+        })
+        /** An idle connection, or the next one dialled; another caller may take a new one first, then dial again. */
+        const take = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>): Effect.Effect<Conn, CannotReach> =>
+          Effect.suspend(() => {
+            const conn = claim()
+            return conn !== undefined ? Effect.succeed(conn) : Effect.zipRight(restore(dialOne), take(restore))
           })
-        ).pipe(Effect.flatMap(Deferred.await))
-        const drop = Effect.flatMap(SynchronizedRef.get(current), (held) =>
-          Option.isNone(held) ? Effect.void : Effect.map(established(held.value), Option.map(closeConn))
-        )
+        const use = <A, E>(f: (conn: Conn) => Effect.Effect<A, E>) =>
+          slots.withPermits(1)(
+            Effect.uninterruptibleMask((restore) =>
+              Effect.flatMap(take(restore), (conn) => Effect.ensuring(restore(f(conn)), Effect.sync(() => (conn.busy = false))))
+            )
+          )
+        const drop = Effect.sync(() => {
+          for (const conn of conns) closeConn(conn)
+          conns.clear()
+        })
         yield* Effect.addFinalizer(() => drop)
-        return { connect, drop }
+        return { use, drop }
       })
 
     const lines = yield* RcMap.make({ lookup: makeLine, idleTimeToLive: Duration.millis(config.idleTimeoutMs) })
@@ -281,19 +361,15 @@ export const makeGuestTransport = (
     const withLine = <A, E>(target: SshTarget, use: (line: Line) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
       Effect.scoped(Effect.flatMap(RcMap.get(lines, lineKey(target)), use))
 
-    const connection = (target: SshTarget): Effect.Effect<Conn, CannotReach> => withLine(target, (line) => line.connect)
-
     /**
-     * Runs `use` on the VM's pooled connection. A pooled connection can die between calls (guest
-     * rebooted, sshd restarted) before we notice: `use` fails with `Retry` when it found the
-     * connection dead before having any effect on the guest; that connection is dropped and `use`
-     * runs once more on a fresh one.
+     * Runs `use` on a connection of the VM's line held for it alone. A pooled connection can die
+     * between calls (guest rebooted, sshd restarted) before we notice: `use` fails with `Retry`
+     * when it found the connection dead before having any effect on the guest; that connection is
+     * closed and `use` runs once more on another.
      */
     const onConnection = <A, E>(target: SshTarget, use: (conn: Conn) => Effect.Effect<A, E>): Effect.Effect<A, Exclude<E, Retry> | CannotReach> =>
-      withLine(target, (line) =>
-        Effect.flatMap(line.connect, (conn) => Effect.tapError(use(conn), (error) => Effect.sync(() => error instanceof Retry && closeConn(conn))))
-      ).pipe(
-        Effect.retry({ times: 1, while: (error) => error instanceof Retry }),
+      withLine(target, (line) => line.use((conn) => Effect.tapError(use(conn), (error) => Effect.sync(() => error instanceof Retry && closeConn(conn))))).pipe(
+        Effect.retry({ schedule: ON_FRESH_CONNECTION, while: (error) => error instanceof Retry }),
         Effect.catchIf(
           (error): error is Extract<typeof error, Retry> => error instanceof Retry,
           (error) => Effect.fail(unreachable(target, error.cause))
@@ -327,28 +403,25 @@ export const makeGuestTransport = (
       attrs: { mode?: number },
       use: (sftp: SFTPWrapper, handle: Buffer) => Promise<A>
     ): Effect.Effect<A, SftpError> =>
-      Effect.gen(function* () {
-        // Connect first, interruptibly; the handle is then opened uninterruptibly so it is always closed.
-        yield* connection(target)
-        return yield* Effect.scoped(
+      // The connection is held for the whole call; the handle is opened uninterruptibly so it is always closed.
+      onConnection(target, (conn) =>
+        Effect.scoped(
           Effect.gen(function* () {
-            const { conn, sftp, handle } = yield* Effect.acquireRelease(
-              onConnection(target, (conn) =>
-                Effect.tryPromise({
-                  try: async () => {
-                    const sftp = await sftpSession(conn)
-                    const handle = await call<Buffer>((done) => sftp.open(path, flags, attrs, done))
-                    return { conn, sftp, handle }
-                  },
-                  catch: (cause) => deadOr(conn, cause, () => sftpFailure(target, conn, path, cause))
-                })
-              ),
+            const { sftp, handle } = yield* Effect.acquireRelease(
+              Effect.tryPromise({
+                try: async () => {
+                  const sftp = await sftpSession(conn)
+                  const handle = await call<Buffer>((done) => sftp.open(path, flags, attrs, done))
+                  return { sftp, handle }
+                },
+                catch: (cause) => deadOr(conn, cause, () => sftpFailure(target, conn, path, cause))
+              }),
               ({ sftp, handle }) => Effect.promise(() => call<void>((done) => sftp.close(handle, (err) => done(err, undefined))).catch(() => undefined))
             )
             return yield* Effect.tryPromise({ try: () => use(sftp, handle), catch: (cause) => sftpFailure(target, conn, path, cause) })
           })
         )
-      })
+      )
 
     /** Whole-file copies are idempotent, so a copy that found the connection dead is simply redone. */
     const transfer = (target: SshTarget, localPath: string, remotePath: string, copy: (sftp: SFTPWrapper, signal: AbortSignal) => Promise<void>) =>
@@ -373,6 +446,21 @@ export const makeGuestTransport = (
         }
       })
 
+    /**
+     * Ends a command still running: TERM (GuestOps' exec wrapper then takes the command's whole
+     * process group down), KILL after the grace, and our side of the channel closed. A connection
+     * whose channel the guest never closed is closed too: the command may still end later, and its
+     * exit would close a channel opened on that connection meanwhile (see `Conn`).
+     */
+    const stopCommand = async (conn: Conn, channel: ClientChannel) => {
+      if (serverClosed(channel)) return
+      sendSignal(channel, "TERM")
+      if (await closedWithin(channel, config.killGraceMs)) return
+      sendSignal(channel, "KILL")
+      channel.close()
+      if (!(await closedWithin(channel, config.killGraceMs))) closeConn(conn)
+    }
+
     const exec = (target: SshTarget, argv: ReadonlyArray<string>, execOptions: ExecOptions = {}): Effect.Effect<ExecOutput, CannotReach> =>
       Effect.gen(function* () {
         const commandOptions = {
@@ -381,46 +469,32 @@ export const makeGuestTransport = (
         }
         const command = yield* Effect.try({ try: () => guestCommand(argv, commandOptions), catch: (e) => e }).pipe(Effect.orDie)
         return yield* onConnection(target, (conn) =>
-          conn.channels.withPermits(1)(
-            Effect.scoped(Effect.gen(function* () {
-              const channel = yield* Effect.acquireRelease(
-                Effect.tryPromise({
-                  try: () => call<ClientChannel>((done) => conn.client.exec(command, done)),
-                  catch: (cause) => (isExecRefused(cause) && conn.alive ? new ExecRefused(cause) : deadOr(conn, cause, () => unreachable(target, cause)))
-                }).pipe(
-                  // sshd may refuse a new exec for a moment while it tears down a killed one (dropbear
-                  // right after a cancelled command): nothing ran, so asking again is safe.
-                  Effect.retry({ schedule: EXEC_REFUSED_RETRIES, while: (error) => error instanceof ExecRefused }),
-                  Effect.catchIf((error): error is ExecRefused => error instanceof ExecRefused, (error) => unreachable(target, error.cause))
-                ),
-                // Interrupted or finished: a still-open channel is killed, never left running.
-                (channel) => Effect.sync(() => killChannel(channel))
-              )
-              return yield* runChannel(target, conn, channel, execOptions)
-            }))
+          Effect.acquireUseRelease(
+            Effect.tryPromise({
+              try: () => startCommand(conn, command),
+              // Never asked again on a live connection: a refusal may be a channel closed under a command that still runs.
+              catch: (cause) => deadOr(conn, cause, () => (isExecRefused(cause) ? refused(target) : unreachable(target, cause)))
+            }),
+            (started) => runChannel(target, conn, started, execOptions),
+            // Finished, failed or interrupted: nothing of the command stays attached to the connection.
+            (started) => Effect.promise(() => stopCommand(conn, started.channel))
           )
         )
       })
 
-    const runChannel = (target: SshTarget, conn: Conn, channel: ClientChannel, options: ExecOptions) =>
+    const runChannel = (target: SshTarget, conn: Conn, started: Started, options: ExecOptions) =>
       Effect.async<ExecOutput, CannotReach>((resume) => {
+        const { channel } = started
         const cap = options.maxOutputBytes ?? config.defaultMaxOutputBytes
         const stdout = new Capped(cap)
         const stderr = new Capped(cap)
-        let exitCode: number | undefined
         let timedOut = false
         let finished = false
         let timer: NodeJS.Timeout | undefined
-        let grace: NodeJS.Timeout | undefined
 
-        const stop = () => {
-          finished = true
-          clearTimeout(timer)
-          clearTimeout(grace)
-        }
         const result = (): ExecOutput => ({
-          // Killed on timeout without the guest confirming: report it as the KILL it was.
-          exitCode: exitCode ?? (timedOut ? 128 + osConstants.signals.SIGKILL : NO_EXIT_STATUS),
+          // Stopped on timeout without the guest reporting how: report it as the KILL it ended with.
+          exitCode: started.exitCode ?? 128 + osConstants.signals.SIGKILL,
           stdout: stdout.bytes(),
           stderr: stderr.bytes(),
           timedOut,
@@ -428,7 +502,8 @@ export const makeGuestTransport = (
         })
         const finish = (outcome: Effect.Effect<ExecOutput, CannotReach>) => {
           if (finished) return
-          stop()
+          finished = true
+          clearTimeout(timer)
           resume(outcome)
         }
         const deliver = (sink: ((chunk: Uint8Array) => void) | undefined, chunk: Buffer) => {
@@ -437,7 +512,6 @@ export const makeGuestTransport = (
             sink(chunk)
           } catch (error) {
             // A throwing callback must not become an uncaught exception in an event handler.
-            killChannel(channel)
             finish(Effect.die(error))
           }
         }
@@ -450,16 +524,10 @@ export const makeGuestTransport = (
           stderr.push(chunk)
           deliver(options.onStderr, chunk)
         })
-        // Without a listener a stream error would crash the process; the `close` that follows decides the outcome.
-        channel.on("error", () => undefined)
-        channel.stderr.on("error", () => undefined)
-        channel.on("exit", (code: number | null, signal?: string) => {
-          exitCode = code ?? signalExitCode(signal)
-        })
         channel.on("close", () => {
           const done = () => {
-            if (!timedOut && exitCode === undefined && !conn.alive) finish(Effect.fail(lost(target)))
-            else finish(Effect.succeed(result()))
+            if (started.exitCode !== undefined || timedOut) finish(Effect.succeed(result()))
+            else finish(Effect.fail(conn.alive ? withoutStatus(target) : lost(target)))
           }
           // `close` follows stdout's end; stderr may still hold its last chunk.
           if (channel.stderr.readableEnded || channel.stderr.destroyed) done()
@@ -469,13 +537,8 @@ export const makeGuestTransport = (
         if (options.timeoutMs !== undefined) {
           timer = setTimeout(() => {
             timedOut = true
-            // KILL first and let the guest report the exit and close; a guest that ignores the
-            // signal or hangs gets the channel closed under it and the partial output is returned.
-            sendKill(channel)
-            grace = setTimeout(() => {
-              channel.close()
-              finish(Effect.succeed(result()))
-            }, config.killGraceMs)
+            // The guest reports the exit and closes; one that does not is cut off, and the output so far returned.
+            void stopCommand(conn, channel).then(() => finish(Effect.succeed(result())))
           }, Math.max(0, options.timeoutMs))
         }
 
@@ -483,9 +546,10 @@ export const makeGuestTransport = (
         if (options.stdin === undefined) channel.end()
         else channel.end(typeof options.stdin === "string" ? Buffer.from(options.stdin, "utf8") : Buffer.from(options.stdin))
 
+        // Interrupted: the release of `exec` stops the command.
         return Effect.sync(() => {
-          stop()
-          killChannel(channel)
+          finished = true
+          clearTimeout(timer)
         })
       })
 

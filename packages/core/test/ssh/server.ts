@@ -31,19 +31,28 @@ export interface TestSshServer {
   connections: number
   /** Client connections open right now. */
   readonly openConnections: () => number
-  /** Refuse this many of the next exec requests (as dropbear may right after a killed command). */
+  /** Refuse this many of the next exec requests. */
   refuseExecs: number
+  /** Close the channels of this many of the next commands without their exit status. */
+  withholdExitStatus: number
+  /** The most commands that ever ran at once on one connection. */
+  mostCommandsAtOnce: number
   /** Signals the client asked for (`KILL`, …), in order. */
   readonly signals: Array<string>
-  /** Commands received, in order. */
+  /** Commands received, in order. `stoat-test-instant N` is answered at once: output, exit status N, close. */
   readonly commands: Array<string>
   /** Drops every client connection (as a rebooting guest would). */
   readonly dropAll: () => void
   readonly close: () => Promise<void>
 }
 
-const killGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
+/**
+ * Signals the child's whole process group. `evenIfExited`: also once the child itself is gone (a
+ * signal request reaches what is left of the group); a finished command's group is left alone
+ * (the jobs it started in the background live on).
+ */
+const killGroup = (child: ChildProcess, signal: NodeJS.Signals, evenIfExited = false) => {
+  if (child.pid === undefined || (!evenIfExited && (child.exitCode !== null || child.signalCode !== null))) return
   try {
     process.kill(-child.pid, signal)
   } catch {
@@ -59,7 +68,10 @@ const runExec = (server: TestSshServer, channel: ServerChannel, command: string,
   child.stderr.pipe(channel.stderr, { end: false })
   channel.pipe(child.stdin)
   child.stdin.on("error", () => undefined)
+  const withhold = server.withholdExitStatus > 0
+  if (withhold) server.withholdExitStatus--
   child.on("close", (code, signal) => {
+    if (withhold) return channel.close()
     if (signal !== null) channel.exit(signal.replace(/^SIG/, ""), false, "")
     else channel.exit(code ?? 255)
     channel.end()
@@ -108,6 +120,8 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
     connections: 0,
     openConnections: () => clients.size,
     refuseExecs: 0,
+    withholdExitStatus: 0,
+    mostCommandsAtOnce: 0,
     signals: [],
     commands: [],
     dropAll: () => {
@@ -122,6 +136,7 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
 
   const server = new ssh2.Server({ hostKeys: [await readFile(hostKey.privateKeyPath)] }, (client) => {
     state.connections++
+    let running = 0
     clients.add(client)
     // As a real sshd does (TCP_NODELAY): otherwise Nagle + delayed ACK add ~40 ms per exchange.
     ;(client as unknown as { setNoDelay: (on: boolean) => void }).setNoDelay(true)
@@ -150,11 +165,23 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
           return reject()
         }
         state.commands.push(info.command)
-        runExec(state, accept(), info.command, (c) => (child = c))
+        const instant = /^'stoat-test-instant' '(\d+)'$/.exec(info.command)
+        if (instant) {
+          // Success reply, output, exit status and close in one write burst, as a loaded guest's sshd may deliver them.
+          const channel = accept()
+          channel.write("instant\n")
+          channel.exit(Number(instant[1]))
+          return channel.end()
+        }
+        runExec(state, accept(), info.command, (c) => {
+          child = c
+          state.mostCommandsAtOnce = Math.max(state.mostCommandsAtOnce, ++running)
+          c.on("close", () => running--)
+        })
       })
       session.on("signal", (accept, _reject, info) => {
         state.signals.push(info.name)
-        if (child) killGroup(child, `SIG${info.name}` as NodeJS.Signals)
+        if (child) killGroup(child, `SIG${info.name}` as NodeJS.Signals, true)
         accept?.()
       })
       session.on("subsystem", (accept, reject, info) => {

@@ -203,7 +203,7 @@ describe("exec", () => {
     expect(h.guest.execs[0]).toMatchObject({
       vm: "web",
       argv: ["sh", "-c", GuestScripts.TIMEOUT_SCRIPT, "stoat_timeout", "7", ...argv],
-      options: { stdin: "in", cwd: "/tmp", env: { FOO: "bar" }, timeoutMs: 10_000 }
+      options: { stdin: "in", cwd: "/tmp", env: { FOO: "bar" }, timeoutMs: 7_000 }
     })
     expect(h.guest.execs[0]?.options.maxOutputBytes).toBe(1024 * 1024)
     expect(vm.ssh_port).toBeGreaterThan(0)
