@@ -50,25 +50,27 @@ $list
 EOF
 printf '%s' "$done"`
 
-/**
- * A fork's own identity: the host's time (the guest's clock still reads the checkpoint's), its
- * hostname (and machine id where the guest keeps one), then its shares. GNU date takes the time to
- * the millisecond; busybox date only whole seconds, so it gets the host's time rounded.
- */
+/** A fork's own identity: hostname (and machine id where the guest keeps one), then its shares. */
 const FORK_IDENTITY = `h=$1
 id=$2
-date -s "@$3" >/dev/null 2>&1 || date -s "@$4" >/dev/null || echo "cannot set the clock" >&2
-shift 4
+shift 2
 hostname "$h"
 echo "$h" > /etc/hostname
 [ -f /etc/hosts ] && sed -i "s/^127\\.0\\.1\\.1[[:space:]].*/127.0.1.1	$h/" /etc/hosts
 [ -s /etc/machine-id ] && echo "$id" > /etc/machine-id
 ${MOUNT_TRIPLES}`
 
+/**
+ * Sets the clock to the host's time (a fork's still reads the checkpoint's): GNU date takes it to
+ * the millisecond ($1), busybox date only whole seconds, so it gets it rounded ($2).
+ */
+const SET_CLOCK = `date -s "@$1" >/dev/null 2>&1 || date -s "@$2" >/dev/null`
+
 const SCRIPTS = {
   "stoat-unmount-shares": UNMOUNT_SHARES,
   "stoat-mount-shares": MOUNT_TRIPLES,
-  "stoat-fork-identity": FORK_IDENTITY
+  "stoat-fork-identity": FORK_IDENTITY,
+  "stoat-set-clock": SET_CLOCK
 } as const
 
 export type GuestScript = keyof typeof SCRIPTS
@@ -138,12 +140,18 @@ export const clockArgs = (epochMs: number): [string, string] => [
   String(Math.round(epochMs / 1000))
 ]
 
-/**
- * Sets a fork's clock to the host's, gives it its own hostname and machine id and mounts its own
- * shares where the source had them. The time is read when each attempt is sent.
- */
+/** Gives a fork its own hostname and machine id and mounts its own shares where the source had them. */
 export const setForkIdentity = (target: SshTarget, mounts: ReadonlyArray<GuestMount>) =>
+  Effect.flatMap(run(target, "stoat-fork-identity", [guestHostname(target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
+    output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot take its own identity", output))
+  )
+
+/**
+ * Sets the guest's clock to the host's. Run on a connection already open (after the identity
+ * step), so the time read here reaches the guest within a round trip.
+ */
+export const setGuestClock = (target: SshTarget) =>
   Effect.flatMap(
-    Effect.flatMap(Clock.currentTimeMillis, (now) => run(target, "stoat-fork-identity", [guestHostname(target.vm), randomBytes(16).toString("hex"), ...clockArgs(now), ...triples(mounts)])),
-    (output) => (output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot take its own identity", output)))
+    Effect.flatMap(Clock.currentTimeMillis, (now) => run(target, "stoat-set-clock", clockArgs(now))),
+    (output) => (output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot set its clock", output)))
   )

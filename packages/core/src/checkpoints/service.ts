@@ -17,7 +17,7 @@ import { addVms, checkMemory } from "../vm/folders.js"
 import { isRunning, loadVm, requireRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
 import { diskFile, diskPath, diskRefPath, firstDisk, newLayerFile, topPointerPath, vmDisk } from "../vm/disks.js"
 import { VmStore } from "../vm/store.js"
-import { mountShares, setForkIdentity, unmountShares } from "./guest.js"
+import { mountShares, setForkIdentity, setGuestClock, unmountShares } from "./guest.js"
 import { progressLine } from "../context/progress.js"
 import {
   checkpointDir,
@@ -331,15 +331,18 @@ const make = Effect.gen(function* () {
       yield* progressLine(`fork ${name}: running from ${from} (${yield* elapsedSince(started)} ms)`)
       // A resumed guest's network is up already: connect at once (no separate banner probe), and
       // try again only while its sshd is not answering yet.
-      yield* setForkIdentity(sshTarget(root, record), file.mounts).pipe(
+      const target = sshTarget(root, record)
+      yield* setForkIdentity(target, file.mounts).pipe(
         Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)), while: (error) => error._tag === "CannotReach" }),
+        // Its clock still reads the checkpoint's time.
+        Effect.zipRight(setGuestClock(target)),
         Effect.timeoutFail({
           duration: Duration.millis(timeoutMs),
           onTimeout: () => new Timeout({ message: `fork "${name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: name })
         })
       )
       const readyMs = yield* elapsedSince(started)
-      yield* progressLine(`fork ${name}: ready with its own hostname and shares (${readyMs} ms)`)
+      yield* progressLine(`fork ${name}: ready with its own hostname, shares and clock (${readyMs} ms)`)
       return { record, readyMs }
     })
 
