@@ -131,13 +131,19 @@ describe("tiny guest", () => {
     "-o", "StrictHostKeyChecking=no",
     "-o", "UserKnownHostsFile=/dev/null",
     "-o", "BatchMode=yes",
-    "-o", "LogLevel=ERROR",
+    "-o", "LogLevel=VERBOSE",
     "-o", "ConnectTimeout=20"
   ]
 
   async function ssh(cmd: string): Promise<string> {
-    const { stdout } = await execFileP("ssh", [...sshOpts(), "-p", String(port), "root@127.0.0.1", cmd], { timeout: 60_000 })
-    return stdout
+    try {
+      const { stdout } = await execFileP("ssh", [...sshOpts(), "-p", String(port), "root@127.0.0.1", cmd], { timeout: 60_000 })
+      return stdout
+    } catch (e) {
+      // The exit status and both streams, so a failure says whether ssh, the guest's sshd or the command failed.
+      const err = e as { code?: unknown; signal?: unknown; stdout?: string; stderr?: string }
+      throw new Error(`ssh ${JSON.stringify(cmd)} failed: exit ${String(err.code)}, signal ${String(err.signal)}, stdout ${JSON.stringify(err.stdout)}, stderr ${JSON.stringify(err.stderr)}`)
+    }
   }
 
   function ready(vm: RunningVm): Promise<string> {
