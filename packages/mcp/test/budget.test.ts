@@ -79,12 +79,20 @@ describe("the call budget of a request without a progress token", () => {
   })
   const slowServer = async (budget: number) => {
     const fake = fakeMcp()
-    const server = createServer({ ...fake.mcp, tools: buildRegistry([slow], budget), callBudgetSeconds: budget })
+    const server = createServer({ ...fake.mcp, tools: buildRegistry([slow], {}, budget), callBudgetSeconds: budget })
     const { client } = testClient()
     const [serverSide, clientSide] = InMemoryTransport.createLinkedPair()
     await Promise.all([server.connect(serverSide), client.connect(clientSide)])
     return { client, close: async () => (await client.close(), await fake.runtime.dispose()) }
   }
+
+  it("times the calls that may outrun it: commands and queries reaching a guest, not queries of stoat's records", () => {
+    const registry = buildRegistry()
+    const timed = (tool: string) => registry.get(tool)?.mayOutrunBudget
+    expect([timed("list_vms"), timed("vm_status"), timed("list_snapshots")]).toEqual([false, false, false])
+    expect([timed("exec"), timed("read_file"), timed("ps"), timed("apply_recipes"), timed("slow")]).toEqual([true, true, true, true, undefined])
+    expect(buildRegistry([slow]).get("slow")?.mayOutrunBudget).toBe(true)
+  })
 
   it("stops work that outlasts the budget and answers timeout, releasing what it held", async () => {
     const h = await slowServer(1)

@@ -143,7 +143,7 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   // The backstop for work no timeout_seconds bounds (copies, recipes, several VMs): it is
   // interrupted, releasing what it holds, and the client gets a typed answer instead of -32001.
   const program =
-    budget === undefined
+    budget === undefined || !entry.mayOutrunBudget
       ? operationRun
       : Effect.timeoutFail(operationRun, {
           duration: Duration.seconds(budget),

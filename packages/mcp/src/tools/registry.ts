@@ -26,6 +26,11 @@ export interface ToolEntry {
   readonly definition: ToolDefinition
   /** Has timeout_seconds, which the call budget caps. */
   readonly timeoutBounded: boolean
+  /**
+   * May run past the call budget: a command, or a query that waits on a guest or the network. A
+   * query of stoat's own records answers at once and runs without the budget's timer.
+   */
+  readonly mayOutrunBudget: boolean
   /** The argument the MCP layer adds for delete safety (not part of the operation's input). */
   readonly confirmable: boolean
   /** Input fields only the CLI may set; to an agent they are unknown arguments. */
@@ -127,6 +132,13 @@ export interface RegistryOptions {
   readonly readOnly?: boolean
 }
 
+/** A command, or a query that waits on a guest (its toolset) or the network (see `ToolEntry.mayOutrunBudget`). */
+const mayOutrunBudget = (operation: Operation): boolean =>
+  operation.kind === "command" ||
+  operation.longRunning === true ||
+  (operation.touches?.length ?? 0) > 0 ||
+  ["guest", "jobs"].includes(toolsetOf(operation))
+
 /** One tool per catalog entry the MCP server exposes, in catalog order, limited to the options' subset. */
 export const buildRegistry = (
   catalog: ReadonlyArray<Operation> = fullCatalog,
@@ -153,6 +165,7 @@ export const buildRegistry = (
       get timeoutBounded() {
         return (timeoutBounded ??= hasTimeout(operation))
       },
+      mayOutrunBudget: mayOutrunBudget(operation),
       confirmable: confirmable(operation),
       get hostOnly() {
         return (hostOnly ??= hostOnlyFields(operation.input))
