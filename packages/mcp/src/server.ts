@@ -55,17 +55,20 @@ export interface StoatMcpOptions {
   readonly tools?: RegistryOptions
 }
 
-export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => ({
-  tools: buildRegistry(undefined, options.tools, options.callBudgetSeconds ?? DEFAULT_CALL_BUDGET_SECONDS),
-  limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
-  runtime: options.runtime,
-  run: agentRunner(options.runtime),
-  pending: new Set(),
-  tasks: new CancellableTaskStore(),
-  confirmDeletions: options.confirmDeletions ?? true,
-  callBudgetSeconds: options.callBudgetSeconds ?? DEFAULT_CALL_BUDGET_SECONDS,
-  ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {})
-})
+export const makeStoatMcp = (options: StoatMcpOptions): StoatMcp => {
+  const callBudgetSeconds = options.callBudgetSeconds ?? DEFAULT_CALL_BUDGET_SECONDS
+  return {
+    tools: buildRegistry(undefined, options.tools, callBudgetSeconds),
+    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.limits }, options.now),
+    runtime: options.runtime,
+    run: agentRunner(options.runtime),
+    pending: new Set(),
+    tasks: new CancellableTaskStore(),
+    confirmDeletions: options.confirmDeletions ?? true,
+    callBudgetSeconds,
+    ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {})
+  }
+}
 
 const INSTRUCTIONS =
   "Stoat manages local QEMU VMs. Read stoat://guide first. After create or start, call wait before any guest tool. Branch on error.code from _meta, never on message text."

@@ -75,8 +75,10 @@ const hasTimeout = (operation: Operation): boolean =>
   SchemaAST.getPropertySignatures(operation.input.ast).some((signature) => signature.name === "timeout_seconds")
 
 /** What a tool that may run long says about answering within the call budget. */
-const BUDGET_NOTE = (operation: Operation, budgetSeconds: number): string =>
-  operation.longRunning === true || hasTimeout(operation) ? budgetNote(budgetSeconds, hasTimeout(operation)) : ""
+const BUDGET_NOTE = (operation: Operation, budgetSeconds: number): string => {
+  const bounded = hasTimeout(operation)
+  return operation.longRunning === true || bounded ? budgetNote(budgetSeconds, bounded) : ""
+}
 
 /**
  * A tool as tools/list shows it. Every byte is paid by every agent session (P12: ≤ 40 KB for the
