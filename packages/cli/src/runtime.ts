@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, ManagedRuntime } from "effect"
 import { CALLERS, callerContext, projectsAt, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
-import { StoatLive } from "@stoat/qemu"
+import { StoatLive } from "@stoat/libvirt"
 import type { ErrorInfo } from "@stoat/wire"
 
 let runtime: ManagedRuntime.ManagedRuntime<any, any> | undefined

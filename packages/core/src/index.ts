@@ -43,6 +43,7 @@ export { LazyGuestTransportLive } from "./ssh/lazy.js"
 
 // VMs
 export { ACCESS_ORDER, AccessLevel, DiskSize, DiskSizeInput, effectiveAccess, type ParsedVm, type VmConfig, VmFile } from "./vm/config.js"
+export { type Placement, readPlacement, routedHypervisorLayer, routeHypervisor } from "./vm/placement.js"
 export { type CreateSpec, type StartOptions, type UpdateOutcome, type UpdateSpec, Vms, VmsLive, type WaitOptions, type WaitOutcome } from "./vm/lifecycle.js"
 export { type Limits, ProjectLimits } from "./vm/limits.js"
 export { guestHostname } from "./vm/names.js"

@@ -1,6 +1,6 @@
 import { Layer, ManagedRuntime } from "effect"
 import { projectsAt } from "@stoat/core"
-import { StoatLive } from "@stoat/qemu"
+import { StoatLive } from "@stoat/libvirt"
 
 /**
  * The live stack (QEMU hypervisor, ssh2 transport, data root from $STOAT_HOME) as one runtime.

@@ -37,6 +37,8 @@ export const Vm = Schema.Struct({
   key: Schema.String,
   project_missing: Schema.Boolean,
   provider: Schema.optional(Schema.String),
+  /** A libvirt VM's host: its libvirt URI (absent for the local default, qemu:///system). */
+  host: Schema.optional(Schema.String),
   gcp_project: Schema.optional(Schema.String),
   gcp_zone: Schema.optional(Schema.String),
   machine_type: Schema.optional(Schema.String),

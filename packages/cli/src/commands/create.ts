@@ -12,7 +12,7 @@ export default class Create extends StoatCommand {
   static override description =
     "Create a VM from a catalog image. `--image tiny` builds the tiny busybox guest from Debian packages on first use (no download) and boots to SSH in seconds. The VM is not started: run stoat up <name>."
   static override aliases = ["new"]
-  static override examples = ["stoat create dev --image tiny", "stoat create box --image tiny --ram 512 --disk 2G --agent-access exec"]
+  static override examples = ["stoat create dev --image tiny", "stoat create box --image tiny --ram 512 --disk 2G --agent-access exec", "stoat create lv --image tiny --provider libvirt"]
   static override args = { name: Args.string({ description: "new VM name", required: true }) }
   static override flags = {
     image: Flags.string({ description: "catalog image id (see stoat images), or the path of your own image file", required: true }),
@@ -27,7 +27,9 @@ export default class Create extends StoatCommand {
     recipes: recipesFlag("recipes to apply (comma-separated or repeated)"),
     "agent-access": field.string("agent_access"),
     "allow-exec": Flags.boolean({ hidden: true, allowNo: true, description: "legacy: true means agent-access exec" }),
-    global: Flags.boolean({ description: "create a VM outside the project even though ./stoat.toml exists" })
+    global: Flags.boolean({ description: "create a VM outside the project even though ./stoat.toml exists" }),
+    provider: field.string("provider", "qemu (default) or libvirt"),
+    host: field.string("host", "libvirt host URI, e.g. qemu+ssh://root@buildbox/system (with --provider libvirt)")
   }
 
   async run(): Promise<void> {

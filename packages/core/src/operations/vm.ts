@@ -43,7 +43,13 @@ const CreateInput = Schema.Struct({
   console_password: hostOnly(Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })),
   global: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "false: refuse when the working directory has a stoat.toml (CLI only: create without --global)" })),
   project: hostOnly(Schema.optional(Schema.Struct({ dir: Schema.String, key: Schema.String })).annotations({ description: "The project declaration this VM is made for (project up only)" })),
-  shares: HostShares
+  shares: HostShares,
+  provider: hostOnly(Schema.optional(Schema.Literal("qemu", "libvirt")).annotations({ description: "Which hypervisor runs the VM: qemu (default) or libvirt (CLI only)" })),
+  host: hostOnly(
+    Schema.optional(Schema.String.pipe(Schema.pattern(/^qemu(\+(ssh|tcp|tls|unix))?:\/\/[^\s'"]*\/(system|session)(\?[^\s'"]*)?$/))).annotations({
+      description: "The libvirt host, a URI such as qemu+ssh://user@host/system (provider libvirt; default qemu:///system) (CLI only)"
+    })
+  )
 })
 
 export const createVm = defineOperation({

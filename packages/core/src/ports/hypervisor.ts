@@ -2,9 +2,11 @@ import { Context, type Effect, type Redacted } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import type {
   AlreadyRunning,
+  CannotReach,
   CapabilityUnavailable,
   InvalidSpec,
   Internal,
+  KvmUnusable,
   LimitReached,
   MonitorRejected,
   MonitorUnreachable,
@@ -163,15 +165,18 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
      * every listing asks it of each VM in turn, so a remote provider answers from its own cache.
      */
     readonly status: (vm: VmRef) => Effect.Effect<RunState>
-    /** Checks the plan first (invalid_spec for one the provider cannot run), then boots it; limit_reached when the VM's files do not fit on the disk. */
-    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached>
+    /**
+     * Checks the plan first (invalid_spec for one the provider cannot run), then boots it; limit_reached when the VM's files do not fit on the disk.
+     * A provider on another host: cannot_reach when the host or its daemon does not answer, kvm_unusable when KVM is demanded and the host has none.
+     */
+    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached | CannotReach | KvmUnusable>
     /**
      * Waits until the guest's console says sshd listens, for guests that say so (true); false at
      * once for others, and when the VM stops or the time runs out. Readiness still probes SSH.
      */
     readonly awaitSshd: (vm: VmRef, timeoutMs: number) => Effect.Effect<boolean>
     /** Graceful power-down, then SIGTERM, then SIGKILL; returns once the process is gone. */
-    readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning>
+    readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning | CannotReach>
     /** The accelerator VMs start under and why (the setting, a cached verdict, or a new probe). */
     readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing | InvalidSpec>
     /** Makes `disk`, of `size` (empty: the backing's size) and optionally an overlay of `backing`. */

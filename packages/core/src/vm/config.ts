@@ -80,7 +80,10 @@ export const VmFile = Schema.Struct({
   recipes: withDefault(Schema.Array(Schema.String), () => []),
   display: withDefault(Schema.Literal("", "auto", "window", "vnc"), () => "" as const),
   backend: withDefault(Schema.String, () => ""),
+  /** Which Hypervisor runs the VM: "" or qemu (the default), or libvirt. */
   provider: withDefault(Schema.String, () => ""),
+  /** For provider libvirt: the libvirt URI of the host (qemu:///system when empty, or qemu+ssh://user@host/system). */
+  host: Schema.optionalWith(Schema.String, { exact: true }),
   base: withDefault(Schema.String, () => ""),
   sshuser: withDefault(Schema.String, () => ""),
   console_password: withDefault(Schema.String, () => ""),

@@ -63,6 +63,9 @@ export interface CreateSpec {
   readonly project?: { readonly dir: string; readonly key: string } | undefined
   /** Host folders shared writable at /mnt/share<N>. */
   readonly shares?: ReadonlyArray<string> | undefined
+  /** The hypervisor that runs the VM (default qemu) and, for libvirt, its host URI. */
+  readonly provider?: "qemu" | "libvirt" | undefined
+  readonly host?: string | undefined
 }
 
 export interface StartOptions {
@@ -323,6 +326,9 @@ function makeVms(): Vms["Type"] {
       if (invalid) return yield* invalid
       if (spec.global === false) yield* refuseInsideProject
       yield* checkDiskSize(spec.disk)
+      if (spec.host !== undefined && spec.provider !== "libvirt") {
+        return yield* new InvalidSpec({ message: "a host is a libvirt URI: give --provider libvirt with --host", subject: "host" })
+      }
       yield* (yield* DataRoot).ensure
       const hypervisor = yield* Hypervisor
       const resolved = yield* resolveTemplate(spec.image, spec.image_path)
@@ -364,7 +370,8 @@ function makeVms(): Vms["Type"] {
           ...(template.required_cpu ? { required_cpu: template.required_cpu } : {}),
           ...(spec.share !== undefined ? { share: spec.share } : {}),
           ...(spec.project !== undefined ? { project: spec.project.dir, key: spec.project.key } : {}),
-          ...(spec.shares !== undefined ? { shares: sharesOf(spec.shares) } : {})
+          ...(spec.shares !== undefined ? { shares: sharesOf(spec.shares) } : {}),
+          ...(spec.provider === "libvirt" ? { provider: "libvirt", ...(spec.host !== undefined ? { host: spec.host } : {}) } : {})
         })
       const disk = (dir: string, config: VmConfig) =>
         template.diskAtCreate === "blank"

@@ -83,6 +83,8 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
     project: config.project,
     key: config.key,
     project_missing: false,
+    // Only VMs of another provider name it, so a QEMU VM's record stays as it was.
+    ...(config.provider !== "" && config.provider !== "qemu" ? { provider: config.provider, ...(config.host !== undefined && config.host !== "" ? { host: config.host } : {}) } : {}),
     shared_dir: root.sharedDir(record.name),
     shared_mount: SHARED_MOUNT
   }

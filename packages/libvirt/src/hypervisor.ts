@@ -1,0 +1,418 @@
+import { open, readFile, stat, unlink } from "node:fs/promises"
+import { randomBytes } from "node:crypto"
+import { join } from "node:path"
+import { Config, Effect, Layer, Redacted } from "effect"
+import {
+  AlreadyRunning,
+  CannotReach,
+  CapabilityUnavailable,
+  DataRoot,
+  Hypervisor,
+  Internal,
+  InvalidSpec,
+  KvmUnusable,
+  MonitorRejected,
+  MonitorUnreachable,
+  NotRunning,
+  QemuMissing,
+  QemuStartFailed,
+  readPlacement,
+  ScreenshotFailed,
+  ShareInvalid,
+  writeFileAtomic,
+  type AccelProbe,
+  type BootPlan,
+  type RunState,
+  type StartedVm,
+  type VmDisk,
+  type VmRef
+} from "@stoat/core"
+import { cacheDirsFromEnv, makeQemuHypervisor, parseSnapshotTable, pngSize } from "@stoat/qemu"
+import { readConsoleFrom, TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny"
+import { domainName, domainXml, libvirtFiles } from "./domain-xml.js"
+import { DEFAULT_URI, isNoDomain, virsh, virshError, type VirshUnavailable } from "./virsh.js"
+
+/** Written at each start into the VM folder: how to find the domain and its console's sshd line later (another process). */
+interface BootRecord {
+  readonly uri: string
+  readonly domain: string
+  readonly console_offset: number
+  readonly sshd_marker?: string
+  readonly accel: "kvm" | "tcg"
+}
+
+/** The libvirt URI a VM lives on: its vm.toml's `host`, else the local system daemon. */
+export const uriOf = (vm: VmRef): string => readPlacement(vm.dir).host || DEFAULT_URI
+
+const SHUTDOWN_POLL_MS = 100
+/** How long a VM started under KVM may keep a talking guest's console silent before it is taken for a KVM that cannot run it. */
+const KVM_SILENCE_MS = 4_000
+/** awaitSshd reads the console every poll (microseconds) but asks libvirt whether the VM still runs only every so many polls (a virsh call). */
+const SSHD_POLL_MS = 10
+const SSHD_STATE_EVERY = 100
+
+const fileSize = (path: string) => stat(path).then((info) => info.size, () => 0)
+
+/** qcow2 or raw, from the image header (QEMU refuses to guess raw for a writable disk). */
+const diskFormatOf = async (path: string): Promise<"qcow2" | "raw"> => {
+  const handle = await open(path, "r").catch(() => undefined)
+  if (!handle) return path.endsWith(".qcow2") ? "qcow2" : "raw"
+  try {
+    const magic = Buffer.alloc(4)
+    await handle.read(magic, 0, 4, 0)
+    return magic.toString("latin1") === "QFI\xfb" ? "qcow2" : "raw"
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Checks before any libvirt call: boot files present, share tags usable as 9p mount tags, shared folders existing. */
+const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec | ShareInvalid> =>
+  Effect.gen(function* () {
+    const invalid = (message: string, subject = plan.vm.name) => new InvalidSpec({ message, subject })
+    const tags = ["work", ...(plan.hostShare !== undefined ? ["host"] : []), ...(plan.extraShares ?? []).map((share) => share.tag)]
+    const duplicate = tags.find((tag, index) => tags.indexOf(tag) !== index)
+    if (duplicate !== undefined) return yield* invalid(`share tag "${duplicate}" is used twice`, duplicate)
+    const bad = tags.find((tag) => !/^[A-Za-z0-9._-]{1,31}$/.test(tag))
+    if (bad !== undefined) return yield* invalid(`share tag "${bad}" must be 1-31 letters, digits, '.', '_' or '-'`, bad)
+    for (const path of plan.kernel ? [plan.kernel.path, plan.kernel.initrd] : []) {
+      if (!(yield* Effect.promise(() => stat(path).then(() => true, () => false)))) {
+        return yield* invalid(`boot file ${path} does not exist; rebuild the image`, path)
+      }
+    }
+    const shares = [plan.workShare, ...(plan.hostShare !== undefined ? [plan.hostShare] : []), ...(plan.extraShares ?? []).map((share) => share.host)]
+    for (const path of shares) {
+      const isDir = yield* Effect.promise(() => stat(path).then((info) => info.isDirectory(), () => false))
+      if (!isDir) return yield* new ShareInvalid({ message: `share ${path} is not an existing directory; shares must be existing directories`, subject: path })
+    }
+  })
+
+type AccelSetting = "auto" | "kvm" | "tcg"
+
+const accelSetting: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flatMap(
+  Effect.orElseSucceed(Config.string("STOAT_ACCEL").pipe(Config.withDefault("auto")), () => "auto"),
+  (raw) =>
+    raw === "auto" || raw === "kvm" || raw === "tcg"
+      ? Effect.succeed(raw)
+      : Effect.fail(new InvalidSpec({ message: `STOAT_ACCEL must be auto, kvm or tcg (got ${JSON.stringify(raw.slice(0, 40))})`, subject: "STOAT_ACCEL" }))
+)
+
+/** A verdict a start learned (KVM listed but unable to run the guest), kept per libvirt URI in the data root. */
+class AccelVerdicts {
+  constructor(private readonly path: string) {}
+  read = (uri: string): Effect.Effect<string | undefined> =>
+    Effect.promise(() =>
+      readFile(this.path, "utf8")
+        .then((text) => (JSON.parse(text) as Record<string, string>)[uri])
+        .catch(() => undefined)
+    )
+  write = (uri: string, detail: string): Effect.Effect<void> =>
+    Effect.promise(async () => {
+      const all = await readFile(this.path, "utf8").then((text) => JSON.parse(text) as Record<string, string>, () => ({}))
+      await writeFileAtomic(this.path, JSON.stringify({ ...all, [uri]: detail })).catch(() => undefined)
+    })
+}
+
+export interface LibvirtHypervisorOptions {
+  /** Passed to the QEMU provider that handles disk files (qemu-img), as the QEMU provider's own option. */
+  readonly tinyCacheDir?: string
+}
+
+/**
+ * The libvirt implementation of the Hypervisor port. Domains are transient (`virsh create`, never
+ * `define`): a domain exists only while its VM runs, so a failed start or a stop leaves nothing
+ * defined on the host, and status is whether the domain exists and runs. Disk files (create,
+ * resize, stopped snapshots, overlays) are qemu-img's, through the QEMU provider: the same files,
+ * on the host that holds the VM folder.
+ */
+export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
+  Layer.effect(
+    Hypervisor,
+    Effect.gen(function* () {
+      const root = yield* DataRoot
+      const disks = yield* Effect.provide(Hypervisor, makeQemuHypervisor(options))
+      const verdicts = new AccelVerdicts(join(root.root, ".libvirt-accel.json"))
+
+      const domainState = (vm: VmRef): Effect.Effect<string | undefined, VirshUnavailable> =>
+        Effect.map(virsh(uriOf(vm), ["domstate", domainName(vm)]), (result) => (result.code === 0 ? result.stdout.trim() : undefined))
+      const isRunning = (vm: VmRef) => Effect.map(domainState(vm), (state) => state !== undefined && state !== "shut off" && state !== "crashed")
+
+      /** What KVM/TCG the host offers, and what a VM starts under: the setting, a verdict a start learned, or the host's capabilities. */
+      const decide = (uri: string): Effect.Effect<AccelProbe & { readonly setting: AccelSetting }, InvalidSpec | KvmUnusable | VirshUnavailable> =>
+        Effect.gen(function* () {
+          const setting = yield* accelSetting
+          if (setting === "tcg") return { setting, accel: "tcg" as const, detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)` }
+          const caps = yield* virsh(uri, ["capabilities"])
+          const hasKvm = caps.code === 0 && caps.stdout.includes("<domain type='kvm'")
+          if (setting === "kvm") {
+            return hasKvm
+              ? { setting, accel: "kvm" as const, detail: `STOAT_ACCEL=kvm: libvirt domains on ${uri} are type kvm` }
+              : yield* new KvmUnusable({ message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`, subject: uri })
+          }
+          const learned = yield* verdicts.read(uri)
+          if (learned !== undefined) return { setting, accel: "tcg" as const, detail: learned }
+          return hasKvm
+            ? { setting, accel: "kvm" as const, detail: `libvirt host ${uri} offers KVM (STOAT_ACCEL=auto)` }
+            : { setting, accel: "tcg" as const, detail: `libvirt host ${uri} offers no KVM: domains are type qemu (TCG), which is slower (STOAT_ACCEL=auto)` }
+        })
+
+      const startFailed = (vm: VmRef) => (message: string) => new QemuStartFailed({ message, subject: vm.name })
+
+      /** The per-VM initrd carrying a direct-boot guest's identity (keys, host key, name). */
+      const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed> => {
+        const identity = plan.guestIdentity
+        if (plan.kernel === undefined || identity === undefined) return Effect.succeed(undefined)
+        const out = libvirtFiles(plan.vm.dir).initrd
+        const baseInitrd = plan.kernel.initrd
+        return Effect.tryPromise({
+          try: async () => {
+            const hostKey = Redacted.value(identity.hostKey)
+            await writeVmInitrd({ baseInitrd, out, authorizedKeys: identity.authorizedKeys, hostKeyDropbear: await toDropbearKey(hostKey), hostKeyOpenssh: Buffer.from(hostKey), hostname: identity.hostname })
+            return out
+          },
+          catch: (cause) => startFailed(plan.vm)(`cannot prepare the guest's initrd: ${cause instanceof Error ? cause.message : String(cause)}`)
+        })
+      }
+
+      /** Ends a domain now (a failed or abandoned start); nothing to do when it is gone. */
+      const destroy = (uri: string, name: string) => Effect.ignore(virsh(uri, ["destroy", name]))
+
+      /** Creates the transient domain; a failure leaves none behind. */
+      const createDomain = (plan: BootPlan, uri: string, type: "kvm" | "qemu", extras: { readonly initrd?: string; readonly disk?: { readonly path: string; readonly format: "qcow2" | "raw" } }) =>
+        Effect.gen(function* () {
+          const files = libvirtFiles(plan.vm.dir)
+          const name = domainName(plan.vm)
+          const xml = domainXml(plan, {
+            name,
+            type,
+            uid: process.getuid?.() ?? 0,
+            gid: process.getgid?.() ?? 0,
+            ...(extras.initrd !== undefined ? { initrd: extras.initrd } : {}),
+            ...(extras.disk !== undefined ? { disk: extras.disk } : {}),
+            ...(plan.seedIso !== undefined ? { seedIso: join(plan.seedIso.vm.dir, plan.seedIso.file) } : {})
+          })
+          yield* Effect.tryPromise({ try: () => writeFileAtomic(files.domain, xml), catch: () => startFailed(plan.vm)(`cannot write ${files.domain}`) })
+          const created = yield* virsh(uri, ["create", files.domain]).pipe(Effect.onInterrupt(() => destroy(uri, name)))
+          if (created.code !== 0) {
+            yield* destroy(uri, name)
+            return yield* startFailed(plan.vm)(`libvirt could not start VM "${plan.vm.name}" on ${uri}: ${virshError(created)}`)
+          }
+        })
+
+      /** Whether the console got output past `offset` within the budget while the domain ran. */
+      const consoleSpoke = (vm: VmRef, offset: number) =>
+        Effect.gen(function* () {
+          const deadline = Date.now() + KVM_SILENCE_MS
+          for (;;) {
+            if ((yield* Effect.promise(() => fileSize(libvirtFiles(vm.dir).console))) > offset) return true
+            if (Date.now() >= deadline) return false
+            yield* Effect.sleep(100)
+          }
+        })
+
+      const start = (plan: BootPlan) =>
+        Effect.gen(function* () {
+          const vm = plan.vm
+          const failed = startFailed(vm)
+          yield* validatePlan(plan)
+          const uri = uriOf(vm)
+          if (yield* isRunning(vm)) return yield* new AlreadyRunning({ message: `VM "${vm.name}" is already running on ${uri}`, subject: vm.name })
+          const probe = yield* decide(uri).pipe(Effect.catchTag("InvalidSpec", (error) => Effect.fail(failed(error.message))))
+          const initrd = yield* writeIdentity(plan)
+          const disk = plan.disk === undefined ? undefined : join(vm.dir, plan.disk)
+          const extras = {
+            ...(initrd !== undefined ? { initrd } : {}),
+            ...(disk !== undefined ? { disk: { path: disk, format: yield* Effect.promise(() => diskFormatOf(disk)) } } : {})
+          }
+          const files = libvirtFiles(vm.dir)
+          const consoleOffset = yield* Effect.promise(() => fileSize(files.console))
+          const record = (accel: "kvm" | "tcg"): BootRecord => ({
+            uri,
+            domain: domainName(vm),
+            console_offset: consoleOffset,
+            ...(plan.kernel !== undefined ? { sshd_marker: TINY_SSHD_MARKER } : {}),
+            accel
+          })
+          const started = (accel: "kvm" | "tcg", notice?: string): Effect.Effect<StartedVm> =>
+            Effect.as(Effect.promise(() => writeFileAtomic(files.boot, JSON.stringify(record(accel))).catch(() => undefined)), {
+              running: true,
+              startedAt: new Date().toISOString(),
+              accel,
+              ...(notice !== undefined ? { notice } : {})
+            })
+          if (probe.accel === "tcg") {
+            yield* createDomain(plan, uri, "qemu", extras)
+            return yield* started("tcg")
+          }
+          yield* createDomain(plan, uri, "kvm", extras)
+          // A guest that talks on its console and stays silent under KVM is taken for a KVM that cannot run it (as the QEMU provider judges).
+          const talks = plan.kernel !== undefined
+          if (!talks || (yield* consoleSpoke(vm, consoleOffset)) || probe.setting === "kvm") return yield* started("kvm")
+          yield* destroy(uri, domainName(vm))
+          const problem = `no console output in ${KVM_SILENCE_MS / 1000} s under KVM`
+          yield* createDomain(plan, uri, "qemu", extras)
+          yield* verdicts.write(uri, `libvirt host ${uri} lists KVM but a guest did not run under it (${problem}, VM "${vm.name}"); domains are type qemu (TCG)`)
+          return yield* started("tcg", `VM "${vm.name}" did not run under KVM on ${uri} (${problem}); restarted it under TCG, and later VMs there start under TCG directly`)
+        })
+
+      const readBootRecord = (vm: VmRef) =>
+        Effect.promise(() =>
+          readFile(libvirtFiles(vm.dir).boot, "utf8")
+            .then((text) => JSON.parse(text) as Partial<BootRecord>)
+            .catch(() => undefined)
+        )
+
+      const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
+        Effect.gen(function* () {
+          const record = yield* readBootRecord(vm)
+          const marker = record?.sshd_marker
+          if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
+          const console = libvirtFiles(vm.dir).console
+          let offset = record.console_offset
+          let pending = ""
+          const deadline = Date.now() + timeoutMs
+          for (let poll = 1; ; poll++) {
+            const chunk = yield* Effect.promise(() => readConsoleFrom(console, offset))
+            offset += chunk.length
+            pending += chunk.toString("utf8")
+            if (pending.includes(marker)) return true
+            pending = pending.slice(pending.lastIndexOf("\n") + 1)
+            if (Date.now() >= deadline) return false
+            if (poll % SSHD_STATE_EVERY === 0 && !(yield* Effect.orElseSucceed(isRunning(vm), () => false))) return false
+            yield* Effect.sleep(SSHD_POLL_MS)
+          }
+        })
+
+      const stop = (vm: VmRef, stopOptions?: { readonly graceMs?: number }): Effect.Effect<void, NotRunning | CannotReach> =>
+        Effect.gen(function* () {
+          const uri = uriOf(vm)
+          const name = domainName(vm)
+          if (!(yield* isRunning(vm))) return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
+          const graceMs = stopOptions?.graceMs ?? 10_000
+          const gone = (deadline: number) =>
+            Effect.gen(function* () {
+              for (;;) {
+                if (!(yield* isRunning(vm))) return true
+                if (Date.now() >= deadline) return false
+                yield* Effect.sleep(SHUTDOWN_POLL_MS)
+              }
+            })
+          if (graceMs > 0) {
+            const asked = yield* virsh(uri, ["shutdown", name])
+            if (asked.code === 0 && (yield* gone(Date.now() + graceMs))) return
+          }
+          yield* virsh(uri, ["destroy", name])
+          if (!(yield* gone(Date.now() + 30_000))) return yield* Effect.die(new Internal({ message: `libvirt domain ${name} of VM "${vm.name}" survived virsh destroy`, subject: vm.name }))
+        }).pipe(Effect.catchTag("QemuMissing", (error) => Effect.die(error)))
+
+      /** A QMP command to the VM's QEMU through libvirt (qemu-monitor-command): the monitor libvirt owns. */
+      const monitor = <A>(vm: VmRef, command: string, args?: Record<string, unknown>): Effect.Effect<A, MonitorUnreachable | MonitorRejected> =>
+        Effect.flatMap(
+          virsh(uriOf(vm), ["qemu-monitor-command", domainName(vm), JSON.stringify({ execute: command, ...(args !== undefined ? { arguments: args } : {}) })]).pipe(
+            Effect.mapError((error) => new MonitorUnreachable({ message: error.message, subject: vm.name }))
+          ),
+          (result) => {
+            if (result.code !== 0) return Effect.fail(new MonitorRejected({ message: `${command}: ${virshError(result)}`, subject: vm.name }))
+            const reply = JSON.parse(result.stdout) as { readonly return?: A; readonly error?: { readonly desc?: string } }
+            return reply.error !== undefined ? Effect.fail(new MonitorRejected({ message: `${command}: ${reply.error.desc ?? "refused"}`, subject: vm.name })) : Effect.succeed(reply.return as A)
+          }
+        )
+
+      /** The block node of the running VM's disk: libvirt names nodes itself (libvirt-1-format), so it is found by file. */
+      const diskNode = (disk: VmDisk) =>
+        Effect.flatMap(
+          monitor<ReadonlyArray<{ readonly inserted?: { readonly "node-name"?: string; readonly file?: string; readonly image?: { readonly filename?: string } } }>>(disk.vm, "query-block"),
+          (blocks) => {
+            const path = join(disk.vm.dir, disk.file)
+            const node = blocks.find((block) => block.inserted?.file === path || block.inserted?.image?.filename === path)?.inserted?.["node-name"]
+            return node !== undefined ? Effect.succeed(node) : Effect.fail(new Internal({ message: `VM "${disk.vm.name}" is running without ${path} attached`, subject: disk.vm.name }))
+          }
+        )
+
+      const runningForSnapshot = (vm: VmRef) => isRunning(vm).pipe(Effect.mapError((error) => new MonitorUnreachable({ message: error.message, subject: vm.name })))
+
+      const screenshot = (vm: VmRef) =>
+        Effect.gen(function* () {
+          if (!(yield* Effect.orElseSucceed(isRunning(vm), () => false))) return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
+          // QEMU writes the PNG itself (screendump format png): it runs on the host that holds the VM folder.
+          const path = join(vm.dir, `.screendump-${randomBytes(4).toString("hex")}.png`)
+          const failed = (message: string) => new ScreenshotFailed({ message, subject: vm.name })
+          yield* monitor(vm, "screendump", { filename: path, format: "png" }).pipe(Effect.mapError((error) => failed(error.message)))
+          const png = yield* Effect.tryPromise({ try: () => readFile(path), catch: () => failed("QEMU's screendump left no file") }).pipe(
+            Effect.ensuring(Effect.promise(() => unlink(path).catch(() => undefined)))
+          )
+          const size = pngSize(png)
+          if (!size) return yield* failed("QEMU's screendump is not a PNG image")
+          return { png: new Uint8Array(png), ...size }
+        })
+
+      return Hypervisor.of({
+        // A host that cannot be reached reads as not running: the port has no "unknown" state yet.
+        status: (vm): Effect.Effect<RunState> =>
+          Effect.map(Effect.orElseSucceed(domainState(vm), () => undefined), (state) => ({ running: state !== undefined && state !== "shut off" && state !== "crashed" })),
+        // The port's probe knows no unreachable host or missing KVM: both are reported as what to fix (invalid_spec, with the reason).
+        probeAccelerator: decide(DEFAULT_URI).pipe(
+          Effect.map(({ accel, detail }): AccelProbe => ({ accel, detail })),
+          Effect.catchTags({
+            CannotReach: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: DEFAULT_URI })),
+            KvmUnusable: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: "STOAT_ACCEL" }))
+          })
+        ),
+        start,
+        awaitSshd,
+        stop,
+        createDisk: disks.createDisk,
+        resizeDisk: disks.resizeDisk,
+        diskInfo: disks.diskInfo,
+        listSnapshots: (disk) =>
+          Effect.flatMap(runningForSnapshot(disk.vm), (running) =>
+            running
+              ? Effect.map(
+                  monitor<string>(disk.vm, "human-monitor-command", { "command-line": "info snapshots" }).pipe(
+                    Effect.catchTag("MonitorRejected", (error) => Effect.fail(new Internal({ message: error.message, subject: disk.vm.name })))
+                  ),
+                  parseSnapshotTable
+                )
+              : disks.listSnapshots(disk)
+          ),
+        saveSnapshot: (disk, tag) =>
+          Effect.flatMap(runningForSnapshot(disk.vm), (running) =>
+            running ? Effect.flatMap(diskNode(disk), (device) => Effect.asVoid(monitor(disk.vm, "blockdev-snapshot-internal-sync", { device, name: tag }))) : disks.saveSnapshot(disk, tag)
+          ),
+        restoreSnapshot: disks.restoreSnapshot,
+        deleteSnapshot: (disk, tag) =>
+          Effect.flatMap(runningForSnapshot(disk.vm), (running) =>
+            running
+              ? Effect.flatMap(diskNode(disk), (device) =>
+                  monitor(disk.vm, "blockdev-snapshot-delete-internal-sync", { device, name: tag }).pipe(
+                    Effect.asVoid,
+                    // Deleting a tag the disk lacks is nothing to do, as the port says.
+                    Effect.catchIf((error) => error._tag === "MonitorRejected" && /not found|can't find/i.test(error.message), () => Effect.void)
+                  )
+                )
+              : disks.deleteSnapshot(disk, tag)
+          ),
+        snapshotOverlay: disks.snapshotOverlay,
+        screenshot,
+        checkpoint: (vm) =>
+          Effect.fail(
+            new CapabilityUnavailable({
+              message: `checkpoints of libvirt VMs are not built yet (VM "${vm.name}"): virsh save stops the domain, and the port's checkpoint keeps the VM running on a new overlay; use snapshots, or the qemu provider`,
+              subject: vm.name,
+              reason: "provider_unsupported"
+            })
+          ),
+        resume: (_checkpoint, plan) => Effect.fail(new QemuStartFailed({ message: `libvirt VM "${plan.vm.name}" cannot resume a checkpoint: the libvirt provider takes none`, subject: plan.vm.name })),
+        rebaseDisk: disks.rebaseDisk
+      })
+    })
+  )
+
+/** The live layer, over the data root; STOAT_TINY_CACHE as for the QEMU provider. */
+export const LibvirtHypervisorLive = Layer.unwrapEffect(
+  Effect.sync(() => {
+    const { tinyCacheDir } = cacheDirsFromEnv()
+    return makeLibvirtHypervisor(tinyCacheDir !== undefined ? { tinyCacheDir } : {})
+  })
+)
+

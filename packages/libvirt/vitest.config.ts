@@ -1,0 +1,5 @@
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: { include: ["src/**/*.test.ts", "test/**/*.test.ts"], exclude: ["test/e2e/**"], testTimeout: 30_000 }
+})
