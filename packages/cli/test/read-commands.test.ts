@@ -33,6 +33,19 @@ describe("stoat ls", () => {
     expect(table.stdout).toMatch(/^bad: broken: /m)
   })
 
+  it("shows WHERE each VM runs: local for QEMU, libvirt and its host URI for libvirt VMs", async () => {
+    const home = tempHome()
+    for (const [name, port, extra] of [["here", 2211, ""], ["lv", 2212, 'provider = "libvirt"\n'], ["far", 2213, 'provider = "libvirt"\nhost = "qemu+unix:///system?socket=/nonexistent/sock"\n']] as const) {
+      mkdirSync(join(home, name))
+      writeFileSync(join(home, name, "vm.toml"), `${vmToml(name, port)}${extra}`)
+    }
+    const table = await stoat(["ls"], { STOAT_HOME: home })
+    expect(table.code).toBe(0)
+    expect(table.stdout).toMatch(/^far\s+disk\s+stopped\s+libvirt:qemu\+unix:\/\/\/system\?socket=\/nonexistent\/sock\s/m)
+    expect(table.stdout).toMatch(/^here\s+disk\s+stopped\s+local\s/m)
+    expect(table.stdout).toMatch(/^lv\s+disk\s+stopped\s+libvirt:qemu:\/\/\/system\s/m)
+  })
+
   it("warns on stderr about unknown vm.toml keys without failing", async () => {
     const home = tempHome()
     mkdirSync(join(home, "odd"))
