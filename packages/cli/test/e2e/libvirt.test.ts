@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process"
-import { readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { e2eEnv, requireQemu, result, stoat, tempHome } from "../helpers.js"
@@ -26,6 +27,17 @@ const domainsOf = (vm: string) =>
   execFileSync("virsh", ["-q", "-c", URI, "list", "--all", "--name"], { encoding: "utf8" })
     .split("\n")
     .filter((name) => name.startsWith(`stoat-${vm}-`))
+
+/** A port nothing listens on now: the kernel's pick for a listener closed at once. */
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+    })
+  })
 
 const home = tempHome()
 const env = e2eEnv(home)
@@ -109,5 +121,61 @@ describe("a libvirt VM with the tiny guest", () => {
     const refused = await failure("up", "lvfar")
     expect(refused.code).toBe("cannot_reach")
     expect(refused.message).toMatch(/refused the connection.*start the daemon/)
+  })
+})
+
+/**
+ * The remote path for real: libvirt over qemu+ssh:// to this machine, through an sshd of the
+ * suite's own (its own port, host key and a throwaway client key), so ssh, virt-ssh-helper and the
+ * remote daemon are all exercised. The VM's folder is on this machine, which the remote host is.
+ */
+describe("a libvirt VM on a qemu+ssh:// host", () => {
+  let sshdPid: number | undefined
+  let uri = ""
+  beforeAll(async () => {
+    requireLibvirt()
+    const dir = join(home, "sshd")
+    mkdirSync(dir)
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "host_key")])
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "client_key")])
+    writeFileSync(join(dir, "authorized_keys"), readFileSync(join(dir, "client_key.pub")), { mode: 0o600 })
+    const port = await freePort()
+    writeFileSync(
+      join(dir, "sshd_config"),
+      [`Port ${port}`, "ListenAddress 127.0.0.1", `HostKey ${join(dir, "host_key")}`, `AuthorizedKeysFile ${join(dir, "authorized_keys")}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", `PidFile ${join(dir, "sshd.pid")}`, "StrictModes no", "UsePAM no", ""].join("\n")
+    )
+    mkdirSync("/run/sshd", { recursive: true })
+    try {
+      execFileSync("/usr/sbin/sshd", ["-f", join(dir, "sshd_config"), "-E", join(dir, "sshd.log")], { stdio: "pipe" })
+    } catch (error) {
+      throw new Error(`this suite runs its own sshd and could not (${String((error as { stderr?: Buffer }).stderr ?? error)}): apt-get install openssh-server, run as root`)
+    }
+    for (let tries = 0; sshdPid === undefined && tries < 50; tries++) {
+      try {
+        sshdPid = Number(readFileSync(join(dir, "sshd.pid"), "utf8"))
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+    uri = `qemu+ssh://root@127.0.0.1:${port}/system?keyfile=${join(dir, "client_key")}&no_verify=1`
+  })
+  afterAll(async () => {
+    await stoat(["down", "lvr"], env)
+    if (sshdPid !== undefined) process.kill(sshdPid)
+  })
+
+  it("is created on the host, started, reached, snapshotted, stopped and removed", async () => {
+    const created = (await json("create", "lvr", "--image", "tiny", "--provider", "libvirt", "--host", uri, "--agent-access", "exec")).vm
+    expect(created).toMatchObject({ name: "lvr", provider: "libvirt", host: uri })
+    expect((await json("up", "lvr", "--wait")).vm.state).toBe("running")
+    expect(domainsOf("lvr")).toHaveLength(1)
+    const listed = await stoat(["ls"], env)
+    expect(listed.stdout).toContain(`libvirt:${uri}`)
+    expect(await sh("lvr", "uname -s")).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
+    expect(await json("snapshot", "lvr", "r1")).toMatchObject({ vm: "lvr", tag: "r1", action: "save" })
+    await json("down", "lvr")
+    expect(domainsOf("lvr")).toEqual([])
+    expect((await json("snapshot", "lvr")).snapshots.map((s: { tag: string }) => s.tag)).toEqual(["r1"])
+    await json("rm", "lvr", "--yes")
   })
 })
