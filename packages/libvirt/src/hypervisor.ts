@@ -1,3 +1,4 @@
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { open, readFile, stat, unlink } from "node:fs/promises"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
@@ -17,6 +18,7 @@ import {
   QemuMissing,
   QemuStartFailed,
   readPlacement,
+  readSmallFileSync,
   ScreenshotFailed,
   ShareInvalid,
   writeFileAtomic,
@@ -50,6 +52,42 @@ const KVM_SILENCE_MS = 4_000
 /** awaitSshd reads the console every poll (microseconds) but asks libvirt whether the VM still runs only every so many polls (a virsh call). */
 const SSHD_POLL_MS = 10
 const SSHD_STATE_EVERY = 100
+
+/** Where the local system daemon keeps the pidfile of each running domain (world-readable; removed when it stops). */
+const LOCAL_DOMAIN_RUN_DIR = "/run/libvirt/qemu"
+
+/**
+ * A domain's run state on the local system daemon from its pidfile, as the QEMU provider reads
+ * its own: microseconds instead of a virsh call, which every status, listing and guest command
+ * would otherwise pay. Running = the pid lives and runs QEMU for this domain (guards against
+ * a reused pid or a pidfile left by a crashed daemon). Undefined when the daemon's folder cannot
+ * be read here: then libvirt is asked.
+ */
+export const localRunState = (domain: string): RunState | undefined => {
+  if (!existsSync(LOCAL_DOMAIN_RUN_DIR)) return undefined
+  const pidfile = join(LOCAL_DOMAIN_RUN_DIR, `${domain}.pid`)
+  let text: string
+  try {
+    text = readSmallFileSync(pidfile, 64)
+  } catch (error) {
+    return (error as { code?: string }).code === "ENOENT" ? { running: false } : undefined
+  }
+  const pid = Number.parseInt(text.trim(), 10)
+  if (!Number.isInteger(pid) || pid <= 0) return { running: false }
+  let argv: ReadonlyArray<string>
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")
+  } catch {
+    return { running: false }
+  }
+  const named = argv[argv.indexOf("-name") + 1] ?? ""
+  if (!named.startsWith(`guest=${domain},`) && named !== `guest=${domain}`) return { running: false }
+  try {
+    return { running: true, pid, startedAt: statSync(pidfile).mtime.toISOString() }
+  } catch {
+    return { running: true, pid }
+  }
+}
 
 const fileSize = (path: string) => stat(path).then((info) => info.size, () => 0)
 
@@ -133,9 +171,16 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
       const disks = yield* Effect.provide(Hypervisor, makeQemuHypervisor(options))
       const verdicts = new AccelVerdicts(join(root.root, ".libvirt-accel.json"))
 
-      const domainState = (vm: VmRef): Effect.Effect<string | undefined, VirshUnavailable> =>
-        Effect.map(virsh(uriOf(vm), ["domstate", domainName(vm)]), (result) => (result.code === 0 ? result.stdout.trim() : undefined))
-      const isRunning = (vm: VmRef) => Effect.map(domainState(vm), (state) => state !== undefined && state !== "shut off" && state !== "crashed")
+      /** Whether the VM's domain runs: from the local daemon's pidfile where it can be read (no process spawned), else by asking libvirt. */
+      const isRunning = (vm: VmRef): Effect.Effect<boolean, VirshUnavailable> => {
+        const uri = uriOf(vm)
+        const local = uri === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
+        if (local !== undefined) return Effect.succeed(local.running)
+        return Effect.map(virsh(uri, ["domstate", domainName(vm)]), (result) => {
+          const state = result.code === 0 ? result.stdout.trim() : undefined
+          return state !== undefined && state !== "shut off" && state !== "crashed"
+        })
+      }
 
       /** What KVM/TCG the host offers, and what a VM starts under: the setting, a verdict a start learned, or the host's capabilities. */
       const decide = (uri: string): Effect.Effect<AccelProbe & { readonly setting: AccelSetting }, InvalidSpec | KvmUnusable | VirshUnavailable> =>
@@ -348,8 +393,10 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
 
       return Hypervisor.of({
         // A host that cannot be reached reads as not running: the port has no "unknown" state yet.
-        status: (vm): Effect.Effect<RunState> =>
-          Effect.map(Effect.orElseSucceed(domainState(vm), () => undefined), (state) => ({ running: state !== undefined && state !== "shut off" && state !== "crashed" })),
+        status: (vm): Effect.Effect<RunState> => {
+          const local = uriOf(vm) === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
+          return local !== undefined ? Effect.succeed(local) : Effect.map(Effect.orElseSucceed(isRunning(vm), () => false), (running) => ({ running }))
+        },
         // The port's probe knows no unreachable host or missing KVM: both are reported as what to fix (invalid_spec, with the reason).
         probeAccelerator: decide(DEFAULT_URI).pipe(
           Effect.map(({ accel, detail }): AccelProbe => ({ accel, detail })),
