@@ -342,12 +342,24 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
                 yield* Effect.sleep(SHUTDOWN_POLL_MS)
               }
             })
+          let stopped = false
           if (graceMs > 0) {
             const asked = yield* virsh(uri, ["shutdown", name])
-            if (asked.code === 0 && (yield* gone(Date.now() + graceMs))) return
+            stopped = asked.code === 0 && (yield* gone(Date.now() + graceMs))
           }
-          yield* virsh(uri, ["destroy", name])
-          if (!(yield* gone(Date.now() + 30_000))) return yield* Effect.die(new Internal({ message: `libvirt domain ${name} of VM "${vm.name}" survived virsh destroy`, subject: vm.name }))
+          if (!stopped) {
+            yield* virsh(uri, ["destroy", name])
+            if (!(yield* gone(Date.now() + 30_000))) return yield* Effect.die(new Internal({ message: `libvirt domain ${name} of VM "${vm.name}" survived virsh destroy`, subject: vm.name }))
+          }
+          // QEMU has exited, but libvirt removes the transient domain a moment later; a start
+          // before then would find the name taken. Returns once libvirt no longer knows it.
+          const deadline = Date.now() + 30_000
+          for (;;) {
+            const state = yield* virsh(uri, ["domstate", name])
+            if (isNoDomain(state)) return
+            if (Date.now() >= deadline) return yield* Effect.die(new Internal({ message: `libvirt still holds domain ${name} of VM "${vm.name}" 30 s after it stopped`, subject: vm.name }))
+            yield* Effect.sleep(SHUTDOWN_POLL_MS / 2)
+          }
         }).pipe(Effect.catchTag("QemuMissing", (error) => Effect.die(error)))
 
       /** A QMP command to the VM's QEMU through libvirt (qemu-monitor-command): the monitor libvirt owns. */

@@ -99,6 +99,9 @@ describe("a libvirt VM with the tiny guest", () => {
     expect(checkpoint.code).toBe("capability_unavailable")
     expect((await json("get", "lva")).vm.state).toBe("running")
 
+    // Stopped means libvirt has let go of the domain: an immediate start finds its name free.
+    await json("down", "lva")
+    expect((await json("up", "lva")).vm.state).toBe("running")
     await json("down", "lva")
     await json("rm", "lva", "--yes")
     expect((await json("ls")).vms).toEqual([])
