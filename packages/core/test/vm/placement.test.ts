@@ -40,7 +40,7 @@ describe("a VM's provider", () => {
     expect(hostOnlyFields(createVm.input)).toEqual(expect.arrayContaining(["provider", "host"]))
   })
 
-  it("routes each call to the provider the VM's vm.toml names, and base images to the default", async () => {
+  it("routes each call to the provider the VM's vm.toml names", async () => {
     const h = harness()
     await h.ok(createVm, { name: "lv", image: "tiny", provider: "libvirt" })
     await h.ok(createVm, { name: "qm", image: "tiny" })
