@@ -12,10 +12,20 @@ export interface Placement {
 
 const VM_TOML_MAX_BYTES = 1024 * 1024
 
+/** A top-level `key = "value"` (or a 'literal') of vm.toml, before its first table; comments allowed after it. */
+const topLevelString = (head: string, key: string): string | undefined | "unreadable" => {
+  const line = new RegExp(`^[ \\t]*${key}[ \\t]*=(.*)$`, "m").exec(head)
+  if (line === null) return undefined
+  const value = /^[ \t]*(?:"([^"\\]*)"|'([^']*)')[ \t]*(?:#.*)?$/.exec(line[1] ?? "")
+  return value === null ? "unreadable" : (value[1] ?? value[2] ?? "")
+}
+
 /**
  * A VM's placement from its folder's vm.toml, read at each call (a provider is chosen per VM and
- * the file is the only record). A missing or broken file is the default provider's: a broken
- * VM is still stopped and listed by the provider that is always there.
+ * the file is the only record). Every status of a listing asks it, so the two keys are read from
+ * the text before its first table (what stoat writes) and the whole file is parsed only when they
+ * are written some other way. A missing or broken file is the default provider's: a broken VM
+ * is still stopped and listed by the provider that is always there.
  */
 export const readPlacement = (dir: string): Placement => {
   let text: string
@@ -24,6 +34,11 @@ export const readPlacement = (dir: string): Placement => {
   } catch {
     return { provider: "qemu", host: "" }
   }
+  const table = /^[ \t]*\[/m.exec(text)
+  const head = table === null ? text : text.slice(0, table.index)
+  const provider = topLevelString(head, "provider")
+  const host = topLevelString(head, "host")
+  if (provider !== "unreadable" && host !== "unreadable") return { provider: provider || "qemu", host: host ?? "" }
   const parsed = parseVmToml(text)
   if (Either.isLeft(parsed)) return { provider: "qemu", host: "" }
   return { provider: parsed.right.config.provider || "qemu", host: parsed.right.config.host ?? "" }

@@ -40,6 +40,19 @@ describe("a VM's provider", () => {
     expect(hostOnlyFields(createVm.input)).toEqual(expect.arrayContaining(["provider", "host"]))
   })
 
+  it("reads provider and host as TOML does: quoted or literal, a comment after, never a table's key; other spellings through the parser", () => {
+    const h = harness()
+    const placementOf = (text: string) => {
+      h.writeVmToml("p", `sshport = 2200\n${text}`)
+      return readPlacement(h.vmDir("p"))
+    }
+    expect(placementOf("")).toEqual({ provider: "qemu", host: "" })
+    expect(placementOf('provider = "libvirt" # here\nhost = \'qemu+ssh://u@h/system\'\n')).toEqual({ provider: "libvirt", host: "qemu+ssh://u@h/system" })
+    expect(placementOf('[params.x]\nprovider = "libvirt"\n')).toEqual({ provider: "qemu", host: "" })
+    expect(placementOf('provider = "libvirt"\nhost = "qemu+ssh://u\\u0040h/system"\n')).toEqual({ provider: "libvirt", host: "qemu+ssh://u@h/system" })
+    expect(placementOf('provider = "libvirt"\n[[[broken')).toEqual({ provider: "libvirt", host: "" })
+  })
+
   it("routes each call to the provider the VM's vm.toml names", async () => {
     const h = harness()
     await h.ok(createVm, { name: "lv", image: "tiny", provider: "libvirt" })
