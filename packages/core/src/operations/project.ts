@@ -93,7 +93,7 @@ const updateFor = (declaration: Declaration, record: OkRecord, running: boolean,
  */
 const reconcile = (project: Project, declaration: Declaration, secrets: Readonly<Record<string, SecretTable>>) =>
   Effect.gen(function* () {
-    if (declaration.provider !== "qemu") {
+    if (declaration.provider === "gce") {
       return yield* new CapabilityUnavailable({ message: `[vms.${declaration.key}]: provider ${declaration.provider} is not supported by this build`, reason: "provider_unsupported" })
     }
     const wantedSecrets = secrets[declaration.key]
@@ -109,7 +109,8 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
           recipes: declaration.recipes,
           agent_access: declaration.agent_access,
           project: { dir: project.dir, key: declaration.key },
-          shares: declaration.shares
+          shares: declaration.shares,
+          ...(declaration.provider === "libvirt" ? { provider: "libvirt" as const, ...(declaration.host !== undefined ? { host: declaration.host } : {}) } : {})
         }
       ).pipe(
         Effect.as(true),

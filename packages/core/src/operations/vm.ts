@@ -4,7 +4,7 @@ import { CliUpdateResult, CloneResult, DestroyResult, ForwardResult, LogLines, R
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
 import { readFileTail } from "../platform/fs.js"
 import { InvalidSpec } from "../errors.js"
-import { AccessLevel, DISK_RANGE, DiskSizeInput } from "../vm/config.js"
+import { AccessLevel, DISK_RANGE, DiskSizeInput, LIBVIRT_URI } from "../vm/config.js"
 import { isRunning, loadVm, type OkRecord } from "../vm/records.js"
 import { Vms } from "../vm/lifecycle.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
@@ -46,7 +46,7 @@ const CreateInput = Schema.Struct({
   shares: HostShares,
   provider: hostOnly(Schema.optional(Schema.Literal("qemu", "libvirt")).annotations({ description: "Which hypervisor runs the VM: qemu (default) or libvirt (CLI only)" })),
   host: hostOnly(
-    Schema.optional(Schema.String.pipe(Schema.pattern(/^qemu(\+(ssh|tcp|tls|unix))?:\/\/[^\s'"]*\/(system|session)(\?[^\s'"]*)?$/))).annotations({
+    Schema.optional(Schema.String.pipe(Schema.pattern(LIBVIRT_URI))).annotations({
       description: "The libvirt host, a URI such as qemu+ssh://user@host/system (provider libvirt; default qemu:///system) (CLI only)"
     })
   )

@@ -6,7 +6,7 @@ type Drift = typeof DriftSchema.Type
 
 /** A declared setting the VM cannot take without being made again. */
 export interface ImmutableChange {
-  readonly field: "image" | "disk" | "provider"
+  readonly field: "image" | "disk" | "provider" | "host"
   readonly from: string
   readonly to: string
 }
@@ -42,6 +42,7 @@ export const driftOf = (declaration: Declaration, config: VmConfig, running: boo
   }
   const provider = config.provider === "" ? "qemu" : config.provider
   if (provider !== declaration.provider) immutable.push({ field: "provider", from: provider, to: declaration.provider })
+  else if ((config.host ?? "") !== (declaration.host ?? "")) immutable.push({ field: "host", from: config.host ?? "", to: declaration.host ?? "" })
   return { drift, immutable }
 }
 

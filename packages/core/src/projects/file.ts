@@ -12,7 +12,7 @@ import type { Limits } from "../vm/limits.js"
 import { validateVmName } from "../vm/names.js"
 import * as fs from "../platform/fs.js"
 import { RECIPE_NAME } from "../recipes/manifest.js"
-import { AccessLevel, DiskSizeInput } from "../vm/config.js"
+import { AccessLevel, DiskSizeInput, LIBVIRT_URI } from "../vm/config.js"
 import { Cpus, RamMb } from "../operations/inputs.js"
 
 export const PROJECT_FILE = "stoat.toml"
@@ -35,7 +35,9 @@ const VmDeclaration = Schema.Struct({
   recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(RECIPE_NAME)))),
   shares: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
   agent_access: Schema.optional(AccessLevel),
-  provider: Schema.optional(Schema.Literal("qemu", "gce")),
+  provider: Schema.optional(Schema.Literal("qemu", "gce", "libvirt")),
+  /** For provider libvirt: the host's libvirt URI (default qemu:///system). */
+  host: Schema.optional(Schema.String.pipe(Schema.pattern(LIBVIRT_URI))),
   params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: ParamValue }) }))
 })
 
@@ -68,7 +70,9 @@ export interface Declaration {
   /** Real (symlink-resolved) absolute host folders, each inside the project. */
   readonly shares: ReadonlyArray<string>
   readonly agent_access: AccessLevel
-  readonly provider: "qemu" | "gce"
+  readonly provider: "qemu" | "gce" | "libvirt"
+  /** A libvirt VM's host URI; absent for the local default. */
+  readonly host?: string
   readonly params: Readonly<Record<string, Readonly<Record<string, string>>>>
 }
 
@@ -167,6 +171,7 @@ export const decodeProject = (dir: string, text: string): Effect.Effect<Project,
       if (!DECLARATION_KEY.test(key)) return yield* fail(file, at, `declaration keys use lower-case letters, digits and '-', starting with a letter or digit`)
       const vm = declared[key]!
       if (vm.provider !== undefined && schema === 1) return yield* fail(file, `${at}.provider`, "provider needs schema = 2")
+      if (vm.host !== undefined && vm.provider !== "libvirt") return yield* fail(file, `${at}.host`, 'a host is a libvirt URI: it needs provider = "libvirt"')
       const vmName = vm.name ?? `${name}-${key}`
       const invalid = validateVmName(vmName)
       if (invalid) return yield* fail(file, `${at}.name`, invalid.message)
@@ -191,6 +196,7 @@ export const decodeProject = (dir: string, text: string): Effect.Effect<Project,
         shares,
         agent_access: vm.agent_access ?? "manage",
         provider: vm.provider ?? "qemu",
+        ...(vm.host !== undefined ? { host: vm.host } : {}),
         params: stringParams(vm.params)
       })
     }

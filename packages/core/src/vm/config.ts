@@ -61,6 +61,9 @@ const Applied = Schema.Struct({
   outputs: withDefault(Schema.Record({ key: Schema.String, value: Schema.String }), () => ({}))
 })
 
+/** A libvirt connection URI Stoat accepts as a VM's host: qemu over the local socket, ssh, tcp or tls, to a system or session daemon. */
+export const LIBVIRT_URI = /^qemu(\+(ssh|tcp|tls|unix))?:\/\/[^\s'"]*\/(system|session)(\?[^\s'"]*)?$/
+
 /** `vm.toml`, the authoritative record of one VM; the folder name is the VM's identity. */
 export const VmFile = Schema.Struct({
   name: withDefault(Schema.String, () => ""),

@@ -236,6 +236,25 @@ describe("up, status and reconcile", () => {
     expect(h.hypervisor.running.size).toBe(0)
   })
 
+  it("a declaration may put its VM on a libvirt host; another host later is an immutable change", async () => {
+    const far = "qemu+ssh://root@build1/system"
+    const toml = `schema = 2\n[project]\nname = "lp"\n[vms.near]\nimage = "tiny"\nprovider = "libvirt"\n[vms.far]\nimage = "tiny"\nprovider = "libvirt"\nhost = "${far}"\n[vms.here]\nimage = "tiny"\n`
+    const h = projectHarness(toml)
+    const run = await h.ok(projectUp, {})
+    expect(run.vms.map((vm) => vm.status)).toEqual(["ok", "ok", "ok"])
+    expect(h.readVmToml("lp-near")).toMatch(/provider = "libvirt"/)
+    expect(h.readVmToml("lp-near")).not.toMatch(/host/)
+    expect(h.readVmToml("lp-far")).toContain(`host = "${far}"`)
+    expect(h.readVmToml("lp-here")).toMatch(/provider = ""/)
+    await h.ok(projectDown, {})
+    h.write(toml.replace(far, "qemu+ssh://root@build2/system"))
+    expect((await h.ok(projectStatus, {})).vms[1]!.error).toBe(`host changed from ${far} to qemu+ssh://root@build2/system; run stoat rm far and stoat up`)
+    h.write(`schema = 2\n[vms.x]\nimage = "tiny"\nhost = "${far}"\n`)
+    expect(await h.fail(projectUp, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("vms.x.host: a host is a libvirt URI") })
+    h.write(`schema = 2\n[vms.x]\nimage = "tiny"\nprovider = "libvirt"\nhost = "ssh://x; reboot"\n`)
+    expect(await h.fail(projectUp, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("vms.x.host") })
+  })
+
   it("the first failure stops the run: earlier VMs ok, the failing one error, later ones skipped (nothing created for them)", async () => {
     const h = projectHarness(`schema = 1\n[project]\nname = "f"\n[vms.a]\nimage = "tiny"\n[vms.b]\nimage = "no-such-image"\n[vms.c]\nimage = "tiny"\n`)
     const run = await h.ok(projectUp, {})
