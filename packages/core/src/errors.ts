@@ -51,6 +51,8 @@ export class DiskShrink extends StoatErrorClass("DiskShrink", "disk_shrink") {}
 export class CannotReach extends StoatErrorClass("CannotReach", "cannot_reach") {}
 export class UnknownLog extends StoatErrorClass("UnknownLog", "unknown_log") {}
 export class Timeout extends StoatErrorClass("Timeout", "timeout") {}
+/** The caller stopped waiting and the work went on in the background; `subject` is its job id. */
+export class StillRunning extends StoatErrorClass("StillRunning", "still_running") {}
 export class Canceled extends StoatErrorClass("Canceled", "canceled") {}
 export class Usage extends StoatErrorClass("Usage", "usage") {}
 export class ConfirmationRequired extends StoatErrorClass("ConfirmationRequired", "confirmation_required") {}
@@ -117,7 +119,8 @@ export const ERROR_CLASSES = {
   checksum_mismatch: ChecksumMismatch,
   no_such_image: NoSuchImage,
   capability_unavailable: CapabilityUnavailable,
-  limit_reached: LimitReached
+  limit_reached: LimitReached,
+  still_running: StillRunning
 } as const satisfies { readonly [C in ErrorCode]: abstract new (...args: never) => { readonly code: C; readonly [StoatErrorTypeId]: StoatErrorTypeId } }
 
 /** Every expected failure of Stoat: one class per wire code. */

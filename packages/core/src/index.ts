@@ -30,7 +30,7 @@ export { type ExecutionContext } from "./context/execution.js"
 export { Progress, type ProgressEvent, progressLine, progressReporter, stageReporter } from "./context/progress.js"
 
 // Typed errors
-export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, KvmUnusable, LimitReached, LockOutOfDate, MonitorRejected, MonitorUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, QemuMissing, QemuStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
+export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, KvmUnusable, LimitReached, LockOutOfDate, MonitorRejected, MonitorUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, QemuMissing, QemuStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, StillRunning, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
 
 // Ports a provider implements
 export { type ExecOptions, type ExecOutput, GuestTransport, type SftpError, type SshTarget } from "./ports/guest-transport.js"
@@ -55,6 +55,7 @@ export { type SetSecrets, type VmLive } from "./vm/view.js"
 export { BUNDLED_GUESTS, type GuestDef, GuestFile, GuestDefinitions, GuestDefinitionsLive, type LoadedGuest, type LoadedGuests } from "./guest/definitions.js"
 export { streamBytes, utf8Text } from "./guest/encoding.js"
 export { type JobFacts, Jobs, JobsLive, type JobState } from "./guest/jobs.js"
+export { HostJobs, HostJobsLive, isHostJobId } from "./background/host-jobs.js"
 export { type ExecRequest, type GuestError, GuestOps, GuestOpsLive, makeGuestOps, type ReadRequest, type ServiceAction, type TailRequest, type WriteRequest } from "./guest/ops.js"
 export { type GuestSession } from "./guest/session.js"
 

@@ -10,6 +10,7 @@ import { RecipesLive } from "./recipes/store.js"
 import { LazyGuestTransportLive } from "./ssh/lazy.js"
 import { GuestOpsLive } from "./guest/ops.js"
 import { JobsLive } from "./guest/jobs.js"
+import { HostJobsLive } from "./background/host-jobs.js"
 import { GitLive } from "./recipes/remote/git.js"
 import { RemoteRecipesLive } from "./recipes/remote/service.js"
 import { SnapshotsLive } from "./vm/snapshots.js"
@@ -19,7 +20,7 @@ import { SnapshotsLive } from "./vm/snapshots.js"
  * layers (which may need the DataRoot provided here) complete the stack, and each frontend
  * provides its `Caller` (with `callerLayer`) per call.
  */
-export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestDefinitionsLive, LocksLive, RecipesLive, AuditLogLive).pipe(
+export const CoreLive = Layer.mergeAll(VmStoreLive, VmsLive, GuestDefinitionsLive, LocksLive, RecipesLive, AuditLogLive, HostJobsLive).pipe(
   Layer.provideMerge(DataRootLive),
   Layer.merge(HostProbeLive),
   Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(LazyGuestTransportLive))),

@@ -17,6 +17,7 @@ import { CliCaller, type Caller } from "../context/caller.js"
 import { callerLayer } from "../context/access-policy.js"
 import { GuestOpsLive } from "../guest/ops.js"
 import { JobsLive } from "../guest/jobs.js"
+import { HostJobsLive } from "../background/host-jobs.js"
 import { CheckpointsLive } from "../checkpoints/index.js"
 import { RecipesLive } from "../recipes/store.js"
 import { GitLive } from "../recipes/remote/git.js"
@@ -94,6 +95,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
     LocksLive,
     RecipesLive,
     AuditLogLive,
+    HostJobsLive,
     Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
     Layer.succeed(ImageBuilder, makeFakeImageBuilder(images)),
     callerLayer(options.caller ?? CliCaller)
