@@ -4,7 +4,7 @@ import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule
 import type { Checkpoint } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Broken, InUse, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
 import { validateVmName } from "../vm/names.js"

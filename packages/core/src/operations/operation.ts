@@ -1,5 +1,5 @@
 import { SchemaAST, type Effect, Schema } from "effect"
-import type { AccessLevel } from "../vm/config.js"
+import type { AccessLevel } from "../context/access-policy.js"
 import type { StoatError } from "../errors.js"
 import type { ExecutionContext } from "../context/execution.js"
 

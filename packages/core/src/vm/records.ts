@@ -6,7 +6,7 @@ import { Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { VmStore, type VmRecord } from "./store.js"
 import { unknownGuestReason } from "./view.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 
 /** A VM record whose vm.toml parsed (loadVm also checks that it names a known guest). */
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>

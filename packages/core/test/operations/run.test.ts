@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import { defineOperation, READ } from "../../src/operations/operation.js"
 import { listVms } from "../../src/operations/index.js"
 import { runOperation } from "../../src/operations/run.js"
-import { callerOf, harness } from "../vm/harness.js"
+import { callerOf, harness } from "../harness.js"
 
 /** A host-level query whose handler returns whatever the test hands it, typed or not. */
 const returning = (result: unknown) =>

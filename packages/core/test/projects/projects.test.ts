@@ -21,7 +21,7 @@ import {
 } from "../../src/operations/index.js"
 import { projectsAt } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A lifecycle harness whose frontend stands in a fresh project folder (its working directory). */
 const projectHarness = (toml?: string) => {

@@ -8,7 +8,7 @@ import { applyRecipes, createVm, getVm, hostOnlyFields, planRecipes, startVm, st
 import { Locks } from "../../src/platform/locks.js"
 import { runOperation } from "../../src/operations/run.js"
 import type { FakeExecHandler } from "../../src/testing/index.js"
-import { harness, type Harness } from "../vm/harness.js"
+import { harness, type Harness } from "../harness.js"
 
 const SECRET = "pw-77c1d0e5-do-not-leak"
 

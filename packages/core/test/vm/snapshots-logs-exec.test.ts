@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest"
 import { knownImageFile, findImage } from "../../src/images/index.js"
 import { createVm, deleteSnapshot, execInGuest, listSnapshots, restoreSnapshot, saveSnapshot, startVm, stopVm, vmLogs } from "../../src/operations/index.js"
 import { GuestScripts } from "../../src/guest/index.js"
-import { harness, type Harness } from "./harness.js"
+import { harness, type Harness } from "../harness.js"
 
 const writeLiveVm = (h: Harness, name: string) =>
   h.writeVmToml(name, `name = "${name}"\nmode = "live"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\nsshport = 2990\n`)

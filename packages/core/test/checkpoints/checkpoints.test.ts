@@ -23,7 +23,7 @@ import {
 import { runOperation } from "../../src/operations/run.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
 import { clockArgs } from "../../src/checkpoints/guest.js"
-import { harness, type Harness } from "./harness.js"
+import { harness, type Harness } from "../harness.js"
 
 interface GuestScript {
   /** 9p mounts the guest has (tag, mount point, options). */

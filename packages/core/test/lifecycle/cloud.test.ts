@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { createVm, startVm } from "../../src/operations/index.js"
-import { harness } from "./harness.js"
+import { harness } from "../harness.js"
 
 /** A cloud VM made from your own image file; the fake hypervisor knows the base's size. */
 const cloudVm = async (h: ReturnType<typeof harness>) => {
