@@ -38,7 +38,7 @@ export { type AccelProbe, type BaseImage, type BootPlan, type CheckpointRequest,
 export { type BuildOptions, ImageBuilder, type LocalImage } from "./ports/image-builder.js"
 
 // Live layers
-export { CoreLive } from "./layers.js"
+export { CoreLive, coreLayer, type CorePorts } from "./layers.js"
 export { LazyGuestTransportLive } from "./ssh/lazy.js"
 
 // VMs
