@@ -37,3 +37,13 @@ export const closest = (name: string, candidates: ReadonlyArray<string>): string
 
 /** Recipe names (and their folders): lower-case letters, digits and '-', starting with a letter or digit. */
 export const RECIPE_NAME = /^[a-z0-9][a-z0-9-]*$/
+
+/**
+ * The VM name grammar, the one every frontend and check uses: letters, digits, '.', '_' and '-',
+ * starting with a letter or digit (no separator, so `vm:path` and file names stay unambiguous).
+ */
+export const VM_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
+export const VM_NAME_MAX = 64
+
+/** Whether `text` is a name a VM may have (create adds the reserved names of validateVmName). */
+export const isVmName = (text: string): boolean => text.length <= VM_NAME_MAX && VM_NAME.test(text)

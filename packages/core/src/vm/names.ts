@@ -1,7 +1,7 @@
 import { isReservedDir } from "../platform/data-root.js"
 import { InvalidSpec } from "../errors.js"
+import { VM_NAME, VM_NAME_MAX } from "../platform/names.js"
 
-const VM_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$/i
 
 /** The VM name grammar, checked at create: also refuses Windows device names so a data root can move between systems. */
@@ -11,7 +11,7 @@ export const validateVmName = (name: string): InvalidSpec | undefined => {
   }
   if (WINDOWS_DEVICE.test(name)) return new InvalidSpec({ message: `invalid VM name "${name}": reserved device name`, subject: name })
   if (isReservedDir(name)) return new InvalidSpec({ message: `invalid VM name "${name}": reserved for the data root's own folders`, subject: name })
-  if (name.length > 64) return new InvalidSpec({ message: `invalid VM name "${name}": at most 64 characters`, subject: name })
+  if (name.length > VM_NAME_MAX) return new InvalidSpec({ message: `invalid VM name "${name}": at most ${VM_NAME_MAX} characters`, subject: name })
   return undefined
 }
 
