@@ -1,11 +1,12 @@
 import { Schema } from "effect"
 import { ENV_NAME } from "../ssh/quote.js"
 import { IntRange } from "../vm/limits.js"
+import { VM_NAME, VM_NAME_MAX } from "../platform/names.js"
 
 /** A VM name as given by a caller; the create grammar is stricter (see names.ts). */
 export const VmName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: () => "VM names use letters, digits, '.', '_' and '-'" }),
-  Schema.maxLength(64)
+  Schema.pattern(VM_NAME, { message: () => "VM names use letters, digits, '.', '_' and '-'" }),
+  Schema.maxLength(VM_NAME_MAX)
 ).annotations({ description: "VM name" })
 
 /**
