@@ -27,6 +27,7 @@ import { VmStore } from "../vm/store.js"
 import { recipeDetails } from "../vm/view.js"
 import { durationMs } from "./manifest.js"
 import { redact } from "./plan.js"
+import { asRoot } from "../guest/root.js"
 import { readFirstBootMarkers } from "./first-boot.js"
 import { healthScript, planApply, recipeScript, type PlannedStep } from "./steps.js"
 import type { Recipes } from "./store.js"
@@ -77,10 +78,6 @@ export const waitHealthy = (vm: string, deadline: number) =>
       Effect.timeoutTo({ duration: Duration.millis(Math.max(0, until - (yield* Clock.currentTimeMillis))), onTimeout: () => false, onSuccess: (ok) => ok })
     )
   })
-
-/** Root for recipe scripts: the ssh user when it is root, else through the guest's escalate words. */
-const asRoot = (guest: Guest, target: SshTarget, argv: ReadonlyArray<string>) =>
-  target.user === "root" || guest.escalate.length === 0 ? [...argv] : [...guest.escalate, ...argv]
 
 /** The apply log: truncated per run, one line at a time, also streamed as `log` events. */
 const applyLog = (path: string, progress: Progress["Type"], secrets: () => ReadonlyArray<string>) => {
@@ -216,6 +213,9 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
     const root = yield* DataRoot
     const transport = yield* GuestTransport
     const target = sshTarget(root, record)
+    // Recipes run as root: the words that make a command root here, refused before anything runs when the guest has none.
+    const escalate = yield* asRoot(target, guest, [], "applying recipes")
+    const rootArgv = (argv: ReadonlyArray<string>) => [...escalate, ...argv]
     const progress = yield* Progress
     const log = applyLog(join(record.dir, "last-provision.log"), progress, () => secrets)
     let ended = false
@@ -233,7 +233,7 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
       yield* hooks.waitReachable(record, SSH_WAIT_MS)
       // A cloud VM's first boot may have run its recipes already: record those, then plan again.
       if (record.config.mode === "cloud" && Object.keys(record.config.applied).length === 0) {
-        const markers = yield* readFirstBootMarkers(target, planned.steps.map((step) => step.recipe.manifest.name), (argv) => asRoot(guest, target, argv))
+        const markers = yield* readFirstBootMarkers(target, planned.steps.map((step) => step.recipe.manifest.name), rootArgv)
         for (const marker of markers) {
           const step = planned.steps.find((s) => s.recipe.manifest.name === marker.name)!
           yield* recordApplied(vm, marker.name, () => ({
@@ -263,10 +263,10 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
         const stderr = log.stream()
         const groupFile = `${outputPath}.group`
         const stopGroup = transport
-          .exec(target, asRoot(guest, target, ["sh", "-c", STOP_RECIPE_GROUP, "stoat_stop", groupFile]), { timeoutMs: 10_000 })
+          .exec(target, rootArgv(["sh", "-c", STOP_RECIPE_GROUP, "stoat_stop", groupFile]), { timeoutMs: 10_000 })
           .pipe(Effect.ignore)
         const result = yield* transport
-          .exec(target, asRoot(guest, target, ["sh", "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", groupFile]), {
+          .exec(target, rootArgv(["sh", "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", groupFile]), {
             stdin: recipeScript(guest, step, outputPath),
             timeoutMs: RECIPE_TIMEOUT_MS,
             onStdout: stdout.write,
@@ -279,7 +279,7 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
         stdout.flush()
         stderr.flush()
         // What the script left: its outputs, read and removed, and the group file.
-        const collect = transport.exec(target, asRoot(guest, target, ["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1" "$2"', "stoat_output", outputPath, groupFile]), {
+        const collect = transport.exec(target, rootArgv(["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1" "$2"', "stoat_output", outputPath, groupFile]), {
           timeoutMs: 30_000
         })
         if (result.exitCode !== 0) {

@@ -191,6 +191,18 @@ describe("apply", () => {
   })
 })
 
+describe("apply as a user that is not root", () => {
+  it("on a guest with no escalate command is capability_unavailable before any recipe runs (never run unprivileged)", async () => {
+    const { h } = await world({ hello: { manifest: "", script: 'touch "$SCRATCH/ran"\n' } })
+    await recipesOf(h, ["hello"])
+    const vmToml = join(h.vmDir("box"), "vm.toml")
+    writeFileSync(vmToml, readFileSync(vmToml, "utf8").replace(/^sshuser = .*$/m, 'sshuser = "guest"'))
+    await h.ok(startVm, { vm: "box" })
+    expect(await h.fail(applyRecipes, { vm: "box" })).toMatchObject({ code: "capability_unavailable", reason: "escalate", subject: "box" })
+    expect(sent(h)).toEqual([])
+  })
+})
+
 describe("recipe names on create and update", () => {
   it("an undeclared recipe is not_found; one that cannot run on the guest is recipe_not_applicable", async () => {
     const h = harness()
