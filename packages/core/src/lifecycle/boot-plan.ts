@@ -6,7 +6,7 @@ import { Broken, type StoatError } from "../errors.js"
 import { Hypervisor, type BootPlan } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { clientKeyPair, guestHostKeyPair } from "../platform/keys.js"
-import { diskSizeBytes, type VmConfig } from "../vm/config.js"
+import { diskSizeBytes, sshUserOf, type VmConfig } from "../vm/config.js"
 import type { VmStore } from "../vm/store.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { resolveConsolePassword, writeSeedIso } from "../cloudinit/index.js"
@@ -78,7 +78,8 @@ const ensureSeed = (record: OkRecord) =>
     yield* writeSeedIso({
       path,
       vmName: record.name,
-      user: record.config.sshuser === "" ? "stoat" : record.config.sshuser,
+      // The account ssh then logs in as (one rule with sshTarget), or the seed would make one stoat never uses.
+      user: sshUserOf(record.config),
       shell: guest.shell,
       authorizedKey: keys.publicKey,
       consolePassword: resolveConsolePassword(record.config.console_password),

@@ -98,6 +98,12 @@ const KNOWN_KEYS = new Set(Object.keys(VmFile.fields))
 export const effectiveAccess = (config: VmConfig): AccessLevel =>
   config.agent_access ?? (config.allow_exec === true ? "exec" : "manage")
 
+/**
+ * The account stoat logs in as, seeds and shows: vm.toml's `sshuser`, empty meaning root (as the
+ * original's vm.toml). Templates write it at create (`stoat` for cloud images, `root` otherwise).
+ */
+export const sshUserOf = (config: Pick<VmConfig, "sshuser">): string => (config.sshuser === "" ? "root" : config.sshuser)
+
 export interface ParsedVm {
   readonly config: VmConfig
   readonly unknownKeys: ReadonlyArray<string>
