@@ -46,7 +46,6 @@ export { DiskSize, DiskSizeInput, effectiveAccess, type ParsedVm, type VmConfig,
 export { type CreateSpec, type StartOptions, type UpdateOutcome, type UpdateSpec, Vms, VmsLive, type WaitOptions, type WaitOutcome } from "./lifecycle/lifecycle.js"
 export { Cpus, IntRange, type Limits, ProjectLimits, RamMb } from "./vm/limits.js"
 export { guestHostname } from "./vm/names.js"
-export { loadVm, type OkRecord } from "./vm/records.js"
 export { Snapshots, SnapshotsLive } from "./vm/snapshots.js"
 export { type VmRecord, VmStore, VmStoreLive } from "./vm/store.js"
 export { type SetSecrets, type VmLive } from "./vm/view.js"
