@@ -9,7 +9,7 @@ export { execInGuest, guestOperations, listDirOp, MAX_WRITE_BYTES, pkgInstallOp,
 export { capabilities, prune } from "./operations/host.js"
 export { listImages, pullImage } from "./operations/image.js"
 export { catalog, operationByKey } from "./operations/index.js"
-export { Cpus, EnvName, GuestPath, IntRange, NoInput, RamMb, SshPort, VmName } from "./operations/inputs.js"
+export { EnvName, GuestPath, NoInput, SshPort, VmName } from "./operations/inputs.js"
 export { execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs } from "./operations/job.js"
 export { followLog } from "./operations/logs.js"
 export { accessOf, type Annotations, cliDataOf, confirmationOf, defineOperation, DESTRUCTIVE, EXEC, type Exposure, hostOnly, hostOnlyFields, HostOnlyId, MUTATE, type Operation, READ, type RequiredAccess, targetsOf } from "./operations/operation.js"
@@ -23,7 +23,7 @@ export { sshArgv, sshCommand } from "./operations/ssh.js"
 export { cloneVm, createVm, destroyVm, forwardPorts, logFile, screenshotVm, StartFields, startVm, stoatLog, stopVm, updateVm, vmLogs, waitVm } from "./operations/vm.js"
 
 // Frontend context: who calls, what they may do, progress, the audit log
-export { AccessPolicy, callerContext, callerLayer } from "./context/access-policy.js"
+export { ACCESS_ORDER, AccessLevel, AccessPolicy, callerContext, callerLayer } from "./context/access-policy.js"
 export { type AuditEntry, AuditLog, AuditLogLive, makeAuditLog } from "./context/audit-log.js"
 export { CALLERS, Caller, cliCaller, CliCaller, McpCaller, ToolkitCaller } from "./context/caller.js"
 export { type ExecutionContext } from "./context/execution.js"
@@ -38,21 +38,20 @@ export { type AccelProbe, type BaseImage, type BootPlan, type CheckpointRequest,
 export { type BuildOptions, ImageBuilder, type LocalImage } from "./ports/image-builder.js"
 
 // Live layers
-export { CoreLive } from "./layers.js"
+export { CoreLive, coreLayer, type CorePorts } from "./layers.js"
 export { LazyGuestTransportLive } from "./ssh/lazy.js"
 
 // VMs
-export { ACCESS_ORDER, AccessLevel, DiskSize, DiskSizeInput, effectiveAccess, type ParsedVm, type VmConfig, VmFile } from "./vm/config.js"
-export { type CreateSpec, type StartOptions, type UpdateOutcome, type UpdateSpec, Vms, VmsLive, type WaitOptions, type WaitOutcome } from "./vm/lifecycle.js"
-export { type Limits, ProjectLimits } from "./vm/limits.js"
+export { DiskSize, DiskSizeInput, effectiveAccess, type ParsedVm, type VmConfig, VmFile } from "./vm/config.js"
+export { type CreateSpec, type StartOptions, type UpdateOutcome, type UpdateSpec, Vms, VmsLive, type WaitOptions, type WaitOutcome } from "./lifecycle/lifecycle.js"
+export { Cpus, IntRange, type Limits, ProjectLimits, RamMb } from "./vm/limits.js"
 export { guestHostname } from "./vm/names.js"
-export { loadVm, type OkRecord } from "./vm/records.js"
 export { Snapshots, SnapshotsLive } from "./vm/snapshots.js"
 export { type VmRecord, VmStore, VmStoreLive } from "./vm/store.js"
 export { type SetSecrets, type VmLive } from "./vm/view.js"
 
 // Guest definitions
-export { BUNDLED_GUESTS, type GuestDef, GuestFile, GuestDefinitions, GuestDefinitionsLive, type LoadedGuest, type LoadedGuests } from "./guest/definitions.js"
+export { BUNDLED_GUESTS, type GuestDef, GuestFile, GuestDefinitions, GuestDefinitionsLive, type LoadedGuest, type LoadedGuests } from "./guest-definitions/definitions.js"
 export { streamBytes, utf8Text } from "./guest/encoding.js"
 export { type JobFacts, Jobs, JobsLive, type JobState } from "./guest/jobs.js"
 export { HostJobs, HostJobsLive, isHostJobId } from "./background/host-jobs.js"

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { InvalidSpec, NoSuchImage } from "../errors.js"
-import { BUNDLED_GUESTS, type GuestDef } from "../guest/definitions.js"
-import { closest } from "../vm/names.js"
+import { BUNDLED_GUESTS, type GuestDef } from "../guest-definitions/definitions.js"
+import { closest } from "../platform/names.js"
 
 /** How a published checksum file is laid out. Informational: the parser accepts every format. */
 export type ChecksumFormat = "sha256sums" | "sha512sums" | "bsd" | "sidecar"

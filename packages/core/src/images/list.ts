@@ -2,7 +2,7 @@ import { readdir, stat } from "node:fs/promises"
 import { basename, dirname, isAbsolute, join, resolve } from "node:path"
 import { Effect } from "effect"
 import type { Image } from "@stoat/wire"
-import { BUNDLED_GUESTS, type GuestDef } from "../guest/definitions.js"
+import { BUNDLED_GUESTS, type GuestDef } from "../guest-definitions/definitions.js"
 import { KNOWN_IMAGES, inferByo, type KnownImage } from "./known.js"
 
 /** The image references a VM's config carries; `VmConfig` fits, so do salvaged partial records. */

@@ -7,7 +7,8 @@ import { textOrBase64 } from "../guest/encoding.js"
 import { JOB_OUTPUT_CAP, Jobs } from "../guest/jobs.js"
 import { runningTarget } from "../guest/session.js"
 import { isRunning, loadVm, sshTarget } from "../vm/records.js"
-import { EnvName, GuestPath, IntRange, VmName } from "./inputs.js"
+import { EnvName, GuestPath, VmName } from "./inputs.js"
+import { IntRange } from "../vm/limits.js"
 import { defineOperation, EXEC, READ } from "./operation.js"
 
 const NO_NUL = /^[^\0]*$/

@@ -12,11 +12,11 @@ import { DataRoot } from "../platform/data-root.js"
 import { InvalidSpec, NameTaken, NotFound } from "../errors.js"
 import * as fs from "../platform/fs.js"
 import type { FsError } from "../platform/fs.js"
-import { closest } from "../vm/names.js"
+import { closest, RECIPE_NAME } from "../platform/names.js"
 import { BUNDLED_RECIPES } from "./bundled.js"
 import { readLock } from "./remote/files.js"
 import { Projects } from "../projects/service.js"
-import { parseRecipeToml, RECIPE_NAME, type RecipeManifest } from "./manifest.js"
+import { parseRecipeToml, type RecipeManifest } from "./manifest.js"
 
 export type RecipeScope = "bundled" | "local" | "global" | "project"
 

@@ -6,7 +6,8 @@ import { Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { VmStore, type VmRecord } from "./store.js"
 import { unknownGuestReason } from "./view.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { sshUserOf } from "./config.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 
 /** A VM record whose vm.toml parsed (loadVm also checks that it names a known guest). */
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>
@@ -43,6 +44,6 @@ export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning
 export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => ({
   vm: record.name,
   port: record.config.sshport,
-  user: record.config.sshuser === "" ? "root" : record.config.sshuser,
+  user: sshUserOf(record.config),
   privateKeyPath: root.clientKey
 })

@@ -1,6 +1,6 @@
 import type { Guest, RecipeDetail, Vm, VmStatus } from "@stoat/wire"
 import type { DataRootPaths } from "../platform/data-root.js"
-import { effectiveAccess } from "./config.js"
+import { effectiveAccess, sshUserOf } from "./config.js"
 import type { VmRecord } from "./store.js"
 
 export interface VmLive {
@@ -73,7 +73,7 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
     share: config.share,
     recipes: config.recipes,
     ssh_port: config.sshport,
-    ssh_user: config.sshuser === "" ? "root" : config.sshuser,
+    ssh_user: sshUserOf(config),
     installed: config.installed,
     forwards: config.forwards.map((forward) => ({ host_port: forward.hostport, guest_port: forward.guestport })),
     allow_exec: config.agent_access !== undefined ? access === "exec" : config.allow_exec ?? true,

@@ -7,7 +7,7 @@ import { describe, expect, it, onTestFinished } from "vitest"
 import { copyFrom, copyTo, createVm, startVm } from "../../src/operations/index.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { openForRead, resolveHostPath } from "../../src/guest/confine.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A running VM "web", its (real) shared folder, and a folder outside it with a secret. */
 const world = async () => {

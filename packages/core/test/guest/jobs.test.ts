@@ -6,7 +6,7 @@ import { createVm, execBackground, jobKill, jobOutput, jobStatus, jobWait, listJ
 import { jobState, parseFacts } from "../../src/guest/jobs.js"
 import { JOB_LAUNCHER, JOB_WRAPPER } from "../../src/guest/job-scripts.js"
 import { FakeJobs } from "../../src/testing/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A running VM "web" whose fake guest runs background jobs. */
 const world = async () => {

@@ -16,9 +16,9 @@ import {
 import { createVm, startVm } from "../../src/operations/vm.js"
 import { accessOf, type Operation } from "../../src/operations/operation.js"
 import { GuestScripts, makeGuestOps, parsePs, type GuestSession } from "../../src/guest/index.js"
-import { BUNDLED_GUESTS } from "../../src/guest/definitions.js"
+import { BUNDLED_GUESTS } from "../../src/guest-definitions/definitions.js"
 import { FakeGuestState, makeFakeGuest, type FakeExecHandler } from "../../src/testing/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 import { fails, ok } from "./run.js"
 
 const MiB = 1024 * 1024

@@ -7,6 +7,7 @@ import { describe, expect, it, onTestFinished } from "vitest"
 import {
   capabilities,
   createVm,
+  execInGuest,
   getVm,
   listVms,
   projectApply,
@@ -17,11 +18,12 @@ import {
   projectUp,
   projectVms,
   projectWait,
+  startVm,
   updateVm
 } from "../../src/operations/index.js"
 import { projectsAt } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A lifecycle harness whose frontend stands in a fresh project folder (its working directory). */
 const projectHarness = (toml?: string) => {
@@ -352,6 +354,16 @@ describe("project scope", () => {
     expect((await h.ok(getVm, { vm: "other" })).name).toBe("other")
     const updated = await h.ok(updateVm, { vm: "db", cpus: 2 })
     expect(updated.vm.name).toBe("demo-db")
+  })
+
+  it("a broken stoat.toml does not stop a call on a VM that exists; a declaration key still answers the file's error", async () => {
+    const h = projectHarness()
+    await h.ok(createVm, { name: "box", image: "tiny", agent_access: "exec" })
+    await h.ok(startVm, { vm: "box" })
+    h.write("schema = 1\n[vms.dev\n")
+    expect(await h.ok(execInGuest, { vm: "box", argv: ["true"] }, { caller: "mcp" })).toMatchObject({ exit_code: 0 })
+    expect((await h.ok(getVm, { vm: "box" })).name).toBe("box")
+    expect(await h.fail(getVm, { vm: "dev" })).toMatchObject({ code: "invalid_spec", message: expect.stringContaining(join(h.dir, "stoat.toml")) })
   })
 
   it("create from the CLI inside a project is refused unless global", async () => {

@@ -8,7 +8,7 @@ import { applyRecipes, createVm, getVm, hostOnlyFields, planRecipes, startVm, st
 import { Locks } from "../../src/platform/locks.js"
 import { runOperation } from "../../src/operations/run.js"
 import type { FakeExecHandler } from "../../src/testing/index.js"
-import { harness, type Harness } from "../vm/harness.js"
+import { harness, type Harness } from "../harness.js"
 
 const SECRET = "pw-77c1d0e5-do-not-leak"
 
@@ -188,6 +188,18 @@ describe("apply", () => {
     expect(h.hypervisor.starts).toBe(starts + 1)
     expect(log()).toContain("rebooting box to finish desk...")
     expect(log().trimEnd().split("\n").at(-1)).toBe("done")
+  })
+})
+
+describe("apply as a user that is not root", () => {
+  it("on a guest with no escalate command is capability_unavailable before any recipe runs (never run unprivileged)", async () => {
+    const { h } = await world({ hello: { manifest: "", script: 'touch "$SCRATCH/ran"\n' } })
+    await recipesOf(h, ["hello"])
+    const vmToml = join(h.vmDir("box"), "vm.toml")
+    writeFileSync(vmToml, readFileSync(vmToml, "utf8").replace(/^sshuser = .*$/m, 'sshuser = "guest"'))
+    await h.ok(startVm, { vm: "box" })
+    expect(await h.fail(applyRecipes, { vm: "box" })).toMatchObject({ code: "capability_unavailable", reason: "escalate", subject: "box" })
+    expect(sent(h)).toEqual([])
   })
 })
 

@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { applyRecipes, createVm, getVm, startVm, updateVm } from "../../src/operations/index.js"
 import { MARKER_DIR } from "../../src/recipes/first-boot.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 const SECRET = "first-boot-secret-5e1f"
 

@@ -1,5 +1,5 @@
 import { Context, Effect, Exit, Runtime, type ManagedRuntime } from "effect"
-import { AccessPolicy, accessOf, CALLERS, callerContext, loadVm, effectiveAccess, targetsOf, type Operation } from "@stoat/core"
+import { CALLERS, callerContext } from "@stoat/core"
 
 const mcpCaller = callerContext(CALLERS.mcp)
 
@@ -16,20 +16,3 @@ export const agentRunner = (managed: ManagedRuntime.ManagedRuntime<any, any>): R
   const agentRuntime = () => (agent ??= managed.runtime().then((base) => Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) })))
   return async (effect, options) => Runtime.runPromiseExit(await agentRuntime())(effect, options)
 }
-
-/**
- * The MCP server's guest-access check: each target VM's agent_access, read from its vm.toml on
- * this very call, must be at least the level the operation needs for this input. A VM whose
- * vm.toml is missing or broken fails the check with that error (never open). It binds a caller
- * that enforces access levels (the MCP caller, under `agentRunner`).
- */
-export const checkAccess = <I>(operation: Operation<I>, input: I) =>
-  Effect.gen(function* () {
-    const needed = accessOf(operation, input)
-    if (needed === null || needed === "none") return
-    const policy = yield* AccessPolicy
-    for (const vm of targetsOf(operation, input)) {
-      const level = effectiveAccess((yield* loadVm(vm)).config)
-      yield* policy.requireGranted(vm, level, needed, `vm "${vm}" has agent_access = ${level}; needs ${needed}`)
-    }
-  })

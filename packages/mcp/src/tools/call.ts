@@ -16,7 +16,7 @@ import {
   type Operation,
   type StoatError
 } from "@stoat/core"
-import { checkAccess, type RunAsAgent } from "../policy/access.js"
+import type { RunAsAgent } from "../policy/access.js"
 import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import type { ErrorInfo } from "@stoat/wire"
@@ -127,7 +127,7 @@ const withinBudget = (operation: Operation, input: Record<string, unknown>, run:
   })
 
 /**
- * One tools/call: rate limits → host-only refusal → decode (runOperation) → access → confirmation
+ * One tools/call: rate limits → host-only refusal → decode and access (runOperation) → confirmation
  * → the operation and its encoded output → redaction → the result envelope.
  */
 export const callTool = async (deps: CallDependencies, name: string, args: Record<string, unknown> | undefined, channel: CallChannel): Promise<ToolResult> => {
@@ -169,13 +169,12 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
 
   const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined
   const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context
-  // A tool that needs no level and deletes nothing has nothing to check after decoding.
-  const guarded = entry.confirmable || (operation.access !== null && operation.access !== "none")
   const budget = channel.budgetSeconds
   const capped = budget !== undefined && entry.timeoutBounded ? { adjust: capTimeout(timeoutCapSeconds(budget)) } : {}
   const operationRun = runOperation(operation, raw, runContext, {
     ...capped,
-    ...(guarded ? { guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel, deps.confirmDeletions)(input)) } : {})
+    // Core checks access levels (runOperation); deletions are confirmed here.
+    ...(entry.confirmable ? { guard: confirmationGuard(operation, confirm, channel, deps.confirmDeletions) } : {})
   }) as Effect.Effect<unknown, StoatError, any>
   const program = budget === undefined || !entry.mayOutrunBudget ? operationRun : withinBudget(operation, raw, operationRun, budget)
   try {

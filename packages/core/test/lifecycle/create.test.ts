@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { createVm, forwardPorts, getVm, startVm } from "../../src/operations/index.js"
 import { knownImageFile, findImage } from "../../src/images/index.js"
-import { harness, nextFreePort } from "./harness.js"
+import { harness, nextFreePort } from "../harness.js"
 
 describe("create", () => {
   it("fills the tiny defaults: 256 MiB, 1 vCPU, a 1G disk, agent_access manage, stopped", async () => {

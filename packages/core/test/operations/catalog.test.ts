@@ -2,8 +2,8 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { JSONSchema } from "effect"
 import { describe, expect, it } from "vitest"
-import { catalog, hostOnlyFields, type Operation } from "../src/operations/index.js"
-const COMMANDS = fileURLToPath(new URL("../../cli/src/commands/", import.meta.url))
+import { catalog, hostOnlyFields, type Operation } from "../../src/operations/index.js"
+const COMMANDS = fileURLToPath(new URL("../../../cli/src/commands/", import.meta.url))
 
 /** The oclif source file that serves a CLI command id ("snapshot ls" → snapshot/ls.ts or snapshot/ls/index.ts). */
 const commandFile = (id: string): string | undefined => {

@@ -6,15 +6,15 @@ import { Broken, type StoatError } from "../errors.js"
 import { Hypervisor, type BootPlan } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { clientKeyPair, guestHostKeyPair } from "../platform/keys.js"
-import { diskSizeBytes, type VmConfig } from "./config.js"
-import type { VmStore } from "./store.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { diskSizeBytes, sshUserOf, type VmConfig } from "../vm/config.js"
+import type { VmStore } from "../vm/store.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { resolveConsolePassword, writeSeedIso } from "../cloudinit/index.js"
 import { firstBootUserData } from "../recipes/first-boot.js"
 import type { Recipes } from "../recipes/store.js"
-import { guestHostname } from "./names.js"
-import { vmRef, type OkRecord } from "./records.js"
-import { diskFile, diskPath, vmDisk } from "./disks.js"
+import { guestHostname } from "../vm/names.js"
+import { vmRef, type OkRecord } from "../vm/records.js"
+import { diskFile, diskPath, vmDisk } from "../vm/disks.js"
 
 /** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
 export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | ImageBuilder | GuestDefinitions | Recipes | VmStore> =>
@@ -78,7 +78,8 @@ const ensureSeed = (record: OkRecord) =>
     yield* writeSeedIso({
       path,
       vmName: record.name,
-      user: record.config.sshuser === "" ? "stoat" : record.config.sshuser,
+      // The account ssh then logs in as (one rule with sshTarget), or the seed would make one stoat never uses.
+      user: sshUserOf(record.config),
       shell: guest.shell,
       authorizedKey: keys.publicKey,
       consolePassword: resolveConsolePassword(record.config.console_password),

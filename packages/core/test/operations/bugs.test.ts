@@ -9,7 +9,7 @@ import { Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { cloneVm, createVm, destroyVm, forwardPorts, getVm, listVms, prune, startVm, stoatLog, updateVm, vmLogs, waitVm } from "../../src/operations/index.js"
 import { toErrorInfo } from "../../src/errors.js"
-import { harness } from "./harness.js"
+import { harness } from "../harness.js"
 
 
 describe("regressions of bugs found by these tests", () => {

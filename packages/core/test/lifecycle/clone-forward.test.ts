@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { cloneVm, createVm, forwardPorts, getVm, startVm, updateVm } from "../../src/operations/index.js"
-import { harness } from "./harness.js"
+import { harness } from "../harness.js"
 
 describe("clone", () => {
   it("refuses a running source with already_running and makes nothing", async () => {

@@ -8,7 +8,7 @@ import { elapsedSince, pollUntil } from "../platform/poll.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import { HEALTH_FAILED } from "../recipes/apply.js"
-import { isRunning, sshTarget, vmRef, type OkRecord } from "./records.js"
+import { isRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
 
 /**
  * A cloud guest is ready once cloud-init has finished: `status: done` (recoverable warnings

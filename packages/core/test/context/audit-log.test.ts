@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { version } from "../../src/operations/read.js"
-import { harness } from "./harness.js"
+import { harness } from "../harness.js"
 
 describe("stoat.log audit lines", () => {
   it("are appended through one held handle, and a log deleted under it is recreated within a second", async () => {

@@ -6,7 +6,7 @@ import { Json, type Guest } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { InvalidSpec, NotFound } from "../errors.js"
-import { byName, closest } from "../vm/names.js"
+import { byName, closest } from "../platform/names.js"
 
 /**
  * A guest definition as core uses it: the wire Guest plus `log_path`, the system log tail_log

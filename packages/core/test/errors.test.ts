@@ -1,7 +1,7 @@
 import { Cause, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { ERROR_CODES } from "@stoat/wire"
-import { CapabilityUnavailable, ERROR_CLASSES, isStoatError, LimitReached, NotFound, StoatErrorTypeId, toErrorInfo } from "../../src/errors.js"
+import { CapabilityUnavailable, ERROR_CLASSES, isStoatError, LimitReached, NotFound, StoatErrorTypeId, toErrorInfo } from "../src/errors.js"
 
 describe("the code → class map", () => {
   it("has one class per wire code, each carrying its own code and brand", () => {

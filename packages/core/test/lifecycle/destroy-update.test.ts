@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { createVm, destroyVm, forwardPorts, getVm, listVms, startVm, updateVm } from "../../src/operations/index.js"
-import { harness } from "./harness.js"
+import { harness } from "../harness.js"
 
 describe("destroy", () => {
   it("refuses a running VM with already_running and keeps it", async () => {

@@ -23,7 +23,7 @@ import {
 import { runOperation } from "../../src/operations/run.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
 import { clockArgs } from "../../src/checkpoints/guest.js"
-import { harness, type Harness } from "./harness.js"
+import { harness, type Harness } from "../harness.js"
 
 interface GuestScript {
   /** 9p mounts the guest has (tag, mount point, options). */
@@ -59,6 +59,18 @@ const checkpointFolder = (h: Harness, vm: string, name: string) => join(h.vmDir(
 const checkpointEntries = (h: Harness, vm: string) => (existsSync(join(h.vmDir(vm), "checkpoints")) ? readdirSync(join(h.vmDir(vm), "checkpoints")).sort() : [])
 
 describe("checkpoint", () => {
+  it("runs its guest scripts as root through the guest's escalate; a guest with none is capability_unavailable, never a guessed sudo", async () => {
+    const h = harness()
+    const calls = scriptGuest(h)
+    await h.ok(createVm, { name: "src", image: "tiny" })
+    const vmToml = join(h.vmDir("src"), "vm.toml")
+    writeFileSync(vmToml, readFileSync(vmToml, "utf8").replace(/^sshuser = .*$/m, 'sshuser = "guest"'))
+    await h.ok(startVm, { vm: "src" })
+    expect(await h.fail(takeCheckpoint, { vm: "src", name: "ready" })).toMatchObject({ code: "capability_unavailable", reason: "escalate", subject: "src" })
+    expect(calls).toEqual([])
+    expect(h.guest.execs.filter((exec) => exec.argv[0] === "sudo")).toEqual([])
+  })
+
   it("saves a running VM: the VM runs on over a new overlay whose backing is the frozen disk, its shares unmounted and mounted again", async () => {
     const h = harness()
     const calls = scriptGuest(h)

@@ -6,7 +6,7 @@ import { describe, expect, it, onTestFinished } from "vitest"
 import { toErrorInfo } from "../../src/errors.js"
 import { AccessPolicy, callerLayer } from "../../src/context/access-policy.js"
 import { Caller, CliCaller, cliCaller, McpCaller, ToolkitCaller } from "../../src/context/caller.js"
-import { Vms } from "../../src/vm/lifecycle.js"
+import { Vms } from "../../src/lifecycle/lifecycle.js"
 import { testLayer } from "../../src/testing/index.js"
 
 const context = { requestId: "t" }

@@ -10,7 +10,7 @@ import type { Operation } from "../../src/operations/operation.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { runOperation } from "../../src/operations/run.js"
 import { FakeJobs } from "../../src/testing/index.js"
-import { callerOf, harness, type Harness } from "./harness.js"
+import { callerOf, harness, type Harness } from "../harness.js"
 
 /** Operations that may legitimately block until their own timeout (waiting for a state). */
 const MAY_BLOCK = new Set(["vm.wait", "vm.start"])

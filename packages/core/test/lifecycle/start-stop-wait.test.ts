@@ -1,7 +1,7 @@
 import { createServer } from "node:net"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { createVm, getVm, listVms, startVm, stopVm, waitVm } from "../../src/operations/index.js"
-import { harness, type Harness } from "./harness.js"
+import { harness, type Harness } from "../harness.js"
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

@@ -1,8 +1,8 @@
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { createVm, startVm } from "../../src/operations/index.js"
-import { harness } from "./harness.js"
+import { createVm, getVm, startVm } from "../../src/operations/index.js"
+import { harness } from "../harness.js"
 
 /** A cloud VM made from your own image file; the fake hypervisor knows the base's size. */
 const cloudVm = async (h: ReturnType<typeof harness>) => {
@@ -27,6 +27,17 @@ const cloudInit = (statuses: string[]) => {
 }
 
 describe("cloud VMs", () => {
+  it("without sshuser in vm.toml seed the account ssh logs in as and ls shows (root), not another one", async () => {
+    const h = harness()
+    await cloudVm(h)
+    const vmToml = join(h.vmDir("cloudy"), "vm.toml")
+    writeFileSync(vmToml, readFileSync(vmToml, "utf8").replace(/^sshuser = .*\n/m, ""))
+    h.guest.execHandler = cloudInit(["done"]).handler
+    await h.ok(startVm, { vm: "cloudy" })
+    expect((await h.ok(getVm, { vm: "cloudy" })).ssh_user).toBe("root")
+    expect(readFileSync(join(h.vmDir("cloudy"), "ovl", "seed", "user-data"), "utf8")).toContain('  - name: "root"')
+  })
+
   it("are created without a disk, and get an overlay on the base plus a NoCloud seed at first start", async () => {
     const h = harness()
     const { base, vm } = await cloudVm(h)

@@ -5,7 +5,7 @@ import { DataRoot } from "../platform/data-root.js"
 import { CapabilityUnavailable, ImageNotDownloaded, InvalidSpec, NotFound, type StoatError } from "../errors.js"
 import { knownImageFile, inferByo, lookupImage, type KnownImage } from "../images/index.js"
 import type { LocalImage } from "../ports/image-builder.js"
-import type { VmConfig } from "./config.js"
+import type { VmConfig } from "../vm/config.js"
 
 /** What an image decides about a new VM before the caller's choices are applied. */
 export interface VmTemplate {
