@@ -2,7 +2,7 @@ import { spawn } from "node:child_process"
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { AccelProbe } from "@stoat/core"
+import type { Acceleration } from "@stoat/core"
 import { stderrMessage } from "./run.js"
 import { CpioWriter } from "./tiny/cpio.js"
 
@@ -27,7 +27,7 @@ export type AccelSetting = "auto" | "kvm" | "tcg"
 /** How a verdict was reached: which probe ran, or a VM that did not run under KVM, or STOAT_ACCEL. */
 export type VerdictSource = "kernel" | "payload" | "start" | "setting"
 
-export interface AccelVerdict extends AccelProbe {
+export interface AccelVerdict extends Acceleration {
   readonly source: VerdictSource
 }
 

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process"
 import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
 import { Effect, Redacted } from "effect"
-import { AlreadyRunning, diskFull, Internal, isDiskFull, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
+import { AlreadyRunning, diskFull, Internal, isDiskFull, ControlRejected, NotRunning, ProviderStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
 import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
@@ -20,13 +20,13 @@ const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : 
  * A file a start writes into the VM folder (its initrd): a full file system is limit_reached with
  * the free space, since only freeing space helps; any other failure is qemu_start_failed.
  */
-const writeForStart = <A>(vm: VmRef, path: string, what: string, write: () => Promise<A>): Effect.Effect<A, QemuStartFailed | LimitReached> =>
+const writeForStart = <A>(vm: VmRef, path: string, what: string, write: () => Promise<A>): Effect.Effect<A, ProviderStartFailed | LimitReached> =>
   Effect.catchAll(
     Effect.tryPromise({ try: write, catch: (cause) => cause }),
-    (cause): Effect.Effect<never, QemuStartFailed | LimitReached> =>
+    (cause): Effect.Effect<never, ProviderStartFailed | LimitReached> =>
       isDiskFull(cause)
         ? Effect.flatMap(diskFull(`cannot ${what} for VM "${vm.name}"`, path), Effect.fail)
-        : Effect.fail(new QemuStartFailed({ message: `cannot ${what}: ${errorText(cause)}`, subject: vm.name }))
+        : Effect.fail(new ProviderStartFailed({ message: `cannot ${what}: ${errorText(cause)}`, subject: vm.name }))
   )
 
 /** Every folder shared over 9p must exist and be a directory (QEMU would only fail at the guest's mount). */
@@ -49,7 +49,7 @@ const checkShares = (plan: BootPlan): Effect.Effect<void, ShareInvalid> =>
   )
 
 /** Direct-boot guests get their identity in a per-VM initrd: the shared base plus keys and name. */
-const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed | LimitReached> => {
+const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, ProviderStartFailed | LimitReached> => {
   const identity = plan.guestIdentity
   if (plan.kernel === undefined || identity === undefined) return Effect.succeed(undefined)
   const files = vmFiles(plan.vm.dir)
@@ -130,7 +130,7 @@ export const linkOrCopy = async (from: string, to: string): Promise<void> => {
 }
 
 /** The VM's own initrd: written for its identity at a boot, or the saved guest's when resuming. */
-const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, QemuStartFailed | LimitReached> => {
+const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, ProviderStartFailed | LimitReached> => {
   if (resume === undefined) return writeIdentity(plan)
   const saved = resume.initrd
   if (saved === undefined || plan.kernel === undefined) return Effect.succeed(undefined)
@@ -147,7 +147,7 @@ export const launchQemu = (
   plan: BootPlan,
   host: { readonly qemu: string; readonly accel: "kvm" | "tcg" },
   resume?: ResumeFrom
-): Effect.Effect<RunState, QemuStartFailed | AlreadyRunning | ShareInvalid | LimitReached> =>
+): Effect.Effect<RunState, ProviderStartFailed | AlreadyRunning | ShareInvalid | LimitReached> =>
   Effect.gen(function* () {
     const vm = plan.vm
     const files = vmFiles(vm.dir)
@@ -171,7 +171,7 @@ export const launchQemu = (
       accel: host.accel
     }
 
-    const failed = (message: string) => new QemuStartFailed({ message, subject: vm.name })
+    const failed = (message: string) => new ProviderStartFailed({ message, subject: vm.name })
     const result = yield* launch(host.qemu, args).pipe(
       Effect.mapError((why) => failed(`cannot run ${host.qemu}: ${why}`)),
       // An interrupted start must not leave a half-started daemon behind.
@@ -180,7 +180,7 @@ export const launchQemu = (
     if (result.code !== 0) {
       const message = `QEMU failed to start VM "${vm.name}": ${stderrMessage(result.stderr, `exit ${String(result.code)}`)}`
       const portInUse = forwardNotBound(result.stderr)
-      return yield* portInUse === undefined ? failed(message) : new QemuStartFailed({ message, subject: vm.name, portInUse })
+      return yield* portInUse === undefined ? failed(message) : new ProviderStartFailed({ message, subject: vm.name, portInUse })
     }
     const state = yield* Effect.sync(() => readRunState(vm))
     if (!state.running) {
@@ -222,13 +222,13 @@ const runResumed = (vm: VmRef) =>
           if (status === "paused" || status === "postmigrate" || status === "prelaunch") return yield* qmp.execute("cont")
           if (status !== "inmigrate") {
             const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
-            return yield* new MonitorRejected({ message: migration["error-desc"] ?? `the guest is ${status} after loading its state`, subject: vm.name })
+            return yield* new ControlRejected({ message: migration["error-desc"] ?? `the guest is ${status} after loading its state`, subject: vm.name })
           }
           yield* Effect.sleep(RESUME_POLL_MS)
         }
       }),
     { subject: vm.name, commandTimeoutMs: 30_000 }
-  ).pipe(Effect.timeoutFail({ duration: 120_000, onTimeout: () => new MonitorRejected({ message: "loading the state took over 120 s", subject: vm.name }) }))
+  ).pipe(Effect.timeoutFail({ duration: 120_000, onTimeout: () => new ControlRejected({ message: "loading the state took over 120 s", subject: vm.name }) }))
 
 /** Written by each start into the VM folder, read by `awaitSshd` and `checkpoint` (possibly in another process). */
 export interface BootRecord {

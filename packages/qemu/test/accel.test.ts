@@ -184,7 +184,7 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
       expect(again).toMatchObject({ accel: "tcg" })
       expect(again.notice).toBeUndefined()
       expect(await readFile(log, "utf8")).not.toMatch(/-accel kvm/)
-      const doctor = await ok(root, (h) => h.probeAccelerator)
+      const doctor = await ok(root, (h) => h.acceleration)
       expect(doctor.accel).toBe("tcg")
       expect(doctor.detail).toMatch(/does not run.*\(STOAT_ACCEL=auto\)$/)
     }, 300_000)
@@ -204,10 +204,10 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
     process.env["STOAT_ACCEL"] = "tcg"
     expect(await ok(root, (h) => h.start(plan))).toMatchObject({ accel: "tcg" })
     expect(await readFile(log, "utf8")).not.toMatch(/-accel kvm/)
-    expect((await ok(root, (h) => h.probeAccelerator)).detail).toMatch(/^STOAT_ACCEL=tcg/)
+    expect((await ok(root, (h) => h.acceleration)).detail).toMatch(/^STOAT_ACCEL=tcg/)
     await killVm()
     process.env["STOAT_ACCEL"] = "fast"
-    const bad = await call(root, (h) => h.probeAccelerator)
+    const bad = await call(root, (h) => h.acceleration)
     expect(Either.isLeft(bad) && bad.left.message).toBe('STOAT_ACCEL must be auto, kvm or tcg (got "fast")')
   }, 120_000)
 })

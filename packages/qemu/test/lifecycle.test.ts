@@ -15,7 +15,7 @@ import { vmFiles } from "../src/argv.js"
 import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
 import { waitForSshBanner } from "../src/tiny/probe.js"
-import { build, call, elapsed, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
+import { awaitSshd, build, call, elapsed, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
 
 const exists = (path: string) => access(path).then(() => true, () => false)
 
@@ -86,7 +86,7 @@ describe("QEMU hypervisor with the tiny guest", () => {
   it("awaitSshd answers false at once for a VM whose start recorded no console line to wait for", async () => {
     const other = { name: "never_started", dir: join(root, "never_started") }
     await mkdir(other.dir)
-    expect(await ok(root, (h) => h.awaitSshd(other, 60_000))).toBe(false)
+    expect(await awaitSshd(other, 60_000)).toBe(false)
   })
 
   it("refuses shares that are missing or not directories", async () => {
@@ -130,7 +130,7 @@ describe("QEMU hypervisor with the tiny guest", () => {
     expect(Either.isLeft(again) && again.left.code).toBe("already_running")
 
     // The guest says on its console once sshd listens; the first connection after that line finds it.
-    expect(await ok(root, (h) => h.awaitSshd(vm, 120_000))).toBe(true)
+    expect(await awaitSshd(vm, 120_000)).toBe(true)
     const banner = await waitForSshBanner(plan.sshPort, { timeoutMs: 30_000, isAlive: () => isAlive(state.pid ?? 0) })
     timings.push(`start → SSH banner: ${elapsed(t0)} ms`)
     expect(banner).toMatch(/^SSH-2\.0-dropbear/)

@@ -5,8 +5,8 @@ import { createServer } from "node:net"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { type Context, Effect, Either, Layer, Redacted } from "effect"
-import { dataRootAt, guestHostname, Hypervisor, ImageBuilder, type BootPlan } from "@stoat/core"
-import { makeQemuHypervisor } from "../src/hypervisor.js"
+import { dataRootAt, guestHostname, GuestSignals, Hypervisor, ImageBuilder, type BootPlan, type VmRef } from "@stoat/core"
+import { makeQemuHypervisor, QemuGuestSignalsLive } from "../src/hypervisor.js"
 import { makeQemuImageBuilder } from "../src/image-builder.js"
 import type { TinyGuestImage } from "../src/tiny/build.js"
 
@@ -30,6 +30,10 @@ export const hypervisorAt = (root: string) => makeQemuHypervisor({ tinyCacheDir 
 /** Runs one Hypervisor call; the typed failure comes back as Left so tests can look at its code. */
 export const call = <A, E>(root: string, use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>) =>
   Effect.runPromise(Effect.either(Effect.flatMap(Hypervisor, use)).pipe(Effect.provide(hypervisorAt(root))))
+
+/** The QEMU provider's GuestSignals: whether the VM's current boot said sshd listens. */
+export const awaitSshd = (vm: VmRef, timeoutMs: number): Promise<boolean> =>
+  Effect.runPromise(Effect.flatMap(GuestSignals, (signals) => signals.awaitSshd(vm, timeoutMs)).pipe(Effect.provide(QemuGuestSignalsLive)))
 
 /** Runs one ImageBuilder call over the shared tiny cache; the typed failure comes back as Left. */
 export const build = <A, E>(root: string, use: (images: Context.Tag.Service<ImageBuilder>) => Effect.Effect<A, E>) =>

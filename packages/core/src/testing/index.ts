@@ -7,7 +7,7 @@ import { GuestDefinitionsLive } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { LocksLive } from "../platform/locks.js"
 import { NotRunning } from "../errors.js"
-import { Hypervisor, type RunState } from "../ports/hypervisor.js"
+import { GuestSignals, Hypervisor, type RunState } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { SnapshotsLive } from "../vm/snapshots.js"
 import { ImagesLive } from "../images/service.js"
@@ -24,7 +24,8 @@ import { remoteRecipesLayer } from "../recipes/remote/service.js"
 import { projectsAt } from "../projects/service.js"
 import { AuditLogLive } from "../context/audit-log.js"
 
-export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { fakeGuestSignals, FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { hypervisorContract, type ContractCase, type HypervisorContractOptions } from "./hypervisor-contract.js"
 export { FakeImageBuilderState, makeFakeImageBuilder } from "./fake-image-builder.js"
 export { FakeJobs } from "./fake-jobs.js"
 export { commitFile, gitIn, makeIndexRepo, makeRecipeRepo, writeIndexFile } from "./git-repos.js"
@@ -39,7 +40,7 @@ export {
   type FakeExecResult,
   type FakeGuestFile
 } from "./fake-guest.js"
-import { makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
+import { fakeGuestSignals, makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
 import { makeFakeImageBuilder, FakeImageBuilderState } from "./fake-image-builder.js"
 import { FakeGuest, FakeGuestState } from "./fake-guest.js"
 
@@ -95,6 +96,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
     RecipesLive,
     AuditLogLive,
     Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
+    Layer.succeed(GuestSignals, fakeGuestSignals),
     Layer.succeed(ImageBuilder, makeFakeImageBuilder(images)),
     callerLayer(options.caller ?? CliCaller)
   ).pipe(
