@@ -31,6 +31,7 @@ export { Progress, type ProgressEvent, progressLine, progressReporter, stageRepo
 
 // Typed errors
 export { awaitSsh } from "./vm/readiness.js"
+export { elapsedSince, pollUntil, type PollOptions } from "./platform/poll.js"
 export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, AcceleratorUnusable, LimitReached, LockOutOfDate, ControlRejected, ControlUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, ProviderMissing, ProviderStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
 
 // Ports a provider implements

@@ -2,8 +2,10 @@ import { createWriteStream } from "node:fs"
 import { readFile, stat, unlink } from "node:fs/promises"
 import { createServer } from "node:net"
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path"
-import { Effect } from "effect"
+import { Clock, Duration, Effect, Schedule } from "effect"
 import {
+  elapsedSince,
+  pollUntil,
   CapabilityUnavailable,
   Internal,
   ControlRejected,
@@ -117,23 +119,26 @@ type MigrationStatus = { readonly status?: string; readonly "error-desc"?: strin
  */
 const migrationReaches = (qmp: Qmp, vm: VmRef, wanted: string, slow?: { readonly afterMs: number; readonly then: Effect.Effect<unknown, QmpError> }) =>
   Effect.gen(function* () {
-    const started = Date.now()
+    const started = yield* Clock.currentTimeMillis
     let hurried = false
-    for (;;) {
+    const look = Effect.gen(function* () {
       const info = yield* qmp.execute<MigrationStatus>("query-migrate")
-      if (info.status === wanted) return
-      if (slow !== undefined && !hurried && Date.now() - started > slow.afterMs) {
+      if (info.status === wanted) return true
+      if (slow !== undefined && !hurried && (yield* elapsedSince(started)) > slow.afterMs) {
         hurried = true
         yield* slow.then
       }
       if (info.status === "failed" || info.status === "cancelled") {
         return yield* new ControlRejected({ message: `saving the state of VM "${vm.name}" failed: ${info["error-desc"] ?? info.status}`, subject: vm.name })
       }
-      if (Date.now() - started > MIGRATE_TIMEOUT_MS) {
-        return yield* new ControlRejected({ message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`, subject: vm.name })
-      }
-      yield* Effect.sleep(MIGRATE_POLL_MS)
-    }
+      return false
+    })
+    yield* pollUntil(look, {
+      schedule: Schedule.spaced(Duration.millis(MIGRATE_POLL_MS)),
+      until: (reached) => reached,
+      within: Duration.millis(MIGRATE_TIMEOUT_MS),
+      onTimeout: () => new ControlRejected({ message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`, subject: vm.name })
+    })
   })
 
 /** QEMU's own time of an event (host clock, microseconds), in milliseconds. */

@@ -1,13 +1,13 @@
 import { spawn } from "node:child_process"
 import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
-import { Effect, Redacted } from "effect"
-import { AlreadyRunning, diskFull, Internal, isDiskFull, ControlRejected, NotRunning, ProviderStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
+import { Clock, Duration, Effect, Redacted, Schedule } from "effect"
+import { AlreadyRunning, diskFull, elapsedSince, pollUntil, Internal, isDiskFull, ControlRejected, NotRunning, ProviderStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
 import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
 import { qmpExecute, withQmp } from "./qmp.js"
 import { stderrMessage } from "./run.js"
-import { readConsoleFrom, TINY_SSHD_MARKER } from "./tiny/probe.js"
+import { TINY_SSHD_MARKER } from "./tiny/guest-files.js"
 import { toDropbearKey, writeVmInitrd } from "./tiny/vm-initrd.js"
 
 const POLL_MS = 50
@@ -251,6 +251,22 @@ export const readBootRecord = (vm: VmRef): Effect.Effect<Partial<BootRecord> | u
 /** How often the console is read for the sshd line: every wait for it is `up --wait` time (a read costs microseconds). */
 const SSHD_POLL_MS = 10
 
+/** What a console log holds past `offset` (at most 1 MiB at a time); nothing when it is missing. */
+const readConsoleFrom = (path: string, offset: number): Effect.Effect<Buffer> =>
+  Effect.promise(async () => {
+    const handle = await open(path, "r").catch(() => undefined)
+    if (!handle) return Buffer.alloc(0)
+    try {
+      const { size } = await handle.stat()
+      if (size <= offset) return Buffer.alloc(0)
+      const buffer = Buffer.alloc(Math.min(size - offset, 1 << 20))
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset)
+      return buffer.subarray(0, bytesRead)
+    } finally {
+      await handle.close()
+    }
+  })
+
 /**
  * Waits until this boot's console shows the guest's "sshd listening" line. True once it does;
  * false at once for guests that print none, and when the VM stops or the time runs out (the
@@ -265,16 +281,21 @@ export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> 
     if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
     let offset = record.console_offset
     let pending = ""
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const chunk = yield* Effect.promise(() => readConsoleFrom(files.console, offset))
+    const look = Effect.gen(function* () {
+      const chunk = yield* readConsoleFrom(files.console, offset)
       offset += chunk.length
       pending += chunk.toString("utf8")
-      if (pending.includes(marker)) return true
+      if (pending.includes(marker)) return "said"
       pending = pending.slice(pending.lastIndexOf("\n") + 1)
-      if (Date.now() >= deadline || !(yield* Effect.sync(() => readRunState(vm))).running) return false
-      yield* Effect.sleep(SSHD_POLL_MS)
-    }
+      return readRunState(vm).running ? "booting" : "stopped"
+    })
+    const outcome = yield* pollUntil(look, {
+      schedule: Schedule.spaced(Duration.millis(SSHD_POLL_MS)),
+      until: (state) => state !== "booting",
+      within: Duration.millis(timeoutMs),
+      onTimeout: () => "timed out"
+    }).pipe(Effect.merge)
+    return outcome === "said"
   })
 
 /** Size of the console log now: what a start appends comes after it. */
@@ -304,32 +325,36 @@ export const watchKvmStart = (plan: BootPlan, consoleOffset: number): Effect.Eff
       Effect.map((reply) => reply.status),
       Effect.orElseSucceed(() => undefined)
     )
-    const started = Date.now()
-    for (let tick = 0; ; tick++) {
-      if (tick % WATCH_QMP_EVERY === 0 || Date.now() - started >= budget) {
+    const started = yield* Clock.currentTimeMillis
+    let tick = 0
+    /** The reason it is not running (undefined: it runs), or "watching" while it is too early to say. */
+    const look = Effect.gen(function* () {
+      const overdue = (yield* elapsedSince(started)) >= budget
+      if (tick++ % WATCH_QMP_EVERY === 0 || overdue) {
         const status = yield* runState
         if (status === "internal-error") return "KVM internal error"
         if (status === "guest-panicked") return "the guest panicked under KVM"
       }
-      const state = yield* Effect.sync(() => readRunState(vm))
-      if (!state.running) return "QEMU exited under KVM"
-      const spoke = (yield* consoleSize(vm)) > consoleOffset
-      if (spoke) return undefined
-      if (Date.now() - started >= budget) return talks ? `no console output in ${Math.round(budget / 1000)} s` : undefined
-      yield* Effect.sleep(WATCH_POLL_MS)
-    }
+      if (!readRunState(vm).running) return "QEMU exited under KVM"
+      if ((yield* consoleSize(vm)) > consoleOffset) return undefined
+      if (overdue) return talks ? `no console output in ${Math.round(budget / 1000)} s` : undefined
+      return "watching"
+    })
+    // Bounded by the silence budget inside `look` (and each look by QMP's own timeouts), not by `within`.
+    return yield* pollUntil(look, {
+      schedule: Schedule.spaced(Duration.millis(WATCH_POLL_MS)),
+      until: (verdict) => verdict !== "watching",
+      within: Duration.infinity,
+      onTimeout: () => "never"
+    }).pipe(Effect.merge)
   })
 
 /** Polls until the process no longer runs this VM (gone, a zombie, or a reused pid); false on timeout. */
 export const waitForExit = (pid: number, vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
-  Effect.promise(async () => {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      if (!isAlive(pid) || !ownsVm(pid, vm)) return true
-      if (Date.now() >= deadline) return false
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
-    }
-  })
+  pollUntil(
+    Effect.sync(() => !isAlive(pid) || !ownsVm(pid, vm)),
+    { schedule: Schedule.spaced(Duration.millis(POLL_MS)), until: (gone) => gone, within: Duration.millis(timeoutMs), onTimeout: () => false }
+  ).pipe(Effect.merge)
 
 const signal = (pid: number, name: NodeJS.Signals) =>
   Effect.sync(() => {

@@ -1,6 +1,6 @@
 import { connect, type Socket } from "node:net"
-import { Effect, type Scope } from "effect"
-import { ControlRejected, ControlUnreachable } from "@stoat/core"
+import { Clock, Duration, Effect, Schedule, type Scope } from "effect"
+import { ControlRejected, ControlUnreachable, elapsedSince } from "@stoat/core"
 
 export interface QmpEvent {
   readonly event: string
@@ -160,25 +160,20 @@ export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect
     const subject = options.subject
     const budget = options.connectTimeoutMs ?? 5_000
     const commandTimeout = options.commandTimeoutMs ?? 10_000
-    const deadline = Date.now() + budget
+    const started = yield* Clock.currentTimeMillis
 
     const socket = yield* Effect.acquireRelease(
-      Effect.suspend(function retry(): Effect.Effect<Socket, ControlUnreachable> {
-        return connectOnce(socketPath).pipe(
-          Effect.catchAll((failure) =>
-            failure.retry && Date.now() < deadline
-              ? Effect.zipRight(Effect.sleep(50), Effect.suspend(retry))
-              : Effect.fail(unreachable(socketPath, failure.message, subject))
-          )
-        )
-      }),
+      connectOnce(socketPath).pipe(
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.millis(budget))), while: (failure) => failure.retry }),
+        Effect.mapError((failure) => unreachable(socketPath, failure.message, subject))
+      ),
       (socket) => Effect.sync(() => socket.destroy())
     )
     const connection = new Connection(socket)
 
     const greeting = yield* waitUntil(connection, () => connection.greeting ?? (connection.closedReason !== undefined ? null : undefined)).pipe(
       Effect.timeoutFail({
-        duration: Math.max(1_000, deadline - Date.now()),
+        duration: Math.max(1_000, budget - (yield* elapsedSince(started))),
         onTimeout: () => unreachable(socketPath, `no greeting within ${budget} ms (another client may be connected)`, subject)
       })
     )
