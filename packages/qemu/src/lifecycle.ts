@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process"
 import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
 import { Clock, Duration, Effect, Redacted, Schedule } from "effect"
 import { AlreadyRunning, diskFull, elapsedSince, pollUntil, Internal, isDiskFull, ControlRejected, NotRunning, ProviderStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
@@ -6,6 +5,7 @@ import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
 import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
 import { qmpExecute, withQmp } from "./qmp.js"
+import { runChild } from "./child.js"
 import { stderrMessage } from "./run.js"
 import { TINY_SSHD_MARKER } from "./tiny/guest-files.js"
 import { toDropbearKey, writeVmInitrd } from "./tiny/vm-initrd.js"
@@ -83,32 +83,12 @@ const diskFormatOf = (path: string): Effect.Effect<"qcow2" | "raw"> =>
   })
 
 /** Runs QEMU until it daemonizes; resolves with its exit code and stderr. Interrupting kills it. */
-const launch = (qemu: string, args: ReadonlyArray<string>) =>
-  Effect.async<{ readonly code: number | null; readonly stderr: string }, string>((resume) => {
-    const child = spawn(qemu, [...args], { detached: true, stdio: ["ignore", "ignore", "pipe"] })
-    let stderr = ""
-    let done = false
-    const finish = (result: Effect.Effect<{ readonly code: number | null; readonly stderr: string }, string>) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      resume(result)
-    }
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL")
-      finish(Effect.fail(`QEMU did not finish starting within ${DAEMONIZE_TIMEOUT_MS / 1000} s`))
-    }, DAEMONIZE_TIMEOUT_MS)
-    child.stderr.setEncoding("utf8")
-    child.stderr.on("data", (chunk: string) => {
-      if (stderr.length < 65_536) stderr += chunk
-    })
-    child.on("error", (error) => finish(Effect.fail(error.message)))
-    // The daemon points its stderr at /dev/null before the launcher exits, so "close" follows "exit" at once.
-    child.on("close", (code) => finish(Effect.succeed({ code, stderr })))
-    return Effect.sync(() => {
-      if (!done) child.kill("SIGKILL")
-    })
-  })
+const launch = (qemu: string, args: ReadonlyArray<string>): Effect.Effect<{ readonly code: number | null; readonly stderr: string }, string> =>
+  // The daemon points its stderr at /dev/null before the launcher exits, so the run ends with the launcher.
+  runChild(qemu, args, { detached: true, stdout: "ignore", timeoutMs: DAEMONIZE_TIMEOUT_MS }).pipe(
+    Effect.mapError((failure) => failure.message),
+    Effect.flatMap((exit) => (exit.timedOut ? Effect.fail(`QEMU did not finish starting within ${DAEMONIZE_TIMEOUT_MS / 1000} s`) : Effect.succeed({ code: exit.code, stderr: exit.stderr })))
+  )
 
 const removeStale = (paths: ReadonlyArray<string>) => Effect.promise(() => Promise.all(paths.map((path) => unlink(path).catch(() => undefined))))
 
