@@ -55,9 +55,10 @@ const probeInit = (): Buffer => {
 /**
  * The no-kernel fallback: a PVH ELF entered in 32-bit protected mode that builds identity page
  * tables, enters long mode, runs a short loop with calls, writes the marker to COM1 and exits
- * through isa-debug-exit. Linked for 0x100000 (the addresses inside are absolute).
+ * through isa-debug-exit. Linked for 0x100000 (the addresses inside are absolute). Its source is
+ * accel-payload.S beside this file; this is that file assembled.
  */
-const LONG_MODE_PAYLOAD_HEX =
+export const LONG_MODE_PAYLOAD_HEX =
   "fabf0000010031c0b9000c0000f3abc7050000010003100100c7050010010003200100c70500200100830000000f20e083c8200f22e0b8000001000f22d8b9800000c00f320d000100000f300f20c00d010000800f22c00f0115c0001000ea65001000080066b810008ed88ed048c7c4000009004831db48c7c140420f004801cbe81d000000e2f6488d353700000066baf803ac84c07403eeebf866baf400b003eef4c30f1f4000000000000000000000000000009a200000000000009200001700a8001000"
 
 const longModePayload = (): Buffer =>
