@@ -194,21 +194,23 @@ const RESUME_POLL_MS = 20
 const runResumed = (vm: VmRef) =>
   withQmp(
     vmFiles(vm.dir).qmp,
-    (qmp) =>
-      Effect.gen(function* () {
-        for (;;) {
-          const { status } = yield* qmp.execute<{ readonly status: string }>("query-status")
-          if (status === "running") return
-          if (status === "paused" || status === "postmigrate" || status === "prelaunch") return yield* qmp.execute("cont")
-          if (status !== "inmigrate") {
-            const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
-            return yield* new ControlRejected({ message: migration["error-desc"] ?? `the guest is ${status} after loading its state`, subject: vm.name })
-          }
-          yield* Effect.sleep(RESUME_POLL_MS)
-        }
-      }),
+    (qmp) => {
+      const status = Effect.map(qmp.execute<{ readonly status: string }>("query-status"), (reply) => reply.status)
+      return Effect.gen(function* () {
+        const loaded = yield* pollUntil(status, {
+          schedule: Schedule.spaced(Duration.millis(RESUME_POLL_MS)),
+          until: (state) => state !== "inmigrate",
+          within: Duration.seconds(120),
+          onTimeout: () => new ControlRejected({ message: "loading the state took over 120 s", subject: vm.name })
+        })
+        if (loaded === "running") return
+        if (loaded === "paused" || loaded === "postmigrate" || loaded === "prelaunch") return yield* qmp.execute("cont")
+        const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
+        return yield* new ControlRejected({ message: migration["error-desc"] ?? `the guest is ${loaded} after loading its state`, subject: vm.name })
+      })
+    },
     { subject: vm.name, commandTimeoutMs: 30_000 }
-  ).pipe(Effect.timeoutFail({ duration: 120_000, onTimeout: () => new ControlRejected({ message: "loading the state took over 120 s", subject: vm.name }) }))
+  )
 
 /** Written by each start into the VM folder, read by `awaitSshd` and `checkpoint` (possibly in another process). */
 export interface BootRecord {

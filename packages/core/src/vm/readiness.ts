@@ -31,7 +31,7 @@ const cloudInitDone = (record: OkRecord) =>
  * failing at once if the VM stops: first the guest's own signal, then one banner probe at a time.
  * The one readiness path: `up --wait` and @stoat/qemu's `withVm` both wait here.
  */
-export const awaitSsh = <E, R>(vm: VmRef, port: number, timeoutMs: number, ready: Effect.Effect<boolean, E, R> = Effect.succeed(true)) =>
+export const awaitSsh = <E = never, R = never>(vm: VmRef, port: number, timeoutMs: number, ready: Effect.Effect<boolean, E, R> = Effect.succeed(true)) =>
   Effect.gen(function* () {
     const transport = yield* GuestTransport
     const hypervisor = yield* Hypervisor
