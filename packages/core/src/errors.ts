@@ -60,12 +60,18 @@ export class AccessDenied extends StoatErrorClass("AccessDenied", "access_denied
 export class RateLimited extends StoatErrorClass("RateLimited", "rate_limited") {}
 export class LockOutOfDate extends StoatErrorClass("LockOutOfDate", "lock_out_of_date") {}
 export class Internal extends StoatErrorClass("Internal", "internal") {}
-export class QemuMissing extends StoatErrorClass("QemuMissing", "qemu_missing") {}
-export class KvmUnusable extends StoatErrorClass("KvmUnusable", "kvm_unusable") {}
-/** `portInUse`: the host port of a forward QEMU could not bind (taken since it was checked), when that was the reason. */
-export class QemuStartFailed extends StoatErrorClass("QemuStartFailed", "qemu_start_failed")<{ readonly portInUse?: number }> {}
-export class MonitorUnreachable extends StoatErrorClass("MonitorUnreachable", "monitor_unreachable") {}
-export class MonitorRejected extends StoatErrorClass("MonitorRejected", "monitor_rejected") {}
+// The VM provider's failures (see ports/hypervisor.ts), named for no provider: the message names
+// the provider and its program; the wire codes keep the names of the first provider, QEMU.
+/** The provider's program or service is not there (QEMU: qemu-system-x86_64 or qemu-img not on PATH). */
+export class ProviderMissing extends StoatErrorClass("ProviderMissing", "qemu_missing") {}
+/** Hardware acceleration the host offers cannot run guests (QEMU: /dev/kvm). */
+export class AcceleratorUnusable extends StoatErrorClass("AcceleratorUnusable", "kvm_unusable") {}
+/** The provider did not start the VM. `portInUse`: the host port of a forward it could not bind (taken since it was checked), when that was the reason. */
+export class ProviderStartFailed extends StoatErrorClass("ProviderStartFailed", "qemu_start_failed")<{ readonly portInUse?: number }> {}
+/** The running VM's control channel (QEMU: its QMP socket) cannot be reached. */
+export class ControlUnreachable extends StoatErrorClass("ControlUnreachable", "monitor_unreachable") {}
+/** The running VM's control channel refused a command. */
+export class ControlRejected extends StoatErrorClass("ControlRejected", "monitor_rejected") {}
 export class NoConsolePassword extends StoatErrorClass("NoConsolePassword", "no_console_password") {}
 export class ShareInvalid extends StoatErrorClass("ShareInvalid", "share_invalid") {}
 export class NoXattr extends StoatErrorClass("NoXattr", "no_xattr") {}
@@ -105,11 +111,11 @@ export const ERROR_CLASSES = {
   rate_limited: RateLimited,
   lock_out_of_date: LockOutOfDate,
   internal: Internal,
-  qemu_missing: QemuMissing,
-  kvm_unusable: KvmUnusable,
-  qemu_start_failed: QemuStartFailed,
-  monitor_unreachable: MonitorUnreachable,
-  monitor_rejected: MonitorRejected,
+  qemu_missing: ProviderMissing,
+  kvm_unusable: AcceleratorUnusable,
+  qemu_start_failed: ProviderStartFailed,
+  monitor_unreachable: ControlUnreachable,
+  monitor_rejected: ControlRejected,
   no_console_password: NoConsolePassword,
   share_invalid: ShareInvalid,
   no_xattr: NoXattr,

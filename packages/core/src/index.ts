@@ -30,11 +30,13 @@ export { type ExecutionContext } from "./context/execution.js"
 export { Progress, type ProgressEvent, progressLine, progressReporter, stageReporter } from "./context/progress.js"
 
 // Typed errors
-export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, KvmUnusable, LimitReached, LockOutOfDate, MonitorRejected, MonitorUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, QemuMissing, QemuStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, StillRunning, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
+export { awaitSsh } from "./lifecycle/readiness.js"
+export { elapsedSince, pollUntil, type PollOptions } from "./platform/poll.js"
+export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, AcceleratorUnusable, LimitReached, LockOutOfDate, ControlRejected, ControlUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, ProviderMissing, ProviderStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, StillRunning, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
 
 // Ports a provider implements
 export { type ExecOptions, type ExecOutput, GuestTransport, type SftpError, type SshTarget } from "./ports/guest-transport.js"
-export { type AccelProbe, type BaseImage, type BootPlan, type CheckpointRequest, type CheckpointTaken, type DiskInfo, type DiskRef, Hypervisor, isBaseImage, type ResumePlan, type RunState, type Screenshot, type StartedVm, type VmDisk, type VmRef } from "./ports/hypervisor.js"
+export { type Acceleration, type BaseImage, type BootPlan, type CheckpointRequest, type CheckpointTaken, type DiskInfo, type DiskRef, GuestSignals, Hypervisor, isBaseImage, type ResumePlan, type RunState, type Screenshot, type StartedVm, type VmDisk, type VmRef } from "./ports/hypervisor.js"
 export { type BuildOptions, ImageBuilder, type LocalImage } from "./ports/image-builder.js"
 
 // Live layers

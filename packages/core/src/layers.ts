@@ -5,7 +5,7 @@ import { GuestDefinitionsLive } from "./guest-definitions/definitions.js"
 import { type HostProbe, HostProbeLive } from "./platform/host.js"
 import { LocksLive } from "./platform/locks.js"
 import type { GuestTransport } from "./ports/guest-transport.js"
-import type { Hypervisor } from "./ports/hypervisor.js"
+import type { GuestSignals, Hypervisor } from "./ports/hypervisor.js"
 import type { ImageBuilder } from "./ports/image-builder.js"
 import { VmStoreLive } from "./vm/store.js"
 import { VmsLive } from "./lifecycle/lifecycle.js"
@@ -22,8 +22,8 @@ import { SnapshotsLive } from "./vm/snapshots.js"
 
 /** What a stack gives core: a provider's ports, the guest transport, the host and the data root. */
 export interface CorePorts<E, R, ED> {
-  /** The provider's hypervisor and image builder (QEMU, or the in-memory fakes); they may use the data root. */
-  readonly provider: Layer.Layer<Hypervisor | ImageBuilder, E, R | DataRoot>
+  /** The provider's hypervisor, its guest readiness signals and image builder (QEMU, or the in-memory fakes); they may use the data root. */
+  readonly provider: Layer.Layer<Hypervisor | GuestSignals | ImageBuilder, E, R | DataRoot>
   readonly guestTransport: Layer.Layer<GuestTransport>
   readonly hostProbe: Layer.Layer<HostProbe>
   readonly dataRoot: Layer.Layer<DataRoot, ED>

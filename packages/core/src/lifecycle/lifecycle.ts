@@ -423,7 +423,7 @@ function makeVms(): Vms["Type"] {
               })
               yield* launch.pipe(
                 Effect.catchIf(
-                  (error) => error._tag === "QemuStartFailed" && error.portInUse === record.config.sshport,
+                  (error) => error._tag === "ProviderStartFailed" && error.portInUse === record.config.sshport,
                   () =>
                     Effect.gen(function* () {
                       record = yield* freePortIfTaken(record, true)

@@ -5,7 +5,7 @@ import { Clock, Duration, Effect, Schedule } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import { CannotReach, Timeout } from "../errors.js"
 import { elapsedSince, pollUntil } from "../platform/poll.js"
-import { Hypervisor } from "../ports/hypervisor.js"
+import { GuestSignals, Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import { HEALTH_FAILED } from "../recipes/apply.js"
 import { isRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
@@ -26,30 +26,39 @@ const cloudInitDone = (record: OkRecord) =>
     return status === "done" || status === "disabled"
   })
 
-/** Waits until the guest's sshd answers (and, for cloud guests, cloud-init is done), failing at once if the VM stops. */
-export const waitReachable = (record: OkRecord, timeoutMs: number) =>
+/**
+ * Waits until the sshd of a VM's guest answers on `port` and `ready` holds (cloud-init done, say),
+ * failing at once if the VM stops: first the guest's own signal, then one banner probe at a time.
+ * The one readiness path: `up --wait` and @stoat/qemu's `withVm` both wait here.
+ */
+export const awaitSsh = <E = never, R = never>(vm: VmRef, port: number, timeoutMs: number, ready: Effect.Effect<boolean, E, R> = Effect.succeed(true)) =>
   Effect.gen(function* () {
     const transport = yield* GuestTransport
+    const hypervisor = yield* Hypervisor
     const started = yield* Clock.currentTimeMillis
-    yield* (yield* Hypervisor).awaitSshd(vmRef(record), timeoutMs)
+    yield* (yield* GuestSignals).awaitSshd(vm, timeoutMs)
     const attempt = Effect.gen(function* () {
-      if (!(yield* isRunning(record))) {
-        return yield* new CannotReach({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name })
+      if (!(yield* hypervisor.status(vm)).running) {
+        return yield* new CannotReach({ message: `VM "${vm.name}" is not running; start it with stoat up ${vm.name}`, subject: vm.name })
       }
       // One long attempt at a time: an abandoned connection lingers in QEMU's user-mode network and
       // reaches sshd later as a stray, and dropbear refuses a guest's sixth unauthenticated connection.
       const left = timeoutMs - (yield* elapsedSince(started))
-      if (!(yield* transport.probe(record.config.sshport, Math.min(10_000, Math.max(1000, left))))) return false
-      return record.config.backend === "cloudinit" ? yield* cloudInitDone(record) : true
+      if (!(yield* transport.probe(port, Math.min(10_000, Math.max(1000, left))))) return false
+      return yield* ready
     })
     yield* pollUntil(attempt, {
       schedule: Schedule.spaced(Duration.millis(150)),
-      until: (ready) => ready,
+      until: (answered) => answered,
       within: Duration.millis(Math.max(0, timeoutMs - (yield* elapsedSince(started)))),
-      onTimeout: () => new Timeout({ message: `VM "${record.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+      onTimeout: () => new Timeout({ message: `VM "${vm.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: vm.name })
     })
     return yield* elapsedSince(started)
   })
+
+/** Waits until the guest's sshd answers (and, for cloud guests, cloud-init is done), failing at once if the VM stops. */
+export const waitReachable = (record: OkRecord, timeoutMs: number) =>
+  awaitSsh(vmRef(record), record.config.sshport, timeoutMs, record.config.backend === "cloudinit" ? cloudInitDone(record) : Effect.succeed(true))
 
 export const waitStopped = (record: OkRecord, timeoutMs: number) =>
   Effect.gen(function* () {

@@ -6,7 +6,7 @@ import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { GuestDefinitions, type LoadedGuest } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
-import { Hypervisor, type AccelProbe } from "../ports/hypervisor.js"
+import { Hypervisor, type Acceleration } from "../ports/hypervisor.js"
 import { STOAT_VERSION } from "../version.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { toVm, toVmStatus } from "../vm/view.js"
@@ -161,7 +161,7 @@ export const doctor = defineOperation({
       )
       const qemuPresent = checks[0]?.ok === true
       const kvm: HostCheck = qemuPresent
-        ? yield* Effect.match(hypervisor.probeAccelerator, {
+        ? yield* Effect.match(hypervisor.acceleration, {
             onFailure: (error) => ({ name: "kvm", ok: false, detail: error.message, fix: [], optional: true }),
             onSuccess: (probe) => ({
               name: "kvm",
@@ -227,7 +227,7 @@ const vmRunsCheck = Effect.gen(function* () {
 })
 
 /** What a person can do about the accelerator verdict: nothing when KVM works or TCG was chosen on purpose. */
-const kvmFixes = (probe: AccelProbe): ReadonlyArray<string> => {
+const kvmFixes = (probe: Acceleration): ReadonlyArray<string> => {
   if (probe.accel === "kvm" || probe.detail.startsWith("STOAT_ACCEL=")) return []
   // KVM opens but cannot run a 64-bit guest (nested kvm-pvm): no group or firmware switch helps.
   if (probe.detail.includes("does not run")) return ["export STOAT_ACCEL=tcg  # skip the KVM probe on this host"]

@@ -16,7 +16,7 @@ import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
-import type { Hypervisor } from "../ports/hypervisor.js"
+import type { GuestSignals, Hypervisor } from "../ports/hypervisor.js"
 import type { ImageBuilder } from "../ports/image-builder.js"
 import type { AccessPolicy } from "../context/access-policy.js"
 import type { Caller } from "../context/caller.js"
@@ -157,7 +157,7 @@ const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | 
  * The services the lifecycle hooks run on, named: start applies recipes, whose reboot starts the
  * VM again, so an inferred requirement would be circular (and leak as `any` to embedders).
  */
-export type LifecycleServices = Hypervisor | ImageBuilder | HostProbe | VmStore | Locks | DataRoot | GuestTransport | GuestDefinitions | Recipes | AccessPolicy | Caller
+export type LifecycleServices = Hypervisor | GuestSignals | ImageBuilder | HostProbe | VmStore | Locks | DataRoot | GuestTransport | GuestDefinitions | Recipes | AccessPolicy | Caller
 
 export interface ApplyHooks {
   /** Waits until the guest answers ssh (the lifecycle's own wait). */

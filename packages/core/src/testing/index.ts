@@ -5,14 +5,15 @@ import { Effect, Layer } from "effect"
 import { dataRootAt } from "../platform/data-root.js"
 import { HostProbe } from "../platform/host.js"
 import { NotRunning } from "../errors.js"
-import { Hypervisor, type RunState } from "../ports/hypervisor.js"
+import { GuestSignals, Hypervisor, type RunState } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { CliCaller, type Caller } from "../context/caller.js"
 import { callerLayer } from "../context/access-policy.js"
 import { projectsAt } from "../projects/service.js"
 import { coreLayer } from "../layers.js"
 
-export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { fakeGuestSignals, FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { hypervisorContract, type ContractCase, type HypervisorContractOptions } from "./hypervisor-contract.js"
 export { FakeImageBuilderState, makeFakeImageBuilder } from "./fake-image-builder.js"
 export { FakeJobs } from "./fake-jobs.js"
 export { commitFile, gitIn, makeIndexRepo, makeRecipeRepo, writeIndexFile } from "./git-repos.js"
@@ -27,7 +28,7 @@ export {
   type FakeExecResult,
   type FakeGuestFile
 } from "./fake-guest.js"
-import { makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
+import { fakeGuestSignals, makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
 import { makeFakeImageBuilder, FakeImageBuilderState } from "./fake-image-builder.js"
 import { FakeGuest, FakeGuestState } from "./fake-guest.js"
 
@@ -76,7 +77,11 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const guest = options.guest ?? new FakeGuestState()
   const images = options.images ?? new FakeImageBuilderState()
   const core = coreLayer({
-    provider: Layer.merge(Layer.succeed(Hypervisor, makeFakeHypervisor(state)), Layer.succeed(ImageBuilder, makeFakeImageBuilder(images))),
+    provider: Layer.mergeAll(
+      Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
+      Layer.succeed(GuestSignals, fakeGuestSignals),
+      Layer.succeed(ImageBuilder, makeFakeImageBuilder(images))
+    ),
     guestTransport: FakeGuest(guest, state),
     hostProbe: FakeHostProbe({}, options.memAvailableMb),
     dataRoot,
