@@ -1,4 +1,4 @@
-import { createRequire } from "node:module"
+import { manifestCommands } from "./manifest.js"
 
 /** Edits (insert, delete, replace) that turn `a` into `b`. */
 const distance = (a: string, b: string): number => {
@@ -17,8 +17,7 @@ const distance = (a: string, b: string): number => {
  * did-you-mean that @oclif/plugin-not-found only offers as a prompt.
  */
 export const closestCommand = (words: ReadonlyArray<string>): string | undefined => {
-  const manifest = createRequire(import.meta.url)("../oclif.manifest.json") as { commands: Record<string, { aliases?: string[]; hidden?: boolean }> }
-  const ids = Object.entries(manifest.commands).flatMap(([id, command]) => (command.hidden ? [] : [id, ...(command.aliases ?? [])]))
+  const ids = Object.entries(manifestCommands()).flatMap(([id, command]) => (command.hidden ? [] : [id, ...(command.aliases ?? [])]))
   const [first = "", second] = words
   // Within a topic (`file raed`) the topic's own words are compared; else the first word alone.
   const typed = second !== undefined && ids.some((id) => id.startsWith(`${first}:`)) ? `${first}:${second}` : first

@@ -28,8 +28,10 @@ export { type AuditEntry, AuditLog, AuditLogLive, makeAuditLog } from "./context
 export { CALLERS, Caller, cliCaller, CliCaller, McpCaller, ToolkitCaller } from "./context/caller.js"
 export { type ExecutionContext } from "./context/execution.js"
 export { Progress, type ProgressEvent, progressLine, progressReporter, stageReporter } from "./context/progress.js"
+export { HintWording } from "./context/hint-wording.js"
 
 // Typed errors
+export { advise, adviseFirst, adviseLookup, catalogWords, checkTheHost, fixOrDelete, type Hint, type HintStep, type HintWords, messageOf, personWords, startIt, waitForSsh } from "./errors.js"
 export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, KvmUnusable, LimitReached, LockOutOfDate, MonitorRejected, MonitorUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, QemuMissing, QemuStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
 
 // Ports a provider implements

@@ -4,6 +4,7 @@ import { createServer } from "node:net"
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path"
 import { Effect } from "effect"
 import {
+  advise,
   CapabilityUnavailable,
   Internal,
   MonitorRejected,
@@ -179,8 +180,9 @@ export const checkpointVm = (
     const plan = record?.plan
     if (plan === undefined || record?.accel === undefined) {
       return yield* new CapabilityUnavailable({
-        message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs; restart it (stoat down ${vm.name} && stoat up ${vm.name})`,
+        message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs`,
         subject: vm.name,
+        hint: advise("restart it", { operation: "vm.stop", input: { vm: vm.name } }, { operation: "vm.start", input: { vm: vm.name } }),
         reason: "restart_required"
       })
     }

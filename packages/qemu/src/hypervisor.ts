@@ -1,6 +1,7 @@
 import { join } from "node:path"
 import { Config, Effect, Either, Layer } from "effect"
 import {
+  checkTheHost,
   DataRoot,
   findOnPath,
   Hypervisor,
@@ -30,7 +31,7 @@ export const QEMU_BINARY = "qemu-system-x86_64"
 
 const qemuPath = Effect.flatMap(
   Effect.promise(() => findOnPath(QEMU_BINARY)),
-  (path) => (path ? Effect.succeed(path) : Effect.fail(new QemuMissing({ message: `${QEMU_BINARY} not found on PATH; run stoat doctor` })))
+  (path) => (path ? Effect.succeed(path) : Effect.fail(new QemuMissing({ message: `${QEMU_BINARY} not found on PATH; install QEMU`, hint: checkTheHost })))
 )
 
 /** Longest path a unix socket address can hold (sun_path is 108 bytes with its NUL). */
