@@ -125,12 +125,12 @@ describe("stoat.toml decoding", () => {
     expect(status.project).toMatch(/^stoat-project-[a-z0-9-]+$/)
   })
 
-  it("without a stoat.toml, project operations fail not_found with the stoat init hint", async () => {
+  it("without a stoat.toml, project operations fail not_found with the project.init hint", async () => {
     const h = projectHarness()
     for (const operation of [projectStatus, projectUp, projectDown, projectApply, projectWait, projectVms]) {
       const error = await h.fail(operation, {})
       expect(error.code, operation.tool).toBe("not_found")
-      expect(error.message, operation.tool).toContain("stoat init")
+      expect(error.message, operation.tool).toContain("; or create one there with project.init")
       expect(error.message, operation.tool).toContain("name a VM")
     }
   })
