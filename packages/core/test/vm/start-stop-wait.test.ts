@@ -208,12 +208,12 @@ describe("stop", () => {
     h.writeVmToml("web", "name = [broken")
     const [listed] = (await h.ok(listVms, {})).vms
     expect(listed).toMatchObject({ name: "web", state: "broken" })
-    expect(listed?.error).toContain("stoat down web")
+    expect(listed?.error).toContain('its QEMU still runs: stop it with vm.stop {"vm":"web"}, then fix vm.toml or delete it with vm.destroy {"vm":"web"}')
     const stopped = await h.ok(stopVm, { vm: "web" })
     expect(stopped).toMatchObject({ name: "web", state: "broken" })
     expect(h.isRunning("web")).toBe(false)
     expect(h.guest.releases).toContain("web")
-    expect((await h.ok(listVms, {})).vms[0]?.error).not.toContain("stoat down")
+    expect((await h.ok(listVms, {})).vms[0]?.error).not.toContain("vm.stop")
   })
 })
 
