@@ -1,5 +1,5 @@
-import { createRequire } from "node:module"
 import { levenshtein } from "@stoat/core/names"
+import { manifestCommands } from "./manifest.js"
 
 /**
  * The command a mistyped one most likely meant (`craete` → `create`, `file raed` → `file read`),
@@ -7,8 +7,7 @@ import { levenshtein } from "@stoat/core/names"
  * did-you-mean that @oclif/plugin-not-found only offers as a prompt.
  */
 export const closestCommand = (words: ReadonlyArray<string>): string | undefined => {
-  const manifest = createRequire(import.meta.url)("../oclif.manifest.json") as { commands: Record<string, { aliases?: string[]; hidden?: boolean }> }
-  const ids = Object.entries(manifest.commands).flatMap(([id, command]) => (command.hidden ? [] : [id, ...(command.aliases ?? [])]))
+  const ids = Object.entries(manifestCommands()).flatMap(([id, command]) => (command.hidden ? [] : [id, ...(command.aliases ?? [])]))
   const [first = "", second] = words
   // Within a topic (`file raed`) the topic's own words are compared; else the first word alone.
   const typed = second !== undefined && ids.some((id) => id.startsWith(`${first}:`)) ? `${first}:${second}` : first

@@ -1,12 +1,61 @@
 import { Cause, Data, Option, Predicate } from "effect"
 import type { ErrorCode, ErrorInfo } from "@stoat/wire"
 
+/** One step a hint advises: a catalog operation (its key) and its input. */
+export interface HintStep {
+  readonly operation: string
+  readonly input: Readonly<Record<string, string | number | boolean>>
+}
+
+/**
+ * What a failure advises doing next, in no frontend's words: the catalog operations that do it,
+ * in order, and what they achieve for people ("start it"). Each frontend names the steps its own
+ * way (the CLI `start it with stoat up web`, the MCP server `start it: call start with vm="web"`),
+ * so core never tells an agent to type a command or a person to call a tool.
+ */
+export interface Hint {
+  /** What the steps achieve; absent for a lookup that shows what there is (`see stoat ls`). */
+  readonly advice?: string
+  /** The steps must come before the failed call can succeed (`call wait first`). */
+  readonly first?: true
+  readonly steps: ReadonlyArray<HintStep>
+}
+
+/** Steps that fix what failed, in order. */
+export const advise = (advice: string, ...steps: ReadonlyArray<HintStep>): Hint => ({ advice, steps })
+/** Steps to take before the failed call is tried again. */
+export const adviseFirst = (advice: string, ...steps: ReadonlyArray<HintStep>): Hint => ({ advice, first: true, steps })
+/** A lookup that shows what there is. */
+export const adviseLookup = (operation: string, input: HintStep["input"] = {}): Hint => ({ steps: [{ operation, input }] })
+
+/** The advice several failures give. */
+export const startIt = (vm: string): Hint => advise("start it", { operation: "vm.start", input: { vm } })
+export const waitForSsh = (vm: string): Hint => adviseFirst("wait for its ssh", { operation: "vm.wait", input: { vm } })
+export const fixOrDelete = (vm: string): Hint => advise("fix it, or delete it", { operation: "vm.destroy", input: { vm } })
+export const checkTheHost: Hint = adviseLookup("host.doctor")
+
+/** How a frontend words a hint: what follows "; " after the failure's own message. */
+export type HintWords = (hint: Hint) => string
+
+/** A hint as a person reads it, each step named by `name`: `see X`, `start it with X`, `stop it first with X, then Y`. */
+export const personWords =
+  (name: (step: HintStep) => string): HintWords =>
+  (hint) => {
+    const steps = hint.steps.map(name).join(", then ")
+    return hint.advice === undefined ? `see ${steps}` : `${hint.advice}${hint.first ? " first" : ""} with ${steps}`
+  }
+
+/** A hint in the catalog's own terms, for callers that are no frontend: `start it with vm.start {"vm":"web"}`. */
+export const catalogWords: HintWords = personWords((step) => (Object.keys(step.input).length > 0 ? `${step.operation} ${JSON.stringify(step.input)}` : step.operation))
+
 /** Fields every expected failure carries: a human message and the thing it is about. */
 interface Subject {
+  /** What went wrong, complete without the hint (which each frontend words and appends). */
   readonly message: string
   readonly subject?: string
   /** The errno (`EACCES`, `ENOSPC`, …) when a file-system call failed. */
   readonly errno?: string
+  readonly hint?: Hint
 }
 
 /** Marks Stoat's own expected failures, so they are recognised by brand rather than by shape. */
@@ -18,6 +67,7 @@ export interface StoatErrorShape<Tag extends string, Code extends ErrorCode> ext
   readonly _tag: Tag
   readonly subject?: string
   readonly errno?: string
+  readonly hint?: Hint
   readonly code: Code
   readonly [StoatErrorTypeId]: StoatErrorTypeId
 }
@@ -139,10 +189,16 @@ export const isStoatError = (value: unknown): value is StoatError => Predicate.h
 export const internalError = (what: string) => (cause: unknown) =>
   new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
-/** The one mapping from any failure to the wire ErrorInfo. A defect (a bug) becomes `internal`. */
-export const toErrorInfo = (failure: unknown): ErrorInfo => {
+/** A failure's message and its hint, if it has one, in a frontend's words. */
+export const messageOf = (failure: StoatError, words: HintWords): string => (failure.hint === undefined ? failure.message : `${failure.message}; ${words(failure.hint)}`)
+
+/**
+ * The one mapping from any failure to the wire ErrorInfo, its hint in the frontend's `words`.
+ * A defect (a bug) becomes `internal`.
+ */
+export const toErrorInfo = (failure: unknown, words: HintWords = catalogWords): ErrorInfo => {
   if (isStoatError(failure)) {
-    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = { code: failure.code, message: failure.message }
+    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = { code: failure.code, message: messageOf(failure, words) }
     if (failure.subject !== undefined) info.subject = failure.subject
     if (failure instanceof CapabilityUnavailable) info.reason = failure.reason
     if (failure instanceof LimitReached) {
@@ -153,9 +209,9 @@ export const toErrorInfo = (failure: unknown): ErrorInfo => {
   }
   if (Cause.isCause(failure)) {
     const expected = Cause.failureOption(failure)
-    if (Option.isSome(expected)) return toErrorInfo(expected.value)
+    if (Option.isSome(expected)) return toErrorInfo(expected.value, words)
     if (Cause.isInterruptedOnly(failure)) return { code: "canceled", message: "the operation was canceled" }
-    return toErrorInfo(Cause.squash(failure))
+    return toErrorInfo(Cause.squash(failure), words)
   }
   const message = failure instanceof Error ? failure.message : String(failure)
   return { code: "internal", message }

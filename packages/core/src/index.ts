@@ -28,10 +28,12 @@ export { type AuditEntry, AuditLog, AuditLogLive, makeAuditLog } from "./context
 export { CALLERS, Caller, cliCaller, CliCaller, McpCaller, ToolkitCaller } from "./context/caller.js"
 export { type ExecutionContext } from "./context/execution.js"
 export { Progress, type ProgressEvent, progressLine, progressReporter, stageReporter } from "./context/progress.js"
+export { HintWording } from "./context/hint-wording.js"
 
 // Typed errors
 export { awaitSsh } from "./lifecycle/readiness.js"
 export { elapsedSince, pollUntil, type PollOptions } from "./platform/poll.js"
+export { advise, adviseFirst, adviseLookup, catalogWords, checkTheHost, fixOrDelete, type Hint, type HintStep, type HintWords, messageOf, personWords, startIt, waitForSsh } from "./errors.js"
 export { AccessDenied, AlreadyRunning, Broken, Canceled, CannotReach, CapabilityUnavailable, ChecksumMismatch, ConfirmationRequired, DiskShrink, DownloadFailed, DownloadStalled, ERROR_CLASSES, GitRequired, ImageNotDownloaded, ImmutableField, Internal, internalError, InUse, InvalidSpec, isStoatError, AcceleratorUnusable, LimitReached, LockOutOfDate, ControlRejected, ControlUnreachable, NameTaken, NoConsolePassword, NoDisk, NoSuchImage, NotFound, NotRunning, NoXattr, ProviderMissing, ProviderStartFailed, RateLimited, RecipeNotApplicable, ScreenshotFailed, ShareInvalid, type StoatError, type StoatErrorShape, StoatErrorTypeId, StillRunning, Timeout, toErrorInfo, UnknownLog, Usage } from "./errors.js"
 
 // Ports a provider implements
@@ -75,7 +77,7 @@ export { Recipes, RecipesLive } from "./recipes/store.js"
 export { type IsoFile, type IsoOptions } from "./cloudinit/iso.js"
 export { type SeedOptions, type UserDataOptions } from "./cloudinit/seed.js"
 export { type ChecksumLine, type DigestAlgorithm } from "./images/checksum.js"
-export { type PullError, type PullOptions, type PullProgress } from "./images/download.js"
+export { type PullError, type PullOptions } from "./images/download.js"
 export { type DownloadTimeouts } from "./images/http.js"
 export { type AlpineIndexSource, type ByoBackend, type ChecksumFormat, type ImageSource, type KnownImage, type LocalSource, type UrlSource } from "./images/known.js"
 export { type VmImageRefs } from "./images/list.js"

@@ -6,6 +6,7 @@ import { Clock, Duration, Effect, Schedule } from "effect"
 import {
   elapsedSince,
   pollUntil,
+  advise,
   CapabilityUnavailable,
   Internal,
   ControlRejected,
@@ -184,8 +185,9 @@ export const checkpointVm = (
     const plan = record?.plan
     if (plan === undefined || record?.accel === undefined) {
       return yield* new CapabilityUnavailable({
-        message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs; restart it (stoat down ${vm.name} && stoat up ${vm.name})`,
+        message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs`,
         subject: vm.name,
+        hint: advise("restart it", { operation: "vm.stop", input: { vm: vm.name } }, { operation: "vm.start", input: { vm: vm.name } }),
         reason: "restart_required"
       })
     }

@@ -1,6 +1,7 @@
 import { join } from "node:path"
 import { Config, Effect, Either, Layer } from "effect"
 import {
+  checkTheHost,
   DataRoot,
   findOnPath,
   GuestSignals,
@@ -33,7 +34,7 @@ export const QEMU_BINARY = "qemu-system-x86_64"
 const findQemu = (program: string) =>
   Effect.flatMap(
     Effect.promise(() => (program.includes("/") ? access(program, constants.X_OK).then(() => program, () => undefined) : findOnPath(program))),
-    (path) => (path ? Effect.succeed(path) : Effect.fail(new ProviderMissing({ message: `${program} not found${program.includes("/") ? "" : " on PATH"}; run stoat doctor` })))
+    (path) => (path ? Effect.succeed(path) : Effect.fail(new ProviderMissing({ message: `${program} not found${program.includes("/") ? "" : " on PATH"}; install QEMU`, hint: checkTheHost })))
   )
 
 /** Longest path a unix socket address can hold (sun_path is 108 bytes with its NUL). */

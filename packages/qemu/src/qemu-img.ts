@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { diskFull, DiskShrink, Internal, isDiskFull, NotFound, ProviderMissing, type DiskInfo, type LimitReached } from "@stoat/core"
+import { checkTheHost, diskFull, DiskShrink, Internal, isDiskFull, NotFound, ProviderMissing, type DiskInfo, type LimitReached } from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { runProgram, stderrMessage } from "./run.js"
 import { parseSnapshotRows } from "./snapshot-table.js"
@@ -27,7 +27,7 @@ export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.E
   runProgram(QEMU_IMG, args).pipe(
     Effect.mapError((failure) =>
       failure.missing
-        ? new ProviderMissing({ message: `${QEMU_IMG} not found on PATH; install QEMU (see stoat doctor)` })
+        ? new ProviderMissing({ message: `${QEMU_IMG} not found on PATH; install QEMU`, hint: checkTheHost })
         : new Internal({ message: failure.message, ...(subject !== undefined ? { subject } : {}) })
     ),
     Effect.flatMap((out) =>

@@ -5,7 +5,7 @@ import { parse } from "smol-toml"
 import { Json, type Guest } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
-import { InvalidSpec, NotFound } from "../errors.js"
+import { adviseLookup, InvalidSpec, NotFound } from "../errors.js"
 import { byName, closest } from "../platform/names.js"
 
 /**
@@ -293,7 +293,11 @@ export const GuestDefinitionsLive = Layer.effect(
           if (found) return Effect.succeed(found)
           const hint = closest(name, guests.map((guest) => guest.name))
           return Effect.fail(
-            new NotFound({ message: `no guest "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat guest ls`, subject: name })
+            new NotFound({
+              message: `no guest "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+              subject: name,
+              hint: adviseLookup("guest.list")
+            })
           )
         })
     }

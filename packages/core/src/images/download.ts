@@ -3,7 +3,7 @@ import { createReadStream } from "node:fs"
 import { mkdir, open, rename, stat, unlink } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
-import type { PullResult } from "@stoat/wire"
+import type { ProgressData, PullResult } from "@stoat/wire"
 import { Canceled, ChecksumMismatch, DownloadFailed, DownloadStalled, InvalidSpec } from "../errors.js"
 import type { KnownImage } from "./known.js"
 import { algorithmOf, findChecksum, parseAlpineReleases } from "./checksum.js"
@@ -11,21 +11,13 @@ import { AbortedError, DEFAULT_TIMEOUTS, TransferError, fetchText, openGet, read
 
 export { DEFAULT_TIMEOUTS, type DownloadTimeouts } from "./http.js"
 
-/** The wire `progress` event of `pull`. */
-export interface PullProgress {
-  readonly id: string
-  readonly done: number
-  readonly total: number
-  readonly percent: number
-}
-
 export interface PullOptions {
   /** The data root's isos/ folder. */
   readonly isosDir: string
   /** Aborting it cancels the pull (`canceled`); interrupting the Effect does the same. */
   readonly signal?: AbortSignal
   /** Called only when the whole percentage changes; never when the server sends no Content-Length. */
-  readonly onProgress?: (event: PullProgress) => void
+  readonly onProgress?: (event: ProgressData) => void
   readonly timeouts?: Partial<DownloadTimeouts>
 }
 

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { InvalidSpec, NoSuchImage } from "../errors.js"
+import { adviseLookup, InvalidSpec, NoSuchImage } from "../errors.js"
 import { BUNDLED_GUESTS, type GuestDef } from "../guest-definitions/definitions.js"
 import { closest } from "../platform/names.js"
 
@@ -276,8 +276,9 @@ export const lookupImage = (id: string): Effect.Effect<KnownImage, InvalidSpec |
   const hint = closest(id, IMAGE_IDS)
   return Effect.fail(
     new NoSuchImage({
-      message: `no image "${id}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat images for the catalog`,
-      subject: id
+      message: `no image "${id}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+      subject: id,
+      hint: adviseLookup("image.list")
     })
   )
 }

@@ -1,6 +1,6 @@
 import { basename, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { Image, PullResult } from "@stoat/wire"
+import type { Image, ProgressData, PullResult } from "@stoat/wire"
 import type { StoatError } from "../errors.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { DataRoot } from "../platform/data-root.js"
@@ -9,7 +9,7 @@ import { ImageBuilder } from "../ports/image-builder.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { findImage, KNOWN_IMAGES, lookupImage } from "./known.js"
 import { imagesOnHost, knownImageFile } from "./list.js"
-import { pull, type PullProgress } from "./download.js"
+import { pull } from "./download.js"
 
 /** A file of the image folder that nothing needs: a download given up on, or an image no VM uses. */
 export interface StaleImageFile {
@@ -32,7 +32,7 @@ export class Images extends Context.Tag("stoat/Images")<
     /** Downloads a catalog image (checksum verified while streaming), or builds a local one. */
     readonly pull: (
       id: string,
-      report: { readonly onStage: (line: string) => void; readonly onProgress: (event: PullProgress) => void }
+      report: { readonly onStage: (line: string) => void; readonly onProgress: (event: ProgressData) => void }
     ) => Effect.Effect<PullResult, StoatError>
     /** Partial downloads untouched for two minutes; with `unreferenced`, also images no VM names. */
     readonly stale: (options: { readonly unreferenced: boolean }) => Effect.Effect<ReadonlyArray<StaleImageFile>, StoatError>

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
-import { AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, InvalidSpec, NoDisk, ScreenshotFailed, type StoatError } from "../errors.js"
+import { adviseFirst, AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, InvalidSpec, NoDisk, ScreenshotFailed, type StoatError } from "../errors.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { Caller } from "../context/caller.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
@@ -492,7 +492,7 @@ function makeVms(): Vms["Type"] {
           // Looked up under the lock: a parallel rm that got there first has already removed it (not_found).
           const record = yield* store.get(name)
           // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
-          if (yield* isRunning(record)) return yield* new AlreadyRunning({ message: `VM "${name}" is running; stop it first (stoat down ${name})`, subject: name })
+          if (yield* isRunning(record)) return yield* new AlreadyRunning({ message: `VM "${name}" is running`, subject: name, hint: adviseFirst("stop it", { operation: "vm.stop", input: { vm: name } }) })
           if (record.kind === "ok") {
             const dependents = yield* checkpoints.dependents(record)
             if ((dependents.checkpoints.length > 0 || dependents.vms.length > 0) && options.detachDependents !== true) {

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Clock, Duration, Effect, Schedule } from "effect"
 import { DataRoot } from "../platform/data-root.js"
-import { CannotReach, Timeout } from "../errors.js"
+import { adviseLookup, CannotReach, startIt, Timeout } from "../errors.js"
 import { elapsedSince, pollUntil } from "../platform/poll.js"
 import { GuestSignals, Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
@@ -21,7 +21,11 @@ const cloudInitDone = (record: OkRecord) =>
     if (run._tag === "Left") return false
     const status = /status:\s*(\S+)/.exec(Buffer.from(run.right.stdout).toString("utf8"))?.[1]
     if (status === "error") {
-      return yield* new CannotReach({ message: `cloud-init failed in VM "${record.name}"; see stoat logs ${record.name}`, subject: record.name })
+      return yield* new CannotReach({
+        message: `cloud-init failed in VM "${record.name}"`,
+        subject: record.name,
+        hint: adviseLookup("vm.logs", { vm: record.name })
+      })
     }
     return status === "done" || status === "disabled"
   })
@@ -39,7 +43,7 @@ export const awaitSsh = <E = never, R = never>(vm: VmRef, port: number, timeoutM
     yield* (yield* GuestSignals).awaitSshd(vm, timeoutMs)
     const attempt = Effect.gen(function* () {
       if (!(yield* hypervisor.status(vm)).running) {
-        return yield* new CannotReach({ message: `VM "${vm.name}" is not running; start it with stoat up ${vm.name}`, subject: vm.name })
+        return yield* new CannotReach({ message: `VM "${vm.name}" is not running`, subject: vm.name, hint: startIt(vm.name) })
       }
       // One long attempt at a time: an abandoned connection lingers in QEMU's user-mode network and
       // reaches sshd later as a stray, and dropbear refuses a guest's sixth unauthenticated connection.

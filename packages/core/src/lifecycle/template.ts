@@ -2,7 +2,7 @@ import { readdir, stat } from "node:fs/promises"
 import { basename, isAbsolute, join, resolve } from "node:path"
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
-import { CapabilityUnavailable, ImageNotDownloaded, InvalidSpec, NotFound, type StoatError } from "../errors.js"
+import { advise, CapabilityUnavailable, ImageNotDownloaded, InvalidSpec, NotFound, type StoatError } from "../errors.js"
 import { knownImageFile, inferByo, lookupImage, type KnownImage } from "../images/index.js"
 import type { LocalImage } from "../ports/image-builder.js"
 import type { VmConfig } from "../vm/config.js"
@@ -56,7 +56,11 @@ const fromCatalog = (entry: KnownImage) =>
     const file = knownImageFile(entry, files)
     const path = join(root.isos, file)
     const present = yield* Effect.promise(() => stat(path).then((info) => info.isFile(), () => false))
-    if (!present) return yield* new ImageNotDownloaded({ message: `image ${entry.id} is not downloaded; run stoat pull ${entry.id}`, subject: entry.id })
+    if (!present) return yield* new ImageNotDownloaded({
+        message: `image ${entry.id} is not downloaded`,
+        subject: entry.id,
+        hint: advise("download it", { operation: "image.pull", input: { id: entry.id } })
+      })
     return {
       image: entry.id,
       os: entry.os,

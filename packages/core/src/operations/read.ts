@@ -2,6 +2,7 @@ import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Schema } from "effect"
 import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck, type Vm } from "@stoat/wire"
+import { HintWording } from "../context/hint-wording.js"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { GuestDefinitions, type LoadedGuest } from "../guest-definitions/definitions.js"
@@ -28,6 +29,7 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
     const hypervisor = yield* Hypervisor
     const guests = yield* Effect.orElseSucceed((yield* GuestDefinitions).list, () => [])
     const graphical = yield* (yield* HostProbe).graphical
+    const { words } = yield* HintWording
     const byName = new Map<string, Guest>()
     for (const guest of guests) {
       byName.set(guest.name, guest)
@@ -36,7 +38,7 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
     const views: Vm[] = []
     for (const record of records) {
       const state = yield* hypervisor.status(record)
-      views.push(toVm(record, { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 }, byName, root))
+      views.push(toVm(record, { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 }, byName, root, words))
     }
     // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
     // project, however many of its VMs are listed.

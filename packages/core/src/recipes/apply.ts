@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { Clock, Duration, Effect, Exit } from "effect"
 import type { Guest, RecipeDetail } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
-import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
+import { adviseLookup, type Hint, InvalidSpec, NotRunning, startIt, type StoatError } from "../errors.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
@@ -205,7 +205,7 @@ export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, hoo
 const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
-    if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running; start it with stoat up ${vm}`, subject: vm })
+    if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running`, subject: vm, hint: startIt(vm) })
     let planned = yield* planApply(vm, only)
     if (planned.steps.length === 0) return { vm, applied: [], skipped_reason: "no recipes configured", recipes_detail: [] }
     const { guest } = planned
@@ -219,13 +219,13 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
     const progress = yield* Progress
     const log = applyLog(join(record.dir, "last-provision.log"), progress, () => secrets)
     let ended = false
-    const failed = (line: string, message: string, subject: string) =>
+    const failed = (line: string, message: string, subject: string, hint?: Hint) =>
       Effect.zipRight(
         Effect.sync(() => {
           ended = true
           log.line(`FAILED: ${line}`)
         }),
-        Effect.fail(new InvalidSpec({ message: redact(message, secrets), subject }))
+        Effect.fail(new InvalidSpec({ message: redact(message, secrets), subject, ...(hint ? { hint } : {}) }))
       )
 
     const body = Effect.gen(function* () {
@@ -287,8 +287,9 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
           const last = Buffer.from(result.stderr).toString("utf8").trim().split("\n").pop() ?? ""
           return yield* failed(
             `${name} exited ${result.exitCode}`,
-            `recipe "${name}" failed with exit code ${result.exitCode}${last ? `: ${last}` : ""}; see stoat logs ${vm} --which apply`,
-            name
+            `recipe "${name}" failed with exit code ${result.exitCode}${last ? `: ${last}` : ""}`,
+            name,
+            adviseLookup("vm.logs", { vm, which: "apply" })
           )
         }
         const collected = yield* collect

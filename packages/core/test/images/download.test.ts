@@ -5,8 +5,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import type { ProgressData } from "@stoat/wire"
 import type { KnownImage, ChecksumFormat } from "../../src/images/known.js"
-import { pull, type PullOptions, type PullProgress } from "../../src/images/download.js"
+import { pull, type PullOptions } from "../../src/images/download.js"
 import { serveBytes, serveText, startFixtureServer, type FixtureServer } from "./fixture-server.js"
 
 const FAST = { connectMs: 500, headersMs: 200, stallMs: 200 }
@@ -185,7 +186,7 @@ describe("pull", () => {
   it("reports progress monotonically, once per whole percent, ending at 100", async () => {
     // Paced small chunks; TCP may still coalesce some under load, so the count is only bounded.
     server.route("/img/good.img", serveBytes(image, { chunk: 1000, delayMs: 1 }))
-    const events: PullProgress[] = []
+    const events: ProgressData[] = []
     const exit = await run(entry("good.img"), { onProgress: (event) => events.push(event) })
     expect(Exit.isSuccess(exit)).toBe(true)
     expect(events.length).toBeGreaterThanOrEqual(2)
@@ -209,7 +210,7 @@ describe("pull", () => {
       res.write(image.subarray(0, 1000))
       res.end(image.subarray(1000))
     })
-    const events: PullProgress[] = []
+    const events: ProgressData[] = []
     const exit = await run(entry("chunked.img"), { onProgress: (event) => events.push(event) })
     expect(Exit.isSuccess(exit)).toBe(true)
     expect(events).toEqual([])

@@ -1,4 +1,5 @@
 import { Effect, Either } from "effect"
+import { adviseLookup } from "../../src/errors.js"
 import { describe, expect, it } from "vitest"
 import { KNOWN_IMAGES, IMAGE_IDS, findImage, inferByo, lookupImage, validateImageId } from "../../src/images/known.js"
 
@@ -54,13 +55,13 @@ describe("image catalog", () => {
     }
   })
 
-  it("answers an unknown id with no_such_image, the closest id and `stoat images`", () => {
+  it("answers an unknown id with no_such_image, the closest id and a hint to look up the image list", () => {
     const result = lookup("ubunt-24.04")
     expect(Either.isLeft(result)).toBe(true)
     if (Either.isLeft(result)) {
       expect(result.left.code).toBe("no_such_image")
       expect(result.left.message).toContain('"ubuntu-24.04"')
-      expect(result.left.message).toContain("stoat images")
+      expect(result.left.hint).toEqual(adviseLookup("image.list"))
       expect(result.left.subject).toBe("ubunt-24.04")
     }
     const far = lookup("windows-11")

@@ -70,10 +70,10 @@ describe("cloud VMs", () => {
     expect(error.message).toMatch(/cloud-init failed/)
   })
 
-  it("refuse an image that is not downloaded, naming the pull command", async () => {
+  it("refuse an image that is not downloaded, naming the pull operation", async () => {
     const h = harness()
     const error = await h.fail(createVm, { name: "u", image: "ubuntu-24.04" })
     expect(error).toMatchObject({ code: "image_not_downloaded", subject: "ubuntu-24.04" })
-    expect(error.message).toContain("stoat pull ubuntu-24.04")
+    expect(error.message).toBe('image ubuntu-24.04 is not downloaded; download it with image.pull {"id":"ubuntu-24.04"}')
   })
 })

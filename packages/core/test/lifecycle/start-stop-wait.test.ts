@@ -30,7 +30,7 @@ describe("start", () => {
     await new Promise<void>((resolve) => squatter.listen({ port: created.ssh_port, host: "127.0.0.1" }, resolve))
     onTestFinished(() => new Promise<void>((resolve) => squatter.close(() => resolve())))
     const lines: string[] = []
-    const vm = await h.ok(startVm, { vm: "web" }, { progress: (event) => lines.push(String((event.data as { line?: string }).line)) })
+    const vm = await h.ok(startVm, { vm: "web" }, { progress: (event) => event.type === "log" && lines.push(event.data.line) })
     expect(vm.ssh_port).not.toBe(created.ssh_port)
     expect(h.hypervisor.running.get(h.vmDir("web"))?.plan.sshPort).toBe(vm.ssh_port)
     expect((await h.ok(getVm, { vm: "web" })).ssh_port).toBe(vm.ssh_port)
@@ -208,12 +208,12 @@ describe("stop", () => {
     h.writeVmToml("web", "name = [broken")
     const [listed] = (await h.ok(listVms, {})).vms
     expect(listed).toMatchObject({ name: "web", state: "broken" })
-    expect(listed?.error).toContain("stoat down web")
+    expect(listed?.error).toContain('its QEMU still runs: stop it with vm.stop {"vm":"web"}, then fix vm.toml or delete it with vm.destroy {"vm":"web"}')
     const stopped = await h.ok(stopVm, { vm: "web" })
     expect(stopped).toMatchObject({ name: "web", state: "broken" })
     expect(h.isRunning("web")).toBe(false)
     expect(h.guest.releases).toContain("web")
-    expect((await h.ok(listVms, {})).vms[0]?.error).not.toContain("stoat down")
+    expect((await h.ok(listVms, {})).vms[0]?.error).not.toContain("vm.stop")
   })
 })
 

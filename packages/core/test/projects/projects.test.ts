@@ -127,12 +127,12 @@ describe("stoat.toml decoding", () => {
     expect(status.project).toMatch(/^stoat-project-[a-z0-9-]+$/)
   })
 
-  it("without a stoat.toml, project operations fail not_found with the stoat init hint", async () => {
+  it("without a stoat.toml, project operations fail not_found with the project.init hint", async () => {
     const h = projectHarness()
     for (const operation of [projectStatus, projectUp, projectDown, projectApply, projectWait, projectVms]) {
       const error = await h.fail(operation, {})
       expect(error.code, operation.tool).toBe("not_found")
-      expect(error.message, operation.tool).toContain("stoat init")
+      expect(error.message, operation.tool).toContain("; or create one there with project.init")
       expect(error.message, operation.tool).toContain("name a VM")
     }
   })
@@ -227,12 +227,12 @@ describe("up, status and reconcile", () => {
     await h.ok(projectDown, {})
     h.write(TWO.replace(`[vms.web]\nimage = "tiny"`, `[vms.web]\nimage = "debian-12-mini"`).replace("ram = 512", 'ram = 512\ndisk = "5G"'))
     const status = await h.ok(projectStatus, {})
-    expect(status.vms[0]!.error).toBe("image changed from tiny to debian-12-mini; run stoat rm web and stoat up")
-    expect(status.vms[1]!.error).toBe("disk changed from 1G to 5G; run stoat rm db and stoat up")
+    expect(status.vms[0]!.error).toBe('image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up')
+    expect(status.vms[1]!.error).toBe('disk changed from 1G to 5G; recreate it with vm.destroy {"vm":"db"}, then project.up')
     expect(status.vms[0]!.drift).toEqual([])
     const run = await h.ok(projectUp, {})
     expect(run.vms).toEqual([
-      { key: "web", name: "demo-web", status: "error", code: "immutable_field", error: 'VM "demo-web": image changed from tiny to debian-12-mini; run stoat rm web and stoat up' },
+      { key: "web", name: "demo-web", status: "error", code: "immutable_field", error: 'VM "demo-web": image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up' },
       { key: "db", name: "demo-db", status: "skipped" }
     ])
     expect(h.hypervisor.running.size).toBe(0)
@@ -303,7 +303,7 @@ describe("fan-out of down, wait, apply and rm", () => {
     expect((await h.ok(projectStatus, {})).vms.map((vm) => vm.state)).toEqual(["missing", "missing"])
   })
 
-  it("rm refuses a running VM and skips the rest; wait on a missing VM says to run stoat up", async () => {
+  it("rm refuses a running VM and skips the rest; wait on a missing VM says to bring the project up", async () => {
     const h = projectHarness(TWO)
     await h.ok(projectUp, {})
     const rm = await h.ok(projectRm, {})
@@ -312,7 +312,7 @@ describe("fan-out of down, wait, apply and rm", () => {
     await h.ok(projectDown, {})
     await h.ok(projectRm, {})
     const wait = await h.ok(projectWait, { until: "stopped", timeout_seconds: 1 })
-    expect(wait.vms[0]).toMatchObject({ status: "error", code: "not_found", error: expect.stringContaining("stoat up web") })
+    expect(wait.vms[0]).toMatchObject({ status: "error", code: "not_found", error: expect.stringContaining("; create it with project.up") })
     expect(wait.vms[1]!.status).toBe("skipped")
   })
 

@@ -2,7 +2,8 @@ import { spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Schema } from "effect"
+import { ProgressEvent } from "@stoat/wire"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { applyRecipes, createVm, getVm, hostOnlyFields, planRecipes, startVm, stopVm, updateVm, waitVm } from "../../src/operations/index.js"
 import { Locks } from "../../src/platform/locks.js"
@@ -41,6 +42,17 @@ const recipesOf = async (h: Harness, names: string[]) => h.ok(updateVm, { vm: "b
 const sent = (h: Harness) => h.guest.execs.filter((call) => call.options.stdin !== undefined)
 
 describe("apply", () => {
+  it("reports each recipe as a stage and each line of its output as a log, every event a member of the wire's ProgressEvent", async () => {
+    const { h } = await world({ greet: { manifest: "", script: "echo hello from greet\n" } })
+    await recipesOf(h, ["greet"])
+    await h.ok(startVm, { vm: "box" })
+    const events: ProgressEvent[] = []
+    await h.ok(applyRecipes, { vm: "box" }, { progress: (event) => events.push(event) })
+    for (const event of events) expect(Schema.is(ProgressEvent)(event), JSON.stringify(event)).toBe(true)
+    expect(events).toContainEqual({ type: "stage", data: { recipe: "greet" } })
+    expect(events).toContainEqual({ type: "log", data: { line: "hello from greet" } })
+  })
+
   it("a secret reaches the script's environment only: never the log, results, errors, argv or stoat.log", async () => {
     const { h, scratch, log } = await world({
       leaky: {

@@ -1,7 +1,9 @@
 import { Context, Effect, Exit, Runtime, type ManagedRuntime } from "effect"
-import { CALLERS, callerContext } from "@stoat/core"
+import { CALLERS, callerContext, HintWording } from "@stoat/core"
+import { mcpWords } from "../hints.js"
 
-const mcpCaller = callerContext(CALLERS.mcp)
+/** The MCP caller, its policy, and its words for failures' hints (a project's per-VM results carry them). */
+const mcpCaller = Context.add(callerContext(CALLERS.mcp), HintWording, { words: mcpWords })
 
 /** Runs core work to its exit; `signal` interrupts it. */
 export type RunAsAgent = <A, E>(effect: Effect.Effect<A, E, any>, options?: { readonly signal?: AbortSignal }) => Promise<Exit.Exit<A, E>>

@@ -17,6 +17,7 @@ import {
   type StoatError
 } from "@stoat/core"
 import type { RunAsAgent } from "../policy/access.js"
+import { mcpWords } from "../hints.js"
 import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import type { ErrorInfo } from "@stoat/wire"
@@ -180,9 +181,9 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   try {
     const exit = await deps.run(program, { signal: channel.signal })
     if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)
-    return errorResult(toErrorInfo(exit.cause))
+    return errorResult(toErrorInfo(exit.cause, mcpWords))
   } catch (error) {
-    return errorResult(toErrorInfo(error))
+    return errorResult(toErrorInfo(error, mcpWords))
   } finally {
     reporter?.stop()
   }
