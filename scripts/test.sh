@@ -4,5 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export TURBO_TELEMETRY_DISABLED=1
+# The sources and the tests, type-checked (setup.sh built the packages the tests reference).
+pnpm typecheck
 pnpm test
 pnpm test:e2e
