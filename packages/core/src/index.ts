@@ -79,7 +79,7 @@ export { type SeedOptions, type UserDataOptions } from "./cloudinit/seed.js"
 export { type ChecksumLine, type DigestAlgorithm } from "./images/checksum.js"
 export { type PullError, type PullOptions } from "./images/download.js"
 export { type DownloadTimeouts } from "./images/http.js"
-export { type AlpineIndexSource, type ByoBackend, type ChecksumFormat, type ImageSource, type KnownImage, type LocalSource, type UrlSource } from "./images/known.js"
+export { type ByoBackend, type ChecksumFormat, type ImageSource, type KnownImage, type LocalSource, type UrlSource } from "./images/known.js"
 export { type VmImageRefs } from "./images/list.js"
 export { Images, ImagesLive, type StaleImageFile } from "./images/service.js"
 

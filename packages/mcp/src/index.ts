@@ -7,6 +7,6 @@ export { buildRegistry, definitionOf, inputSchemaOf, outputSchemaOf, toolsetOf, 
 export { callTool, type CallChannel, type CallDependencies } from "./tools/call.js"
 export { ERROR_META_KEY } from "@stoat/wire"
 export { errorResult, successResult, type ToolResult } from "./tools/result.js"
-export { CATALOG_URI, GUIDE, guide, GUIDE_URI, VM_TEMPLATE, catalogDocument } from "./resources/index.js"
+export { CATALOG_URI, guide, GUIDE_URI, VM_TEMPLATE, catalogDocument } from "./resources/index.js"
 export { PROMPTS } from "./prompts/index.js"
 export { serve, ServeRefused, type ServeOptions } from "./serve.js"

@@ -47,7 +47,7 @@ const referencedImages = (records: ReadonlyArray<VmRecord>, files: ReadonlyArray
       if (record.kind === "ok") {
         const { image, iso, base } = record.config
         const entry = image === "" ? undefined : findImage(image)
-        if (entry) referenced.add(knownImageFile(entry, files))
+        if (entry) referenced.add(knownImageFile(entry))
         else if (image !== "") referenced.add(basename(image))
         for (const path of [iso, base]) if (path !== "") referenced.add(basename(path))
         continue

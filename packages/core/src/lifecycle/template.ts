@@ -1,4 +1,4 @@
-import { readdir, stat } from "node:fs/promises"
+import { stat } from "node:fs/promises"
 import { basename, isAbsolute, join, resolve } from "node:path"
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
@@ -50,10 +50,8 @@ const fromCatalog = (entry: KnownImage) =>
         diskAtCreate: "blank"
       } satisfies VmTemplate
     }
-    if (entry.backend !== "cloudinit") return yield* notBuilt(`image ${entry.id} (${entry.backend} provisioning)`)
     const root = yield* DataRoot
-    const files = yield* Effect.promise(() => readdir(root.isos).catch(() => [] as string[]))
-    const file = knownImageFile(entry, files)
+    const file = knownImageFile(entry)
     const path = join(root.isos, file)
     const present = yield* Effect.promise(() => stat(path).then((info) => info.isFile(), () => false))
     if (!present) return yield* new ImageNotDownloaded({

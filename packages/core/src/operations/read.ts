@@ -130,7 +130,7 @@ export const doctor = defineOperation({
   expose: { cli: "doctor", mcp: true },
   title: "Check host prerequisites",
   description:
-    "Check the host: qemu, qemu-img and ssh (required), git and xorriso (optional), whether KVM really works (else VMs run under TCG), the data root's free space, and VMs that crashed or lost their pidfile.",
+    "Check the host: qemu, qemu-img and ssh (required), git (optional), whether KVM really works (else VMs run under TCG), the data root's free space, and VMs that crashed or lost their pidfile.",
   kind: "query",
   input: NoInput,
   output: DoctorReport,
@@ -156,8 +156,7 @@ export const doctor = defineOperation({
           program("qemu-system-x86_64", "qemu-system-x86", false, "runs the VMs"),
           program("qemu-img", "qemu-utils", false, "creates disks and snapshots"),
           program("ssh", "openssh-client", false, "stoat ssh"),
-          program("git", "git", true, "remote recipes"),
-          program("xorriso", "xorriso", true, "Alpine disk installs")
+          program("git", "git", true, "remote recipes")
         ],
         { concurrency: "unbounded" }
       )

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto"
 import { appendFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Clock, Duration, Effect, Exit } from "effect"
-import type { Guest, RecipeDetail } from "@stoat/wire"
+import type { Guest } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { adviseLookup, type Hint, InvalidSpec, NotRunning, startIt, type StoatError } from "../errors.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
@@ -117,13 +117,6 @@ const parseOutputs = (text: string, declared: ReadonlyArray<{ readonly name: str
     if (names.has(name)) outputs[name] = redact(row.slice(at + 1), secrets)
   }
   return outputs
-}
-
-export interface ApplyOutcome {
-  readonly vm: string
-  readonly applied: ReadonlyArray<string>
-  readonly skipped_reason: string
-  readonly recipes_detail: ReadonlyArray<RecipeDetail>
 }
 
 const detailOf = (vm: string) =>

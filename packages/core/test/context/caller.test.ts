@@ -9,8 +9,6 @@ import { Caller, CliCaller, cliCaller, McpCaller, ToolkitCaller } from "../../sr
 import { Vms } from "../../src/lifecycle/lifecycle.js"
 import { testLayer } from "../../src/testing/index.js"
 
-const context = { requestId: "t" }
-
 /** Runs `program` under core's testLayer with this caller, over a fresh data root. */
 const runAs = <A, E>(caller: Layer.Layer<Caller>, program: Effect.Effect<A, E, any>, memAvailableMb = 16_384) => {
   const root = mkdtempSync(join(tmpdir(), "stoat-caller-"))
@@ -25,15 +23,15 @@ const failure = (exit: Exit.Exit<unknown, unknown>) => {
 
 const raiseToExec = Effect.gen(function* () {
   const vms = yield* Vms
-  yield* vms.create({ name: "web", image: "tiny" }, context)
+  yield* vms.create({ name: "web", image: "tiny" })
   return yield* vms.update("web", { agent_access: "exec" })
 })
 
 const startStarved = (force: boolean) =>
   Effect.gen(function* () {
     const vms = yield* Vms
-    yield* vms.create({ name: "web", image: "tiny" }, context)
-    return yield* vms.start("web", { force }, context)
+    yield* vms.create({ name: "web", image: "tiny" })
+    return yield* vms.start("web", { force })
   })
 
 describe("Caller and AccessPolicy", () => {
@@ -67,7 +65,7 @@ describe("Caller and AccessPolicy", () => {
   })
 
   it("an interactive CLI caller leaves the display choice to the host; everyone else records VNC", async () => {
-    const display = Effect.map(Effect.flatMap(Vms, (vms) => vms.create({ name: "web", image: "tiny" }, context)), (record) => record.config.display)
+    const display = Effect.map(Effect.flatMap(Vms, (vms) => vms.create({ name: "web", image: "tiny" })), (record) => record.config.display)
     const atTerminal = await runAs(cliCaller({ interactive: true }), display)
     expect(Exit.isSuccess(atTerminal) && atTerminal.value).toBe("")
     for (const caller of [CliCaller, McpCaller]) {

@@ -237,41 +237,6 @@ describe("pull", () => {
     expect(await files()).toEqual([])
   })
 
-  it("resolves Alpine ISOs through latest-releases.yaml", async () => {
-    server.route(
-      "/alpine/latest-releases.yaml",
-      serveText(
-        [
-          "---",
-          "-",
-          "  title: \"Standard\"",
-          "  flavor: alpine-standard",
-          "  file: alpine-standard-3.24.1-x86_64.iso",
-          `  sha256: ${"1".repeat(64)}`,
-          "-",
-          "  title: \"Virtual\"",
-          "  flavor: alpine-virt",
-          "  file: alpine-virt-3.24.1-x86_64.tar.gz",
-          `  sha256: ${"2".repeat(64)}`,
-          "-",
-          "  flavor: alpine-virt",
-          "  file: alpine-virt-3.24.1-x86_64.iso",
-          `  sha256: ${sha256}`,
-          ""
-        ].join("\n")
-      )
-    )
-    server.route("/alpine/alpine-virt-3.24.1-x86_64.iso", serveBytes(image))
-    const alpine: KnownImage = {
-      ...entry("unused"),
-      id: "alpine-virt",
-      source: { kind: "alpine-index", url: `${server.base}/alpine/latest-releases.yaml`, flavor: "alpine-virt" }
-    }
-    const exit = await run(alpine)
-    expect(exit).toEqual(Exit.succeed({ id: "alpine-virt", downloaded: true, verified: true, checksum_available: true }))
-    expect(await files()).toEqual(["alpine-virt-3.24.1-x86_64.iso"])
-  })
-
   it("refuses to pull a locally built image", async () => {
     const tiny: KnownImage = { ...entry("unused"), id: "tiny", local: true, source: { kind: "local", dir: "tiny" } }
     expect(failureOf(await run(tiny)).code).toBe("invalid_spec")

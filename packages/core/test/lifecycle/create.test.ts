@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { createVm, forwardPorts, getVm, startVm } from "../../src/operations/index.js"
-import { knownImageFile, findImage } from "../../src/images/index.js"
+import { KNOWN_IMAGES, knownImageFile, findImage } from "../../src/images/index.js"
 import { harness, nextFreePort } from "../harness.js"
 
 describe("create", () => {
@@ -189,10 +189,19 @@ describe("create", () => {
     const h = harness()
     const entry = findImage("ubuntu-24.04")!
     mkdirSync(join(h.root, "isos"), { recursive: true })
-    writeFileSync(join(h.root, "isos", knownImageFile(entry, [])), "fake image")
+    writeFileSync(join(h.root, "isos", knownImageFile(entry)), "fake image")
     expect(await h.fail(createVm, { name: "web", image: "ubuntu-24.04", mode: "disk" })).toMatchObject({ code: "invalid_spec", subject: "mode" })
     expect(h.vmFolders()).toEqual([])
     expect((await h.ok(createVm, { name: "web", image: "ubuntu-24.04" })).mode).toBe("cloud")
+  })
+
+  it("every image the catalog lists (and stoat pull fetches) makes a VM once it is on disk", async () => {
+    const h = harness()
+    mkdirSync(join(h.root, "isos"), { recursive: true })
+    for (const entry of KNOWN_IMAGES) {
+      if (!entry.local) writeFileSync(join(h.root, "isos", knownImageFile(entry)), "fake image")
+      expect((await h.ok(createVm, { name: `vm-${entry.id.replace(/\./g, "-")}`, image: entry.id })).os, entry.id).toBe(entry.os)
+    }
   })
 
   it("a failing disk creation leaves no VM folder and no shared folder", async () => {

@@ -53,15 +53,14 @@ describe("the operation catalog is ready for every frontend", () => {
   for (const operation of catalog) {
     describe(`${operation.key} (${operation.tool})`, () => {
       it("takes a closed object: JSON Schema type object without additional properties", () => {
-        const schema = JSONSchema.make(operation.input) as Record<string, unknown>
-        expect(schema["type"]).toBe("object")
-        expect(schema["additionalProperties"]).toBe(false)
-        for (const field of hostOnlyFields(operation.input)) expect(Object.keys((schema["properties"] ?? {}) as object)).toContain(field)
+        const schema = JSONSchema.make(operation.input)
+        expect(schema).toMatchObject({ type: "object", additionalProperties: false })
+        const properties = "properties" in schema ? Object.keys(schema.properties) : []
+        for (const field of hostOnlyFields(operation.input)) expect(properties).toContain(field)
       })
 
       it("has an output JSON Schema of an object", () => {
-        const schema = JSONSchema.make(operation.output) as Record<string, unknown>
-        expect(schema["type"]).toBe("object")
+        expect(JSONSchema.make(operation.output)).toMatchObject({ type: "object" })
       })
 
 

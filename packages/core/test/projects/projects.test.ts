@@ -19,7 +19,8 @@ import {
   projectVms,
   projectWait,
   startVm,
-  updateVm
+  updateVm,
+  type Operation
 } from "../../src/operations/index.js"
 import { projectsAt } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
@@ -129,7 +130,8 @@ describe("stoat.toml decoding", () => {
 
   it("without a stoat.toml, project operations fail not_found with the project.init hint", async () => {
     const h = projectHarness()
-    for (const operation of [projectStatus, projectUp, projectDown, projectApply, projectWait, projectVms]) {
+    const operations: ReadonlyArray<Operation> = [projectStatus, projectUp, projectDown, projectApply, projectWait, projectVms]
+    for (const operation of operations) {
       const error = await h.fail(operation, {})
       expect(error.code, operation.tool).toBe("not_found")
       expect(error.message, operation.tool).toContain("; or create one there with project.init")

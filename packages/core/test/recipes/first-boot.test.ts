@@ -30,7 +30,8 @@ describe("first-boot delivery through cloud-init", () => {
     h.guest.execHandler = (argv) => {
       if (argv[0] === "cloud-init") return { exitCode: 0, stdout: "status: done\n" }
       const path = argv.at(-1) ?? ""
-      if (argv.includes("stoat_marker")) return markers.has(path) ? { exitCode: 0, stdout: markers.get(path) } : { exitCode: 0 }
+      const marker = markers.get(path)
+      if (argv.includes("stoat_marker")) return marker !== undefined ? { exitCode: 0, stdout: marker } : { exitCode: 0 }
       scripts.push(argv.join(" "))
       return { exitCode: 0 }
     }

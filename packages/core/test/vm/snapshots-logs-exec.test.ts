@@ -69,7 +69,7 @@ describe("snapshots", () => {
     const h = harness()
     const entry = findImage("ubuntu-24.04")!
     mkdirSync(join(h.root, "isos"), { recursive: true })
-    writeFileSync(join(h.root, "isos", knownImageFile(entry, [])), "fake image")
+    writeFileSync(join(h.root, "isos", knownImageFile(entry)), "fake image")
     await h.ok(createVm, { name: "cloud", image: "ubuntu-24.04" })
     expect(h.exists("cloud", "disk.qcow2")).toBe(false)
     expect((await h.fail(listSnapshots, { vm: "cloud" })).code).toBe("no_disk")

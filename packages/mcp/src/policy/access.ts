@@ -13,7 +13,7 @@ export type RunAsAgent = <A, E>(effect: Effect.Effect<A, E, any>, options?: { re
  * holds (they win over a caller it already has). They join the runtime's context once, when it is
  * first built: providing them to every call cost more than a whole list_vms.
  */
-export const agentRunner = (managed: ManagedRuntime.ManagedRuntime<any, any>): RunAsAgent => {
+export const agentRunner = <R, E>(managed: ManagedRuntime.ManagedRuntime<R, E>): RunAsAgent => {
   let agent: Promise<Runtime.Runtime<any>> | undefined
   const agentRuntime = () => (agent ??= managed.runtime().then((base) => Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) })))
   return async (effect, options) => Runtime.runPromiseExit(await agentRuntime())(effect, options)

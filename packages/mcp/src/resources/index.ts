@@ -80,11 +80,6 @@ error.code, never on the message. Calls are rate limited per tool and for the wh
 a refusal (rate_limited) says which and carries retry_after_ms, the wait before a retry.
 `
 
-/** The guide of a server with the default budget. */
-export const GUIDE = guide()
-
-export const vmUri = (name: string): string => `stoat://vm/${encodeURIComponent(name)}`
-
 /** The VM name of a stoat://vm/{name} URI, or undefined. */
 export const vmNameOf = (uri: string): string | undefined => {
   const match = /^stoat:\/\/vm\/([^/]+)$/.exec(uri)
