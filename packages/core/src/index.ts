@@ -1,6 +1,6 @@
 // The public API of @stoat/core, named one by one: the catalog, services and their layers, ports,
 // errors and the types their signatures use. Internal helpers (parsers, guest scripts, one
-// service's own functions) stay inside; testing, ssh, profiles and version are subpath entries.
+// service's own functions) stay inside; testing, ssh and version are subpath entries.
 
 // The operation catalog and how to run it
 export { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./operations/checkpoint.js"
