@@ -80,7 +80,7 @@ export { type VmImageRefs } from "./images/list.js"
 export { Images, ImagesLive, type StaleImageFile } from "./images/service.js"
 
 // Platform: data root, locks, keys, files, host
-export { checkRequest, type GuardOptions, type GuardVerdict, type ListenAddress, parseLoopbackAddress, type RequestHeaders } from "./http/guard.js"
+export { checkRequest, type GuardOptions, type GuardVerdict, isLoopbackHost, type ListenAddress, parseLoopbackAddress, type RequestHeaders } from "./http/guard.js"
 export { DataRoot, dataRootAt, DataRootConfig, DataRootLive, type DataRootPaths, layoutOf, resolveDataRoot } from "./platform/data-root.js"
 export { parseDurationMs } from "./platform/duration.js"
 export { writeFileAtomic } from "./platform/files.js"

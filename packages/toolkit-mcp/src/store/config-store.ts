@@ -1,5 +1,5 @@
 import { Context, Effect, Either, Layer } from "effect"
-import { Broken, InvalidSpec } from "@stoat/core"
+import { Broken, InvalidSpec } from "@stoat/core/errors"
 import { ConfigDb, hasTable, ident } from "./db.js"
 
 /**

@@ -1,7 +1,7 @@
 import { Context, Effect, Either, Layer } from "effect"
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs"
 import { dirname } from "node:path"
-import { Broken } from "@stoat/core"
+import { Broken } from "@stoat/core/errors"
 
 type Database = import("better-sqlite3").Database
 

@@ -1,5 +1,5 @@
 import { Context, Effect, Either, Layer, Option } from "effect"
-import { Broken, InvalidSpec } from "@stoat/core"
+import { Broken, InvalidSpec } from "@stoat/core/errors"
 import { ConfigDb, hasTable } from "./db.js"
 
 /** A saved MCP profile: which command-tree entries to serve, and where. */

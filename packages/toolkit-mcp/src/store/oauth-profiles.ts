@@ -1,5 +1,5 @@
 import { Context, Effect, Either, Layer, Option } from "effect"
-import { Broken, InvalidSpec, NameTaken, NotFound } from "@stoat/core"
+import { Broken, InvalidSpec, NameTaken, NotFound } from "@stoat/core/errors"
 import { ConfigDb, hasTable } from "./db.js"
 
 /** What may be shown about an OAuth client profile: everything except the secret. */
