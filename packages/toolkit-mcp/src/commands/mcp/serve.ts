@@ -50,7 +50,7 @@ export default class McpServe extends ToolkitCommand {
     // thread only parses requests, answers tools/list and hands out calls.
     const pool = new ToolPool({
       script: pathToFileURL(join(this.config.root, "dist/mcp/tool-worker.js")),
-      workerData: { toolkitToolWorker: 1, root: this.config.root, commands: resolved.ids } satisfies ToolWorkerData,
+      workerData: { root: this.config.root, commands: resolved.ids } satisfies ToolWorkerData,
       size: flags["tool-workers"] ?? Math.max(2, availableParallelism()),
       maxQueued: MAX_QUEUED_CALLS,
       heapLimitMb: WORKER_HEAP_MB
