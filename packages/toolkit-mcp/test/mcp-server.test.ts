@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
-import { bfPrinting, busiestThread, connect, HELLO_BF, rawHttp, serve, tempHome, textOf, threadAlive, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
+import { bfPrinting, busiestThread, connect, HELLO_BF, rawHttp, serve, spinningThread, tempHome, textOf, threadAlive, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
 
 /**
  * A real `toolkit mcp serve` process and a real MCP SDK client over Streamable HTTP.
@@ -277,7 +277,7 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
     const controller = new AbortController()
     const pending = client.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: controller.signal })
     pending.catch(() => undefined)
-    const busy = await busiestThread(server.proc.pid!, 500)
+    const busy = { tid: await spinningThread(server.proc.pid!) }
     expect(busy.tid).not.toBe(server.proc.pid)
     controller.abort("user changed their mind")
     await expect(pending).rejects.toThrow()
