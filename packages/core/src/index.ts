@@ -1,6 +1,6 @@
 // The public API of @stoat/core, named one by one: the catalog, services and their layers, ports,
 // errors and the types their signatures use. Internal helpers (parsers, guest scripts, one
-// service's own functions) stay inside; testing, ssh, profiles and version are subpath entries.
+// service's own functions) stay inside; testing, ssh and version are subpath entries.
 
 // The operation catalog and how to run it
 export { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./operations/checkpoint.js"
@@ -84,7 +84,7 @@ export { type VmImageRefs } from "./images/list.js"
 export { Images, ImagesLive, type StaleImageFile } from "./images/service.js"
 
 // Platform: data root, locks, keys, files, host
-export { checkRequest, type GuardOptions, type GuardVerdict, type ListenAddress, parseLoopbackAddress, type RequestHeaders } from "./http/guard.js"
+export { checkRequest, type GuardOptions, type GuardVerdict, isLoopbackHost, type ListenAddress, parseLoopbackAddress, type RequestHeaders } from "./http/guard.js"
 export { DataRoot, dataRootAt, DataRootConfig, DataRootLive, type DataRootPaths, layoutOf, resolveDataRoot } from "./platform/data-root.js"
 export { parseDurationMs } from "./platform/duration.js"
 export { writeFileAtomic } from "./platform/files.js"

@@ -1,5 +1,5 @@
 import { Context, Effect, Either, Layer, Option } from "effect"
-import { Broken, InvalidSpec, NameTaken, NotFound } from "../errors.js"
+import { Broken, InvalidSpec, NameTaken, NotFound } from "@stoat/core/errors"
 import { ConfigDb, hasTable } from "./db.js"
 
 /** What may be shown about an OAuth client profile: everything except the secret. */
@@ -37,7 +37,7 @@ const OAUTH_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
  * OAuth2 client profiles, in the `oauth_profiles` table of config.db (a 0600 file). Names are
  * matched without regard to case. Only `secret` ever returns the client secret.
  */
-export class OAuthProfiles extends Context.Tag("stoat/OAuthProfiles")<
+export class OAuthProfiles extends Context.Tag("toolkit/OAuthProfiles")<
   OAuthProfiles,
   {
     readonly list: Effect.Effect<ReadonlyArray<OAuthProfileInfo>, Broken>

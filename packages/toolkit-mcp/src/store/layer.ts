@@ -3,13 +3,8 @@ import { homedir } from "node:os"
 import { isAbsolute, join } from "node:path"
 import { ConfigDbLive, type ConfigDb } from "./db.js"
 import { ConfigStoreLive, type ConfigStore } from "./config-store.js"
-import { ProfilesLive, type Profiles } from "./mcp.js"
-import { OAuthProfilesLive, type OAuthProfiles } from "./oauth.js"
-
-export * from "./db.js"
-export * from "./config-store.js"
-export * from "./mcp.js"
-export * from "./oauth.js"
+import { ProfilesLive, type Profiles } from "./mcp-profiles.js"
+import { OAuthProfilesLive, type OAuthProfiles } from "./oauth-profiles.js"
 
 /**
  * Where a tool keeps its per-user config.db: `$XDG_CONFIG_HOME/<tool>/config.db`, else

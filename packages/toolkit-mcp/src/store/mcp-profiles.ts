@@ -1,5 +1,5 @@
 import { Context, Effect, Either, Layer, Option } from "effect"
-import { Broken, InvalidSpec } from "../errors.js"
+import { Broken, InvalidSpec } from "@stoat/core/errors"
 import { ConfigDb, hasTable } from "./db.js"
 
 /** A saved MCP profile: which command-tree entries to serve, and where. */
@@ -18,7 +18,7 @@ export const PROFILE_NAME_PATTERN = /^[a-z0-9-]+$/
  * Saved MCP profiles (table `mcp_profiles` of the tool's config.db). Storage only: what an
  * entry resolves to is the frontend's business, since it depends on its command tree.
  */
-export class Profiles extends Context.Tag("stoat/Profiles")<
+export class Profiles extends Context.Tag("toolkit/Profiles")<
   Profiles,
   {
     /** Every saved profile, in name order. */

@@ -1,5 +1,5 @@
 import { Context, Effect, Either, Layer } from "effect"
-import { Broken, InvalidSpec } from "../errors.js"
+import { Broken, InvalidSpec } from "@stoat/core/errors"
 import { ConfigDb, hasTable, ident } from "./db.js"
 
 /**
@@ -24,7 +24,7 @@ export const TOPIC_TABLE_PATTERN = /^[a-z0-9-]+$/
  * Per-user defaults for command options: one table per topic, named after the topic, with
  * columns `action, option, value` (value = JSON array of tokens), primary key `(action, option)`.
  */
-export class ConfigStore extends Context.Tag("stoat/ConfigStore")<
+export class ConfigStore extends Context.Tag("toolkit/ConfigStore")<
   ConfigStore,
   {
     /** Every row of a topic; none when the table or the database does not exist. */

@@ -1,7 +1,7 @@
 import { Context, Effect, Either, Layer } from "effect"
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs"
 import { dirname } from "node:path"
-import { Broken } from "../errors.js"
+import { Broken } from "@stoat/core/errors"
 
 type Database = import("better-sqlite3").Database
 
@@ -11,7 +11,7 @@ type Database = import("better-sqlite3").Database
  * create it, the first write does, with a 0700 directory and a 0600 file because it holds
  * client secrets.
  */
-export class ConfigDb extends Context.Tag("stoat/ConfigDb")<
+export class ConfigDb extends Context.Tag("toolkit/ConfigDb")<
   ConfigDb,
   {
     readonly path: string

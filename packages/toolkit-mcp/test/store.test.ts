@@ -3,7 +3,7 @@ import { Effect, Either, Option } from "effect"
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ConfigDb, ConfigStore, OAuthProfiles, Profiles, ToolStoreLive, configDbPath } from "../../src/profiles/index.js"
+import { ConfigDb, ConfigStore, OAuthProfiles, Profiles, ToolStoreLive, configDbPath } from "../src/store/index.js"
 
 const tempDb = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "stoat-profiles-"))),
