@@ -1,15 +1,5 @@
-import { createRequire } from "node:module"
-
-/** Edits (insert, delete, replace) that turn `a` into `b`. */
-const distance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-    previous = current
-  }
-  return previous[b.length]!
-}
+import { levenshtein } from "@stoat/core/names"
+import { manifestCommands } from "./manifest.js"
 
 /**
  * The command a mistyped one most likely meant (`craete` → `create`, `file raed` → `file read`),
@@ -17,12 +7,11 @@ const distance = (a: string, b: string): number => {
  * did-you-mean that @oclif/plugin-not-found only offers as a prompt.
  */
 export const closestCommand = (words: ReadonlyArray<string>): string | undefined => {
-  const manifest = createRequire(import.meta.url)("../oclif.manifest.json") as { commands: Record<string, { aliases?: string[]; hidden?: boolean }> }
-  const ids = Object.entries(manifest.commands).flatMap(([id, command]) => (command.hidden ? [] : [id, ...(command.aliases ?? [])]))
+  const ids = Object.entries(manifestCommands()).flatMap(([id, command]) => (command.hidden ? [] : [id, ...(command.aliases ?? [])]))
   const [first = "", second] = words
   // Within a topic (`file raed`) the topic's own words are compared; else the first word alone.
   const typed = second !== undefined && ids.some((id) => id.startsWith(`${first}:`)) ? `${first}:${second}` : first
-  const scored = ids.map((id) => ({ id, edits: distance(typed, id) })).sort((a, b) => a.edits - b.edits)[0]
+  const scored = ids.map((id) => ({ id, edits: levenshtein(typed, id) })).sort((a, b) => a.edits - b.edits)[0]
   // More edits than half the word is a different word, not a typo.
   return scored !== undefined && scored.edits <= Math.max(1, Math.floor(typed.length / 2)) ? scored.id.replaceAll(":", " ") : undefined
 }

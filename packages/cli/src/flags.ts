@@ -1,4 +1,4 @@
-import { Flags } from "@oclif/core"
+import { Errors, Flags } from "@oclif/core"
 import { Option, SchemaAST, type Schema } from "effect"
 import { parseDurationMs } from "@stoat/core"
 
@@ -122,7 +122,8 @@ export const waitTimeoutFlag = (description: string) =>
     description,
     parse: async (text) => {
       const seconds = parseDuration(text)
-      if (seconds === undefined || seconds <= 0) throw new Error(`expected a positive duration like 2m or 90s, got "${text}"`)
+      // A CLIError, as oclif's own flags refuse a value: main answers it as a usage error.
+      if (seconds === undefined || seconds <= 0) throw new Errors.CLIError(`expected a positive duration like 2m or 90s, got "${text}"`)
       return Math.min(600, Math.max(1, Math.ceil(seconds)))
     }
   })()

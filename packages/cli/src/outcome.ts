@@ -12,21 +12,26 @@ const progressPrinter = (json: boolean, cmd: string, showProgress: boolean) => {
   return {
     onEvent: (progressEvent: ProgressEvent): void => {
       if (json) {
-        process.stdout.write(encodeLine(event(progressEvent.type, cmd, progressEvent.data)))
+        process.stdout.write(encodeLine(event(cmd, progressEvent)))
         return
       }
       if (!showProgress) return
-      const data = progressEvent.data as { line?: string; percent?: number; id?: string; done?: number; total?: number }
-      if (progressEvent.type === "progress" && data.percent !== undefined && data.percent !== lastPercent) {
-        lastPercent = data.percent
-        // A terminal gets one redrawn bar with bytes; a log gets a line per percent.
-        const bytes = data.done !== undefined && data.total !== undefined
-        process.stderr.write(
-          process.stderr.isTTY
-            ? `\r${data.id}: ${bytes ? progressBar(data.done!, data.total!, data.percent) : `${data.percent}%`}\u001b[K`
-            : `${data.id}: ${data.percent}%\n`
-        )
-      } else if (data.line !== undefined) process.stderr.write(`${data.line}\n`)
+      switch (progressEvent.type) {
+        case "progress": {
+          const { id, done, total, percent } = progressEvent.data
+          if (percent === lastPercent) return
+          lastPercent = percent
+          // A terminal gets one redrawn bar with bytes; a log gets a line per percent.
+          process.stderr.write(process.stderr.isTTY ? `\r${id}: ${progressBar(done, total, percent)}\u001b[K` : `${id}: ${percent}%\n`)
+          return
+        }
+        case "log":
+          process.stderr.write(`${progressEvent.data.line}\n`)
+          return
+        case "stage":
+          // The apply log's own "=== recipe … ===" line already says it to people.
+          return
+      }
     },
     /** Ends a terminal's percentage line. */
     done: (): void => {

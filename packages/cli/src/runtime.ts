@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, ManagedRuntime } from "effect"
-import { CALLERS, callerContext, projectsAt, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
+import { CALLERS, callerContext, HintWording, projectsAt, runOperation, toErrorInfo, type ExecutionContext, type Operation } from "@stoat/core"
 import { StoatLive } from "@stoat/libvirt"
 import type { ErrorInfo } from "@stoat/wire"
+import { cliWords } from "./hints.js"
 
 let runtime: ManagedRuntime.ManagedRuntime<any, any> | undefined
 
@@ -12,7 +13,8 @@ let runtime: ManagedRuntime.ManagedRuntime<any, any> | undefined
  */
 export const runLive = async <A>(effect: Effect.Effect<A, unknown, any>): Promise<{ ok: true; value: A } | { ok: false; error: ErrorInfo }> => {
   // The working directory is the project: its stoat.toml, stoat.lock and .stoat/ (never a parent's).
-  runtime ??= ManagedRuntime.make(StoatLive.pipe(Layer.provideMerge(projectsAt(process.cwd()))))
+  // Failures' hints name this CLI's commands, in its own messages and in a project's per-VM results.
+  runtime ??= ManagedRuntime.make(StoatLive.pipe(Layer.provideMerge(projectsAt(process.cwd())), Layer.merge(Layer.succeed(HintWording, { words: cliWords }))))
   const controller = new AbortController()
   const onInterrupt = () => controller.abort()
   process.once("SIGINT", onInterrupt)
@@ -20,7 +22,7 @@ export const runLive = async <A>(effect: Effect.Effect<A, unknown, any>): Promis
   const exit = await runtime.runPromiseExit(effect, { signal: controller.signal })
   process.off("SIGINT", onInterrupt)
   process.off("SIGTERM", onInterrupt)
-  return Exit.isSuccess(exit) ? { ok: true, value: exit.value } : { ok: false, error: toErrorInfo(exit.cause) }
+  return Exit.isSuccess(exit) ? { ok: true, value: exit.value } : { ok: false, error: toErrorInfo(exit.cause, cliWords) }
 }
 
 /**

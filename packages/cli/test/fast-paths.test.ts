@@ -1,12 +1,20 @@
 import { describe, expect, it } from "vitest"
-import { plainUp } from "../src/plain-forms.js"
+import { fastPathOf } from "../src/plain-forms.js"
 import { homeWith, stoat, vmToml } from "./helpers.js"
 
 describe("the plain forms served without oclif", () => {
   it.each([
-    [["up", "dev"], { vm: "dev", wait: undefined }],
-    [["start", "dev", "--wait"], { vm: "dev", wait: true }],
-    [["up", "--no-wait", "dev"], { vm: "dev", wait: false }],
+    [["ls"], { kind: "ls" }],
+    [["list", "--quiet"], { kind: "ls" }],
+    [["ls", "--all"], undefined],
+    [["mcp"], { kind: "mcp" }],
+    [["mcp", "serve"], { kind: "mcp" }],
+    [["mcp", "serve", "--http", "0"], undefined],
+    [["mcp", "install"], undefined],
+    [["up", "dev"], { kind: "up", vm: "dev", wait: undefined, quiet: false }],
+    [["start", "dev", "--wait"], { kind: "up", vm: "dev", wait: true, quiet: false }],
+    [["up", "--no-wait", "dev"], { kind: "up", vm: "dev", wait: false, quiet: false }],
+    [["up", "dev", "--quiet"], { kind: "up", vm: "dev", wait: undefined, quiet: true }],
     [["up"], undefined],
     [["up", "dev", "--timeout", "5m"], undefined],
     [["up", "dev", "-y"], undefined],
@@ -14,8 +22,13 @@ describe("the plain forms served without oclif", () => {
     [["up", "a", "b"], undefined],
     [["up", "dev", "--"], undefined],
     [["down", "dev"], undefined]
-  ])("%j → %j", (words, plain) => {
-    expect(plainUp(words)).toEqual(plain)
+  ])("%j → %j", (words, fast) => {
+    expect(fastPathOf(words, false)).toEqual(fast)
+  })
+
+  it("never takes one for help", () => {
+    expect(fastPathOf(["ls"], true)).toBeUndefined()
+    expect(fastPathOf(["up", "dev"], true)).toBeUndefined()
   })
 
   // `-y` changes nothing for these VMs, and sends the same command through oclif: both answers must match.

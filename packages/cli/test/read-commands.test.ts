@@ -232,7 +232,7 @@ describe("doctor and version", () => {
     const run = await stoat(["doctor", "--json"], { STOAT_HOME: tempHome() })
     expect(run.code).toBe(0)
     const data = result(run.stdout)["data"]
-    expect(data.checks.map((check: { name: string }) => check.name)).toEqual(["qemu-system-x86_64", "qemu-img", "ssh", "git", "xorriso", "kvm", "data-root", "vms"])
+    expect(data.checks.map((check: { name: string }) => check.name)).toEqual(["qemu-system-x86_64", "qemu-img", "ssh", "git", "kvm", "data-root", "vms"])
     expect(typeof data.healthy).toBe("boolean")
   })
 

@@ -1,12 +1,61 @@
 import { Cause, Data, Option, Predicate } from "effect"
 import type { ErrorCode, ErrorInfo } from "@stoat/wire"
 
+/** One step a hint advises: a catalog operation (its key) and its input. */
+export interface HintStep {
+  readonly operation: string
+  readonly input: Readonly<Record<string, string | number | boolean>>
+}
+
+/**
+ * What a failure advises doing next, in no frontend's words: the catalog operations that do it,
+ * in order, and what they achieve for people ("start it"). Each frontend names the steps its own
+ * way (the CLI `start it with stoat up web`, the MCP server `start it: call start with vm="web"`),
+ * so core never tells an agent to type a command or a person to call a tool.
+ */
+export interface Hint {
+  /** What the steps achieve; absent for a lookup that shows what there is (`see stoat ls`). */
+  readonly advice?: string
+  /** The steps must come before the failed call can succeed (`call wait first`). */
+  readonly first?: true
+  readonly steps: ReadonlyArray<HintStep>
+}
+
+/** Steps that fix what failed, in order. */
+export const advise = (advice: string, ...steps: ReadonlyArray<HintStep>): Hint => ({ advice, steps })
+/** Steps to take before the failed call is tried again. */
+export const adviseFirst = (advice: string, ...steps: ReadonlyArray<HintStep>): Hint => ({ advice, first: true, steps })
+/** A lookup that shows what there is. */
+export const adviseLookup = (operation: string, input: HintStep["input"] = {}): Hint => ({ steps: [{ operation, input }] })
+
+/** The advice several failures give. */
+export const startIt = (vm: string): Hint => advise("start it", { operation: "vm.start", input: { vm } })
+export const waitForSsh = (vm: string): Hint => adviseFirst("wait for its ssh", { operation: "vm.wait", input: { vm } })
+export const fixOrDelete = (vm: string): Hint => advise("fix it, or delete it", { operation: "vm.destroy", input: { vm } })
+export const checkTheHost: Hint = adviseLookup("host.doctor")
+
+/** How a frontend words a hint: what follows "; " after the failure's own message. */
+export type HintWords = (hint: Hint) => string
+
+/** A hint as a person reads it, each step named by `name`: `see X`, `start it with X`, `stop it first with X, then Y`. */
+export const personWords =
+  (name: (step: HintStep) => string): HintWords =>
+  (hint) => {
+    const steps = hint.steps.map(name).join(", then ")
+    return hint.advice === undefined ? `see ${steps}` : `${hint.advice}${hint.first ? " first" : ""} with ${steps}`
+  }
+
+/** A hint in the catalog's own terms, for callers that are no frontend: `start it with vm.start {"vm":"web"}`. */
+export const catalogWords: HintWords = personWords((step) => (Object.keys(step.input).length > 0 ? `${step.operation} ${JSON.stringify(step.input)}` : step.operation))
+
 /** Fields every expected failure carries: a human message and the thing it is about. */
 interface Subject {
+  /** What went wrong, complete without the hint (which each frontend words and appends). */
   readonly message: string
   readonly subject?: string
   /** The errno (`EACCES`, `ENOSPC`, …) when a file-system call failed. */
   readonly errno?: string
+  readonly hint?: Hint
 }
 
 /** Marks Stoat's own expected failures, so they are recognised by brand rather than by shape. */
@@ -18,6 +67,7 @@ export interface StoatErrorShape<Tag extends string, Code extends ErrorCode> ext
   readonly _tag: Tag
   readonly subject?: string
   readonly errno?: string
+  readonly hint?: Hint
   readonly code: Code
   readonly [StoatErrorTypeId]: StoatErrorTypeId
 }
@@ -51,6 +101,8 @@ export class DiskShrink extends StoatErrorClass("DiskShrink", "disk_shrink") {}
 export class CannotReach extends StoatErrorClass("CannotReach", "cannot_reach") {}
 export class UnknownLog extends StoatErrorClass("UnknownLog", "unknown_log") {}
 export class Timeout extends StoatErrorClass("Timeout", "timeout") {}
+/** The caller stopped waiting and the work went on in the background; `subject` is its job id. */
+export class StillRunning extends StoatErrorClass("StillRunning", "still_running") {}
 export class Canceled extends StoatErrorClass("Canceled", "canceled") {}
 export class Usage extends StoatErrorClass("Usage", "usage") {}
 export class ConfirmationRequired extends StoatErrorClass("ConfirmationRequired", "confirmation_required") {}
@@ -58,12 +110,18 @@ export class AccessDenied extends StoatErrorClass("AccessDenied", "access_denied
 export class RateLimited extends StoatErrorClass("RateLimited", "rate_limited") {}
 export class LockOutOfDate extends StoatErrorClass("LockOutOfDate", "lock_out_of_date") {}
 export class Internal extends StoatErrorClass("Internal", "internal") {}
-export class QemuMissing extends StoatErrorClass("QemuMissing", "qemu_missing") {}
-export class KvmUnusable extends StoatErrorClass("KvmUnusable", "kvm_unusable") {}
-/** `portInUse`: the host port of a forward QEMU could not bind (taken since it was checked), when that was the reason. */
-export class QemuStartFailed extends StoatErrorClass("QemuStartFailed", "qemu_start_failed")<{ readonly portInUse?: number }> {}
-export class MonitorUnreachable extends StoatErrorClass("MonitorUnreachable", "monitor_unreachable") {}
-export class MonitorRejected extends StoatErrorClass("MonitorRejected", "monitor_rejected") {}
+// The VM provider's failures (see ports/hypervisor.ts), named for no provider: the message names
+// the provider and its program; the wire codes keep the names of the first provider, QEMU.
+/** The provider's program or service is not there (QEMU: qemu-system-x86_64 or qemu-img not on PATH). */
+export class ProviderMissing extends StoatErrorClass("ProviderMissing", "qemu_missing") {}
+/** Hardware acceleration the host offers cannot run guests (QEMU: /dev/kvm). */
+export class AcceleratorUnusable extends StoatErrorClass("AcceleratorUnusable", "kvm_unusable") {}
+/** The provider did not start the VM. `portInUse`: the host port of a forward it could not bind (taken since it was checked), when that was the reason. */
+export class ProviderStartFailed extends StoatErrorClass("ProviderStartFailed", "qemu_start_failed")<{ readonly portInUse?: number }> {}
+/** The running VM's control channel (QEMU: its QMP socket) cannot be reached. */
+export class ControlUnreachable extends StoatErrorClass("ControlUnreachable", "monitor_unreachable") {}
+/** The running VM's control channel refused a command. */
+export class ControlRejected extends StoatErrorClass("ControlRejected", "monitor_rejected") {}
 export class NoConsolePassword extends StoatErrorClass("NoConsolePassword", "no_console_password") {}
 export class ShareInvalid extends StoatErrorClass("ShareInvalid", "share_invalid") {}
 export class NoXattr extends StoatErrorClass("NoXattr", "no_xattr") {}
@@ -103,11 +161,11 @@ export const ERROR_CLASSES = {
   rate_limited: RateLimited,
   lock_out_of_date: LockOutOfDate,
   internal: Internal,
-  qemu_missing: QemuMissing,
-  kvm_unusable: KvmUnusable,
-  qemu_start_failed: QemuStartFailed,
-  monitor_unreachable: MonitorUnreachable,
-  monitor_rejected: MonitorRejected,
+  qemu_missing: ProviderMissing,
+  kvm_unusable: AcceleratorUnusable,
+  qemu_start_failed: ProviderStartFailed,
+  monitor_unreachable: ControlUnreachable,
+  monitor_rejected: ControlRejected,
   no_console_password: NoConsolePassword,
   share_invalid: ShareInvalid,
   no_xattr: NoXattr,
@@ -117,7 +175,8 @@ export const ERROR_CLASSES = {
   checksum_mismatch: ChecksumMismatch,
   no_such_image: NoSuchImage,
   capability_unavailable: CapabilityUnavailable,
-  limit_reached: LimitReached
+  limit_reached: LimitReached,
+  still_running: StillRunning
 } as const satisfies { readonly [C in ErrorCode]: abstract new (...args: never) => { readonly code: C; readonly [StoatErrorTypeId]: StoatErrorTypeId } }
 
 /** Every expected failure of Stoat: one class per wire code. */
@@ -130,10 +189,16 @@ export const isStoatError = (value: unknown): value is StoatError => Predicate.h
 export const internalError = (what: string) => (cause: unknown) =>
   new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
-/** The one mapping from any failure to the wire ErrorInfo. A defect (a bug) becomes `internal`. */
-export const toErrorInfo = (failure: unknown): ErrorInfo => {
+/** A failure's message and its hint, if it has one, in a frontend's words. */
+export const messageOf = (failure: StoatError, words: HintWords): string => (failure.hint === undefined ? failure.message : `${failure.message}; ${words(failure.hint)}`)
+
+/**
+ * The one mapping from any failure to the wire ErrorInfo, its hint in the frontend's `words`.
+ * A defect (a bug) becomes `internal`.
+ */
+export const toErrorInfo = (failure: unknown, words: HintWords = catalogWords): ErrorInfo => {
   if (isStoatError(failure)) {
-    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = { code: failure.code, message: failure.message }
+    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = { code: failure.code, message: messageOf(failure, words) }
     if (failure.subject !== undefined) info.subject = failure.subject
     if (failure instanceof CapabilityUnavailable) info.reason = failure.reason
     if (failure instanceof LimitReached) {
@@ -144,9 +209,9 @@ export const toErrorInfo = (failure: unknown): ErrorInfo => {
   }
   if (Cause.isCause(failure)) {
     const expected = Cause.failureOption(failure)
-    if (Option.isSome(expected)) return toErrorInfo(expected.value)
+    if (Option.isSome(expected)) return toErrorInfo(expected.value, words)
     if (Cause.isInterruptedOnly(failure)) return { code: "canceled", message: "the operation was canceled" }
-    return toErrorInfo(Cause.squash(failure))
+    return toErrorInfo(Cause.squash(failure), words)
   }
   const message = failure instanceof Error ? failure.message : String(failure)
   return { code: "internal", message }

@@ -8,29 +8,30 @@ import {
   CannotReach,
   CapabilityUnavailable,
   DataRoot,
+  GuestSignals,
   Hypervisor,
   Internal,
   InvalidSpec,
-  KvmUnusable,
-  MonitorRejected,
-  MonitorUnreachable,
+  AcceleratorUnusable,
+  ControlRejected,
+  ControlUnreachable,
   NotRunning,
-  QemuMissing,
-  QemuStartFailed,
+  ProviderMissing,
+  ProviderStartFailed,
   readPlacement,
   readSmallFileSync,
   ScreenshotFailed,
   ShareInvalid,
   writeFileAtomic,
-  type AccelProbe,
+  type Acceleration,
   type BootPlan,
   type RunState,
   type StartedVm,
   type VmDisk,
   type VmRef
 } from "@stoat/core"
-import { cacheDirsFromEnv, makeQemuHypervisor, parseSnapshotTable, pngSize } from "@stoat/qemu"
-import { readConsoleFrom, TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny"
+import { cacheDirsFromEnv, makeQemuHypervisor, parseSnapshotTable, pngSize, readConsoleFrom } from "@stoat/qemu"
+import { TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny"
 import { domainName, domainXml, libvirtFiles } from "./domain-xml.js"
 import { DEFAULT_URI, isNoDomain, virsh, virshError, type VirshUnavailable } from "./virsh.js"
 
@@ -125,6 +126,49 @@ const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec | ShareIn
     }
   })
 
+/** Whether the VM's domain runs: from the local daemon's pidfile where it can be read (no process spawned), else by asking libvirt. */
+const isRunning = (vm: VmRef): Effect.Effect<boolean, VirshUnavailable> => {
+  const uri = uriOf(vm)
+  const local = uri === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
+  if (local !== undefined) return Effect.succeed(local.running)
+  return Effect.map(virsh(uri, ["domstate", domainName(vm)]), (result) => {
+    const state = result.code === 0 ? result.stdout.trim() : undefined
+    return state !== undefined && state !== "shut off" && state !== "crashed"
+  })
+}
+
+const readBootRecord = (vm: VmRef) =>
+  Effect.promise(() =>
+    readFile(libvirtFiles(vm.dir).boot, "utf8")
+      .then((text) => JSON.parse(text) as Partial<BootRecord>)
+      .catch(() => undefined)
+  )
+
+/** Waits for this boot's sshd line on the domain's console, as the QEMU provider does on its own (see GuestSignals). */
+const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    const record = yield* readBootRecord(vm)
+    const marker = record?.sshd_marker
+    if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
+    const console = libvirtFiles(vm.dir).console
+    let offset = record.console_offset
+    let pending = ""
+    const deadline = Date.now() + timeoutMs
+    for (let poll = 1; ; poll++) {
+      const chunk = yield* readConsoleFrom(console, offset)
+      offset += chunk.length
+      pending += chunk.toString("utf8")
+      if (pending.includes(marker)) return true
+      pending = pending.slice(pending.lastIndexOf("\n") + 1)
+      if (Date.now() >= deadline) return false
+      if (poll % SSHD_STATE_EVERY === 0 && !(yield* Effect.orElseSucceed(isRunning(vm), () => false))) return false
+      yield* Effect.sleep(SSHD_POLL_MS)
+    }
+  })
+
+/** The libvirt provider's GuestSignals: the sshd line on a domain's console (the boot record says where this boot's output starts). */
+export const LibvirtGuestSignalsLive = Layer.succeed(GuestSignals, GuestSignals.of({ awaitSshd }))
+
 type AccelSetting = "auto" | "kvm" | "tcg"
 
 const accelSetting: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flatMap(
@@ -171,19 +215,8 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
       const disks = yield* Effect.provide(Hypervisor, makeQemuHypervisor(options))
       const verdicts = new AccelVerdicts(join(root.root, ".libvirt-accel.json"))
 
-      /** Whether the VM's domain runs: from the local daemon's pidfile where it can be read (no process spawned), else by asking libvirt. */
-      const isRunning = (vm: VmRef): Effect.Effect<boolean, VirshUnavailable> => {
-        const uri = uriOf(vm)
-        const local = uri === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
-        if (local !== undefined) return Effect.succeed(local.running)
-        return Effect.map(virsh(uri, ["domstate", domainName(vm)]), (result) => {
-          const state = result.code === 0 ? result.stdout.trim() : undefined
-          return state !== undefined && state !== "shut off" && state !== "crashed"
-        })
-      }
-
       /** What KVM/TCG the host offers, and what a VM starts under: the setting, a verdict a start learned, or the host's capabilities. */
-      const decide = (uri: string): Effect.Effect<AccelProbe & { readonly setting: AccelSetting }, InvalidSpec | KvmUnusable | VirshUnavailable> =>
+      const decide = (uri: string): Effect.Effect<Acceleration & { readonly setting: AccelSetting }, InvalidSpec | AcceleratorUnusable | VirshUnavailable> =>
         Effect.gen(function* () {
           const setting = yield* accelSetting
           if (setting === "tcg") return { setting, accel: "tcg" as const, detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)` }
@@ -192,7 +225,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           if (setting === "kvm") {
             return hasKvm
               ? { setting, accel: "kvm" as const, detail: `STOAT_ACCEL=kvm: libvirt domains on ${uri} are type kvm` }
-              : yield* new KvmUnusable({ message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`, subject: uri })
+              : yield* new AcceleratorUnusable({ message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`, subject: uri })
           }
           const learned = yield* verdicts.read(uri)
           if (learned !== undefined) return { setting, accel: "tcg" as const, detail: learned }
@@ -201,10 +234,10 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             : { setting, accel: "tcg" as const, detail: `libvirt host ${uri} offers no KVM: domains are type qemu (TCG), which is slower (STOAT_ACCEL=auto)` }
         })
 
-      const startFailed = (vm: VmRef) => (message: string) => new QemuStartFailed({ message, subject: vm.name })
+      const startFailed = (vm: VmRef) => (message: string) => new ProviderStartFailed({ message, subject: vm.name })
 
       /** The per-VM initrd carrying a direct-boot guest's identity (keys, host key, name). */
-      const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed> => {
+      const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, ProviderStartFailed> => {
         const identity = plan.guestIdentity
         if (plan.kernel === undefined || identity === undefined) return Effect.succeed(undefined)
         const out = libvirtFiles(plan.vm.dir).initrd
@@ -300,34 +333,6 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           return yield* started("tcg", `VM "${vm.name}" did not run under KVM on ${uri} (${problem}); restarted it under TCG, and later VMs there start under TCG directly`)
         })
 
-      const readBootRecord = (vm: VmRef) =>
-        Effect.promise(() =>
-          readFile(libvirtFiles(vm.dir).boot, "utf8")
-            .then((text) => JSON.parse(text) as Partial<BootRecord>)
-            .catch(() => undefined)
-        )
-
-      const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
-        Effect.gen(function* () {
-          const record = yield* readBootRecord(vm)
-          const marker = record?.sshd_marker
-          if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
-          const console = libvirtFiles(vm.dir).console
-          let offset = record.console_offset
-          let pending = ""
-          const deadline = Date.now() + timeoutMs
-          for (let poll = 1; ; poll++) {
-            const chunk = yield* Effect.promise(() => readConsoleFrom(console, offset))
-            offset += chunk.length
-            pending += chunk.toString("utf8")
-            if (pending.includes(marker)) return true
-            pending = pending.slice(pending.lastIndexOf("\n") + 1)
-            if (Date.now() >= deadline) return false
-            if (poll % SSHD_STATE_EVERY === 0 && !(yield* Effect.orElseSucceed(isRunning(vm), () => false))) return false
-            yield* Effect.sleep(SSHD_POLL_MS)
-          }
-        })
-
       const stop = (vm: VmRef, stopOptions?: { readonly graceMs?: number }): Effect.Effect<void, NotRunning | CannotReach> =>
         Effect.gen(function* () {
           const uri = uriOf(vm)
@@ -360,18 +365,18 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             if (Date.now() >= deadline) return yield* Effect.die(new Internal({ message: `libvirt still holds domain ${name} of VM "${vm.name}" 30 s after it stopped`, subject: vm.name }))
             yield* Effect.sleep(SHUTDOWN_POLL_MS / 2)
           }
-        }).pipe(Effect.catchTag("QemuMissing", (error) => Effect.die(error)))
+        }).pipe(Effect.catchTag("ProviderMissing", (error) => Effect.die(error)))
 
       /** A QMP command to the VM's QEMU through libvirt (qemu-monitor-command): the monitor libvirt owns. */
-      const monitor = <A>(vm: VmRef, command: string, args?: Record<string, unknown>): Effect.Effect<A, MonitorUnreachable | MonitorRejected> =>
+      const monitor = <A>(vm: VmRef, command: string, args?: Record<string, unknown>): Effect.Effect<A, ControlUnreachable | ControlRejected> =>
         Effect.flatMap(
           virsh(uriOf(vm), ["qemu-monitor-command", domainName(vm), JSON.stringify({ execute: command, ...(args !== undefined ? { arguments: args } : {}) })]).pipe(
-            Effect.mapError((error) => new MonitorUnreachable({ message: error.message, subject: vm.name }))
+            Effect.mapError((error) => new ControlUnreachable({ message: error.message, subject: vm.name }))
           ),
           (result) => {
-            if (result.code !== 0) return Effect.fail(new MonitorRejected({ message: `${command}: ${virshError(result)}`, subject: vm.name }))
+            if (result.code !== 0) return Effect.fail(new ControlRejected({ message: `${command}: ${virshError(result)}`, subject: vm.name }))
             const reply = JSON.parse(result.stdout) as { readonly return?: A; readonly error?: { readonly desc?: string } }
-            return reply.error !== undefined ? Effect.fail(new MonitorRejected({ message: `${command}: ${reply.error.desc ?? "refused"}`, subject: vm.name })) : Effect.succeed(reply.return as A)
+            return reply.error !== undefined ? Effect.fail(new ControlRejected({ message: `${command}: ${reply.error.desc ?? "refused"}`, subject: vm.name })) : Effect.succeed(reply.return as A)
           }
         )
 
@@ -386,7 +391,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           }
         )
 
-      const runningForSnapshot = (vm: VmRef) => isRunning(vm).pipe(Effect.mapError((error) => new MonitorUnreachable({ message: error.message, subject: vm.name })))
+      const runningForSnapshot = (vm: VmRef) => isRunning(vm).pipe(Effect.mapError((error) => new ControlUnreachable({ message: error.message, subject: vm.name })))
 
       const screenshot = (vm: VmRef) =>
         Effect.gen(function* () {
@@ -410,15 +415,14 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           return local !== undefined ? Effect.succeed(local) : Effect.map(Effect.orElseSucceed(isRunning(vm), () => false), (running) => ({ running }))
         },
         // The port's probe knows no unreachable host or missing KVM: both are reported as what to fix (invalid_spec, with the reason).
-        probeAccelerator: decide(DEFAULT_URI).pipe(
-          Effect.map(({ accel, detail }): AccelProbe => ({ accel, detail })),
+        acceleration: decide(DEFAULT_URI).pipe(
+          Effect.map(({ accel, detail }): Acceleration => ({ accel, detail })),
           Effect.catchTags({
             CannotReach: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: DEFAULT_URI })),
-            KvmUnusable: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: "STOAT_ACCEL" }))
+            AcceleratorUnusable: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: "STOAT_ACCEL" }))
           })
         ),
         start,
-        awaitSshd,
         stop,
         createDisk: disks.createDisk,
         resizeDisk: disks.resizeDisk,
@@ -428,7 +432,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             running
               ? Effect.map(
                   monitor<string>(disk.vm, "human-monitor-command", { "command-line": "info snapshots" }).pipe(
-                    Effect.catchTag("MonitorRejected", (error) => Effect.fail(new Internal({ message: error.message, subject: disk.vm.name })))
+                    Effect.catchTag("ControlRejected", (error) => Effect.fail(new Internal({ message: error.message, subject: disk.vm.name })))
                   ),
                   parseSnapshotTable
                 )
@@ -446,7 +450,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
                   monitor(disk.vm, "blockdev-snapshot-delete-internal-sync", { device, name: tag }).pipe(
                     Effect.asVoid,
                     // Deleting a tag the disk lacks is nothing to do, as the port says.
-                    Effect.catchIf((error) => error._tag === "MonitorRejected" && /not found|can't find/i.test(error.message), () => Effect.void)
+                    Effect.catchIf((error) => error._tag === "ControlRejected" && /not found|can't find/i.test(error.message), () => Effect.void)
                   )
                 )
               : disks.deleteSnapshot(disk, tag)
@@ -461,7 +465,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
               reason: "provider_unsupported"
             })
           ),
-        resume: (_checkpoint, plan) => Effect.fail(new QemuStartFailed({ message: `libvirt VM "${plan.vm.name}" cannot resume a checkpoint: the libvirt provider takes none`, subject: plan.vm.name })),
+        resume: (_checkpoint, plan) => Effect.fail(new ProviderStartFailed({ message: `libvirt VM "${plan.vm.name}" cannot resume a checkpoint: the libvirt provider takes none`, subject: plan.vm.name })),
         rebaseDisk: disks.rebaseDisk
       })
     })

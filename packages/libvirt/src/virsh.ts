@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process"
 import { Effect } from "effect"
-import { CannotReach, QemuMissing } from "@stoat/core"
+import { CannotReach, ProviderMissing } from "@stoat/core"
 
 export const VIRSH = "virsh"
 
@@ -20,7 +20,7 @@ export interface VirshResult {
  * A failed virsh call whose cause is the connection, not the command: the daemon or host is
  * not there. Tagged and carrying what to do, so callers can map it into their contract.
  */
-export type VirshUnavailable = QemuMissing | CannotReach
+export type VirshUnavailable = ProviderMissing | CannotReach
 
 /**
  * Why virsh could not talk to libvirt at `uri`, from its stderr, with what to do; undefined when
@@ -66,7 +66,7 @@ export const virsh = (uri: string, args: ReadonlyArray<string>, options: { reado
     }),
     (result): Effect.Effect<VirshResult, VirshUnavailable> => {
       if (result === "missing") {
-        return Effect.fail(new QemuMissing({ message: `${VIRSH} not found on PATH; install libvirt's client (apt-get install libvirt-clients) or use --provider qemu` }))
+        return Effect.fail(new ProviderMissing({ message: `${VIRSH} not found on PATH; install libvirt's client (apt-get install libvirt-clients) or use --provider qemu` }))
       }
       const problem = result.code === 0 ? undefined : connectionProblem(uri, result.stderr)
       return problem === undefined ? Effect.succeed(result) : Effect.fail(problem)

@@ -38,7 +38,7 @@ describe("virsh failures that are the connection's", () => {
     process.env["PATH"] = "/nonexistent"
     try {
       const error = await failure("qemu:///system")
-      expect(error).toMatchObject({ _tag: "QemuMissing" })
+      expect(error).toMatchObject({ _tag: "ProviderMissing" })
       expect(error.message).toMatch(/apt-get install libvirt-clients/)
     } finally {
       process.env["PATH"] = path

@@ -17,8 +17,14 @@ export const progressReporter = (send: SendProgress, totalSeconds: number | unde
   const timer = setInterval(() => report(`still working after ${Math.round((Date.now() - started) / 1000)} s`), everyMs)
   timer.unref()
   const onEvent: NonNullable<ExecutionContext["progress"]> = (event) => {
-    const data = event.data as { line?: string; percent?: number; recipe?: string }
-    report(data.line ?? (data.recipe !== undefined ? `recipe ${data.recipe}` : data.percent !== undefined ? `${data.percent}%` : undefined))
+    switch (event.type) {
+      case "log":
+        return report(event.data.line)
+      case "stage":
+        return report(`recipe ${event.data.recipe}`)
+      case "progress":
+        return report(`${event.data.percent}%`)
+    }
   }
   return { onEvent, stop: () => clearInterval(timer) }
 }

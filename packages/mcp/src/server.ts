@@ -15,6 +15,7 @@ import { Exit, type ManagedRuntime } from "effect"
 import { getVm, listVms, runOperation, STOAT_VERSION, toErrorInfo } from "@stoat/core"
 import { RateLimiter, DEFAULT_RATE_LIMITS, type RateLimits } from "./policy/rate-limit.js"
 import { redact } from "./policy/redact.js"
+import { mcpWords } from "./hints.js"
 import { agentRunner, type RunAsAgent } from "./policy/access.js"
 import { PROMPTS } from "./prompts/index.js"
 import { CATALOG_URI, catalogDocument, guide, GUIDE_URI, VM_TEMPLATE, vmNameOf } from "./resources/index.js"
@@ -212,7 +213,7 @@ export const createServer = (mcp: StoatMcp): Server => {
     if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `no resource ${uri}; resources are ${CATALOG_URI}, ${GUIDE_URI} and stoat://vm/{name}`)
     const exit = await mcp.run(runOperation(getVm, { vm: name }, { requestId: String(extra.requestId) }), { signal: extra.signal })
     if (Exit.isFailure(exit)) {
-      const info = toErrorInfo(exit.cause)
+      const info = toErrorInfo(exit.cause, mcpWords)
       throw new McpError(info.code === "not_found" ? -32002 : ErrorCode.InvalidParams, info.message, { error: info })
     }
     return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(redact(exit.value)) }] }

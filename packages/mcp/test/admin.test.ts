@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parse as parseJsonc } from "jsonc-parser"
 import { describe, expect, it } from "vitest"
-import { BIN, run, tempHome } from "./helpers.js"
+import { BIN, tempHome } from "./helpers.js"
 
 const place = () => {
   const home = mkdtempSync(join(tmpdir(), "stoat-home-"))

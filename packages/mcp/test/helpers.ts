@@ -161,7 +161,8 @@ export const inProcess = async (options: InProcessOptions = {}) => {
   }
 }
 
-type AnyResult = { isError?: boolean; content?: unknown; structuredContent?: unknown; _meta?: Record<string, unknown> }
+/** What `Client.callTool` resolves to, as far as these checks read it (the SDK marks every field optional). */
+type AnyResult = { isError?: boolean | undefined; content?: unknown; structuredContent?: unknown; _meta?: Record<string, unknown> | undefined }
 
 /** The ErrorInfo of a failed call, after checking the whole seed-000 envelope around it. */
 export const errorOf = (result: AnyResult): { code: string; message: string; subject?: string } => {

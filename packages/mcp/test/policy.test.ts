@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import type { Progress } from "@modelcontextprotocol/sdk/types.js"
 import { DEFAULT_RATE_LIMITS, RateLimiter, redact } from "../src/index.js"
 import { dataOf, errorOf, inProcess, unreachableVm } from "./helpers.js"
 
@@ -174,7 +175,7 @@ describe("long work: progress and cancellation", () => {
     const h = await inProcess({ heartbeatMs: 50 })
     try {
       await unreachableVm(h.client, h.guest, "slow")
-      const seen: Array<{ progress: number; total?: number }> = []
+      const seen: Array<Progress> = []
       const result = await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 1 } }, undefined, { onprogress: (p) => seen.push(p) })
       expect(errorOf(result).code).toBe("timeout")
       expect(seen.length).toBeGreaterThan(0)

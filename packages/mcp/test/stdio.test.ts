@@ -120,7 +120,7 @@ describe("stoat mcp over stdio (the built binary, a real SDK client)", () => {
   it("fails with the seed-000 envelope: isError, message, ErrorInfo in _meta and as a second block", async () => {
     const missing = errorOf(await client.callTool({ name: "vm_status", arguments: { vm: "nope" } }))
     expect(missing).toMatchObject({ code: "not_found", subject: "nope" })
-    expect(missing.message).toBe('no VM "nope"; see stoat ls')
+    expect(missing.message).toBe('no VM "nope"; see list_vms')
     const unknown = errorOf(await client.callTool({ name: "vm_status", arguments: { vm: "obs", extra: 1 } }))
     expect(unknown).toMatchObject({ code: "usage", message: "invalid input for vm_status: extra: unknown argument" })
     const hostOnly = errorOf(await client.callTool({ name: "create", arguments: { name: "x", image: "tiny", share: "/etc" } }))

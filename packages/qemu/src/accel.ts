@@ -1,8 +1,9 @@
-import { spawn } from "node:child_process"
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { AccelProbe } from "@stoat/core"
+import { Effect, Either } from "effect"
+import type { Acceleration } from "@stoat/core"
+import { runChild } from "./child.js"
 import { stderrMessage } from "./run.js"
 import { CpioWriter } from "./tiny/cpio.js"
 
@@ -27,7 +28,7 @@ export type AccelSetting = "auto" | "kvm" | "tcg"
 /** How a verdict was reached: which probe ran, or a VM that did not run under KVM, or STOAT_ACCEL. */
 export type VerdictSource = "kernel" | "payload" | "start" | "setting"
 
-export interface AccelVerdict extends AccelProbe {
+export interface AccelVerdict extends Acceleration {
   readonly source: VerdictSource
 }
 
@@ -54,9 +55,10 @@ const probeInit = (): Buffer => {
 /**
  * The no-kernel fallback: a PVH ELF entered in 32-bit protected mode that builds identity page
  * tables, enters long mode, runs a short loop with calls, writes the marker to COM1 and exits
- * through isa-debug-exit. Linked for 0x100000 (the addresses inside are absolute).
+ * through isa-debug-exit. Linked for 0x100000 (the addresses inside are absolute). Its source is
+ * accel-payload.S beside this file; this is that file assembled.
  */
-const LONG_MODE_PAYLOAD_HEX =
+export const LONG_MODE_PAYLOAD_HEX =
   "fabf0000010031c0b9000c0000f3abc7050000010003100100c7050010010003200100c70500200100830000000f20e083c8200f22e0b8000001000f22d8b9800000c00f320d000100000f300f20c00d010000800f22c00f0115c0001000ea65001000080066b810008ed88ed048c7c4000009004831db48c7c140420f004801cbe81d000000e2f6488d353700000066baf803ac84c07403eeebf866baf400b003eef4c30f1f4000000000000000000000000000009a200000000000009200001700a8001000"
 
 const longModePayload = (): Buffer =>
@@ -127,38 +129,29 @@ interface ProbeRun {
 }
 
 /** Runs one probe QEMU with its serial console on stdout; stops it at the marker, an internal error or the deadline. */
-const runProbe = (qemu: string, args: ReadonlyArray<string>, timeoutMs: number) =>
-  new Promise<ProbeRun>((resolve) => {
-    const started = performance.now()
-    const child = spawn(qemu, [...args], { stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    let settled = false
-    const finish = (outcome: ProbeRun["outcome"]) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      child.kill("SIGKILL")
-      resolve({ outcome, stderr: stderr.trim(), ms: Math.round(performance.now() - started) })
-    }
-    const timer = setTimeout(() => finish("timeout"), timeoutMs)
-    child.stdout.setEncoding("latin1")
-    child.stderr.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => {
-      if (stdout.length < STDOUT_CAP) stdout += chunk
-      if (stdout.includes(PROBE_MARKER)) finish("marker")
-    })
-    child.stderr.on("data", (chunk: string) => {
-      if (stderr.length < STDOUT_CAP) stderr += chunk
-      // QEMU reports the error and pauses the guest; it would sit there until the deadline.
-      if (/KVM internal error/i.test(stderr)) finish("internal-error")
-    })
-    child.on("error", (error) => {
-      stderr += error.message
-      finish("spawn-failed")
-    })
-    child.on("close", () => finish(stdout.includes(PROBE_MARKER) ? "marker" : "exited"))
-  })
+const runProbe = async (qemu: string, args: ReadonlyArray<string>, timeoutMs: number): Promise<ProbeRun> => {
+  const started = performance.now()
+  /** The serial console's tail: enough to hold the marker across chunks. */
+  let serial = ""
+  let outcome: ProbeRun["outcome"] | undefined
+  const exit = await Effect.runPromise(
+    Effect.either(
+      runChild(qemu, args, {
+        timeoutMs,
+        onStdout: (chunk) => {
+          serial = (serial + chunk.toString("latin1")).slice(-STDOUT_CAP)
+          if (serial.includes(PROBE_MARKER)) return (outcome = "marker"), "stop"
+        },
+        // QEMU reports the error and pauses the guest; it would sit there until the deadline.
+        onStderr: (_chunk, stderr) => (/KVM internal error/i.test(stderr) ? ((outcome ??= "internal-error"), "stop") : undefined)
+      })
+    )
+  )
+  const ms = Math.round(performance.now() - started)
+  if (Either.isLeft(exit)) return { outcome: "spawn-failed", stderr: exit.left.message, ms }
+  const ended = exit.right
+  return { outcome: outcome ?? (ended.timedOut ? "timeout" : "exited"), stderr: ended.stderr.trim(), ms }
+}
 
 /** The verdict in words a person can act on. */
 const verdictOf = (run: ProbeRun, source: "kernel" | "payload", timeoutMs: number): AccelVerdict => {

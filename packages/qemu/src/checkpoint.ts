@@ -2,19 +2,22 @@ import { createWriteStream } from "node:fs"
 import { readFile, stat, unlink } from "node:fs/promises"
 import { createServer } from "node:net"
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path"
-import { Effect } from "effect"
+import { Clock, Duration, Effect, Schedule } from "effect"
 import {
+  elapsedSince,
+  pollUntil,
+  advise,
   CapabilityUnavailable,
   Internal,
-  MonitorRejected,
+  ControlRejected,
   NotRunning,
-  QemuStartFailed,
+  ProviderStartFailed,
   writeFileAtomic,
   type BootPlan,
   type CheckpointRequest,
   type CheckpointTaken,
-  type MonitorUnreachable,
-  type QemuMissing,
+  type ControlUnreachable,
+  type ProviderMissing,
   type DiskRef,
   type ResumePlan,
   type VmDisk,
@@ -117,23 +120,26 @@ type MigrationStatus = { readonly status?: string; readonly "error-desc"?: strin
  */
 const migrationReaches = (qmp: Qmp, vm: VmRef, wanted: string, slow?: { readonly afterMs: number; readonly then: Effect.Effect<unknown, QmpError> }) =>
   Effect.gen(function* () {
-    const started = Date.now()
+    const started = yield* Clock.currentTimeMillis
     let hurried = false
-    for (;;) {
+    const look = Effect.gen(function* () {
       const info = yield* qmp.execute<MigrationStatus>("query-migrate")
-      if (info.status === wanted) return
-      if (slow !== undefined && !hurried && Date.now() - started > slow.afterMs) {
+      if (info.status === wanted) return true
+      if (slow !== undefined && !hurried && (yield* elapsedSince(started)) > slow.afterMs) {
         hurried = true
         yield* slow.then
       }
       if (info.status === "failed" || info.status === "cancelled") {
-        return yield* new MonitorRejected({ message: `saving the state of VM "${vm.name}" failed: ${info["error-desc"] ?? info.status}`, subject: vm.name })
+        return yield* new ControlRejected({ message: `saving the state of VM "${vm.name}" failed: ${info["error-desc"] ?? info.status}`, subject: vm.name })
       }
-      if (Date.now() - started > MIGRATE_TIMEOUT_MS) {
-        return yield* new MonitorRejected({ message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`, subject: vm.name })
-      }
-      yield* Effect.sleep(MIGRATE_POLL_MS)
-    }
+      return false
+    })
+    yield* pollUntil(look, {
+      schedule: Schedule.spaced(Duration.millis(MIGRATE_POLL_MS)),
+      until: (reached) => reached,
+      within: Duration.millis(MIGRATE_TIMEOUT_MS),
+      onTimeout: () => new ControlRejected({ message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`, subject: vm.name })
+    })
   })
 
 /** QEMU's own time of an event (host clock, microseconds), in milliseconds. */
@@ -161,7 +167,7 @@ const migrationBlocker = (qmp: Qmp) =>
 export const checkpointVm = (
   vm: VmRef,
   names: CheckpointRequest
-): Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | MonitorUnreachable | MonitorRejected | Internal | QemuMissing> =>
+): Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | ControlUnreachable | ControlRejected | Internal | ProviderMissing> =>
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
     // From here on every name of the request is its file on this host.
@@ -179,8 +185,9 @@ export const checkpointVm = (
     const plan = record?.plan
     if (plan === undefined || record?.accel === undefined) {
       return yield* new CapabilityUnavailable({
-        message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs; restart it (stoat down ${vm.name} && stoat up ${vm.name})`,
+        message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs`,
         subject: vm.name,
+        hint: advise("restart it", { operation: "vm.stop", input: { vm: vm.name } }, { operation: "vm.start", input: { vm: vm.name } }),
         reason: "restart_required"
       })
     }
@@ -248,22 +255,22 @@ export const checkpointVm = (
     return { pausedMs, stateFile: relative(vm.dir, saved.state), stateBytes, ramMb: plan.ramMb, cpus: plan.cpus }
   })
 
-const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, QemuStartFailed> =>
+const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, ProviderStartFailed> =>
   Effect.tryPromise({
     try: () => readFile(checkpointFiles(folder).qemu, "utf8").then((text) => JSON.parse(text) as SavedQemu),
-    catch: (cause) => new QemuStartFailed({ message: `checkpoint ${folder} cannot be resumed: its QEMU record is unreadable (${errorText(cause)})`, subject: vm.name })
+    catch: (cause) => new ProviderStartFailed({ message: `checkpoint ${folder} cannot be resumed: its QEMU record is unreadable (${errorText(cause)})`, subject: vm.name })
   })
 
 /**
  * The seed a saved plan names. Plans saved before the seed became a VM file name it by its host
  * path, `<VM folder>/ovl/seed.iso` of the VM that first booted with it.
  */
-export const savedSeed = (seed: VmDisk | string | undefined, target: VmRef): Effect.Effect<VmDisk | undefined, QemuStartFailed> => {
+export const savedSeed = (seed: VmDisk | string | undefined, target: VmRef): Effect.Effect<VmDisk | undefined, ProviderStartFailed> => {
   if (typeof seed !== "string") return Effect.succeed(seed)
   const dir = dirname(dirname(seed))
   return isAbsolute(seed) && relative(dir, seed) === LEGACY_SEED_FILE
     ? Effect.succeed({ vm: { name: basename(dir), dir }, file: LEGACY_SEED_FILE })
-    : new QemuStartFailed({ message: `the checkpoint's QEMU record names an unknown seed file ${seed}`, subject: target.name })
+    : new ProviderStartFailed({ message: `the checkpoint's QEMU record names an unknown seed file ${seed}`, subject: target.name })
 }
 const LEGACY_SEED_FILE = "ovl/seed.iso"
 
@@ -290,7 +297,7 @@ export const resumeVm = (qemu: string, checkpoint: { readonly vm: VmRef; readonl
   })
 
 /** `qemu-img rebase` in safe mode: what the disk reads through the dropped layers is copied into it. */
-export const rebaseDisk = (disk: VmDisk, backingDisk: DiskRef | undefined): Effect.Effect<void, Internal | QemuMissing> =>
+export const rebaseDisk = (disk: VmDisk, backingDisk: DiskRef | undefined): Effect.Effect<void, Internal | ProviderMissing> =>
   Effect.gen(function* () {
     const path = hostPathOf(disk)
     const backing = backingDisk === undefined ? undefined : hostPathOf(backingDisk)

@@ -1,19 +1,21 @@
 import { join } from "node:path"
 import { Config, Effect, Either, Layer } from "effect"
 import {
+  checkTheHost,
   DataRoot,
   findOnPath,
+  GuestSignals,
   Hypervisor,
   InvalidSpec,
-  QemuMissing,
-  QemuStartFailed,
+  ProviderMissing,
+  ProviderStartFailed,
   type AlreadyRunning,
   type BootPlan,
   type LimitReached,
   type ShareInvalid,
   type StartedVm
 } from "@stoat/core"
-import { access } from "node:fs/promises"
+import { access, constants } from "node:fs/promises"
 import { AccelCache, accelSetting, type AccelSetting, type AccelVerdict } from "./accel.js"
 import { vmFiles } from "./argv.js"
 import { checkpointVm, rebaseDisk, resumeVm } from "./checkpoint.js"
@@ -28,10 +30,12 @@ import { cacheDirsFromEnv, defaultTinyCacheDir } from "./image-builder.js"
 
 export const QEMU_BINARY = "qemu-system-x86_64"
 
-const qemuPath = Effect.flatMap(
-  Effect.promise(() => findOnPath(QEMU_BINARY)),
-  (path) => (path ? Effect.succeed(path) : Effect.fail(new QemuMissing({ message: `${QEMU_BINARY} not found on PATH; run stoat doctor` })))
-)
+/** The QEMU program: a path, or a name looked up on PATH at each use (it may be installed meanwhile). */
+const findQemu = (program: string) =>
+  Effect.flatMap(
+    Effect.promise(() => (program.includes("/") ? access(program, constants.X_OK).then(() => program, () => undefined) : findOnPath(program))),
+    (path) => (path ? Effect.succeed(path) : Effect.fail(new ProviderMissing({ message: `${program} not found${program.includes("/") ? "" : " on PATH"}; install QEMU`, hint: checkTheHost })))
+  )
 
 /** Longest path a unix socket address can hold (sun_path is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107
@@ -56,6 +60,8 @@ const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec> =>
   })
 
 export interface QemuHypervisorOptions {
+  /** The QEMU program, a path or a name looked up on PATH (default qemu-system-x86_64). */
+  readonly qemu?: string
   /** Where the tiny guest is cached (see QemuImageBuilderOptions); the accelerator probe boots its kernel. */
   readonly tinyCacheDir?: string
 }
@@ -67,6 +73,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
     Effect.map(DataRoot, (root) => {
       const accelCache = new AccelCache(join(root.root, ".accel-probe.json"))
       const tinyDir = options.tinyCacheDir ?? defaultTinyCacheDir(root.root)
+      const qemuPath = findQemu(options.qemu ?? QEMU_BINARY)
       /** The kernel the probe boots: the VM's own when it boots one directly, else the tiny guest's when built. */
       const probeKernel = (plan?: BootPlan) =>
         plan?.kernel !== undefined ? Effect.succeed(plan.kernel.path) : Effect.promise(() => readTinyGuest(join(tinyDir, "image")).then((image) => image?.kernel))
@@ -86,21 +93,21 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
        * silent, or whose run state turns internal-error or guest-panicked is stopped and started
        * once more under TCG, and the verdict is cached so later starts go to TCG directly.
        */
-      const start = (plan: BootPlan): Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached> =>
+      const start = (plan: BootPlan): Effect.Effect<StartedVm, ProviderMissing | ProviderStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached> =>
         Effect.gen(function* () {
           yield* validatePlan(plan)
           const qemu = yield* qemuPath
-          const { setting, verdict } = yield* decide(qemu, plan).pipe(Effect.mapError((error) => new QemuStartFailed({ message: error.message, subject: plan.vm.name })))
+          const { setting, verdict } = yield* decide(qemu, plan).pipe(Effect.mapError((error) => new ProviderStartFailed({ message: error.message, subject: plan.vm.name })))
           if (verdict.accel === "tcg") return { ...(yield* launchQemu(plan, { qemu, accel: "tcg" })), accel: "tcg" as const }
           const consoleOffset = yield* consoleSize(plan.vm)
           const underKvm = yield* Effect.either(launchQemu(plan, { qemu, accel: "kvm" }))
-          if (Either.isLeft(underKvm) && underKvm.left._tag !== "QemuStartFailed") return yield* underKvm.left
+          if (Either.isLeft(underKvm) && underKvm.left._tag !== "ProviderStartFailed") return yield* underKvm.left
           const problem = Either.isLeft(underKvm) ? `QEMU failed under KVM: ${underKvm.left.message}` : yield* watchKvmStart(plan, consoleOffset)
           if (problem === undefined && Either.isRight(underKvm)) return { ...underKvm.right, accel: "kvm" as const }
           if (Either.isRight(underKvm)) yield* stopQemu(plan.vm, { graceMs: 0 }).pipe(Effect.ignore)
           if (setting === "kvm") {
             if (Either.isLeft(underKvm)) return yield* underKvm.left
-            return yield* new QemuStartFailed({ message: `VM "${plan.vm.name}" did not run under KVM (${problem}); STOAT_ACCEL=kvm forbids falling back to TCG`, subject: plan.vm.name })
+            return yield* new ProviderStartFailed({ message: `VM "${plan.vm.name}" did not run under KVM (${problem}); STOAT_ACCEL=kvm forbids falling back to TCG`, subject: plan.vm.name })
           }
           // A start that fails under TCG too was not KVM's fault (a busy port, a bad disk): report
           // that failure and leave the verdict alone.
@@ -113,11 +120,10 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
 
       return Hypervisor.of({
         status: (vm) => Effect.sync(() => readRunState(vm)),
-        probeAccelerator: Effect.flatMap(qemuPath, (qemu) =>
+        acceleration: Effect.flatMap(qemuPath, (qemu) =>
           Effect.map(decide(qemu), ({ setting, verdict }) => ({ accel: verdict.accel, detail: setting === "auto" ? `${verdict.detail} (STOAT_ACCEL=auto)` : verdict.detail }))
         ),
         start,
-        awaitSshd,
         stop: (vm, stopOptions) => stopQemu(vm, stopOptions),
         // Suspended: a name outside the VM folder is a defect of the call, not a throw at it.
         createDisk: (disk, size, backing) => Effect.suspend(() => img.createDisk(hostPathOf(disk), size, backing === undefined ? undefined : hostPathOf(backing))),
@@ -146,6 +152,9 @@ const accelSettingConfig: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flat
       : Effect.fail(new InvalidSpec({ message: `STOAT_ACCEL must be auto, kvm or tcg (got ${JSON.stringify(raw.slice(0, 40))})`, subject: "STOAT_ACCEL" }))
   }
 )
+
+/** Guests Stoat assembles print a line on the serial console once sshd listens (see lifecycle.ts's boot record). */
+export const QemuGuestSignalsLive = Layer.succeed(GuestSignals, GuestSignals.of({ awaitSshd }))
 
 /** The live layer; STOAT_TINY_CACHE, when set, names the tiny guest's cache (see QemuImageBuilderLive). */
 export const QemuHypervisorLive = Layer.unwrapEffect(

@@ -1,13 +1,13 @@
-import { spawn } from "node:child_process"
 import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
-import { Effect, Redacted } from "effect"
-import { AlreadyRunning, diskFull, Internal, isDiskFull, MonitorRejected, NotRunning, QemuStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
+import { Clock, Duration, Effect, Redacted, Schedule } from "effect"
+import { AlreadyRunning, diskFull, elapsedSince, pollUntil, Internal, isDiskFull, ControlRejected, NotRunning, ProviderStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
 import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
 import { qmpExecute, withQmp } from "./qmp.js"
+import { runChild } from "./child.js"
 import { stderrMessage } from "./run.js"
-import { readConsoleFrom, TINY_SSHD_MARKER } from "./tiny/probe.js"
+import { TINY_SSHD_MARKER } from "./tiny/guest-files.js"
 import { toDropbearKey, writeVmInitrd } from "./tiny/vm-initrd.js"
 
 const POLL_MS = 50
@@ -20,13 +20,13 @@ const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : 
  * A file a start writes into the VM folder (its initrd): a full file system is limit_reached with
  * the free space, since only freeing space helps; any other failure is qemu_start_failed.
  */
-const writeForStart = <A>(vm: VmRef, path: string, what: string, write: () => Promise<A>): Effect.Effect<A, QemuStartFailed | LimitReached> =>
+const writeForStart = <A>(vm: VmRef, path: string, what: string, write: () => Promise<A>): Effect.Effect<A, ProviderStartFailed | LimitReached> =>
   Effect.catchAll(
     Effect.tryPromise({ try: write, catch: (cause) => cause }),
-    (cause): Effect.Effect<never, QemuStartFailed | LimitReached> =>
+    (cause): Effect.Effect<never, ProviderStartFailed | LimitReached> =>
       isDiskFull(cause)
         ? Effect.flatMap(diskFull(`cannot ${what} for VM "${vm.name}"`, path), Effect.fail)
-        : Effect.fail(new QemuStartFailed({ message: `cannot ${what}: ${errorText(cause)}`, subject: vm.name }))
+        : Effect.fail(new ProviderStartFailed({ message: `cannot ${what}: ${errorText(cause)}`, subject: vm.name }))
   )
 
 /** Every folder shared over 9p must exist and be a directory (QEMU would only fail at the guest's mount). */
@@ -49,7 +49,7 @@ const checkShares = (plan: BootPlan): Effect.Effect<void, ShareInvalid> =>
   )
 
 /** Direct-boot guests get their identity in a per-VM initrd: the shared base plus keys and name. */
-const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, QemuStartFailed | LimitReached> => {
+const writeIdentity = (plan: BootPlan): Effect.Effect<string | undefined, ProviderStartFailed | LimitReached> => {
   const identity = plan.guestIdentity
   if (plan.kernel === undefined || identity === undefined) return Effect.succeed(undefined)
   const files = vmFiles(plan.vm.dir)
@@ -83,32 +83,12 @@ const diskFormatOf = (path: string): Effect.Effect<"qcow2" | "raw"> =>
   })
 
 /** Runs QEMU until it daemonizes; resolves with its exit code and stderr. Interrupting kills it. */
-const launch = (qemu: string, args: ReadonlyArray<string>) =>
-  Effect.async<{ readonly code: number | null; readonly stderr: string }, string>((resume) => {
-    const child = spawn(qemu, [...args], { detached: true, stdio: ["ignore", "ignore", "pipe"] })
-    let stderr = ""
-    let done = false
-    const finish = (result: Effect.Effect<{ readonly code: number | null; readonly stderr: string }, string>) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      resume(result)
-    }
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL")
-      finish(Effect.fail(`QEMU did not finish starting within ${DAEMONIZE_TIMEOUT_MS / 1000} s`))
-    }, DAEMONIZE_TIMEOUT_MS)
-    child.stderr.setEncoding("utf8")
-    child.stderr.on("data", (chunk: string) => {
-      if (stderr.length < 65_536) stderr += chunk
-    })
-    child.on("error", (error) => finish(Effect.fail(error.message)))
-    // The daemon points its stderr at /dev/null before the launcher exits, so "close" follows "exit" at once.
-    child.on("close", (code) => finish(Effect.succeed({ code, stderr })))
-    return Effect.sync(() => {
-      if (!done) child.kill("SIGKILL")
-    })
-  })
+const launch = (qemu: string, args: ReadonlyArray<string>): Effect.Effect<{ readonly code: number | null; readonly stderr: string }, string> =>
+  // The daemon points its stderr at /dev/null before the launcher exits, so the run ends with the launcher.
+  runChild(qemu, args, { detached: true, stdout: "ignore", timeoutMs: DAEMONIZE_TIMEOUT_MS }).pipe(
+    Effect.mapError((failure) => failure.message),
+    Effect.flatMap((exit) => (exit.timedOut ? Effect.fail(`QEMU did not finish starting within ${DAEMONIZE_TIMEOUT_MS / 1000} s`) : Effect.succeed({ code: exit.code, stderr: exit.stderr })))
+  )
 
 const removeStale = (paths: ReadonlyArray<string>) => Effect.promise(() => Promise.all(paths.map((path) => unlink(path).catch(() => undefined))))
 
@@ -130,7 +110,7 @@ export const linkOrCopy = async (from: string, to: string): Promise<void> => {
 }
 
 /** The VM's own initrd: written for its identity at a boot, or the saved guest's when resuming. */
-const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, QemuStartFailed | LimitReached> => {
+const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, ProviderStartFailed | LimitReached> => {
   if (resume === undefined) return writeIdentity(plan)
   const saved = resume.initrd
   if (saved === undefined || plan.kernel === undefined) return Effect.succeed(undefined)
@@ -147,7 +127,7 @@ export const launchQemu = (
   plan: BootPlan,
   host: { readonly qemu: string; readonly accel: "kvm" | "tcg" },
   resume?: ResumeFrom
-): Effect.Effect<RunState, QemuStartFailed | AlreadyRunning | ShareInvalid | LimitReached> =>
+): Effect.Effect<RunState, ProviderStartFailed | AlreadyRunning | ShareInvalid | LimitReached> =>
   Effect.gen(function* () {
     const vm = plan.vm
     const files = vmFiles(vm.dir)
@@ -171,7 +151,7 @@ export const launchQemu = (
       accel: host.accel
     }
 
-    const failed = (message: string) => new QemuStartFailed({ message, subject: vm.name })
+    const failed = (message: string) => new ProviderStartFailed({ message, subject: vm.name })
     const result = yield* launch(host.qemu, args).pipe(
       Effect.mapError((why) => failed(`cannot run ${host.qemu}: ${why}`)),
       // An interrupted start must not leave a half-started daemon behind.
@@ -180,7 +160,7 @@ export const launchQemu = (
     if (result.code !== 0) {
       const message = `QEMU failed to start VM "${vm.name}": ${stderrMessage(result.stderr, `exit ${String(result.code)}`)}`
       const portInUse = forwardNotBound(result.stderr)
-      return yield* portInUse === undefined ? failed(message) : new QemuStartFailed({ message, subject: vm.name, portInUse })
+      return yield* portInUse === undefined ? failed(message) : new ProviderStartFailed({ message, subject: vm.name, portInUse })
     }
     const state = yield* Effect.sync(() => readRunState(vm))
     if (!state.running) {
@@ -214,21 +194,23 @@ const RESUME_POLL_MS = 20
 const runResumed = (vm: VmRef) =>
   withQmp(
     vmFiles(vm.dir).qmp,
-    (qmp) =>
-      Effect.gen(function* () {
-        for (;;) {
-          const { status } = yield* qmp.execute<{ readonly status: string }>("query-status")
-          if (status === "running") return
-          if (status === "paused" || status === "postmigrate" || status === "prelaunch") return yield* qmp.execute("cont")
-          if (status !== "inmigrate") {
-            const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
-            return yield* new MonitorRejected({ message: migration["error-desc"] ?? `the guest is ${status} after loading its state`, subject: vm.name })
-          }
-          yield* Effect.sleep(RESUME_POLL_MS)
-        }
-      }),
+    (qmp) => {
+      const status = Effect.map(qmp.execute<{ readonly status: string }>("query-status"), (reply) => reply.status)
+      return Effect.gen(function* () {
+        const loaded = yield* pollUntil(status, {
+          schedule: Schedule.spaced(Duration.millis(RESUME_POLL_MS)),
+          until: (state) => state !== "inmigrate",
+          within: Duration.seconds(120),
+          onTimeout: () => new ControlRejected({ message: "loading the state took over 120 s", subject: vm.name })
+        })
+        if (loaded === "running") return
+        if (loaded === "paused" || loaded === "postmigrate" || loaded === "prelaunch") return yield* qmp.execute("cont")
+        const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
+        return yield* new ControlRejected({ message: migration["error-desc"] ?? `the guest is ${loaded} after loading its state`, subject: vm.name })
+      })
+    },
     { subject: vm.name, commandTimeoutMs: 30_000 }
-  ).pipe(Effect.timeoutFail({ duration: 120_000, onTimeout: () => new MonitorRejected({ message: "loading the state took over 120 s", subject: vm.name }) }))
+  )
 
 /** Written by each start into the VM folder, read by `awaitSshd` and `checkpoint` (possibly in another process). */
 export interface BootRecord {
@@ -251,6 +233,22 @@ export const readBootRecord = (vm: VmRef): Effect.Effect<Partial<BootRecord> | u
 /** How often the console is read for the sshd line: every wait for it is `up --wait` time (a read costs microseconds). */
 const SSHD_POLL_MS = 10
 
+/** What a console log holds past `offset` (at most 1 MiB at a time); nothing when it is missing. Also the libvirt provider's reader of its domains' consoles. */
+export const readConsoleFrom = (path: string, offset: number): Effect.Effect<Buffer> =>
+  Effect.promise(async () => {
+    const handle = await open(path, "r").catch(() => undefined)
+    if (!handle) return Buffer.alloc(0)
+    try {
+      const { size } = await handle.stat()
+      if (size <= offset) return Buffer.alloc(0)
+      const buffer = Buffer.alloc(Math.min(size - offset, 1 << 20))
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset)
+      return buffer.subarray(0, bytesRead)
+    } finally {
+      await handle.close()
+    }
+  })
+
 /**
  * Waits until this boot's console shows the guest's "sshd listening" line. True once it does;
  * false at once for guests that print none, and when the VM stops or the time runs out (the
@@ -265,16 +263,21 @@ export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> 
     if (typeof marker !== "string" || typeof record?.console_offset !== "number") return false
     let offset = record.console_offset
     let pending = ""
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const chunk = yield* Effect.promise(() => readConsoleFrom(files.console, offset))
+    const look = Effect.gen(function* () {
+      const chunk = yield* readConsoleFrom(files.console, offset)
       offset += chunk.length
       pending += chunk.toString("utf8")
-      if (pending.includes(marker)) return true
+      if (pending.includes(marker)) return "said"
       pending = pending.slice(pending.lastIndexOf("\n") + 1)
-      if (Date.now() >= deadline || !(yield* Effect.sync(() => readRunState(vm))).running) return false
-      yield* Effect.sleep(SSHD_POLL_MS)
-    }
+      return readRunState(vm).running ? "booting" : "stopped"
+    })
+    const outcome = yield* pollUntil(look, {
+      schedule: Schedule.spaced(Duration.millis(SSHD_POLL_MS)),
+      until: (state) => state !== "booting",
+      within: Duration.millis(timeoutMs),
+      onTimeout: () => "timed out"
+    }).pipe(Effect.merge)
+    return outcome === "said"
   })
 
 /** Size of the console log now: what a start appends comes after it. */
@@ -304,32 +307,36 @@ export const watchKvmStart = (plan: BootPlan, consoleOffset: number): Effect.Eff
       Effect.map((reply) => reply.status),
       Effect.orElseSucceed(() => undefined)
     )
-    const started = Date.now()
-    for (let tick = 0; ; tick++) {
-      if (tick % WATCH_QMP_EVERY === 0 || Date.now() - started >= budget) {
+    const started = yield* Clock.currentTimeMillis
+    let tick = 0
+    /** The reason it is not running (undefined: it runs), or "watching" while it is too early to say. */
+    const look = Effect.gen(function* () {
+      const overdue = (yield* elapsedSince(started)) >= budget
+      if (tick++ % WATCH_QMP_EVERY === 0 || overdue) {
         const status = yield* runState
         if (status === "internal-error") return "KVM internal error"
         if (status === "guest-panicked") return "the guest panicked under KVM"
       }
-      const state = yield* Effect.sync(() => readRunState(vm))
-      if (!state.running) return "QEMU exited under KVM"
-      const spoke = (yield* consoleSize(vm)) > consoleOffset
-      if (spoke) return undefined
-      if (Date.now() - started >= budget) return talks ? `no console output in ${Math.round(budget / 1000)} s` : undefined
-      yield* Effect.sleep(WATCH_POLL_MS)
-    }
+      if (!readRunState(vm).running) return "QEMU exited under KVM"
+      if ((yield* consoleSize(vm)) > consoleOffset) return undefined
+      if (overdue) return talks ? `no console output in ${Math.round(budget / 1000)} s` : undefined
+      return "watching"
+    })
+    // Bounded by the silence budget inside `look` (and each look by QMP's own timeouts), not by `within`.
+    return yield* pollUntil(look, {
+      schedule: Schedule.spaced(Duration.millis(WATCH_POLL_MS)),
+      until: (verdict) => verdict !== "watching",
+      within: Duration.infinity,
+      onTimeout: () => "never"
+    }).pipe(Effect.merge)
   })
 
 /** Polls until the process no longer runs this VM (gone, a zombie, or a reused pid); false on timeout. */
 export const waitForExit = (pid: number, vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
-  Effect.promise(async () => {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      if (!isAlive(pid) || !ownsVm(pid, vm)) return true
-      if (Date.now() >= deadline) return false
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
-    }
-  })
+  pollUntil(
+    Effect.sync(() => !isAlive(pid) || !ownsVm(pid, vm)),
+    { schedule: Schedule.spaced(Duration.millis(POLL_MS)), until: (gone) => gone, within: Duration.millis(timeoutMs), onTimeout: () => false }
+  ).pipe(Effect.merge)
 
 const signal = (pid: number, name: NodeJS.Signals) =>
   Effect.sync(() => {

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { diskFull, DiskShrink, Internal, isDiskFull, NotFound, QemuMissing, type DiskInfo, type LimitReached } from "@stoat/core"
+import { checkTheHost, diskFull, DiskShrink, Internal, isDiskFull, NotFound, ProviderMissing, type DiskInfo, type LimitReached } from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { runProgram, stderrMessage } from "./run.js"
 import { parseSnapshotRows } from "./snapshot-table.js"
@@ -23,11 +23,11 @@ export const parseSize = (size: string): { readonly bytes: number; readonly rela
 }
 
 /** Runs qemu-img; stdout on success, its own error message otherwise. */
-export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.Effect<string, Internal | QemuMissing> =>
+export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.Effect<string, Internal | ProviderMissing> =>
   runProgram(QEMU_IMG, args).pipe(
     Effect.mapError((failure) =>
       failure.missing
-        ? new QemuMissing({ message: `${QEMU_IMG} not found on PATH; install QEMU (see stoat doctor)` })
+        ? new ProviderMissing({ message: `${QEMU_IMG} not found on PATH; install QEMU`, hint: checkTheHost })
         : new Internal({ message: failure.message, ...(subject !== undefined ? { subject } : {}) })
     ),
     Effect.flatMap((out) =>
@@ -46,7 +46,7 @@ export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.E
  * qemu-img run for a command that writes an image (create, resize): a full file system is
  * `limit_reached` with the free space, since nothing but freeing space helps.
  */
-const qemuImgWriting = (args: ReadonlyArray<string>, path: string): Effect.Effect<string, Internal | QemuMissing | LimitReached> =>
+const qemuImgWriting = (args: ReadonlyArray<string>, path: string): Effect.Effect<string, Internal | ProviderMissing | LimitReached> =>
   Effect.catchIf(
     qemuImg(args, path),
     (error) => error._tag === "Internal" && isDiskFull(error),
@@ -67,7 +67,7 @@ interface InfoJson {
 export type ImageInfo = Omit<DiskInfo, "backing"> & { readonly backingPath?: string }
 
 /** `qemu-img info --output=json`; `-U` so it also works while QEMU holds the image. */
-export const diskInfo = (path: string): Effect.Effect<ImageInfo, Internal | NotFound | QemuMissing> =>
+export const diskInfo = (path: string): Effect.Effect<ImageInfo, Internal | NotFound | ProviderMissing> =>
   Effect.gen(function* () {
     if (!(yield* exists(path))) return yield* new NotFound({ message: `disk image ${path} does not exist`, subject: path })
     const text = yield* qemuImg(["info", "--output=json", "-U", path], path)
@@ -88,7 +88,7 @@ const badSize = (size: string, path: string) =>
   new Internal({ message: `invalid disk size "${size}" (use a number with an optional K, M, G or T suffix)`, subject: path })
 
 /** A qcow2 image of `size`, or an overlay on `backing` (absolute path recorded, its format detected). */
-export const createDisk = (path: string, size: string, backing?: string): Effect.Effect<void, Internal | QemuMissing | LimitReached> =>
+export const createDisk = (path: string, size: string, backing?: string): Effect.Effect<void, Internal | ProviderMissing | LimitReached> =>
   Effect.gen(function* () {
     const parsed = size === "" ? undefined : parseSize(size)
     if (size !== "" && (parsed === undefined || parsed.relative)) return yield* badSize(size, path)
@@ -106,7 +106,7 @@ export const createDisk = (path: string, size: string, backing?: string): Effect
   })
 
 /** Grow-only: a size below the current virtual size fails with DiskShrink; the same size is a no-op. */
-export const resizeDisk = (path: string, size: string): Effect.Effect<void, Internal | DiskShrink | QemuMissing | LimitReached> =>
+export const resizeDisk = (path: string, size: string): Effect.Effect<void, Internal | DiskShrink | ProviderMissing | LimitReached> =>
   Effect.gen(function* () {
     const parsed = parseSize(size)
     if (parsed === undefined) return yield* badSize(size, path)
@@ -125,7 +125,7 @@ export const resizeDisk = (path: string, size: string): Effect.Effect<void, Inte
 /** Internal snapshots of a disk, with their ids; `-U` so a concurrent QEMU does not make it fail. */
 export const snapshotRows = (path: string) => Effect.map(qemuImg(["snapshot", "-l", "-U", path], path), parseSnapshotRows)
 
-export const listSnapshots = (path: string): Effect.Effect<Snapshot[], Internal | QemuMissing> =>
+export const listSnapshots = (path: string): Effect.Effect<Snapshot[], Internal | ProviderMissing> =>
   Effect.map(snapshotRows(path), (rows) => rows.map((row) => row.snapshot))
 
 export const createSnapshot = (path: string, tag: string) => qemuImg(["snapshot", "-c", tag, path], path).pipe(Effect.asVoid)

@@ -1,6 +1,6 @@
 import { connect, type Socket } from "node:net"
-import { Effect, type Scope } from "effect"
-import { MonitorRejected, MonitorUnreachable } from "@stoat/core"
+import { Clock, Duration, Effect, Schedule, type Scope } from "effect"
+import { ControlRejected, ControlUnreachable, elapsedSince } from "@stoat/core"
 
 export interface QmpEvent {
   readonly event: string
@@ -17,12 +17,12 @@ export interface QmpOptions {
   readonly commandTimeoutMs?: number
 }
 
-export type QmpError = MonitorUnreachable | MonitorRejected
+export type QmpError = ControlUnreachable | ControlRejected
 
 /** One negotiated QMP connection. Only valid inside the scope that opened it. */
 export interface Qmp {
   readonly version: { readonly major: number; readonly minor: number; readonly micro: number }
-  /** Runs a command and answers its `return` value; a QMP `error` reply fails with MonitorRejected. */
+  /** Runs a command and answers its `return` value; a QMP `error` reply fails with ControlRejected. */
   readonly execute: <A = unknown>(
     command: string,
     args?: Record<string, unknown>,
@@ -31,7 +31,7 @@ export interface Qmp {
   /** Every event received on this connection so far, oldest first. */
   readonly events: Effect.Effect<ReadonlyArray<QmpEvent>>
   /** The first event (received on this connection, not yet returned by an earlier call) that matches. */
-  readonly waitForEvent: (match: string | ((event: QmpEvent) => boolean), timeoutMs: number) => Effect.Effect<QmpEvent, MonitorUnreachable>
+  readonly waitForEvent: (match: string | ((event: QmpEvent) => boolean), timeoutMs: number) => Effect.Effect<QmpEvent, ControlUnreachable>
   /** Completes when QEMU closes the connection (it does when it exits). */
   readonly closed: Effect.Effect<void>
 }
@@ -114,7 +114,7 @@ class Connection {
 }
 
 const unreachable = (socketPath: string, why: string, subject: string | undefined) =>
-  new MonitorUnreachable({ message: `QEMU monitor ${socketPath}: ${why}`, ...(subject !== undefined ? { subject } : {}) })
+  new ControlUnreachable({ message: `QEMU monitor ${socketPath}: ${why}`, ...(subject !== undefined ? { subject } : {}) })
 
 /** Suspends until `ready` answers something defined, re-checking whenever the connection hears anything. */
 const waitUntil = <A>(connection: Connection, ready: () => A | undefined): Effect.Effect<A> =>
@@ -155,30 +155,25 @@ const connectOnce = (socketPath: string) =>
  * socket), reads the greeting and negotiates capabilities. QMP serves one client at a time and a
  * second connection just waits, so keep the scope short: connect, do the work, close.
  */
-export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect.Effect<Qmp, MonitorUnreachable, Scope.Scope> =>
+export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect.Effect<Qmp, ControlUnreachable, Scope.Scope> =>
   Effect.gen(function* () {
     const subject = options.subject
     const budget = options.connectTimeoutMs ?? 5_000
     const commandTimeout = options.commandTimeoutMs ?? 10_000
-    const deadline = Date.now() + budget
+    const started = yield* Clock.currentTimeMillis
 
     const socket = yield* Effect.acquireRelease(
-      Effect.suspend(function retry(): Effect.Effect<Socket, MonitorUnreachable> {
-        return connectOnce(socketPath).pipe(
-          Effect.catchAll((failure) =>
-            failure.retry && Date.now() < deadline
-              ? Effect.zipRight(Effect.sleep(50), Effect.suspend(retry))
-              : Effect.fail(unreachable(socketPath, failure.message, subject))
-          )
-        )
-      }),
+      connectOnce(socketPath).pipe(
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.millis(budget))), while: (failure) => failure.retry }),
+        Effect.mapError((failure) => unreachable(socketPath, failure.message, subject))
+      ),
       (socket) => Effect.sync(() => socket.destroy())
     )
     const connection = new Connection(socket)
 
     const greeting = yield* waitUntil(connection, () => connection.greeting ?? (connection.closedReason !== undefined ? null : undefined)).pipe(
       Effect.timeoutFail({
-        duration: Math.max(1_000, deadline - Date.now()),
+        duration: Math.max(1_000, budget - (yield* elapsedSince(started))),
         onTimeout: () => unreachable(socketPath, `no greeting within ${budget} ms (another client may be connected)`, subject)
       })
     )
@@ -194,7 +189,7 @@ export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect
         const id = connection.id()
         connection.pending.set(id, {
           resolve: (value) => resume(Effect.succeed(value as A)),
-          reject: (desc) => resume(Effect.fail(new MonitorRejected({ message: `${command}: ${desc}`, ...(subject !== undefined ? { subject } : {}) }))),
+          reject: (desc) => resume(Effect.fail(new ControlRejected({ message: `${command}: ${desc}`, ...(subject !== undefined ? { subject } : {}) }))),
           lost: (reason) => resume(Effect.fail(unreachable(socketPath, `${reason} during ${command}`, subject)))
         })
         socket.write(`${JSON.stringify(args === undefined ? { execute: command, id } : { execute: command, arguments: args, id })}\n`)
@@ -208,7 +203,7 @@ export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect
     }
 
     yield* execute("qmp_capabilities").pipe(
-      Effect.catchTag("MonitorRejected", (error) => Effect.fail(unreachable(socketPath, `capabilities refused: ${error.message}`, subject)))
+      Effect.catchTag("ControlRejected", (error) => Effect.fail(unreachable(socketPath, `capabilities refused: ${error.message}`, subject)))
     )
 
     const version = ((greeting["QMP"] as { version?: { qemu?: Qmp["version"] } } | undefined)?.version?.qemu) ?? { major: 0, minor: 0, micro: 0 }
@@ -245,7 +240,7 @@ export const withQmp = <A, E, R>(
   socketPath: string,
   use: (qmp: Qmp) => Effect.Effect<A, E, R>,
   options: QmpOptions = {}
-): Effect.Effect<A, E | MonitorUnreachable, Exclude<R, Scope.Scope>> => Effect.scoped(Effect.flatMap(qmpConnect(socketPath, options), use))
+): Effect.Effect<A, E | ControlUnreachable, Exclude<R, Scope.Scope>> => Effect.scoped(Effect.flatMap(qmpConnect(socketPath, options), use))
 
 /** One command on a fresh connection. */
 export const qmpExecute = <A = unknown>(

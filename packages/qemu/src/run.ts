@@ -1,5 +1,8 @@
-import { execFile } from "node:child_process"
 import { Effect } from "effect"
+import { runChild } from "./child.js"
+
+/** qemu-img's answers are small; more than this is a runaway program. */
+const MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 
 export interface RunOutput {
   readonly code: number | null
@@ -9,35 +12,21 @@ export interface RunOutput {
 
 /**
  * Runs a program without a shell and collects its output. Fails only when it cannot be run at all
- * (`missing` when it is not installed); a non-zero exit is a result the caller interprets.
- * Interrupting the effect kills the program.
+ * (`missing` when it is not installed) or outlives `timeoutMs` (default 2 minutes); a non-zero exit
+ * is a result the caller interprets. Interrupting the effect kills the program.
  */
 export const runProgram = (
   file: string,
   args: ReadonlyArray<string>,
   options: { readonly timeoutMs?: number } = {}
-): Effect.Effect<RunOutput, { readonly missing: boolean; readonly message: string }> =>
-  Effect.async((resume) => {
-    const child = execFile(
-      file,
-      [...args],
-      { timeout: options.timeoutMs ?? 120_000, killSignal: "SIGKILL", maxBuffer: 64 * 1024 * 1024, encoding: "utf8" },
-      (error, stdout, stderr) => {
-        if (error && typeof error.code === "string") {
-          resume(Effect.fail({ missing: error.code === "ENOENT", message: `${file}: ${error.message}` }))
-          return
-        }
-        if (error?.killed) {
-          resume(Effect.fail({ missing: false, message: `${file} ${args[0] ?? ""} did not finish in ${options.timeoutMs ?? 120_000} ms` }))
-          return
-        }
-        resume(Effect.succeed({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }))
-      }
-    )
-    return Effect.sync(() => {
-      child.kill("SIGKILL")
-    })
+): Effect.Effect<RunOutput, { readonly missing: boolean; readonly message: string }> => {
+  const timeoutMs = options.timeoutMs ?? 120_000
+  return Effect.flatMap(runChild(file, args, { timeoutMs, maxBytes: MAX_OUTPUT_BYTES }), (exit) => {
+    if (exit.timedOut) return Effect.fail({ missing: false, message: `${file} ${args[0] ?? ""} did not finish in ${timeoutMs} ms` })
+    if (exit.overflowed) return Effect.fail({ missing: false, message: `${file} ${args[0] ?? ""} wrote more than ${MAX_OUTPUT_BYTES} bytes` })
+    return Effect.succeed({ code: exit.code, stdout: exit.stdout.toString("utf8"), stderr: exit.stderr })
   })
+}
 
 /**
  * The useful part of a QEMU tool's stderr: its last non-empty lines (`lines`, default 3) without

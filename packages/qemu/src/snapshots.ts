@@ -1,7 +1,7 @@
 import { stat, unlink } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { Internal, NoDisk, type MonitorRejected, type MonitorUnreachable, type QemuMissing, type VmDisk, type VmRef } from "@stoat/core"
+import { Internal, NoDisk, type ControlRejected, type ControlUnreachable, type ProviderMissing, type VmDisk, type VmRef } from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { DISK_ID, vmFiles } from "./argv.js"
 import { hostPathOf } from "./disks.js"
@@ -17,10 +17,10 @@ import { parseSnapshotTable } from "./snapshot-table.js"
  * disk-only and crash-consistent (full RAM snapshots are refused while a 9p share is attached).
  */
 
-type QmpError = MonitorUnreachable | MonitorRejected
+type QmpError = ControlUnreachable | ControlRejected
 
 /** qemu-img missing, or QEMU refusing a query, are not in these operations' contracts: internal, with the message. */
-const asInternal = (error: QemuMissing | MonitorRejected) =>
+const asInternal = (error: ProviderMissing | ControlRejected) =>
   Effect.fail(new Internal({ message: error.message, ...(error.subject !== undefined ? { subject: error.subject } : {}) }))
 
 /** The disk's file on this host, or no_disk when it does not exist. */
@@ -68,21 +68,21 @@ const writesTo = (qmp: Qmp, disk: string) =>
     return written !== undefined && resolve(written) === resolve(disk)
   })
 
-export const listSnapshots = (ref: VmDisk): Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | MonitorUnreachable> =>
+export const listSnapshots = (ref: VmDisk): Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | ControlUnreachable> =>
   Effect.gen(function* () {
     const disk = yield* requireDisk(ref)
     // HMP lists the snapshots of the file QEMU writes; a frozen layer below it is read with qemu-img.
-    if ((yield* running(ref.vm)) && (yield* liveQmp(ref.vm, (qmp) => writesTo(qmp, disk)).pipe(Effect.catchTag("MonitorRejected", asInternal)))) {
+    if ((yield* running(ref.vm)) && (yield* liveQmp(ref.vm, (qmp) => writesTo(qmp, disk)).pipe(Effect.catchTag("ControlRejected", asInternal)))) {
       // HMP's table has the same columns as qemu-img's; one parser reads both.
       const text = yield* liveQmp(ref.vm, (qmp) => qmp.execute<string>("human-monitor-command", { "command-line": "info snapshots" })).pipe(
-        Effect.catchTag("MonitorRejected", asInternal)
+        Effect.catchTag("ControlRejected", asInternal)
       )
       return parseSnapshotTable(text)
     }
-    return yield* img.listSnapshots(disk).pipe(Effect.catchTag("QemuMissing", asInternal))
+    return yield* img.listSnapshots(disk).pipe(Effect.catchTag("ProviderMissing", asInternal))
   })
 
-export const saveSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected> =>
+export const saveSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected> =>
   Effect.gen(function* () {
     const disk = yield* requireDisk(ref)
     if (yield* running(ref.vm)) {
@@ -90,7 +90,7 @@ export const saveSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, Inte
         Effect.flatMap(findDisk(qmp, ref.vm, disk), ({ device }) => qmp.execute("blockdev-snapshot-internal-sync", { device, name: tag }, { timeoutMs: 60_000 }))
       )
     }
-    yield* img.createSnapshot(disk, tag).pipe(Effect.catchTag("QemuMissing", asInternal))
+    yield* img.createSnapshot(disk, tag).pipe(Effect.catchTag("ProviderMissing", asInternal))
   })
 
 /** Applies a snapshot with qemu-img: the disk must not be open in QEMU. */
@@ -103,10 +103,10 @@ export const restoreSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, I
         return yield* new Internal({ message: `snapshot tag "${tag}" is also the id of another snapshot on VM "${ref.vm.name}"; qemu-img cannot tell them apart`, subject: tag })
       }
       yield* img.applySnapshot(disk, tag)
-    }).pipe(Effect.catchTag("QemuMissing", asInternal))
+    }).pipe(Effect.catchTag("ProviderMissing", asInternal))
   })
 
-export const deleteSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected> =>
+export const deleteSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected> =>
   Effect.gen(function* () {
     const disk = yield* requireDisk(ref)
     if (yield* running(ref.vm)) {
@@ -119,7 +119,7 @@ export const deleteSnapshot = (ref: VmDisk, tag: string): Effect.Effect<void, In
     }
     yield* Effect.gen(function* () {
       for (const _ of (yield* img.listSnapshots(disk)).filter((snapshot) => snapshot.tag === tag)) yield* img.deleteSnapshot(disk, tag)
-    }).pipe(Effect.catchTag("QemuMissing", asInternal))
+    }).pipe(Effect.catchTag("ProviderMissing", asInternal))
   })
 
 /**
@@ -143,5 +143,5 @@ export const snapshotOverlay = (source: VmDisk, tag: string, disk: VmDisk, backi
         ),
         () => Effect.promise(() => unlink(path).catch(() => undefined))
       )
-    }).pipe(Effect.catchTag("QemuMissing", asInternal))
+    }).pipe(Effect.catchTag("ProviderMissing", asInternal))
   })

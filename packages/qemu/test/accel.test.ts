@@ -9,15 +9,15 @@ import { execFileSync } from "node:child_process"
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { BootPlan } from "@stoat/core"
 import { AccelCache, PROBE_MARKER, PROBE_NAME, probeKvm } from "../src/accel.js"
 import { vmFiles } from "../src/argv.js"
+import { waitForExit } from "../src/lifecycle.js"
 import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
-import { waitForSshBanner } from "../src/tiny/probe.js"
-import { call, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
+import { call, ok, sshBannerOnceReady, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
 
 const realQemu = () => execFileSync("sh", ["-c", "command -v qemu-system-x86_64"], { encoding: "utf8" }).trim()
 
@@ -141,7 +141,11 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
 
   const killVm = async () => {
     const pid = Number.parseInt(await readFile(vmFiles(plan.vm.dir).pidfile, "utf8").catch(() => ""), 10)
-    if (pid > 0 && isAlive(pid)) process.kill(pid, "SIGKILL")
+    if (pid > 0 && isAlive(pid)) {
+      process.kill(pid, "SIGKILL")
+      // Gone before the next test starts this VM again (a killed QEMU takes a moment to go under load).
+      await Effect.runPromise(waitForExit(pid, plan.vm, 30_000))
+    }
   }
   afterEach(async () => {
     await killVm()
@@ -172,7 +176,7 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
       expect(started.notice).toMatch(reason)
       expect(started.notice).toMatch(/restarted it under TCG/)
       expect(await readFile(`/proc/${started.pid}/cmdline`, "utf8")).toContain("-accel\0tcg\0")
-      await waitForSshBanner(plan.sshPort, { timeoutMs: 120_000 })
+      await sshBannerOnceReady(root, plan.vm, plan.sshPort, 120_000)
       const verdict = await cachedVerdict()
       expect(verdict).toMatchObject({ accel: "tcg", source: "start" })
       expect(verdict.detail).toMatch(reason)
@@ -184,7 +188,7 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
       expect(again).toMatchObject({ accel: "tcg" })
       expect(again.notice).toBeUndefined()
       expect(await readFile(log, "utf8")).not.toMatch(/-accel kvm/)
-      const doctor = await ok(root, (h) => h.probeAccelerator)
+      const doctor = await ok(root, (h) => h.acceleration)
       expect(doctor.accel).toBe("tcg")
       expect(doctor.detail).toMatch(/does not run.*\(STOAT_ACCEL=auto\)$/)
     }, 300_000)
@@ -204,10 +208,10 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
     process.env["STOAT_ACCEL"] = "tcg"
     expect(await ok(root, (h) => h.start(plan))).toMatchObject({ accel: "tcg" })
     expect(await readFile(log, "utf8")).not.toMatch(/-accel kvm/)
-    expect((await ok(root, (h) => h.probeAccelerator)).detail).toMatch(/^STOAT_ACCEL=tcg/)
+    expect((await ok(root, (h) => h.acceleration)).detail).toMatch(/^STOAT_ACCEL=tcg/)
     await killVm()
     process.env["STOAT_ACCEL"] = "fast"
-    const bad = await call(root, (h) => h.probeAccelerator)
+    const bad = await call(root, (h) => h.acceleration)
     expect(Either.isLeft(bad) && bad.left.message).toBe('STOAT_ACCEL must be auto, kvm or tcg (got "fast")')
   }, 120_000)
 })

@@ -8,14 +8,14 @@ import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:f
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { BootPlan, VmDisk, VmRef } from "@stoat/core"
 import { vmFiles } from "../src/argv.js"
+import { waitForExit } from "../src/lifecycle.js"
 import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
-import { waitForSshBanner } from "../src/tiny/probe.js"
-import { build, call, elapsed, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
+import { awaitSshd, build, sshBannerOnceReady, call, elapsed, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
 
 const exists = (path: string) => access(path).then(() => true, () => false)
 
@@ -25,13 +25,6 @@ const hasExt4 = (disk: string, scratch: string): boolean => {
   execFileSync("qemu-img", ["dd", "-f", "qcow2", "-O", "raw", "bs=1024", "count=2", `if=${disk}`, `of=${raw}`])
   const head = execFileSync("od", ["-An", "-tx1", "-j1080", "-N2", raw], { encoding: "utf8" }).trim()
   return head === "53 ef"
-}
-
-const waitGone = async (pid: number, timeoutMs: number) => {
-  const deadline = Date.now() + timeoutMs
-  while (isAlive(pid) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "" && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 describe("QEMU hypervisor with the tiny guest", () => {
@@ -86,7 +79,7 @@ describe("QEMU hypervisor with the tiny guest", () => {
   it("awaitSshd answers false at once for a VM whose start recorded no console line to wait for", async () => {
     const other = { name: "never_started", dir: join(root, "never_started") }
     await mkdir(other.dir)
-    expect(await ok(root, (h) => h.awaitSshd(other, 60_000))).toBe(false)
+    expect(await awaitSshd(other, 60_000)).toBe(false)
   })
 
   it("refuses shares that are missing or not directories", async () => {
@@ -130,8 +123,8 @@ describe("QEMU hypervisor with the tiny guest", () => {
     expect(Either.isLeft(again) && again.left.code).toBe("already_running")
 
     // The guest says on its console once sshd listens; the first connection after that line finds it.
-    expect(await ok(root, (h) => h.awaitSshd(vm, 120_000))).toBe(true)
-    const banner = await waitForSshBanner(plan.sshPort, { timeoutMs: 30_000, isAlive: () => isAlive(state.pid ?? 0) })
+    expect(await awaitSshd(vm, 120_000)).toBe(true)
+    const banner = await sshBannerOnceReady(root, vm, plan.sshPort, 30_000)
     timings.push(`start → SSH banner: ${elapsed(t0)} ms`)
     expect(banner).toMatch(/^SSH-2\.0-dropbear/)
 
@@ -215,7 +208,7 @@ describe("QEMU hypervisor with the tiny guest", () => {
     const { pid } = await ok(root, (h) => h.start(plan))
     timings.push(`start → pidfile (accel probe cached): ${elapsed(t0)} ms`)
     process.kill(pid ?? 0, "SIGKILL")
-    await waitGone(pid ?? 0, 5_000)
+    await Effect.runPromise(waitForExit(pid ?? 0, vm, 30_000))
     const files = vmFiles(vm.dir)
     const state = await ok(root, (h) => h.status(vm))
     expect(state.running).toBe(false)

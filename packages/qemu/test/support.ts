@@ -1,12 +1,13 @@
 import { execFileSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
-import { createServer } from "node:net"
+import { connect, createServer } from "node:net"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { type Context, Effect, Either, Layer, Redacted } from "effect"
-import { dataRootAt, guestHostname, Hypervisor, ImageBuilder, type BootPlan } from "@stoat/core"
-import { makeQemuHypervisor } from "../src/hypervisor.js"
+import { awaitSsh, dataRootAt, guestHostname, GuestSignals, Hypervisor, ImageBuilder, type BootPlan, type VmRef } from "@stoat/core"
+import { GuestTransportLive } from "@stoat/core/ssh"
+import { makeQemuHypervisor, QemuGuestSignalsLive } from "../src/hypervisor.js"
 import { makeQemuImageBuilder } from "../src/image-builder.js"
 import type { TinyGuestImage } from "../src/tiny/build.js"
 
@@ -30,6 +31,35 @@ export const hypervisorAt = (root: string) => makeQemuHypervisor({ tinyCacheDir 
 /** Runs one Hypervisor call; the typed failure comes back as Left so tests can look at its code. */
 export const call = <A, E>(root: string, use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>) =>
   Effect.runPromise(Effect.either(Effect.flatMap(Hypervisor, use)).pipe(Effect.provide(hypervisorAt(root))))
+
+/** The QEMU provider's GuestSignals: whether the VM's current boot said sshd listens. */
+export const awaitSshd = (vm: VmRef, timeoutMs: number): Promise<boolean> =>
+  Effect.runPromise(Effect.flatMap(GuestSignals, (signals) => signals.awaitSshd(vm, timeoutMs)).pipe(Effect.provide(QemuGuestSignalsLive)))
+
+/** The first line sshd sends on 127.0.0.1:port (its SSH identification), or what was there instead. */
+export const sshBanner = (port: number): Promise<string> =>
+  new Promise((resolve, reject) => {
+    let data = ""
+    const socket = connect({ host: "127.0.0.1", port })
+    socket.setTimeout(30_000, () => socket.destroy(new Error(`no line from 127.0.0.1:${port} within 30 s`)))
+    socket.setEncoding("latin1")
+    socket.on("data", (chunk: string) => {
+      data += chunk
+      if (data.includes("\n")) {
+        socket.destroy()
+        resolve(data.slice(0, data.indexOf("\n")).trim())
+      }
+    })
+    socket.on("error", reject)
+    socket.on("close", () => reject(new Error(`127.0.0.1:${port} closed after ${JSON.stringify(data)}`)))
+  })
+
+/** Waits as `stoat up --wait` does (the guest's signal, then the ssh probe), then reads sshd's banner. */
+export const sshBannerOnceReady = async (root: string, vm: VmRef, port: number, timeoutMs: number): Promise<string> => {
+  const layer = Layer.mergeAll(hypervisorAt(root), QemuGuestSignalsLive, GuestTransportLive)
+  await Effect.runPromise(awaitSsh(vm, port, timeoutMs).pipe(Effect.provide(layer)))
+  return sshBanner(port)
+}
 
 /** Runs one ImageBuilder call over the shared tiny cache; the typed failure comes back as Left. */
 export const build = <A, E>(root: string, use: (images: Context.Tag.Service<ImageBuilder>) => Effect.Effect<A, E>) =>

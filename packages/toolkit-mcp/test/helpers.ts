@@ -244,6 +244,23 @@ export const busiestThread = async (pid: number, ms = 600): Promise<{ tid: numbe
 }
 
 /**
+ * The thread that is the busiest in `windows` windows in a row: an endless loop, rather than a
+ * worker still loading its commands, which a loaded machine can make look busiest for one window.
+ */
+export const spinningThread = async (pid: number, ms = 300, windows = 3, timeoutMs = 20_000): Promise<number> => {
+  const deadline = Date.now() + timeoutMs
+  let last = -1
+  let streak = 0
+  while (Date.now() < deadline) {
+    const { tid } = await busiestThread(pid, ms)
+    streak = tid === last ? streak + 1 : 1
+    last = tid
+    if (streak >= windows) return tid
+  }
+  throw new Error(`no thread of ${pid} stayed the busiest for ${windows} windows of ${ms} ms`)
+}
+
+/**
  * Waits until no thread of `pid` keeps a core busy (at most a fifth of a 200 ms window), for
  * example until workers that replace terminated ones have started, so that busiestThread then
  * finds the thread of the call under test.

@@ -1,8 +1,10 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { bfPrinting, busiestThread, connect, HELLO_BF, rawHttp, serve, tempHome, textOf, threadAlive, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { bfPrinting, busiestThread, connect, HELLO_BF, rawHttp, serve, spinningThread, tempHome, textOf, threadAlive, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
 
 /**
  * A real `toolkit mcp serve` process and a real MCP SDK client over Streamable HTTP.
@@ -275,12 +277,31 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
     const controller = new AbortController()
     const pending = client.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: controller.signal })
     pending.catch(() => undefined)
-    const busy = await busiestThread(server.proc.pid!, 500)
+    const busy = { tid: await spinningThread(server.proc.pid!) }
     expect(busy.tid).not.toBe(server.proc.pid)
     controller.abort("user changed their mind")
     await expect(pending).rejects.toThrow()
     await server.waitForStderr(/tool interpreters_brainfuck exit 130 \d+ms/)
     expect(await waitUntil(() => !threadAlive(server.proc.pid!, busy.tid), 1_500)).toBe(true)
+  })
+})
+
+describe("tools/call validated by the SDK's CallToolRequestSchema", () => {
+  const request = (params: Record<string, unknown>) => client.request({ method: "tools/call", params }, CallToolResultSchema)
+
+  it("refuses a request the schema refuses with -32602 and a message naming the field, before any command runs", async () => {
+    const from = server.stderr().length
+    const refused = await request({ name: "interpreters_brainfuck", arguments: { file: "hello.bf" }, _meta: { progressToken: { not: "a token" } } }).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(McpError)
+    expect((refused as McpError).code).toBe(ErrorCode.InvalidParams)
+    expect((refused as McpError).message).toMatch(/Invalid params: params\._meta\.progressToken: Invalid input/)
+    await server.waitForStderr(/tool interpreters_brainfuck exit 1 \d+ms\n/, undefined, from)
+  })
+
+  it("answers a name that is not a string with -32602 and arguments that are not an object with the tool's argument error", async () => {
+    await expect(request({ name: 42, arguments: {} })).rejects.toThrow("MCP error -32602: tools/call needs the tool's name as a string")
+    const result = await request({ name: "interpreters_brainfuck", arguments: ["hello.bf"] })
+    expect({ text: textOf(result), isError: result.isError }).toEqual({ text: "Arguments for tool interpreters_brainfuck must be an object.\nexit code: 1", isError: true })
   })
 })
 
@@ -303,5 +324,15 @@ describe("HTTP security and transport", () => {
     expect(await rawPost(server.url, { origin: "http://evil.example.com" })).toBe(403)
     expect(await rawPost(server.url, { origin: "null" })).toBe(403)
     expect(await rawPost(server.url, { origin: "http://localhost:3000" })).toBe(200)
+  })
+
+  it("shares stoat's loopback guard: any literal loopback Host passes, and an SDK client sent from a foreign page is refused with 403", async () => {
+    const port = new URL(server.url).port
+    expect(await rawPost(server.url, { host: `127.0.0.2:${port}` })).toBe(200)
+    expect(await rawPost(server.url, { host: `localhost.evil.example.com:${port}` })).toBe(403)
+    const rebound = new Client({ name: "rebinding-page", version: "1.0.0" })
+    const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { origin: "http://evil.example.com" } } })
+    await expect(rebound.connect(transport)).rejects.toMatchObject({ code: 403, message: expect.stringContaining("is not a loopback origin") })
+    await transport.close()
   })
 })

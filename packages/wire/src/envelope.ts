@@ -26,8 +26,19 @@ export const ProgressData = Schema.Struct({
   total: Int,
   percent: Int
 })
+export type ProgressData = typeof ProgressData.Type
 export const StageData = Schema.Struct({ recipe: Schema.String })
+export type StageData = typeof StageData.Type
 export const LogData = Schema.Struct({ line: Schema.String })
+export type LogData = typeof LogData.Type
+
+/** One report of long work as its `--json` line carries it (less `v` and `cmd`): a download's bytes, a recipe reached, a line of log. */
+export const ProgressEvent = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("progress"), data: ProgressData }),
+  Schema.Struct({ type: Schema.Literal("stage"), data: StageData }),
+  Schema.Struct({ type: Schema.Literal("log"), data: LogData })
+)
+export type ProgressEvent = typeof ProgressEvent.Type
 
 /**
  * Serialises one envelope as a single line. JSON.stringify never HTML-escapes `<`, `>` or `&`,
@@ -43,9 +54,9 @@ export const resultError = (cmd: string, error: ErrorInfo): Envelope => ({
   ok: false,
   error
 })
-export const event = (type: Exclude<EventType, "result">, cmd: string, data: unknown): Envelope => ({
+export const event = (cmd: string, progress: ProgressEvent): Envelope => ({
   v: CONTRACT_VERSION,
-  type,
+  type: progress.type,
   cmd,
-  data: data as Json
+  data: progress.data
 })

@@ -39,7 +39,8 @@ export const ERROR_CODES = [
   "checksum_mismatch",
   "no_such_image",
   "capability_unavailable",
-  "limit_reached"
+  "limit_reached",
+  "still_running"
 ] as const
 
 export const ErrorCode = Schema.Literal(...ERROR_CODES)

@@ -17,8 +17,6 @@ export type DoctorReport = typeof DoctorReport.Type
 export const VersionInfo = Schema.Struct({ version: Schema.String, contract: Int })
 export type VersionInfo = typeof VersionInfo.Type
 
-export const HelpResult = Schema.Struct({ usage: Schema.String })
-
 const Requirement = Schema.Struct({ kind: Schema.String, name: Schema.String, value: Schema.String })
 const Limit = Schema.Struct({ code: Schema.String, value: Schema.optional(Schema.String) })
 const Evidence = Schema.Struct({ kind: Schema.String, source: Schema.String, result: Schema.String })

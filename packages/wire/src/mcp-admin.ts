@@ -1,7 +1,6 @@
 import { Schema } from "effect"
 import { Int } from "./primitives.js"
 
-export const McpClientName = Schema.Literal("claude-code", "claude-desktop", "cursor", "vscode")
 export const McpInstall = Schema.Struct({ client: Schema.String, path: Schema.optional(Schema.String), json: Schema.String })
 export const McpClient = Schema.Struct({
   client: Schema.String,
@@ -17,11 +16,3 @@ export const McpDoctor = Schema.Struct({
   binary: Schema.String,
   clients: Schema.Array(McpClient)
 })
-export const McpDaemon = Schema.Struct({
-  dir: Schema.String,
-  addr: Schema.String,
-  pid: Int,
-  started: Schema.String,
-  log: Schema.optional(Schema.String)
-})
-export const McpDaemonList = Schema.Struct({ servers: Schema.Array(McpDaemon) })

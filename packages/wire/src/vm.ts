@@ -74,18 +74,6 @@ export type VmList = typeof VmList.Type
 export const VmGet = Schema.Struct({ vm: VmStatus })
 export const VmResult = Schema.Struct({ vm: Vm })
 
-export const UpdateChange = Schema.Literal(
-  "agent_access",
-  "cpus",
-  "disk",
-  "display",
-  "installed",
-  "ram",
-  "recipes",
-  "share",
-  "ssh_port",
-  "params"
-)
 export const AppliesAt = Schema.Literal("now", "next_start")
 export const UpdateResult = Schema.Struct({
   vm: Vm,

@@ -1,13 +1,15 @@
 import { resolve } from "node:path"
 import { Args, Flags } from "@oclif/core"
 import { copyFrom, copyTo } from "@stoat/core"
+import { VM_NAME } from "@stoat/core/names"
 import { StoatCommand } from "../base.js"
 
 /** `vm:path` → its parts; a single letter before the colon is a Windows drive, never a VM. */
 const guestSide = (operand: string): { vm: string; path: string } | undefined => {
-  const match = /^([A-Za-z0-9][A-Za-z0-9._-]*):(.*)$/s.exec(operand)
-  if (!match || match[1]!.length === 1) return undefined
-  return { vm: match[1]!, path: match[2]! }
+  const colon = operand.indexOf(":")
+  const vm = operand.slice(0, colon)
+  if (colon < 0 || vm.length === 1 || !VM_NAME.test(vm)) return undefined
+  return { vm, path: operand.slice(colon + 1) }
 }
 
 export default class Cp extends StoatCommand {

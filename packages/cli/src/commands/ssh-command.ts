@@ -1,10 +1,7 @@
 import { Args } from "@oclif/core"
 import { sshCommand } from "@stoat/core"
-import { quoteWord } from "@stoat/core/ssh"
 import { StoatCommand } from "../base.js"
-
-/** Quotes only the words a shell would split or expand. */
-const shellWord = (word: string) => (/^[A-Za-z0-9@%+=:,./_-]+$/.test(word) ? word : quoteWord(word))
+import { shellWord } from "../shell-word.js"
 
 export default class SshCommand extends StoatCommand {
   static override summary = "Print the ssh command line for a VM"

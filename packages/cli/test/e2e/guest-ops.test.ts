@@ -185,14 +185,14 @@ describe("guest tools on the tiny guest", () => {
     }
   })
 
-  it("a VM whose guest does not answer is cannot_reach saying call wait first; a stopped VM is not_running", async () => {
+  it("a VM whose guest does not answer is cannot_reach saying to wait for its ssh with stoat wait; a stopped VM is not_running", async () => {
     const pid = Number(readFileSync(join(home, VM, "qemu.pid"), "utf8").trim())
     // Frozen QEMU: the forwarded port still accepts, and no SSH banner ever comes.
     process.kill(pid, "SIGSTOP")
     try {
       const frozen = await error("file", "read", VM, "/etc/passwd")
       expect(frozen.code).toBe("cannot_reach")
-      expect(frozen.message).toMatch(/call wait first/)
+      expect(frozen.message).toMatch(/; wait for its ssh first with stoat wait g1$/)
     } finally {
       process.kill(pid, "SIGCONT")
     }

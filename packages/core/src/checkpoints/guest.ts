@@ -75,9 +75,15 @@ const SCRIPTS = {
 
 export type GuestScript = keyof typeof SCRIPTS
 
-/** argv for a script: as root directly, else through sudo (cloud guests log in as a sudoer). */
-export const scriptArgv = (target: SshTarget, script: GuestScript, args: ReadonlyArray<string>): string[] => [
-  ...(target.user === "root" ? [] : ["sudo", "-n"]),
+/** A running VM's ssh target and the words that make a command root in it (from guest/root.ts `asRoot`). */
+export interface RootShell {
+  readonly target: SshTarget
+  readonly escalate: ReadonlyArray<string>
+}
+
+/** argv for a script, run as root. */
+export const scriptArgv = (shell: RootShell, script: GuestScript, args: ReadonlyArray<string>): string[] => [
+  ...shell.escalate,
   "sh",
   "-c",
   SCRIPTS[script],
@@ -88,8 +94,8 @@ export const scriptArgv = (target: SshTarget, script: GuestScript, args: Readonl
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
 
 /** Runs a script; the transport reports its true exit status or a typed error. */
-const run = (target: SshTarget, script: GuestScript, args: ReadonlyArray<string>) =>
-  Effect.flatMap(GuestTransport, (transport) => transport.exec(target, scriptArgv(target, script, args), { timeoutMs: 30_000, maxOutputBytes: 65_536 }))
+const run = (shell: RootShell, script: GuestScript, args: ReadonlyArray<string>) =>
+  Effect.flatMap(GuestTransport, (transport) => transport.exec(shell.target, scriptArgv(shell, script, args), { timeoutMs: 30_000, maxOutputBytes: 65_536 }))
 
 const triples = (mounts: ReadonlyArray<GuestMount>) => mounts.flatMap((mount) => [mount.tag, mount.dir, mount.options])
 
@@ -97,9 +103,10 @@ const failedScript = (target: SshTarget, what: string, output: { readonly exitCo
   new CannotReach({ message: `VM "${target.vm}": ${what} (exit ${output.exitCode}: ${text(output.stderr).trim().slice(0, 300)})`, subject: target.vm })
 
 /** Unmounts the guest's 9p shares; a busy one is capability_unavailable naming it. */
-export const unmountShares = (target: SshTarget): Effect.Effect<ReadonlyArray<GuestMount>, CapabilityUnavailable | CannotReach | Timeout, GuestTransport> =>
+export const unmountShares = (shell: RootShell): Effect.Effect<ReadonlyArray<GuestMount>, CapabilityUnavailable | CannotReach | Timeout, GuestTransport> =>
   Effect.gen(function* () {
-    const output = yield* run(target, "stoat-unmount-shares", [])
+    const { target } = shell
+    const output = yield* run(shell, "stoat-unmount-shares", [])
     if (output.exitCode === 3) {
       const dir = text(output.stderr).trim().split("\n").pop() ?? "?"
       return yield* new CapabilityUnavailable({
@@ -122,14 +129,14 @@ export const unmountShares = (target: SshTarget): Effect.Effect<ReadonlyArray<Gu
  * Mounts shares again (the source, after its checkpoint), on a new connection: one opened before
  * the pause can lose the answer to the next command.
  */
-export const mountShares = (target: SshTarget, mounts: ReadonlyArray<GuestMount>) =>
+export const mountShares = (shell: RootShell, mounts: ReadonlyArray<GuestMount>) =>
   mounts.length === 0
     ? Effect.void
     : Effect.flatMap(GuestTransport, (transport) =>
         Effect.zipRight(
-          transport.release(target.vm),
-          Effect.flatMap(run(target, "stoat-mount-shares", triples(mounts)), (output) =>
-            output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot mount its shares again", output))
+          transport.release(shell.target.vm),
+          Effect.flatMap(run(shell, "stoat-mount-shares", triples(mounts)), (output) =>
+            output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(shell.target, "cannot mount its shares again", output))
           )
         )
       )
@@ -141,17 +148,17 @@ export const clockArgs = (epochMs: number): [string, string] => [
 ]
 
 /** Gives a fork its own hostname and machine id and mounts its own shares where the source had them. */
-export const setForkIdentity = (target: SshTarget, mounts: ReadonlyArray<GuestMount>) =>
-  Effect.flatMap(run(target, "stoat-fork-identity", [guestHostname(target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
-    output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot take its own identity", output))
+export const setForkIdentity = (shell: RootShell, mounts: ReadonlyArray<GuestMount>) =>
+  Effect.flatMap(run(shell, "stoat-fork-identity", [guestHostname(shell.target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
+    output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(shell.target, "cannot take its own identity", output))
   )
 
 /**
  * Sets the guest's clock to the host's. Run on a connection already open (after the identity
  * step), so the time read here reaches the guest within a round trip.
  */
-export const setGuestClock = (target: SshTarget) =>
+export const setGuestClock = (shell: RootShell) =>
   Effect.flatMap(
-    Effect.flatMap(Clock.currentTimeMillis, (now) => run(target, "stoat-set-clock", clockArgs(now))),
-    (output) => (output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(target, "cannot set its clock", output)))
+    Effect.flatMap(Clock.currentTimeMillis, (now) => run(shell, "stoat-set-clock", clockArgs(now))),
+    (output) => (output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(shell.target, "cannot set its clock", output)))
   )

@@ -4,7 +4,7 @@ import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule
 import type { Checkpoint } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { Broken, InUse, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
 import { validateVmName } from "../vm/names.js"
@@ -18,6 +18,7 @@ import { isRunning, loadVm, requireRunning, sshTarget, vmRef, type OkRecord } fr
 import { diskFile, diskPath, diskRefPath, firstDisk, newLayerFile, topPointerPath, vmDisk } from "../vm/disks.js"
 import { VmStore } from "../vm/store.js"
 import { mountShares, setForkIdentity, setGuestClock, unmountShares } from "./guest.js"
+import { asRoot } from "../guest/root.js"
 import { progressLine } from "../context/progress.js"
 import {
   checkpointDir,
@@ -157,6 +158,14 @@ const make = Effect.gen(function* () {
       Effect.fail(new NotFound({ message: `VM "${record.name}" has no checkpoint "${name}"; its checkpoints: ${names.join(", ") || "(none)"}`, subject: name }))
     )
 
+  /** The VM's ssh target and its guest's words for root (capability_unavailable when it has none and the user is not root). */
+  const rootShell = (record: OkRecord, what: string) =>
+    Effect.gen(function* () {
+      const target = sshTarget(root, record)
+      const guest = yield* (yield* GuestDefinitions).get(record.config.os)
+      return { target, escalate: yield* asRoot(target, guest, [], what) }
+    })
+
   const withDisk = (vm: string) =>
     Effect.flatMap(loadVm(vm), (record) =>
       record.config.mode === "live" ? Effect.fail(new NoDisk({ message: `VM "${vm}" is a live VM: it has no disk to checkpoint`, subject: vm })) : Effect.succeed(record)
@@ -169,7 +178,7 @@ const make = Effect.gen(function* () {
       const started = yield* Clock.currentTimeMillis
       const record = yield* withDisk(vm)
       yield* requireRunning(record)
-      const target = sshTarget(root, record)
+      const shell = yield* rootShell(record, "checkpoint")
       const file = yield* locks.withVmLock(
         vm,
         Effect.scoped(
@@ -188,9 +197,9 @@ const make = Effect.gen(function* () {
               (path) => Effect.ignore(fs.remove(path))
             )
             const layer = diskPath(record)
-            const mounts = yield* unmountShares(target)
+            const mounts = yield* unmountShares(shell)
             if (mounts.length > 0) yield* progressLine(`unmounted ${mounts.map((mount) => mount.dir).join(", ")} in the guest (QEMU cannot save a guest with a 9p share mounted)`)
-            const remount = mountShares(target, mounts).pipe(
+            const remount = mountShares(shell, mounts).pipe(
               Effect.catchAll((error) => progressLine(`warning: ${error.message}`))
             )
             const request = {
@@ -331,11 +340,11 @@ const make = Effect.gen(function* () {
       yield* progressLine(`fork ${name}: running from ${from} (${yield* elapsedSince(started)} ms)`)
       // A resumed guest's network is up already: connect at once (no separate banner probe), and
       // try again only while its sshd is not answering yet.
-      const target = sshTarget(root, record)
-      yield* setForkIdentity(target, file.mounts).pipe(
+      const shell = yield* rootShell(record, "fork")
+      yield* setForkIdentity(shell, file.mounts).pipe(
         Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)), while: (error) => error._tag === "CannotReach" }),
         // Its clock still reads the checkpoint's time.
-        Effect.zipRight(setGuestClock(target)),
+        Effect.zipRight(setGuestClock(shell)),
         Effect.timeoutFail({
           duration: Duration.millis(timeoutMs),
           onTimeout: () => new Timeout({ message: `fork "${name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: name })

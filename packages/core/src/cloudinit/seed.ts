@@ -6,8 +6,6 @@ import { writeFileAtomic } from "../platform/files.js"
 import { writeIso } from "./iso.js"
 import { guestHostname } from "../vm/names.js"
 
-/** The account every cloud VM gets; cloud images lock root, so this is who stoat connects as. */
-export const SEED_USER = "stoat"
 export const DEFAULT_CONSOLE_PASSWORD = "stoat"
 
 /**

@@ -1,7 +1,11 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { AccessDenied } from "../errors.js"
-import { ACCESS_ORDER, type AccessLevel } from "../vm/config.js"
 import { Caller } from "./caller.js"
+
+/** What MCP agents may do with a VM, each level including the ones before it. */
+export const AccessLevel = Schema.Literal("none", "observe", "manage", "exec")
+export type AccessLevel = typeof AccessLevel.Type
+export const ACCESS_ORDER: ReadonlyArray<AccessLevel> = ["none", "observe", "manage", "exec"]
 
 const below = (level: AccessLevel, needed: AccessLevel) => ACCESS_ORDER.indexOf(level) < ACCESS_ORDER.indexOf(needed)
 

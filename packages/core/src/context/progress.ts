@@ -1,10 +1,8 @@
 import { Context, Effect } from "effect"
+import type { ProgressData, ProgressEvent } from "@stoat/wire"
 
-/** One report of long work: a percentage, a stage reached, or a line of its log. */
-export interface ProgressEvent {
-  readonly type: "progress" | "stage" | "log"
-  readonly data: unknown
-}
+/** One report of long work: a download's bytes, a recipe reached, or a line of its log (the wire's own union). */
+export type { ProgressEvent }
 
 /**
  * Where long work reports as it goes: the CLI prints it, the MCP server sends notifications when
@@ -20,5 +18,5 @@ export const stageReporter: Effect.Effect<(line: string) => void> = Effect.map(P
 /** Reports one line of the work's log. */
 export const progressLine = (line: string): Effect.Effect<void> => Effect.map(stageReporter, (report) => report(line))
 
-/** A plain callback that reports each value it is given as a `progress` event (a download's bytes so far). */
-export const progressReporter: Effect.Effect<(data: unknown) => void> = Effect.map(Progress, (progress) => (data: unknown) => progress.emit({ type: "progress", data }))
+/** A plain callback that reports a download's bytes so far as a `progress` event. */
+export const progressReporter: Effect.Effect<(data: ProgressData) => void> = Effect.map(Progress, (progress) => (data: ProgressData) => progress.emit({ type: "progress", data }))

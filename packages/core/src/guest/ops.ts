@@ -16,6 +16,7 @@ import {
   TIMEOUT_SCRIPT,
   WRITE_SCRIPT
 } from "./scripts.js"
+import { asRoot } from "./root.js"
 import type { GuestSession } from "./session.js"
 
 const MiB = 1024 * 1024
@@ -211,23 +212,12 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       out.exitCode === 0 && !out.timedOut ? Effect.succeed(out) : Effect.fail(helperFailure(session, out, subject, what))
     )
 
-  /** argv as root: unchanged for a root ssh user, else behind the guest's `escalate` (e.g. `sudo -n`). */
-  const asRoot = (session: GuestSession, argv: ReadonlyArray<string>, what: string): Effect.Effect<ReadonlyArray<string>, CapabilityUnavailable> => {
-    if (session.target.user === "root") return Effect.succeed(argv)
-    if (session.guest.escalate.length === 0)
-      return Effect.fail(
-        new CapabilityUnavailable({
-          reason: "escalate",
-          message: `${what} runs as root, but VM ${session.vm}'s ssh user is ${session.target.user} and guest ${session.guest.name || "(unknown)"} defines no escalate command`,
-          subject: session.vm
-        })
-      )
-    return Effect.succeed([...session.guest.escalate, ...argv])
-  }
+  /** argv as root in this session's guest (see asRoot: a guest without escalate words is capability_unavailable). */
+  const rooted = (session: GuestSession, argv: ReadonlyArray<string>, what: string) => asRoot(session.target, session.guest, argv, what)
 
   /** A command whose result the caller gets (svc, pkg_install, useradd): its exit status is data, unless it could not run at all. */
   const rootCommand = (session: GuestSession, argv: ReadonlyArray<string>, subject: string, what: string, options: ExecOptions = {}) =>
-    Effect.flatMap(asRoot(session, argv, what), (rooted) =>
+    Effect.flatMap(rooted(session, argv, what), (rooted) =>
       Effect.flatMap(run(session, rooted, options), (out) => {
         const failure = notRunnable(session, out, subject, what)
         return failure === undefined ? Effect.succeed(out) : Effect.fail(failure)
@@ -299,7 +289,7 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       const shellArgs = [request.path, request.append ? "a" : "w", octalMode(mode), request.parents ? "p" : ""]
       const viaShell = (argv: ReadonlyArray<string>) => helper(session, argv, request.path, "write_file", { stdin: request.content })
       if (request.asRoot && session.target.user !== "root") {
-        yield* viaShell(yield* asRoot(session, script("write", WRITE_SCRIPT, shellArgs), "write_file as_root"))
+        yield* viaShell(yield* rooted(session, script("write", WRITE_SCRIPT, shellArgs), "write_file as_root"))
         return result
       }
       // Creating the folders takes a command anyway: the write goes along in the same one.
@@ -388,7 +378,7 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
   })
 
   const journal = (session: GuestSession, count: number, unit?: string) =>
-    Effect.flatMap(asRoot(session, ["journalctl", "--no-pager", "--quiet", "-n", String(count), ...(unit === undefined ? [] : ["-u", unit])], "tail_log"), (argv) =>
+    Effect.flatMap(rooted(session, ["journalctl", "--no-pager", "--quiet", "-n", String(count), ...(unit === undefined ? [] : ["-u", unit])], "tail_log"), (argv) =>
       helper(session, argv, unit ?? "journal", "tail_log")
     )
 
@@ -409,7 +399,7 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       if (request.path !== undefined) return lines(yield* helper(session, script("tail", TAIL_SCRIPT, [request.path, String(count)]), request.path, "tail_log"), count)
       const logPath = session.guest.log_path
       if (logPath !== undefined && logPath !== "") {
-        const argv = yield* asRoot(session, script("tail", TAIL_SCRIPT, [logPath, String(count)]), "tail_log")
+        const argv = yield* rooted(session, script("tail", TAIL_SCRIPT, [logPath, String(count)]), "tail_log")
         return lines(yield* helper(session, argv, logPath, "tail_log"), count)
       }
       if (isSystemd(session)) return lines(yield* journal(session, count), count)

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import type { StoatError } from "../errors.js"
-import { GuestDefinitions, type LoadedGuest } from "./definitions.js"
+import { GuestDefinitions, type LoadedGuest } from "../guest-definitions/definitions.js"
 import type { Hypervisor } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { loadVm, requireRunning, sshTarget } from "../vm/records.js"

@@ -1,13 +1,29 @@
 import { timingSafeEqual } from "node:crypto"
+import { isIP } from "node:net"
 
 /**
- * The loopback guard every local HTTP server of ours puts in front of its handler: the listen
- * address must be loopback, the Host and Origin headers must name a loopback host (a DNS
- * rebinding page carries its own name there), and an optional bearer token must match.
+ * The loopback guard every local HTTP server of ours (`stoat mcp --http`, `toolkit mcp serve`)
+ * puts in front of its handler: the listen address must be loopback unless the frontend lets
+ * it be otherwise (the toolkit's --allow-remote), the Host and Origin headers must name a
+ * loopback host (a DNS rebinding page carries its own name there), and an optional bearer
+ * token must match.
  */
 
-/** The names a loopback listener may be given: 127.0.0.1, ::1 and localhost. */
+/** The names `parseLoopbackAddress` accepts: stoat's listener takes only these three. */
 const LOOPBACK_NAMES = new Set(["127.0.0.1", "::1", "localhost"])
+
+/**
+ * True for a host only this machine reaches: localhost, 127.0.0.0/8 and ::1 (bracketed or
+ * not, also IPv4-mapped). A literal loopback address in Host or Origin cannot come from a
+ * rebinding page, whose Host is its own DNS name.
+ */
+export const isLoopbackHost = (host: string): boolean => {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, "$1")
+  if (h === "localhost") return true
+  if (isIP(h) === 4) return h.startsWith("127.")
+  if (isIP(h) === 6) return h === "::1" || h === "0:0:0:0:0:0:0:1" || /^::ffff:127\./.test(h)
+  return false
+}
 
 export interface ListenAddress {
   readonly host: string
@@ -44,11 +60,14 @@ const hostOfHeader = (value: string): string => {
   return colon === -1 ? h : h.slice(0, colon)
 }
 
-const isLoopbackHostname = (hostname: string): boolean => LOOPBACK_NAMES.has(hostname.replace(/^\[(.*)\]$/, "$1"))
-
 export interface GuardOptions {
   /** When set, every request must carry `Authorization: Bearer <token>`. */
   readonly token?: string
+  /**
+   * The server listens beyond loopback on purpose (the toolkit's --allow-remote with a
+   * non-loopback host): clients reach it under other names, so Host and Origin are not checked.
+   */
+  readonly allowRemote?: boolean
 }
 
 export interface RequestHeaders {
@@ -69,7 +88,8 @@ const sameSecret = (given: string, expected: string): boolean => {
 
 /** Decides one request: 403 for a foreign Host or Origin, 401 for a missing or wrong token. */
 export const checkRequest = (headers: RequestHeaders, options: GuardOptions = {}): GuardVerdict => {
-  if (headers.host === undefined || !isLoopbackHostname(hostOfHeader(headers.host))) {
+  if (options.allowRemote === true) return checkToken(headers, options)
+  if (headers.host === undefined || !isLoopbackHost(hostOfHeader(headers.host))) {
     return { ok: false, status: 403, message: `Forbidden: Host ${JSON.stringify(headers.host ?? "")} is not a loopback name`, headers: {} }
   }
   if (headers.origin !== undefined) {
@@ -79,10 +99,14 @@ export const checkRequest = (headers: RequestHeaders, options: GuardOptions = {}
     } catch {
       hostname = ""
     }
-    if (!isLoopbackHostname(hostname)) {
+    if (!isLoopbackHost(hostname)) {
       return { ok: false, status: 403, message: `Forbidden: Origin ${JSON.stringify(headers.origin)} is not a loopback origin`, headers: {} }
     }
   }
+  return checkToken(headers, options)
+}
+
+const checkToken = (headers: RequestHeaders, options: GuardOptions): GuardVerdict => {
   if (options.token !== undefined) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? "")
     if (!match || !sameSecret(match[1]!, options.token)) {

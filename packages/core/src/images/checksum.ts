@@ -83,28 +83,3 @@ export const findChecksum = (text: string, file: string, options: { readonly sid
   }
   return undefined
 }
-
-/**
- * Picks one flavour's ISO from Alpine's `latest-releases.yaml` (a YAML list of flat maps). Only
- * that simple shape is read: `key: value` lines, entries started by `-`.
- */
-export const parseAlpineReleases = (text: string, flavor: string): { readonly file: string; readonly sha256: string } | undefined => {
-  const entries: Array<Record<string, string>> = []
-  let current: Record<string, string> | undefined
-  for (const raw of text.split("\n")) {
-    const line = raw.replace(/\r$/, "")
-    if (line.trim() === "---" || line.trim() === "" || line.trim().startsWith("#")) continue
-    let body = line
-    if (/^\s*-(\s|$)/.test(line)) {
-      current = {}
-      entries.push(current)
-      body = line.replace(/^\s*-\s?/, "")
-    }
-    const pair = /^\s*([A-Za-z0-9_]+):\s*(.*)$/.exec(body)
-    if (pair && current) current[pair[1]!] = pair[2]!.replace(/^(["'])(.*)\1$/, "$2").trim()
-  }
-  const hit = entries.find((entry) => entry["flavor"] === flavor && (entry["file"] ?? "").endsWith(".iso"))
-  const sha256 = hit?.["sha256"]
-  if (!hit || !sha256 || algorithmOf(sha256) !== "sha256") return undefined
-  return { file: hit["file"]!, sha256: sha256.toLowerCase() }
-}

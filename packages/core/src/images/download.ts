@@ -3,21 +3,13 @@ import { createReadStream } from "node:fs"
 import { mkdir, open, rename, stat, unlink } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect } from "effect"
-import type { PullResult } from "@stoat/wire"
+import type { ProgressData, PullResult } from "@stoat/wire"
 import { Canceled, ChecksumMismatch, DownloadFailed, DownloadStalled, InvalidSpec } from "../errors.js"
 import type { KnownImage } from "./known.js"
-import { algorithmOf, findChecksum, parseAlpineReleases } from "./checksum.js"
+import { algorithmOf, findChecksum } from "./checksum.js"
 import { AbortedError, DEFAULT_TIMEOUTS, TransferError, fetchText, openGet, readBody, type DownloadTimeouts } from "./http.js"
 
 export { DEFAULT_TIMEOUTS, type DownloadTimeouts } from "./http.js"
-
-/** The wire `progress` event of `pull`. */
-export interface PullProgress {
-  readonly id: string
-  readonly done: number
-  readonly total: number
-  readonly percent: number
-}
 
 export interface PullOptions {
   /** The data root's isos/ folder. */
@@ -25,7 +17,7 @@ export interface PullOptions {
   /** Aborting it cancels the pull (`canceled`); interrupting the Effect does the same. */
   readonly signal?: AbortSignal
   /** Called only when the whole percentage changes; never when the server sends no Content-Length. */
-  readonly onProgress?: (event: PullProgress) => void
+  readonly onProgress?: (event: ProgressData) => void
   readonly timeouts?: Partial<DownloadTimeouts>
 }
 
@@ -43,14 +35,6 @@ const safeFileName = (file: string): boolean => file !== "" && file !== "." && f
 const resolveTarget = async (entry: KnownImage, signal: AbortSignal, timeouts: DownloadTimeouts): Promise<Target> => {
   const source = entry.source
   if (source.kind === "local") throw new InvalidSpec({ message: `image ${entry.id} is built locally by stoat; there is nothing to pull`, subject: entry.id })
-  if (source.kind === "alpine-index") {
-    const index = await fetchText(source.url, signal, timeouts).catch(failed(entry, `could not read the Alpine release index ${source.url}`))
-    const release = parseAlpineReleases(index, source.flavor)
-    if (!release || !safeFileName(release.file)) {
-      throw new DownloadFailed({ message: `the Alpine release index ${source.url} lists no ${source.flavor} ISO`, subject: entry.id })
-    }
-    return { file: release.file, url: new URL(release.file, source.url).href, digest: release.sha256 }
-  }
   if (!safeFileName(source.file)) throw new InvalidSpec({ message: `image ${entry.id} has no usable file name`, subject: entry.id })
   if (!source.checksum) return { file: source.file, url: source.url, digest: undefined }
   const sums = await fetchText(source.checksum.url, signal, timeouts).catch(failed(entry, `could not read the checksum file ${source.checksum.url}`))

@@ -2,5 +2,5 @@
 // imported only when a pull starts.
 export * from "./known.js"
 export * from "./checksum.js"
-export { pull, DEFAULT_TIMEOUTS, type DownloadTimeouts, type PullError, type PullOptions, type PullProgress } from "./download.js"
+export { pull, DEFAULT_TIMEOUTS, type DownloadTimeouts, type PullError, type PullOptions } from "./download.js"
 export * from "./list.js"

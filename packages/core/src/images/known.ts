@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { InvalidSpec, NoSuchImage } from "../errors.js"
-import { BUNDLED_GUESTS, type GuestDef } from "../guest/definitions.js"
-import { closest } from "../vm/names.js"
+import { adviseLookup, InvalidSpec, NoSuchImage } from "../errors.js"
+import { BUNDLED_GUESTS, type GuestDef } from "../guest-definitions/definitions.js"
+import { closest } from "../platform/names.js"
 
 /** How a published checksum file is laid out. Informational: the parser accepts every format. */
 export type ChecksumFormat = "sha256sums" | "sha512sums" | "bsd" | "sidecar"
@@ -15,17 +15,6 @@ export interface UrlSource {
   readonly checksum: { readonly url: string; readonly format: ChecksumFormat } | null
 }
 
-/**
- * Alpine's `latest-releases.yaml`: the file name and its sha256 are read from the index at pull
- * time, so the ISO tracks the current release without a change here. Local files are named
- * `<flavor>-<version>-x86_64.iso`.
- */
-export interface AlpineIndexSource {
-  readonly kind: "alpine-index"
-  readonly url: string
-  readonly flavor: string
-}
-
 /** Built on this machine (the tiny guest); nothing to download. */
 export interface LocalSource {
   readonly kind: "local"
@@ -33,13 +22,13 @@ export interface LocalSource {
   readonly dir: string
 }
 
-export type ImageSource = UrlSource | AlpineIndexSource | LocalSource
+export type ImageSource = UrlSource | LocalSource
 
 export interface KnownImage {
   readonly id: string
   readonly os: string
   readonly variant: string
-  readonly backend: "cloudinit" | "apkovl" | "direct"
+  readonly backend: "cloudinit" | "direct"
   readonly source: ImageSource
   /** True only for images stoat builds itself (no URL). */
   readonly local: boolean
@@ -65,8 +54,6 @@ const url = (href: string, checksum: UrlSource["checksum"]): UrlSource => ({
   checksum
 })
 
-const ALPINE_INDEX = "https://dl-cdn.alpinelinux.org/alpine/latest-stable/releases/x86_64/latest-releases.yaml"
-
 /** The tiny guest's build folder under isos/ (agreed with the QEMU package's builder). */
 export const TINY_DIR = "tiny"
 /** The id of the Debian 12 guest built locally with mmdebstrap from the host's Debian mirror. */
@@ -74,7 +61,7 @@ export const DEBIAN_MINI_IMAGE = "debian-12-mini"
 
 /**
  * The images Stoat knows, embedded: listing needs no network. Order is deliberate (most useful first within
- * an OS; alpine-cloud after the live ISOs so an Alpine picker defaults to the apkovl image).
+ * an OS). Only images this build can make VMs of: Alpine's live ISOs need apkovl provisioning, which it lacks.
  * Checksum URLs point at published sums files read at pull time, never frozen digests, because
  * cloud images roll forward in place.
  */
@@ -135,29 +122,6 @@ export const KNOWN_IMAGES: ReadonlyArray<KnownImage> = [
     local: false,
     sshUser: "stoat",
     approxBytes: 530 * MiB,
-    defaultDisk: "8G"
-  },
-  {
-    id: "alpine-standard",
-    os: "alpine",
-    variant: "standard",
-    backend: "apkovl",
-    source: { kind: "alpine-index", url: ALPINE_INDEX, flavor: "alpine-standard" },
-    local: false,
-    sshUser: "root",
-    approxBytes: 352 * MiB,
-    defaultDisk: "8G"
-  },
-  {
-    // virtio drivers only: a fifth of standard's size and all a QEMU guest needs.
-    id: "alpine-virt",
-    os: "alpine",
-    variant: "virt",
-    backend: "apkovl",
-    source: { kind: "alpine-index", url: ALPINE_INDEX, flavor: "alpine-virt" },
-    local: false,
-    sshUser: "root",
-    approxBytes: 66 * MiB,
     defaultDisk: "8G"
   },
   {
@@ -276,8 +240,9 @@ export const lookupImage = (id: string): Effect.Effect<KnownImage, InvalidSpec |
   const hint = closest(id, IMAGE_IDS)
   return Effect.fail(
     new NoSuchImage({
-      message: `no image "${id}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat images for the catalog`,
-      subject: id
+      message: `no image "${id}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+      subject: id,
+      hint: adviseLookup("image.list")
     })
   )
 }

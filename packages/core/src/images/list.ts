@@ -1,8 +1,8 @@
-import { readdir, stat } from "node:fs/promises"
+import { stat } from "node:fs/promises"
 import { basename, dirname, isAbsolute, join, resolve } from "node:path"
 import { Effect } from "effect"
 import type { Image } from "@stoat/wire"
-import { BUNDLED_GUESTS, type GuestDef } from "../guest/definitions.js"
+import { BUNDLED_GUESTS, type GuestDef } from "../guest-definitions/definitions.js"
 import { KNOWN_IMAGES, inferByo, type KnownImage } from "./known.js"
 
 /** The image references a VM's config carries; `VmConfig` fits, so do salvaged partial records. */
@@ -21,40 +21,8 @@ const sizeOf = async (path: string): Promise<number | undefined> => {
   return info?.isFile() ? info.size : undefined
 }
 
-const compareVersions = (a: string, b: string): number => {
-  const left = a.split(".").map(Number)
-  const right = b.split(".").map(Number)
-  for (let i = 0; i < Math.max(left.length, right.length); i++) {
-    const diff = (left[i] ?? 0) - (right[i] ?? 0)
-    if (diff !== 0) return diff
-  }
-  return 0
-}
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-
-/** The newest `<flavor>-<version>-x86_64.iso` on disk: an Alpine ISO's name is only known after a pull. */
-export const localAlpineFile = (flavor: string, files: ReadonlyArray<string>): string | undefined => {
-  const pattern = new RegExp(`^${escapeRegExp(flavor)}-(\\d+(?:\\.\\d+)*)-x86_64\\.iso$`)
-  let best: { file: string; version: string } | undefined
-  for (const file of files) {
-    const match = pattern.exec(file)
-    if (match && (!best || compareVersions(match[1]!, best.version) > 0)) best = { file, version: match[1]! }
-  }
-  return best?.file
-}
-
-/** The bare file name under isos/ that a known image is (or would be) stored as; "" while unknown. */
-export const knownImageFile = (entry: KnownImage, files: ReadonlyArray<string>): string => {
-  switch (entry.source.kind) {
-    case "url":
-      return entry.source.file
-    case "alpine-index":
-      return localAlpineFile(entry.source.flavor, files) ?? ""
-    case "local":
-      return entry.source.dir
-  }
-}
+/** The bare file name under isos/ that a known image is (or would be) stored as. */
+export const knownImageFile = (entry: KnownImage): string => (entry.source.kind === "url" ? entry.source.file : entry.source.dir)
 
 /** Bytes of the tiny guest build: its regular files, once the builder's manifest is in place. */
 /**
@@ -71,14 +39,12 @@ export const imagesOnHost = (
 ): Effect.Effect<ReadonlyArray<Image>> =>
   Effect.promise(async () => {
     const isos = resolve(isosDir)
-    const files = (await readdir(isos).catch(() => [] as string[])).filter((name) => !name.endsWith(".part")).sort()
     const claimed = new Set<string>()
     const images: Image[] = []
     for (const entry of KNOWN_IMAGES) {
-      const file = knownImageFile(entry, files)
-      const bytes =
-        entry.source.kind === "local" ? localBuilds.get(entry.id) : file === "" ? undefined : await sizeOf(join(isos, file))
-      if (file !== "") claimed.add(file)
+      const file = knownImageFile(entry)
+      const bytes = entry.source.kind === "local" ? localBuilds.get(entry.id) : await sizeOf(join(isos, file))
+      claimed.add(file)
       images.push({
         id: entry.id,
         os: entry.os,

@@ -1,15 +1,15 @@
 import { basename, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { Image, PullResult } from "@stoat/wire"
+import type { Image, ProgressData, PullResult } from "@stoat/wire"
 import type { StoatError } from "../errors.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { findImage, KNOWN_IMAGES, lookupImage } from "./known.js"
 import { imagesOnHost, knownImageFile } from "./list.js"
-import { pull, type PullProgress } from "./download.js"
+import { pull } from "./download.js"
 
 /** A file of the image folder that nothing needs: a download given up on, or an image no VM uses. */
 export interface StaleImageFile {
@@ -32,7 +32,7 @@ export class Images extends Context.Tag("stoat/Images")<
     /** Downloads a catalog image (checksum verified while streaming), or builds a local one. */
     readonly pull: (
       id: string,
-      report: { readonly onStage: (line: string) => void; readonly onProgress: (event: PullProgress) => void }
+      report: { readonly onStage: (line: string) => void; readonly onProgress: (event: ProgressData) => void }
     ) => Effect.Effect<PullResult, StoatError>
     /** Partial downloads untouched for two minutes; with `unreferenced`, also images no VM names. */
     readonly stale: (options: { readonly unreferenced: boolean }) => Effect.Effect<ReadonlyArray<StaleImageFile>, StoatError>
@@ -47,7 +47,7 @@ const referencedImages = (records: ReadonlyArray<VmRecord>, files: ReadonlyArray
       if (record.kind === "ok") {
         const { image, iso, base } = record.config
         const entry = image === "" ? undefined : findImage(image)
-        if (entry) referenced.add(knownImageFile(entry, files))
+        if (entry) referenced.add(knownImageFile(entry))
         else if (image !== "") referenced.add(basename(image))
         for (const path of [iso, base]) if (path !== "") referenced.add(basename(path))
         continue

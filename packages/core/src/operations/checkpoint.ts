@@ -1,7 +1,8 @@
 import { Effect, Schema } from "effect"
 import { CheckpointList, CheckpointResult, DeleteCheckpointResult, ForkResult } from "@stoat/wire"
 import { CheckpointName, Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
-import { IntRange, VmName } from "./inputs.js"
+import { VmName } from "./inputs.js"
+import { IntRange } from "../vm/limits.js"
 import { DESTRUCTIVE, defineOperation, MUTATE, READ } from "./operation.js"
 import { viewVms } from "./read.js"
 

@@ -3,7 +3,8 @@ import { CliExecResult, CommandResult, DirEntry, DirListing, ExecResult, FileCon
 import { Usage } from "../errors.js"
 import { GUEST_CAPS, GuestOps } from "../guest/ops.js"
 import { guestSession, type GuestSession } from "../guest/session.js"
-import { EnvName, GuestPath, IntRange, VmName } from "./inputs.js"
+import { EnvName, GuestPath, VmName } from "./inputs.js"
+import { IntRange } from "../vm/limits.js"
 import { defineOperation, EXEC, READ } from "./operation.js"
 
 /** Service, unit and user names (reference §5 Guards): never an option, never shell syntax. */

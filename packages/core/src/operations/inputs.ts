@@ -1,10 +1,12 @@
 import { Schema } from "effect"
 import { ENV_NAME } from "../ssh/quote.js"
+import { IntRange } from "../vm/limits.js"
+import { VM_NAME, VM_NAME_MAX } from "../platform/names.js"
 
 /** A VM name as given by a caller; the create grammar is stricter (see names.ts). */
 export const VmName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: () => "VM names use letters, digits, '.', '_' and '-'" }),
-  Schema.maxLength(64)
+  Schema.pattern(VM_NAME, { message: () => "VM names use letters, digits, '.', '_' and '-'" }),
+  Schema.maxLength(VM_NAME_MAX)
 ).annotations({ description: "VM name" })
 
 /**
@@ -21,17 +23,6 @@ export const NoInput = Schema.Struct({})
   )
   .annotations({ jsonSchema: { type: "object", properties: {}, required: [], additionalProperties: false } })
 
-/** An integer in min..max; out of range it reads "must be min..max, got N". */
-export const IntRange = (min: number, max: number) =>
-  Schema.Int.pipe(Schema.between(min, max, { message: (issue) => `must be ${min}..${max}, got ${JSON.stringify(issue.actual)}` }))
-
-/**
- * The VM sizes create and update take. QEMU's q35 machine runs at most 255 vCPUs without x2APIC
- * on a kernel irqchip (KVM only), so more is refused here rather than failing at start.
- */
-const MAX_CPUS = 255
-export const Cpus = IntRange(1, MAX_CPUS)
-export const RamMb = IntRange(256, 1_048_576)
 export const SshPort = IntRange(1024, 65535)
 
 /** An absolute guest path (reference §5 Guards): no NUL, no relative path a guest shell would resolve. */

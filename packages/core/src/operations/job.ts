@@ -1,21 +1,25 @@
 import { Effect, Schema } from "effect"
 import { FileContent, JobKilled, JobList, JobStarted, JobStatus, JobWaited } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
+import { HostJobs, HOST_JOB_ID, isHostJobId } from "../background/host-jobs.js"
 import { JOB_ID } from "../guest/job-registry.js"
 import { textOrBase64 } from "../guest/encoding.js"
 import { JOB_OUTPUT_CAP, Jobs } from "../guest/jobs.js"
 import { runningTarget } from "../guest/session.js"
 import { isRunning, loadVm, sshTarget } from "../vm/records.js"
-import { EnvName, GuestPath, IntRange, VmName } from "./inputs.js"
+import { EnvName, GuestPath, VmName } from "./inputs.js"
+import { IntRange } from "../vm/limits.js"
 import { defineOperation, EXEC, READ } from "./operation.js"
 
 const NO_NUL = /^[^\0]*$/
 /** One argv word: no NUL (no C string carries one) and small enough for any guest's ARG_MAX. */
 const ArgWord = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "argv words contain no NUL" }), Schema.maxLength(16_384))
 const EnvValue = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "environment values contain no NUL" }), Schema.maxLength(16_384))
-const JobId = Schema.String.pipe(Schema.pattern(JOB_ID, { message: () => "job ids look like j-0123abcd (j- and 8 hex digits)" })).annotations({
-  description: "Job id from exec_bg (j- and 8 hex digits)"
-})
+/** A guest job's id or a host job's: which one decides who answers. */
+const ANY_JOB_ID = new RegExp(`${JOB_ID.source}|${HOST_JOB_ID.source}`)
+const JobId = Schema.String.pipe(
+  Schema.pattern(ANY_JOB_ID, { message: () => "job ids look like j-0123abcd (from exec_bg) or h-0123abcd (a call that went on in the background)" })
+).annotations({ description: "Job id: j-… from exec_bg, or h-… from a call that went on in the background" })
 /** A signal name as `kill -s` takes it: TERM, KILL, USR1, RTMIN1 … (no SIG prefix). */
 // Two checks rather than a lookahead: schema-derived arbitraries (fuzz, property tests) cannot draw from `(?!…)`.
 const SIGNAL_MESSAGE = () => "signal names are like TERM, KILL or USR1 (no SIG prefix)"
@@ -68,7 +72,11 @@ export const jobStatus = defineOperation({
   output: JobStatus,
   annotations: READ,
   access: "exec",
-  run: (input) => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.status(target, input.job_id)))
+  run: (input) =>
+    Effect.if(isHostJobId(input.job_id), {
+      onTrue: () => Effect.flatMap(HostJobs, (host) => host.status(input.vm, input.job_id)),
+      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.status(target, input.job_id)))
+    })
 })
 
 export const jobWait = defineOperation({
@@ -89,7 +97,10 @@ export const jobWait = defineOperation({
   annotations: READ,
   access: "exec",
   run: (input) =>
-    Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.wait(target, input.job_id, input.timeout_seconds ?? 60)))
+    Effect.if(isHostJobId(input.job_id), {
+      onTrue: () => Effect.flatMap(HostJobs, (host) => host.wait(input.vm, input.job_id, input.timeout_seconds ?? 60)),
+      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.wait(target, input.job_id, input.timeout_seconds ?? 60)))
+    })
 })
 
 export const jobOutput = defineOperation({
@@ -109,15 +120,16 @@ export const jobOutput = defineOperation({
   output: FileContent,
   annotations: READ,
   access: "exec",
-  run: (input) =>
-    Effect.flatMap(runningTarget(input.vm), (target) =>
-      Effect.flatMap(Jobs, (jobs) =>
-        Effect.map(
-          jobs.output(target, input.job_id, { stream: input.stream ?? "stdout", offset: input.offset ?? 0, maxBytes: input.max_bytes ?? 0 }),
-          (read) => fileContent(read.data, read.size, read.truncated)
-        )
-      )
-    )
+  run: (input) => {
+    const stream = input.stream ?? "stdout"
+    const offset = input.offset ?? 0
+    const maxBytes = input.max_bytes ?? 0
+    const read = Effect.if(isHostJobId(input.job_id), {
+      onTrue: () => Effect.flatMap(HostJobs, (host) => host.output(input.vm, input.job_id, stream, offset, maxBytes)),
+      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.output(target, input.job_id, { stream, offset, maxBytes })))
+    })
+    return Effect.map(read, (got) => fileContent(got.data, got.size, got.truncated))
+  }
 })
 
 export const jobKill = defineOperation({
@@ -133,7 +145,11 @@ export const jobKill = defineOperation({
   annotations: EXEC,
   touches: ["guest"],
   access: "exec",
-  run: (input) => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.kill(target, input.job_id, input.signal ?? "TERM")))
+  run: (input) =>
+    Effect.if(isHostJobId(input.job_id), {
+      onTrue: () => Effect.flatMap(HostJobs, (host) => host.kill(input.vm, input.job_id)),
+      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.kill(target, input.job_id, input.signal ?? "TERM")))
+    })
 })
 
 export const listJobs = defineOperation({
@@ -154,6 +170,7 @@ export const listJobs = defineOperation({
       const jobs = yield* Jobs
       const target = (yield* isRunning(record)) ? sshTarget(yield* DataRoot, record) : undefined
       const listed = yield* jobs.list(input.vm, target).pipe(Effect.catchTag("CannotReach", () => jobs.list(input.vm, undefined)))
-      return { jobs: listed }
+      const onHost = yield* Effect.flatMap(HostJobs, (host) => host.list(input.vm))
+      return { jobs: [...listed, ...onHost] }
     })
 })

@@ -1,5 +1,5 @@
 import { SchemaAST, type Effect, Schema } from "effect"
-import type { AccessLevel } from "../vm/config.js"
+import type { AccessLevel } from "../context/access-policy.js"
 import type { StoatError } from "../errors.js"
 import type { ExecutionContext } from "../context/execution.js"
 
@@ -104,7 +104,7 @@ export interface Operation<I = any, O = any, R = any> {
    * Default for the destructive class: the target VM's name.
    */
   readonly confirm?: (input: I) => string | undefined
-  readonly run: (input: I, context: ExecutionContext) => Effect.Effect<O, StoatError, R>
+  readonly run: (input: I) => Effect.Effect<O, StoatError, R>
 }
 
 export const defineOperation = <I, II, O, R>(operation: Operation<I, O, R> & { input: Schema.Schema<I, II> }): Operation<I, O, R> =>

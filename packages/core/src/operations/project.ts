@@ -1,14 +1,15 @@
 import { Effect, Option, Schema } from "effect"
 import { InitResult, ProjectRun, ProjectStatus, VmList } from "@stoat/wire"
-import { CapabilityUnavailable, ImmutableField, InvalidSpec, NameTaken, NotFound, type StoatError } from "../errors.js"
-import { driftOf, immutableMessage } from "../projects/drift.js"
+import { advise, CapabilityUnavailable, fixOrDelete, ImmutableField, InvalidSpec, NameTaken, NotFound, type StoatError } from "../errors.js"
+import { driftOf, immutableMessage, recreate } from "../projects/drift.js"
+import { HintWording } from "../context/hint-wording.js"
 import { fanOut } from "../projects/fan-out.js"
 import { DECLARATION_KEY, type Declaration, type Project } from "../projects/file.js"
 import { initProject, Projects } from "../projects/service.js"
 import { readProjectSecrets, readSecrets, type SecretTable } from "../platform/secrets.js"
 import { effectiveAccess } from "../vm/config.js"
 import { AccessPolicy } from "../context/access-policy.js"
-import { Vms } from "../vm/lifecycle.js"
+import { Vms } from "../lifecycle/lifecycle.js"
 import { isRunning, type OkRecord } from "../vm/records.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { aggregateHealth } from "../vm/view.js"
@@ -39,6 +40,7 @@ const foreignOwner = (project: Project, declaration: Declaration, record: OkReco
 /** `stoat status`: each declaration's state, health and drift, in declaration order. */
 export const projectStatusOf = (project: Project) =>
   Effect.gen(function* () {
+    const { words } = yield* HintWording
     const vms = yield* Effect.forEach(
       project.vms,
       (declaration) =>
@@ -55,7 +57,7 @@ export const projectStatusOf = (project: Project) =>
           if (foreign !== undefined) return { ...base, state, health, drift: [], error: foreign }
           const report = driftOf(declaration, record.config, running)
           // An immutable mismatch is shown instead of drift: up would refuse it anyway.
-          if (report.immutable.length > 0) return { ...base, state, health, drift: [], error: immutableMessage(declaration, report.immutable) }
+          if (report.immutable.length > 0) return { ...base, state, health, drift: [], error: `${immutableMessage(report.immutable)}; ${words(recreate(declaration))}` }
           return { ...base, state, health, drift: [...report.drift] }
         }),
       { concurrency: 4 }
@@ -71,7 +73,11 @@ const updateFor = (declaration: Declaration, record: OkRecord, running: boolean,
   Effect.gen(function* () {
     const report = driftOf(declaration, record.config, running)
     if (report.immutable.length > 0) {
-      return yield* new ImmutableField({ message: `VM "${declaration.name}": ${immutableMessage(declaration, report.immutable)}`, subject: report.immutable[0]!.field })
+      return yield* new ImmutableField({
+        message: `VM "${declaration.name}": ${immutableMessage(report.immutable)}`,
+        subject: report.immutable[0]!.field,
+        hint: recreate(declaration)
+      })
     }
     const fields = new Set(report.drift.map((drift) => drift.field.split(".")[0]!))
     const update = {
@@ -122,7 +128,7 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
     const found = yield* lookup(declaration)
     if (Option.isNone(found)) return yield* new NotFound({ message: `VM "${declaration.name}" disappeared while it was being created`, subject: declaration.name })
     const record = found.value
-    if (record.kind === "broken") return yield* new InvalidSpec({ message: `VM "${declaration.name}" is broken: ${record.reason}; fix or delete it (stoat rm ${declaration.key})`, subject: declaration.name })
+    if (record.kind === "broken") return yield* new InvalidSpec({ message: `VM "${declaration.name}" is broken: ${record.reason}`, subject: declaration.name, hint: fixOrDelete(declaration.key) })
     const foreign = foreignOwner(project, declaration, record)
     if (foreign !== undefined) return yield* new NameTaken({ message: foreign, subject: declaration.name })
     const update = yield* updateFor(declaration, record, yield* isRunning(record), wantedSecrets)
@@ -132,12 +138,16 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
     yield* progressLine(`${declaration.key}: updated ${result.changed.join(", ")}${pending}`)
   })
 
-/** Each declared VM that exists, or a not_found saying `stoat up` creates it. */
+/** Each declared VM that exists, or a not_found saying that bringing the project up creates it. */
 const existing = (declaration: Declaration) =>
   Effect.flatMap(lookup(declaration), (found) =>
     Option.isSome(found)
       ? Effect.succeed(found.value.name)
-      : Effect.fail(new NotFound({ message: `VM "${declaration.name}" ([vms.${declaration.key}]) is not created yet; run stoat up ${declaration.key}`, subject: declaration.name }))
+      : Effect.fail(new NotFound({
+            message: `VM "${declaration.name}" ([vms.${declaration.key}]) is not created yet`,
+            subject: declaration.name,
+            hint: advise("create it", { operation: "project.up", input: {} })
+          }))
   )
 
 /** Runs `step` only for declared VMs that exist: a missing VM is already down, or already gone. */

@@ -2,11 +2,12 @@ import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Schema } from "effect"
 import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck, type Vm } from "@stoat/wire"
+import { HintWording } from "../context/hint-wording.js"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
-import { GuestDefinitions, type LoadedGuest } from "../guest/definitions.js"
+import { GuestDefinitions, type LoadedGuest } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
-import { Hypervisor, type AccelProbe } from "../ports/hypervisor.js"
+import { Hypervisor, type Acceleration } from "../ports/hypervisor.js"
 import { STOAT_VERSION } from "../version.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { toVm, toVmStatus } from "../vm/view.js"
@@ -28,6 +29,7 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
     const hypervisor = yield* Hypervisor
     const guests = yield* Effect.orElseSucceed((yield* GuestDefinitions).list, () => [])
     const graphical = yield* (yield* HostProbe).graphical
+    const { words } = yield* HintWording
     const byName = new Map<string, Guest>()
     for (const guest of guests) {
       byName.set(guest.name, guest)
@@ -36,7 +38,7 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
     const views: Vm[] = []
     for (const record of records) {
       const state = yield* hypervisor.status(record)
-      views.push(toVm(record, { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 }, byName, root))
+      views.push(toVm(record, { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 }, byName, root, words))
     }
     // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
     // project, however many of its VMs are listed.
@@ -128,7 +130,7 @@ export const doctor = defineOperation({
   expose: { cli: "doctor", mcp: true },
   title: "Check host prerequisites",
   description:
-    "Check the host: qemu, qemu-img and ssh (required), git and xorriso (optional), whether KVM really works (else VMs run under TCG), the data root's free space, and VMs that crashed or lost their pidfile.",
+    "Check the host: qemu, qemu-img and ssh (required), git (optional), whether KVM really works (else VMs run under TCG), the data root's free space, and VMs that crashed or lost their pidfile.",
   kind: "query",
   input: NoInput,
   output: DoctorReport,
@@ -154,14 +156,13 @@ export const doctor = defineOperation({
           program("qemu-system-x86_64", "qemu-system-x86", false, "runs the VMs"),
           program("qemu-img", "qemu-utils", false, "creates disks and snapshots"),
           program("ssh", "openssh-client", false, "stoat ssh"),
-          program("git", "git", true, "remote recipes"),
-          program("xorriso", "xorriso", true, "Alpine disk installs")
+          program("git", "git", true, "remote recipes")
         ],
         { concurrency: "unbounded" }
       )
       const qemuPresent = checks[0]?.ok === true
       const kvm: HostCheck = qemuPresent
-        ? yield* Effect.match(hypervisor.probeAccelerator, {
+        ? yield* Effect.match(hypervisor.acceleration, {
             onFailure: (error) => ({ name: "kvm", ok: false, detail: error.message, fix: [], optional: true }),
             onSuccess: (probe) => ({
               name: "kvm",
@@ -227,7 +228,7 @@ const vmRunsCheck = Effect.gen(function* () {
 })
 
 /** What a person can do about the accelerator verdict: nothing when KVM works or TCG was chosen on purpose. */
-const kvmFixes = (probe: AccelProbe): ReadonlyArray<string> => {
+const kvmFixes = (probe: Acceleration): ReadonlyArray<string> => {
   if (probe.accel === "kvm" || probe.detail.startsWith("STOAT_ACCEL=")) return []
   // KVM opens but cannot run a 64-bit guest (nested kvm-pvm): no group or firmware switch helps.
   if (probe.detail.includes("does not run")) return ["export STOAT_ACCEL=tcg  # skip the KVM probe on this host"]

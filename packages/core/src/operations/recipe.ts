@@ -1,13 +1,13 @@
 import { Effect, Schema } from "effect"
 import { ApplyDryRun, ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
-import { GuestDefinitions } from "../guest/definitions.js"
-import { planApply, planView } from "../recipes/apply.js"
-import { RECIPE_NAME } from "../recipes/manifest.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
+import { planApply, planView } from "../recipes/steps.js"
+import { RECIPE_NAME } from "../platform/names.js"
 import { applicabilityProblem } from "../recipes/plan.js"
 import { Recipes, type LoadedRecipe } from "../recipes/store.js"
 import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, EXEC, MUTATE, READ } from "./operation.js"
-import { Vms } from "../vm/lifecycle.js"
+import { Vms } from "../lifecycle/lifecycle.js"
 
 export const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64)).annotations({
   description: "Recipe name"

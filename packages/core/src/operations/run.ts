@@ -1,9 +1,15 @@
 import { Clock, Context, Effect, Either, Exit, Option, ParseResult, Schema, SchemaAST } from "effect"
-import { targetsOf, type Operation, type ExecutionContext } from "./operation.js"
+import { accessOf, targetsOf, type Operation, type ExecutionContext } from "./operation.js"
 import { AuditLog, type AuditEntry } from "../context/audit-log.js"
 import { Internal, toErrorInfo, Usage, type StoatError } from "../errors.js"
 import { resolveVmArgument } from "../projects/service.js"
 import { Caller } from "../context/caller.js"
+import { isVmName } from "../platform/names.js"
+import { AccessPolicy } from "../context/access-policy.js"
+import { effectiveAccess } from "../vm/config.js"
+import { loadVm } from "../vm/records.js"
+import { VmStore } from "../vm/store.js"
+import type { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { Progress } from "../context/progress.js"
 
 /** Longer rejected values are named by their length: an error never echoes a payload. */
@@ -134,7 +140,7 @@ const subjectOf = (raw: unknown): string | undefined => {
   if (typeof raw !== "object" || raw === null) return undefined
   const record = raw as Record<string, unknown>
   const value = record["vm"] ?? record["source"] ?? record["name"]
-  return typeof value === "string" && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(value) ? value : undefined
+  return typeof value === "string" && isVmName(value) ? value : undefined
 }
 
 /** The stoat.log entry of one call by `caller`, ended at `at` after `ms`. */
@@ -167,13 +173,42 @@ const namedVmFields = (input: unknown): ReadonlyArray<(typeof VM_FIELDS)[number]
  * name as given: `stoat get dev` for `[vms.dev]`. Done here once, so every command, tool, access
  * check and audit line sees the VM's real name.
  */
-const resolveDeclarationKeys = <I>(input: I, named: ReadonlyArray<(typeof VM_FIELDS)[number]>): Effect.Effect<I, StoatError> =>
+const resolveDeclarationKeys = <I>(input: I, named: ReadonlyArray<(typeof VM_FIELDS)[number]>): Effect.Effect<I, StoatError, VmStore> =>
   Effect.gen(function* () {
     const record = input as Record<string, unknown>
     const resolved: Record<string, unknown> = { ...record }
-    for (const field of named) resolved[field] = yield* resolveVmArgument(record[field] as string)
+    for (const field of named) resolved[field] = yield* resolveVmArgument(record[field] as string).pipe(Effect.catchAll((error) => existingVmOr(record[field] as string, error)))
     return resolved as I
   })
+
+/**
+ * A stoat.toml that does not load is needed only to resolve a declaration key: an argument that
+ * names an existing VM acts on it (a broken stoat.toml in the working directory must not stop
+ * `exec` on any VM); anything else answers the file's error.
+ */
+const existingVmOr = (name: string, error: StoatError): Effect.Effect<string, StoatError, VmStore> =>
+  Effect.flatMap(VmStore, (store) => store.get(name)).pipe(
+    Effect.as(name),
+    Effect.catchAll(() => Effect.fail(error))
+  )
+
+/**
+ * Each target VM's agent_access, read from its vm.toml on this very call, must reach the level
+ * this input needs, for a caller bound by access levels (the MCP caller; the CLI's policy is not
+ * bound, so it reads nothing here). A VM whose vm.toml is missing or broken fails the check with
+ * that error, never open.
+ */
+const requireAccess = <I>(operation: Operation<I, any, any>, input: I, caller: Caller["Type"]): Effect.Effect<void, StoatError, AccessPolicy | VmStore | GuestDefinitions> | undefined => {
+  const needed = accessOf(operation, input)
+  if (!caller.enforcesAccess || needed === null || needed === "none") return undefined
+  return Effect.gen(function* () {
+    const policy = yield* AccessPolicy
+    for (const vm of targetsOf(operation, input)) {
+      const level = effectiveAccess((yield* loadVm(vm)).config)
+      yield* policy.requireGranted(vm, level, needed, `vm "${vm}" has agent_access = ${level}; needs ${needed}`)
+    }
+  })
+}
 
 /**
  * The result as its schema encodes it: known fields only, each checked. `Operation.output` is a
@@ -186,7 +221,7 @@ const encodeOutput = <O>(operation: Pick<Operation<any, O>, "tool" | "output">, 
   })
 
 export interface RunOptions<I, R> {
-  /** Runs after the input is decoded and before the handler (the MCP server's access and confirmation checks). */
+  /** Runs after the input is decoded and access is checked, before the handler (the MCP server's confirmation). */
   readonly guard?: (input: I) => Effect.Effect<void, StoatError, R>
   /** Rewrites the decoded input before the handler (the MCP server caps timeout_seconds of a call without a progress token). */
   readonly adjust?: (input: I) => I
@@ -199,7 +234,7 @@ export interface RunOptions<I, R> {
 const defaultTracer = Effect.runSync(Effect.tracer)
 
 /**
- * Validates, runs and audits one operation, inside a span named by its key when a tracer is
+ * Validates, checks access, runs and audits one operation, inside a span named by its key when a tracer is
  * provided (it sees every call; the name and attributes locate it, so no stack trace is taken).
  * Every entrypoint goes through here, and renders the one encoded output it yields.
  *
@@ -214,25 +249,27 @@ export const runOperation = <I, O, R, R2 = never>(
   raw: unknown,
   context: ExecutionContext,
   options: RunOptions<I, R2> = {}
-): Effect.Effect<O, StoatError, R | R2 | AuditLog | Caller> =>
-  Effect.withFiberRuntime<O, StoatError, R | R2>((fiber) => {
+): Effect.Effect<O, StoatError, R | R2 | AuditLog | Caller | AccessPolicy | VmStore | GuestDefinitions> =>
+  Effect.withFiberRuntime<O, StoatError, R | R2 | AccessPolicy | VmStore | GuestDefinitions>((fiber) => {
     // The signature requires both, so they are there: read without a step each (see above).
     const caller = Context.unsafeGet(fiber.currentContext, Caller)
     const log = Context.unsafeGet(fiber.currentContext, AuditLog)
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     const started = clock.unsafeCurrentTimeMillis()
     let vm = subjectOf(raw)
-    const body = (decodedInput: I): Effect.Effect<O, StoatError, R | R2> => {
+    const body = (decodedInput: I): Effect.Effect<O, StoatError, R | R2 | AccessPolicy | VmStore | GuestDefinitions> => {
       const input = options.adjust ? options.adjust(decodedInput) : decodedInput
       vm = targetsOf(operation, input)[0] ?? vm
-      const work = operation.run(input, context)
+      const work = operation.run(input)
       // Progress is a reference whose default reports nowhere: provided only to a call that listens.
       const reported = context.progress ? Effect.provideService(work, Progress, { emit: context.progress }) : work
       const run = Effect.flatMap(reported, (output) => encodeOutput(operation, output))
-      return options.guard ? Effect.zipRight(options.guard(input), run) : run
+      const guarded = options.guard ? Effect.zipRight(options.guard(input), run) : run
+      const access = requireAccess(operation, input, caller)
+      return access ? Effect.zipRight(access, guarded) : guarded
     }
     const decoded = inputDecoder(operation.input)(raw)
-    let program: Effect.Effect<O, StoatError, R | R2>
+    let program: Effect.Effect<O, StoatError, R | R2 | AccessPolicy | VmStore | GuestDefinitions>
     if (Either.isLeft(decoded)) program = Effect.fail(invalidInput(operation, decoded.left))
     else {
       const input = decoded.right as I

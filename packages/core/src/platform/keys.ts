@@ -1,11 +1,12 @@
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { chmod, mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises"
+import { chmod, mkdir, readFile, readdir, rename, rm, stat } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import { Cause, Duration, Effect, Exit } from "effect"
 import type { DataRootPaths } from "./data-root.js"
 import { Internal, type LimitReached, type Timeout } from "../errors.js"
 import { diskFull, isDiskFull } from "./fs.js"
+import { writeFileAtomic } from "./files.js"
 import { makeLocks, type LockError } from "./locks.js"
 
 /** An ed25519 key pair on disk: the private key file (0600) and the one-line OpenSSH public key. */
@@ -49,9 +50,7 @@ const generate = async (privateKeyPath: string, comment: string): Promise<KeyPai
     // A private key whose .pub went missing: guests may already trust it, so derive the public half instead of replacing it.
     await chmod(privateKeyPath, 0o600)
     const publicKey = (await sshKeygen(["-y", "-f", privateKeyPath])).trim()
-    const tmp = `${privateKeyPath}.tmp-${process.pid}-${randomBytes(4).toString("hex")}.pub`
-    await writeFile(tmp, `${publicKey}\n`, { mode: 0o644 })
-    await rename(tmp, `${privateKeyPath}.pub`)
+    await writeFileAtomic(`${privateKeyPath}.pub`, `${publicKey}\n`, 0o644)
   } else {
     // Generate under a temporary name and rename into place, public half first: a crash leaves
     // either nothing or an orphan .pub that the next run overwrites, never a half-written key.

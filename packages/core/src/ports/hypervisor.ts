@@ -6,15 +6,15 @@ import type {
   CapabilityUnavailable,
   InvalidSpec,
   Internal,
-  KvmUnusable,
+  AcceleratorUnusable,
   LimitReached,
-  MonitorRejected,
-  MonitorUnreachable,
+  ControlRejected,
+  ControlUnreachable,
   NoDisk,
   NotFound,
   NotRunning,
-  QemuMissing,
-  QemuStartFailed,
+  ProviderMissing,
+  ProviderStartFailed,
   ScreenshotFailed,
   ShareInvalid,
   DiskShrink
@@ -56,7 +56,11 @@ export interface RunState {
   readonly leftovers?: ReadonlyArray<string>
 }
 
-export interface AccelProbe {
+/**
+ * How the provider's VMs run on this host: `kvm` with hardware virtualisation, `tcg` emulated in
+ * software (the words are the wire's; another provider maps its own onto them). `detail` says why.
+ */
+export interface Acceleration {
   readonly accel: "kvm" | "tcg"
   readonly detail: string
 }
@@ -154,8 +158,22 @@ export interface Screenshot {
 }
 
 /**
- * The port a VM provider implements (QEMU today; a remote libvirt or a cloud could be another).
- * Core decides what to run; the provider only knows how.
+ * The port a VM provider implements (QEMU today; libvirt or a cloud could be another). Core
+ * decides what to run; the provider only knows how.
+ *
+ * The contract, checked for every provider by `hypervisorContract` (core's `testing` entry):
+ * - A VM is a `VmRef`: a name and a folder core owns. The provider may keep its own files in that
+ *   folder (QEMU: pidfile, sockets, `console.log`, `boot.json`) and nowhere else of core's.
+ * - Expected failures are core's tagged errors, the same for every provider: the provider's own
+ *   names go in the message (`ProviderMissing`: "qemu-system-x86_64 not found"), never in a tag.
+ *   `AlreadyRunning` for a start of a running VM, `NotRunning` for a stop, screenshot or
+ *   checkpoint of a stopped one, `NoDisk` for snapshot calls on a disk that does not exist,
+ *   `DiskShrink` for a resize below the current size, `NotFound` for `diskInfo` of a missing disk.
+ * - `status` is cheap and never fails: a listing asks it of every VM.
+ * - `start` returns once the VM runs (its guest may still be booting: readiness is `GuestSignals`
+ *   plus the guest transport); `stop` returns once it is gone.
+ * - Disks are named relative to the VM folder or as base images (`DiskRef`), never as host paths
+ *   of the provider's choosing; snapshots are the disk's own (they travel with it).
  */
 export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
   Hypervisor,
@@ -169,32 +187,30 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
      * Checks the plan first (invalid_spec for one the provider cannot run), then boots it; limit_reached when the VM's files do not fit on the disk.
      * A provider on another host: cannot_reach when the host or its daemon does not answer, kvm_unusable when KVM is demanded and the host has none.
      */
-    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached | CannotReach | KvmUnusable>
-    /**
-     * Waits until the guest's console says sshd listens, for guests that say so (true); false at
-     * once for others, and when the VM stops or the time runs out. Readiness still probes SSH.
-     */
-    readonly awaitSshd: (vm: VmRef, timeoutMs: number) => Effect.Effect<boolean>
+    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, ProviderMissing | ProviderStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached | CannotReach | AcceleratorUnusable>
     /** Graceful power-down, then SIGTERM, then SIGKILL; returns once the process is gone. */
     readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning | CannotReach>
-    /** The accelerator VMs start under and why (the setting, a cached verdict, or a new probe). */
-    readonly probeAccelerator: Effect.Effect<AccelProbe, QemuMissing | InvalidSpec>
+    /**
+     * How VMs start on this host and why (a capability query: QEMU answers from STOAT_ACCEL, a
+     * cached verdict, or a new probe of KVM). invalid_spec for a setting it cannot read.
+     */
+    readonly acceleration: Effect.Effect<Acceleration, ProviderMissing | InvalidSpec>
     /** Makes `disk`, of `size` (empty: the backing's size) and optionally an overlay of `backing`. */
     /** A full file system is limit_reached (as for any write). */
-    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | QemuMissing | LimitReached>
-    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | QemuMissing | LimitReached>
-    readonly diskInfo: (disk: DiskRef) => Effect.Effect<DiskInfo, Internal | NotFound | QemuMissing>
+    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | ProviderMissing | LimitReached>
+    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | ProviderMissing | LimitReached>
+    readonly diskInfo: (disk: DiskRef) => Effect.Effect<DiskInfo, Internal | NotFound | ProviderMissing>
     /*
      * Snapshot mechanisms only (the rules, such as replacing a tag or restoring only a stopped VM,
      * are the Snapshots service's). no_disk when the disk does not exist.
      */
-    readonly listSnapshots: (disk: VmDisk) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | MonitorUnreachable>
+    readonly listSnapshots: (disk: VmDisk) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | ControlUnreachable>
     /** Adds a snapshot named `tag`, on a running VM disk-only. */
-    readonly saveSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
+    readonly saveSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected>
     /** Rolls a stopped VM's disk back to the snapshot named `tag`. */
     readonly restoreSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk>
     /** Deletes every snapshot named `tag` (none: nothing to do). */
-    readonly deleteSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | MonitorUnreachable | MonitorRejected>
+    readonly deleteSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected>
     /**
      * Makes the new file `disk` an overlay of `backing` that reads as snapshot `tag` of `source`,
      * a disk below `backing` in its chain. No existing file changes. None of them may be written by a running VM.
@@ -209,7 +225,7 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly checkpoint: (
       vm: VmRef,
       request: CheckpointRequest
-    ) => Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | MonitorUnreachable | MonitorRejected | Internal | QemuMissing>
+    ) => Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | ControlUnreachable | ControlRejected | Internal | ProviderMissing>
     /**
      * Starts a new VM running from a checkpoint (`folder`, relative to the checkpointed VM's
      * folder), warm: same devices, its own disk, port and share.
@@ -217,11 +233,28 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly resume: (
       checkpoint: { readonly vm: VmRef; readonly folder: string },
       plan: ResumePlan
-    ) => Effect.Effect<StartedVm, QemuMissing | QemuStartFailed | AlreadyRunning | ShareInvalid | LimitReached>
+    ) => Effect.Effect<StartedVm, ProviderMissing | ProviderStartFailed | AlreadyRunning | ShareInvalid | LimitReached>
     /**
      * Copies into a disk what it reads through its backing chain above `backing`, then makes
      * `backing` its backing file (none: it stands alone). The disk must not be in use.
      */
-    readonly rebaseDisk: (disk: VmDisk, backing: DiskRef | undefined) => Effect.Effect<void, Internal | QemuMissing>
+    readonly rebaseDisk: (disk: VmDisk, backing: DiskRef | undefined) => Effect.Effect<void, Internal | ProviderMissing>
+  }
+>() {}
+
+/**
+ * What a booting guest signals before its network service answers. Kept off `Hypervisor`: the
+ * signal is the guest's (a console line only guests Stoat assembles print), and a provider
+ * without a serial console implements it as "no signal" (false at once).
+ */
+export class GuestSignals extends Context.Tag("stoat/GuestSignals")<
+  GuestSignals,
+  {
+    /**
+     * Waits until the guest of the VM's current boot says sshd listens, for guests that say so
+     * (true); false at once for others, and when the VM stops or the time runs out. Readiness
+     * still probes SSH after it: this only spares connections made before the guest has network.
+     */
+    readonly awaitSshd: (vm: VmRef, timeoutMs: number) => Effect.Effect<boolean>
   }
 >() {}

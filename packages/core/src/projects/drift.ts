@@ -1,6 +1,7 @@
 import type { Drift as DriftSchema } from "@stoat/wire"
 import { effectiveAccess, diskSizeBytes, type VmConfig } from "../vm/config.js"
 import type { Declaration } from "./file.js"
+import { advise, type Hint } from "../errors.js"
 
 type Drift = typeof DriftSchema.Type
 
@@ -46,6 +47,10 @@ export const driftOf = (declaration: Declaration, config: VmConfig, running: boo
   return { drift, immutable }
 }
 
-/** The refusal of an immutable change, as `status` shows it and `up` fails with. */
-export const immutableMessage = (declaration: Declaration, changes: ReadonlyArray<ImmutableChange>): string =>
-  `${changes.map((change) => `${change.field} changed from ${change.from || "(none)"} to ${change.to}`).join("; ")}; run stoat rm ${declaration.key} and stoat up`
+/** The refusal of an immutable change, as `status` shows it and `up` fails with (`recreate` says what to do about it). */
+export const immutableMessage = (changes: ReadonlyArray<ImmutableChange>): string =>
+  changes.map((change) => `${change.field} changed from ${change.from || "(none)"} to ${change.to}`).join("; ")
+
+/** What an immutable change needs: the VM deleted and the project brought up again. */
+export const recreate = (declaration: Declaration): Hint =>
+  advise("recreate it", { operation: "vm.destroy", input: { vm: declaration.key } }, { operation: "project.up", input: {} })

@@ -1,6 +1,7 @@
 import { Effect, Ref } from "effect"
 import type { ProjectRun as ProjectRunSchema } from "@stoat/wire"
 import { toErrorInfo, type StoatError } from "../errors.js"
+import { HintWording } from "../context/hint-wording.js"
 import { ProjectLimits } from "../vm/limits.js"
 import type { Declaration, Project } from "./file.js"
 
@@ -20,6 +21,7 @@ export const fanOut = <R>(
 ): Effect.Effect<ProjectRun, never, R> =>
   Effect.gen(function* () {
     const failed = yield* Ref.make(false)
+    const { words } = yield* HintWording
     const one = (declaration: Declaration) =>
       Effect.gen(function* () {
         const base = { key: declaration.key, name: declaration.name }
@@ -27,7 +29,7 @@ export const fanOut = <R>(
         return yield* step(declaration).pipe(
           Effect.as({ ...base, status: "ok" as const }),
           Effect.catchAll((error) => {
-            const info = toErrorInfo(error)
+            const info = toErrorInfo(error, words)
             return Effect.as(Ref.set(failed, true), { ...base, status: "error" as const, error: info.message, code: info.code })
           })
         )

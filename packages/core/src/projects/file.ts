@@ -11,9 +11,10 @@ import { InvalidSpec, ShareInvalid, type StoatError } from "../errors.js"
 import type { Limits } from "../vm/limits.js"
 import { validateVmName } from "../vm/names.js"
 import * as fs from "../platform/fs.js"
-import { RECIPE_NAME } from "../recipes/manifest.js"
-import { AccessLevel, DiskSizeInput, LIBVIRT_URI } from "../vm/config.js"
-import { Cpus, RamMb } from "../operations/inputs.js"
+import { RECIPE_NAME } from "../platform/names.js"
+import { DiskSizeInput, LIBVIRT_URI } from "../vm/config.js"
+import { AccessLevel } from "../context/access-policy.js"
+import { Cpus, RamMb } from "../vm/limits.js"
 
 export const PROJECT_FILE = "stoat.toml"
 /** The newest stoat.toml schema this build reads. */

@@ -1,7 +1,7 @@
 import { appendFile, open, readFile, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Option } from "effect"
-import { internalError, NameTaken, NotFound, type StoatError } from "../errors.js"
+import { advise, internalError, NameTaken, NotFound, type StoatError } from "../errors.js"
 import { defaultProjectName, loadProject, PROJECT_FILE, type Project } from "./file.js"
 
 /**
@@ -13,14 +13,15 @@ export interface ProjectScope {
   readonly dir: string | undefined
   /** The folder's project, none without a stoat.toml; a malformed file is its typed error. */
   readonly current: Effect.Effect<Option.Option<Project>, StoatError>
-  /** The project, or not_found telling the caller to run stoat init (or to name a VM). */
+  /** The project, or not_found advising to create one (or to name a VM). */
   readonly require: Effect.Effect<Project, StoatError>
 }
 
 const noProject = (dir: string | undefined) =>
   new NotFound({
-    message: `no ${PROJECT_FILE} in ${dir ?? "this server's working directory"}; run stoat init there to create one, or use the commands and tools that name a VM (project scope reads only the working directory, not its parents)`,
-    subject: PROJECT_FILE
+    message: `no ${PROJECT_FILE} in ${dir ?? "this server's working directory"} (project scope reads only the working directory, not its parents); use the commands and tools that name a VM`,
+    subject: PROJECT_FILE,
+    hint: advise("or create one there", { operation: "project.init", input: {} })
   })
 
 export const projectScopeAt = (dir: string | undefined): ProjectScope => {

@@ -10,109 +10,28 @@ import { randomBytes } from "node:crypto"
 import { appendFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Clock, Duration, Effect, Exit } from "effect"
-import type { Guest, RecipeDetail } from "@stoat/wire"
+import type { Guest } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
-import { InvalidSpec, NotRunning, type StoatError } from "../errors.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { adviseLookup, type Hint, InvalidSpec, NotRunning, startIt, type StoatError } from "../errors.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
-import type { Hypervisor } from "../ports/hypervisor.js"
+import type { GuestSignals, Hypervisor } from "../ports/hypervisor.js"
 import type { ImageBuilder } from "../ports/image-builder.js"
 import type { AccessPolicy } from "../context/access-policy.js"
 import type { Caller } from "../context/caller.js"
 import { readSecrets, setSecretNames } from "../platform/secrets.js"
-import { quoteWord } from "../ssh/quote.js"
 import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import { isRunning, loadVm, sshTarget, type OkRecord } from "../vm/records.js"
 import { VmStore } from "../vm/store.js"
 import { recipeDetails } from "../vm/view.js"
 import { durationMs } from "./manifest.js"
-import { decideRun, orderByDepends, recipeHash, redact, requireApplicable, resolveParams, scriptHash, type ResolvedParams, type RunDecision } from "./plan.js"
-import { renderPrelude } from "./prelude.js"
+import { redact } from "./plan.js"
+import { asRoot } from "../guest/root.js"
 import { readFirstBootMarkers } from "./first-boot.js"
-import { Recipes, type LoadedRecipe } from "./store.js"
-import { ensureProjectRecipes } from "./remote/service.js"
+import { healthScript, planApply, recipeScript, type PlannedStep } from "./steps.js"
+import type { Recipes } from "./store.js"
 import { Progress } from "../context/progress.js"
-
-export interface PlannedStep {
-  readonly recipe: LoadedRecipe
-  readonly body: string
-  readonly params: ResolvedParams
-  readonly hash: string
-  readonly scriptHash: string
-  readonly decision: RunDecision
-}
-
-export interface ApplyPlanned {
-  readonly record: OkRecord
-  readonly guest: Guest
-  readonly steps: ReadonlyArray<PlannedStep>
-}
-
-/** Steps 2–5 on the host only: targets, order, params and the run-mode filter. Works on a stopped VM. */
-export const planApply = (vm: string, only: ReadonlyArray<string> | undefined) =>
-  Effect.gen(function* () {
-    const record = yield* loadVm(vm)
-    const guest = yield* (yield* GuestDefinitions).get(record.config.os)
-    const recipes = yield* Recipes
-    const configured = record.config.recipes
-    const stray = (only ?? []).find((name) => !configured.includes(name))
-    if (stray !== undefined) {
-      return yield* new InvalidSpec({ message: `--only: "${stray}" is not one of VM "${vm}"'s recipes (${configured.join(", ") || "none"})`, subject: stray })
-    }
-    const names = only !== undefined && only.length > 0 ? configured.filter((name) => only.includes(name)) : configured
-    // Step 2, project scope: declaration, lock and checkouts agree before anything is loaded.
-    yield* ensureProjectRecipes(names)
-    const targets: LoadedRecipe[] = []
-    for (const name of names) {
-      const recipe = yield* recipes.get(name)
-      yield* requireApplicable(recipe, guest)
-      targets.push(recipe)
-    }
-    const ordered = yield* orderByDepends(targets, new Set(Object.keys(record.config.applied)))
-    const secrets = yield* readSecrets(record.dir)
-    const facts = { name: record.name, sshUser: sshTarget(yield* DataRoot, record).user }
-    const steps: PlannedStep[] = []
-    for (const recipe of ordered) {
-      const { body } = yield* recipes.script(recipe, guest)
-      const params = yield* resolveParams(recipe.manifest, record.config, secrets, facts)
-      const hashes = { hash: recipeHash(body, params), scriptHash: scriptHash(body) }
-      const named = only?.includes(recipe.manifest.name) ?? false
-      steps.push({ recipe, body, params, ...hashes, decision: decideRun(recipe.manifest, record.config.applied[recipe.manifest.name], hashes, named) })
-    }
-    return { record, guest, steps } satisfies ApplyPlanned
-  })
-
-export const planView = (planned: ApplyPlanned) =>
-  planned.steps.map((step) => ({
-    name: step.recipe.manifest.name,
-    action: step.decision.action,
-    reason: step.decision.reason,
-    ...(step.recipe.manifest.version !== "" ? { version: step.recipe.manifest.version } : {})
-  }))
-
-const exportLines = (env: Readonly<Record<string, string>>) =>
-  Object.entries(env)
-    .map(([name, value]) => `export ${name}=${quoteWord(value)}`)
-    .join("\n")
-
-/**
- * The whole script as one `{ … }` group, so the shell has parsed all of it before the body runs
- * and a command in the body that reads stdin cannot swallow the rest (its stdin is /dev/null).
- */
-export const recipeScript = (guest: Guest, step: Pick<PlannedStep, "recipe" | "body" | "params">, outputPath: string): string => {
-  const env = { STOAT_RECIPE: step.recipe.manifest.name, STOAT_OUTPUT: outputPath, ...step.params.env }
-  const python = guest.pkg.runtime_packages["python3"] ?? "python3"
-  const delimiter = `STOAT_PY_${randomBytes(8).toString("hex")}`
-  const run =
-    step.recipe.manifest.runtime === "python3"
-      ? `command -v python3 >/dev/null 2>&1 || { stoat_pkg_setup && stoat_pkg_install ${quoteWord(python)}; } </dev/null\npython3 - <<'${delimiter}'\n${step.body}\n${delimiter}`
-      : `(\n${step.body}\n) </dev/null`
-  return `{\n${exportLines(env)}\n${renderPrelude(guest)}: > "$STOAT_OUTPUT"\n${run}\n}\n`
-}
-
-export const healthScript = (guest: Guest, check: string, params: ResolvedParams): string =>
-  `{\n${exportLines(params.env)}\n${renderPrelude(guest)}(\n${check}\n) </dev/null\n}\n`
 
 /** How the apply log's last line begins when every recipe ran and a health check failed (the recipes stay applied). */
 export const HEALTH_FAILED = "health check failed"
@@ -160,10 +79,6 @@ export const waitHealthy = (vm: string, deadline: number) =>
     )
   })
 
-/** Root for recipe scripts: the ssh user when it is root, else through the guest's escalate words. */
-const asRoot = (guest: Guest, target: SshTarget, argv: ReadonlyArray<string>) =>
-  target.user === "root" || guest.escalate.length === 0 ? [...argv] : [...guest.escalate, ...argv]
-
 /** The apply log: truncated per run, one line at a time, also streamed as `log` events. */
 const applyLog = (path: string, progress: Progress["Type"], secrets: () => ReadonlyArray<string>) => {
   writeFileSync(path, "")
@@ -204,13 +119,6 @@ const parseOutputs = (text: string, declared: ReadonlyArray<{ readonly name: str
   return outputs
 }
 
-export interface ApplyOutcome {
-  readonly vm: string
-  readonly applied: ReadonlyArray<string>
-  readonly skipped_reason: string
-  readonly recipes_detail: ReadonlyArray<RecipeDetail>
-}
-
 const detailOf = (vm: string) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
@@ -242,7 +150,7 @@ const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | 
  * The services the lifecycle hooks run on, named: start applies recipes, whose reboot starts the
  * VM again, so an inferred requirement would be circular (and leak as `any` to embedders).
  */
-export type LifecycleServices = Hypervisor | ImageBuilder | HostProbe | VmStore | Locks | DataRoot | GuestTransport | GuestDefinitions | Recipes | AccessPolicy | Caller
+export type LifecycleServices = Hypervisor | GuestSignals | ImageBuilder | HostProbe | VmStore | Locks | DataRoot | GuestTransport | GuestDefinitions | Recipes | AccessPolicy | Caller
 
 export interface ApplyHooks {
   /** Waits until the guest answers ssh (the lifecycle's own wait). */
@@ -290,7 +198,7 @@ export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, hoo
 const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
-    if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running; start it with stoat up ${vm}`, subject: vm })
+    if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running`, subject: vm, hint: startIt(vm) })
     let planned = yield* planApply(vm, only)
     if (planned.steps.length === 0) return { vm, applied: [], skipped_reason: "no recipes configured", recipes_detail: [] }
     const { guest } = planned
@@ -298,16 +206,19 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
     const root = yield* DataRoot
     const transport = yield* GuestTransport
     const target = sshTarget(root, record)
+    // Recipes run as root: the words that make a command root here, refused before anything runs when the guest has none.
+    const escalate = yield* asRoot(target, guest, [], "applying recipes")
+    const rootArgv = (argv: ReadonlyArray<string>) => [...escalate, ...argv]
     const progress = yield* Progress
     const log = applyLog(join(record.dir, "last-provision.log"), progress, () => secrets)
     let ended = false
-    const failed = (line: string, message: string, subject: string) =>
+    const failed = (line: string, message: string, subject: string, hint?: Hint) =>
       Effect.zipRight(
         Effect.sync(() => {
           ended = true
           log.line(`FAILED: ${line}`)
         }),
-        Effect.fail(new InvalidSpec({ message: redact(message, secrets), subject }))
+        Effect.fail(new InvalidSpec({ message: redact(message, secrets), subject, ...(hint ? { hint } : {}) }))
       )
 
     const body = Effect.gen(function* () {
@@ -315,7 +226,7 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
       yield* hooks.waitReachable(record, SSH_WAIT_MS)
       // A cloud VM's first boot may have run its recipes already: record those, then plan again.
       if (record.config.mode === "cloud" && Object.keys(record.config.applied).length === 0) {
-        const markers = yield* readFirstBootMarkers(target, planned.steps.map((step) => step.recipe.manifest.name), (argv) => asRoot(guest, target, argv))
+        const markers = yield* readFirstBootMarkers(target, planned.steps.map((step) => step.recipe.manifest.name), rootArgv)
         for (const marker of markers) {
           const step = planned.steps.find((s) => s.recipe.manifest.name === marker.name)!
           yield* recordApplied(vm, marker.name, () => ({
@@ -345,10 +256,10 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
         const stderr = log.stream()
         const groupFile = `${outputPath}.group`
         const stopGroup = transport
-          .exec(target, asRoot(guest, target, ["sh", "-c", STOP_RECIPE_GROUP, "stoat_stop", groupFile]), { timeoutMs: 10_000 })
+          .exec(target, rootArgv(["sh", "-c", STOP_RECIPE_GROUP, "stoat_stop", groupFile]), { timeoutMs: 10_000 })
           .pipe(Effect.ignore)
         const result = yield* transport
-          .exec(target, asRoot(guest, target, ["sh", "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", groupFile]), {
+          .exec(target, rootArgv(["sh", "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", groupFile]), {
             stdin: recipeScript(guest, step, outputPath),
             timeoutMs: RECIPE_TIMEOUT_MS,
             onStdout: stdout.write,
@@ -361,7 +272,7 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
         stdout.flush()
         stderr.flush()
         // What the script left: its outputs, read and removed, and the group file.
-        const collect = transport.exec(target, asRoot(guest, target, ["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1" "$2"', "stoat_output", outputPath, groupFile]), {
+        const collect = transport.exec(target, rootArgv(["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1" "$2"', "stoat_output", outputPath, groupFile]), {
           timeoutMs: 30_000
         })
         if (result.exitCode !== 0) {
@@ -369,8 +280,9 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
           const last = Buffer.from(result.stderr).toString("utf8").trim().split("\n").pop() ?? ""
           return yield* failed(
             `${name} exited ${result.exitCode}`,
-            `recipe "${name}" failed with exit code ${result.exitCode}${last ? `: ${last}` : ""}; see stoat logs ${vm} --which apply`,
-            name
+            `recipe "${name}" failed with exit code ${result.exitCode}${last ? `: ${last}` : ""}`,
+            name,
+            adviseLookup("vm.logs", { vm, which: "apply" })
           )
         }
         const collected = yield* collect

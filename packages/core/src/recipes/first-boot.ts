@@ -9,7 +9,7 @@ import { yamlString } from "../cloudinit/seed.js"
 import { quoteWord } from "../ssh/quote.js"
 import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import type { OkRecord } from "../vm/records.js"
-import { planApply, recipeScript, type PlannedStep } from "./apply.js"
+import { planApply, recipeScript, type PlannedStep } from "./steps.js"
 
 export const MARKER_DIR = "/var/lib/stoat/.applied"
 const SCRIPT_DIR = "/var/lib/stoat/recipes"

@@ -6,9 +6,9 @@ import { posix } from "node:path"
 import { Either, ParseResult, Schema } from "effect"
 import { parse } from "smol-toml"
 import { InvalidSpec } from "../errors.js"
+import { RECIPE_NAME } from "../platform/names.js"
 import { parseDurationMs } from "../platform/duration.js"
 
-export const RECIPE_NAME = /^[a-z0-9][a-z0-9-]*$/
 export const PARAM_NAME = /^[a-z][a-z0-9_]*$/
 /** Where `default_from` may fill a param from: the VM's ssh account or its name. */
 export const DEFAULT_SOURCES = ["ssh_user", "vm_name"] as const

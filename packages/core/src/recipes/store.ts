@@ -9,14 +9,14 @@ import { join, relative, sep } from "node:path"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import type { Guest } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
-import { InvalidSpec, NameTaken, NotFound } from "../errors.js"
+import { adviseLookup, InvalidSpec, NameTaken, NotFound } from "../errors.js"
 import * as fs from "../platform/fs.js"
 import type { FsError } from "../platform/fs.js"
-import { closest } from "../vm/names.js"
+import { closest, RECIPE_NAME } from "../platform/names.js"
 import { BUNDLED_RECIPES } from "./bundled.js"
 import { readLock } from "./remote/files.js"
 import { Projects } from "../projects/service.js"
-import { parseRecipeToml, RECIPE_NAME, type RecipeManifest } from "./manifest.js"
+import { parseRecipeToml, type RecipeManifest } from "./manifest.js"
 
 export type RecipeScope = "bundled" | "local" | "global" | "project"
 
@@ -236,7 +236,11 @@ export const makeRecipes = (sources: Effect.Effect<ReadonlyArray<RecipeSource>, 
         const known: string[] = []
         for (const source of all) known.push(...(yield* names(source)))
         const hint = closest(name, known)
-        return yield* new NotFound({ message: `no recipe root declares recipe "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipes`, subject: name })
+        return yield* new NotFound({
+          message: `no recipe root declares recipe "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+          subject: name,
+          hint: adviseLookup("recipe.catalog")
+        })
       }),
     script: (recipe, guest) => {
       const key = [guest.name, ...guest.aliases].find((os) => recipe.manifest.scripts[os] !== undefined)

@@ -3,7 +3,7 @@ import { readFile as readLocalFile, rename, rm } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
 import { type Context, Data, Deferred, Duration, Effect, FiberId, Layer, RcMap, Schedule, type Scope } from "effect"
-import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
+import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, waitForSsh, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SftpError, type SshTarget } from "../ports/guest-transport.js"
 import { makeSshProbe } from "./probe.js"
 import { guestCommand } from "./quote.js"
@@ -87,8 +87,9 @@ const describe = (cause: unknown): string => (cause instanceof Error ? cause.mes
 
 const unreachable = (target: SshTarget, cause?: unknown) =>
   new CannotReach({
-    message: `ssh could not connect to VM ${target.vm} on port ${target.port}; call wait first${cause === undefined ? "" : ` (${describe(cause)})`}`,
-    subject: target.vm
+    message: `ssh could not connect to VM ${target.vm} on port ${target.port}${cause === undefined ? "" : ` (${describe(cause)})`}`,
+    subject: target.vm,
+    hint: waitForSsh(target.vm)
   })
 
 const lost = (target: SshTarget) =>

@@ -14,7 +14,7 @@
 import { readFile, writeFile } from "node:fs/promises"
 import { posix } from "node:path"
 import { Effect, Layer, type Context } from "effect"
-import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Usage } from "../errors.js"
+import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, waitForSsh, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../ports/guest-transport.js"
 import type { FakeHypervisorState } from "./fake-hypervisor.js"
 import { LIST_SCRIPT, PS_SCRIPT, READ_SCRIPT, STAT_SCRIPT, TAIL_SCRIPT, TIMEOUT_SCRIPT, WRITE_SCRIPT } from "../guest/scripts.js"
@@ -272,7 +272,7 @@ export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisor
   const reach = (target: SshTarget) =>
     answers(target.port)
       ? Effect.succeed(state.fs(target.vm))
-      : Effect.fail(new CannotReach({ message: `cannot reach VM "${target.vm}" over ssh (port ${target.port}); call wait first`, subject: target.vm }))
+      : Effect.fail(new CannotReach({ message: `cannot reach VM "${target.vm}" over ssh (port ${target.port})`, subject: target.vm, hint: waitForSsh(target.vm) }))
   const guestPath = (fs: FakeGuestFs, vm: string, path: string) =>
     fs.isDenied(path) ? Effect.fail(new AccessDenied({ message: `${vm}:${path}: permission denied`, subject: path })) : Effect.succeed(posix.normalize(path))
   const hostError = (path: string) => (cause: unknown) =>

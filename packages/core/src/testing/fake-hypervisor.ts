@@ -2,8 +2,8 @@ import { readFile, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
-import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, QemuStartFailed } from "../errors.js"
-import type { BootPlan, DiskRef, Hypervisor, ResumePlan, StartedVm, VmDisk } from "../ports/hypervisor.js"
+import { AlreadyRunning, CapabilityUnavailable, DiskShrink, Internal, NoDisk, NotFound, NotRunning, ProviderStartFailed } from "../errors.js"
+import type { BootPlan, DiskRef, GuestSignals, Hypervisor, ResumePlan, StartedVm, VmDisk } from "../ports/hypervisor.js"
 import { diskSizeBytes } from "../vm/config.js"
 import { diskRefPath } from "../vm/disks.js"
 
@@ -65,22 +65,20 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         return entry ? { running: true, pid: 4242, startedAt: entry.startedAt } : { running: false }
       }),
     start: (plan) =>
-      Effect.suspend((): Effect.Effect<StartedVm, AlreadyRunning | QemuStartFailed> => {
+      Effect.suspend((): Effect.Effect<StartedVm, AlreadyRunning | ProviderStartFailed> => {
         if (state.running.has(plan.vm.dir)) return Effect.fail(new AlreadyRunning({ message: `VM ${plan.vm.name} is already running`, subject: plan.vm.name }))
         const refused = state.startError?.(plan)
-        if (refused !== undefined) return Effect.fail(new QemuStartFailed({ ...refused, subject: plan.vm.name }))
+        if (refused !== undefined) return Effect.fail(new ProviderStartFailed({ ...refused, subject: plan.vm.name }))
         state.starts++
         const startedAt = new Date().toISOString()
         state.running.set(plan.vm.dir, { plan, startedAt })
         return Effect.succeed({ running: true, pid: 4242, startedAt, accel: state.accel, ...(state.startNotice !== undefined ? { notice: state.startNotice } : {}) })
       }),
-    // Fake guests print no console; readiness goes straight to the transport's probe.
-    awaitSshd: () => Effect.succeed(false),
     stop: (vm) =>
       Effect.suspend(() =>
         state.running.delete(vm.dir) ? Effect.void : Effect.fail(new NotRunning({ message: `VM ${vm.name} is not running`, subject: vm.name }))
       ),
-    probeAccelerator: Effect.sync(() => ({ accel: state.accel, detail: state.accel === "kvm" ? "KVM works" : "KVM unusable; using TCG" })),
+    acceleration: Effect.sync(() => ({ accel: state.accel, detail: state.accel === "kvm" ? "KVM works" : "KVM unusable; using TCG" })),
     // Like qemu-img, an empty placeholder file appears at `path` (its folder must exist), so code
     // that checks for the disk on the host sees it; size, backing and snapshots live in `state.disks`.
     createDisk: (ref, size, backing) =>
@@ -168,10 +166,10 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
         if (state.running.has(target.vm.dir)) return yield* new AlreadyRunning({ message: `VM ${target.vm.name} is already running`, subject: target.vm.name })
         const gate = state.resumeGate
         if (gate !== undefined) yield* Effect.promise(() => gate)
-        if (state.resumeError !== undefined) return yield* new QemuStartFailed({ message: state.resumeError, subject: target.vm.name })
+        if (state.resumeError !== undefined) return yield* new ProviderStartFailed({ message: state.resumeError, subject: target.vm.name })
         const saved = yield* Effect.tryPromise({
           try: () => readFile(join(folder, "plan.json"), "utf8").then((text) => JSON.parse(text) as BootPlan),
-          catch: () => new QemuStartFailed({ message: `checkpoint ${folder} has no saved plan`, subject: target.vm.name })
+          catch: () => new ProviderStartFailed({ message: `checkpoint ${folder} has no saved plan`, subject: target.vm.name })
         })
         state.starts++
         const startedAt = new Date().toISOString()
@@ -191,3 +189,6 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
       )
   }
 }
+
+/** Fake guests print no console: readiness goes straight to the transport's probe. */
+export const fakeGuestSignals: Context.Tag.Service<GuestSignals> = { awaitSshd: () => Effect.succeed(false) }

@@ -3,28 +3,17 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { dataRootAt } from "../platform/data-root.js"
-import { GuestDefinitionsLive } from "../guest/definitions.js"
 import { HostProbe } from "../platform/host.js"
-import { LocksLive } from "../platform/locks.js"
 import { NotRunning } from "../errors.js"
-import { Hypervisor, type RunState } from "../ports/hypervisor.js"
+import { GuestSignals, Hypervisor, type RunState } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
-import { SnapshotsLive } from "../vm/snapshots.js"
-import { ImagesLive } from "../images/service.js"
-import { VmStoreLive } from "../vm/store.js"
-import { VmsLive } from "../vm/lifecycle.js"
 import { CliCaller, type Caller } from "../context/caller.js"
 import { callerLayer } from "../context/access-policy.js"
-import { GuestOpsLive } from "../guest/ops.js"
-import { JobsLive } from "../guest/jobs.js"
-import { CheckpointsLive } from "../checkpoints/index.js"
-import { RecipesLive } from "../recipes/store.js"
-import { GitLive } from "../recipes/remote/git.js"
-import { remoteRecipesLayer } from "../recipes/remote/service.js"
 import { projectsAt } from "../projects/service.js"
-import { AuditLogLive } from "../context/audit-log.js"
+import { coreLayer } from "../layers.js"
 
-export { FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { fakeGuestSignals, FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
+export { hypervisorContract, type ContractCase, type HypervisorContractOptions } from "./hypervisor-contract.js"
 export { FakeImageBuilderState, makeFakeImageBuilder } from "./fake-image-builder.js"
 export { FakeJobs } from "./fake-jobs.js"
 export { commitFile, gitIn, makeIndexRepo, makeRecipeRepo, writeIndexFile } from "./git-repos.js"
@@ -39,7 +28,7 @@ export {
   type FakeExecResult,
   type FakeGuestFile
 } from "./fake-guest.js"
-import { makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
+import { fakeGuestSignals, makeFakeHypervisor, FakeHypervisorState } from "./fake-hypervisor.js"
 import { makeFakeImageBuilder, FakeImageBuilderState } from "./fake-image-builder.js"
 import { FakeGuest, FakeGuestState } from "./fake-guest.js"
 
@@ -87,27 +76,18 @@ export const testLayer = (options: TestLayerOptions = {}) => {
   const state = options.hypervisor ?? new FakeHypervisorState()
   const guest = options.guest ?? new FakeGuestState()
   const images = options.images ?? new FakeImageBuilderState()
-  return Layer.mergeAll(
-    VmStoreLive,
-    VmsLive,
-    GuestDefinitionsLive,
-    LocksLive,
-    RecipesLive,
-    AuditLogLive,
-    Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
-    Layer.succeed(ImageBuilder, makeFakeImageBuilder(images)),
-    callerLayer(options.caller ?? CliCaller)
-  ).pipe(
-    Layer.provideMerge(dataRoot),
-    Layer.merge(FakeHostProbe({}, options.memAvailableMb)),
-    Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(FakeGuest(guest, state)))),
-    (base) => Layer.provideMerge(JobsLive, base),
-    (services) => Layer.provideMerge(CheckpointsLive, services),
-    (services) => Layer.provideMerge(SnapshotsLive, services),
-    (services) => Layer.provideMerge(ImagesLive, services),
-    (services) => Layer.provideMerge(remoteRecipesLayer(options.index === undefined ? {} : { index: options.index }).pipe(Layer.provide(GitLive)), services),
-    (services) => (options.projectDir === undefined ? services : Layer.provideMerge(services, projectsAt(options.projectDir)))
-  )
+  const core = coreLayer({
+    provider: Layer.mergeAll(
+      Layer.succeed(Hypervisor, makeFakeHypervisor(state)),
+      Layer.succeed(GuestSignals, fakeGuestSignals),
+      Layer.succeed(ImageBuilder, makeFakeImageBuilder(images))
+    ),
+    guestTransport: FakeGuest(guest, state),
+    hostProbe: FakeHostProbe({}, options.memAvailableMb),
+    dataRoot,
+    remoteRecipes: options.index === undefined ? {} : { index: options.index }
+  }).pipe(Layer.provideMerge(callerLayer(options.caller ?? CliCaller)))
+  return options.projectDir === undefined ? core : Layer.provideMerge(core, projectsAt(options.projectDir))
 }
 
 export type { RunState }

@@ -1,5 +1,6 @@
 import { Either, ParseResult, Schema } from "effect"
 import { parse, stringify } from "smol-toml"
+import { AccessLevel } from "../context/access-policy.js"
 
 const Port = Schema.Int.pipe(Schema.between(1, 65535))
 const Datetime = Schema.Union(Schema.String, Schema.DateFromSelf).pipe(
@@ -11,10 +12,6 @@ const Datetime = Schema.Union(Schema.String, Schema.DateFromSelf).pipe(
 )
 const withDefault = <A, I>(schema: Schema.Schema<A, I>, value: () => NoInfer<A>) =>
   Schema.optionalWith(schema, { default: value, exact: true })
-
-export const AccessLevel = Schema.Literal("none", "observe", "manage", "exec")
-export type AccessLevel = typeof AccessLevel.Type
-export const ACCESS_ORDER: ReadonlyArray<AccessLevel> = ["none", "observe", "manage", "exec"]
 
 const notAbsolute = { message: (issue: ParseResult.ParseIssue) => `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}` }
 
@@ -106,6 +103,12 @@ const KNOWN_KEYS = new Set(Object.keys(VmFile.fields))
 /** The effective access level: an explicit `agent_access`, else `exec` when `allow_exec = true` was written, else `manage`. */
 export const effectiveAccess = (config: VmConfig): AccessLevel =>
   config.agent_access ?? (config.allow_exec === true ? "exec" : "manage")
+
+/**
+ * The account stoat logs in as, seeds and shows: vm.toml's `sshuser`, empty meaning root (as the
+ * original's vm.toml). Templates write it at create (`stoat` for cloud images, `root` otherwise).
+ */
+export const sshUserOf = (config: Pick<VmConfig, "sshuser">): string => (config.sshuser === "" ? "root" : config.sshuser)
 
 export interface ParsedVm {
   readonly config: VmConfig

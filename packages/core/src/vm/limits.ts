@@ -1,8 +1,20 @@
 import { readFile } from "node:fs/promises"
-import { Context, Effect } from "effect"
+import { Context, Effect, Schema } from "effect"
 import { parse } from "smol-toml"
 import { InvalidSpec } from "../errors.js"
 import { isNotFound } from "../platform/files.js"
+
+/** An integer in min..max; out of range it reads "must be min..max, got N". */
+export const IntRange = (min: number, max: number) =>
+  Schema.Int.pipe(Schema.between(min, max, { message: (issue) => `must be ${min}..${max}, got ${JSON.stringify(issue.actual)}` }))
+
+/**
+ * The VM sizes create and update take. QEMU's q35 machine runs at most 255 vCPUs without x2APIC
+ * on a kernel irqchip (KVM only), so more is refused here rather than failing at start.
+ */
+const MAX_CPUS = 255
+export const Cpus = IntRange(1, MAX_CPUS)
+export const RamMb = IntRange(256, 1_048_576)
 
 export interface Limits {
   readonly max_vms?: number

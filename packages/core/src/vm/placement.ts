@@ -1,6 +1,6 @@
 import { join } from "node:path"
-import { Effect, Either, Layer } from "effect"
-import { Hypervisor, isBaseImage, type DiskRef, type VmRef } from "../ports/hypervisor.js"
+import { Context, Effect, Either, Layer } from "effect"
+import { GuestSignals, Hypervisor, isBaseImage, type DiskRef, type VmRef } from "../ports/hypervisor.js"
 import { readSmallFileSync } from "../platform/fs.js"
 import { parseVmToml } from "./config.js"
 
@@ -45,21 +45,27 @@ export const readPlacement = (dir: string): Placement => {
 }
 
 type HypervisorService = Hypervisor["Type"]
+type GuestSignalsService = GuestSignals["Type"]
+
+/** The service of the provider a VM's vm.toml names; the default's for a name none serves. */
+const providerOf =
+  <S>(defaultProvider: S, others: Readonly<Record<string, S>>) =>
+  (vm: VmRef): S =>
+    others[readPlacement(vm.dir).provider] ?? defaultProvider
 
 /**
  * One Hypervisor over several providers: each call goes to the provider the VM's vm.toml names
- * (base images and the accelerator probe to the default). A provider name no layer serves is
+ * (base images and the acceleration query to the default). A provider name no layer serves is
  * the default's too; `create` refuses such names before a vm.toml carries one.
  */
 export const routeHypervisor = (defaultProvider: HypervisorService, others: Readonly<Record<string, HypervisorService>>): HypervisorService => {
-  const of = (vm: VmRef): HypervisorService => others[readPlacement(vm.dir).provider] ?? defaultProvider
+  const of = providerOf(defaultProvider, others)
   const ofDisk = (disk: DiskRef): HypervisorService => (isBaseImage(disk) ? defaultProvider : of(disk.vm))
   return Hypervisor.of({
     status: (vm) => of(vm).status(vm),
     start: (plan) => of(plan.vm).start(plan),
-    awaitSshd: (vm, timeoutMs) => of(vm).awaitSshd(vm, timeoutMs),
     stop: (vm, options) => of(vm).stop(vm, options),
-    probeAccelerator: defaultProvider.probeAccelerator,
+    acceleration: defaultProvider.acceleration,
     createDisk: (disk, size, backing) => of(disk.vm).createDisk(disk, size, backing),
     resizeDisk: (disk, size) => of(disk.vm).resizeDisk(disk, size),
     diskInfo: (disk) => ofDisk(disk).diskInfo(disk),
@@ -75,14 +81,24 @@ export const routeHypervisor = (defaultProvider: HypervisorService, others: Read
   })
 }
 
-/** The routing Hypervisor as a layer: the default provider's layer and the others', by provider name. */
-export const routedHypervisorLayer = <E, R>(defaultLayer: Layer.Layer<Hypervisor, E, R>, others: Readonly<Record<string, Layer.Layer<Hypervisor, E, R>>>) =>
-  Layer.effect(
-    Hypervisor,
+/** One GuestSignals over several providers: each VM's readiness signals come from the provider its vm.toml names. */
+export const routeGuestSignals = (defaultProvider: GuestSignalsService, others: Readonly<Record<string, GuestSignalsService>>): GuestSignalsService => {
+  const of = providerOf(defaultProvider, others)
+  return GuestSignals.of({ awaitSshd: (vm, timeoutMs) => of(vm).awaitSshd(vm, timeoutMs) })
+}
+
+/** A provider's ports that differ per VM: its Hypervisor and its GuestSignals. */
+type ProviderPorts = Hypervisor | GuestSignals
+
+/** The routing Hypervisor and GuestSignals as one layer: the default provider's ports and the others', by provider name. */
+export const routedProviderLayer = <E, R>(defaultLayer: Layer.Layer<ProviderPorts, E, R>, others: Readonly<Record<string, Layer.Layer<ProviderPorts, E, R>>>) =>
+  Layer.effectContext(
     Effect.gen(function* () {
-      const base = yield* Effect.provide(Hypervisor, defaultLayer)
-      const named: Record<string, HypervisorService> = {}
-      for (const [name, layer] of Object.entries(others)) named[name] = yield* Effect.provide(Hypervisor, layer)
-      return routeHypervisor(base, named)
+      const portsOf = (layer: Layer.Layer<ProviderPorts, E, R>) => Effect.provide(Effect.all([Hypervisor, GuestSignals]), layer)
+      const [baseHypervisor, baseSignals] = yield* portsOf(defaultLayer)
+      const hypervisors: Record<string, HypervisorService> = {}
+      const signals: Record<string, GuestSignalsService> = {}
+      for (const [name, layer] of Object.entries(others)) [hypervisors[name], signals[name]] = yield* portsOf(layer)
+      return Context.make(Hypervisor, routeHypervisor(baseHypervisor, hypervisors)).pipe(Context.add(GuestSignals, routeGuestSignals(baseSignals, signals)))
     })
   )

@@ -1,12 +1,13 @@
 import { Effect } from "effect"
 import type { DataRootPaths } from "../platform/data-root.js"
 import type * as fs from "../platform/fs.js"
-import { Broken, NotRunning } from "../errors.js"
+import { Broken, fixOrDelete, NotRunning, startIt } from "../errors.js"
 import { Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { VmStore, type VmRecord } from "./store.js"
 import { unknownGuestReason } from "./view.js"
-import { GuestDefinitions } from "../guest/definitions.js"
+import { sshUserOf } from "./config.js"
+import { GuestDefinitions } from "../guest-definitions/definitions.js"
 
 /** A VM record whose vm.toml parsed (loadVm also checks that it names a known guest). */
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>
@@ -30,19 +31,19 @@ export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsErro
               Effect.catchTag("NotFound", () => Effect.succeed(unknownGuestReason(record.config.os)))
             )
     if (reason === undefined) return record as OkRecord
-    return yield* new Broken({ message: `VM "${name}" is broken: ${reason}; fix or delete it (stoat rm ${name})`, subject: name })
+    return yield* new Broken({ message: `VM "${name}" is broken: ${reason}`, subject: name, hint: fixOrDelete(name) })
   })
 
 export const isRunning = (record: VmRecord) => Effect.map(Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))), (s) => s.running)
 
 export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning, Hypervisor> =>
   Effect.flatMap(isRunning(record), (running) =>
-    running ? Effect.void : Effect.fail(new NotRunning({ message: `VM "${record.name}" is not running; start it with stoat up ${record.name}`, subject: record.name }))
+    running ? Effect.void : Effect.fail(new NotRunning({ message: `VM "${record.name}" is not running`, subject: record.name, hint: startIt(record.name) }))
   )
 
 export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => ({
   vm: record.name,
   port: record.config.sshport,
-  user: record.config.sshuser === "" ? "root" : record.config.sshuser,
+  user: sshUserOf(record.config),
   privateKeyPath: root.clientKey
 })

@@ -3,9 +3,9 @@ import { stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer } from "effect"
 import { DataRoot, isReservedDir } from "../platform/data-root.js"
-import { NotFound, internalError } from "../errors.js"
+import { adviseLookup, internalError, NotFound } from "../errors.js"
 import { isNotFound } from "../platform/files.js"
-import { byName, closest } from "./names.js"
+import { byName, closest } from "../platform/names.js"
 import { parseVmToml, renderVmToml, salvageSshPort, type VmConfig } from "./config.js"
 import * as fs from "../platform/fs.js"
 import type { FsError } from "../platform/fs.js"
@@ -111,7 +111,7 @@ const folderLister = (path: string): (() => ReadonlyArray<string>) => {
 
 export const notFoundVm = (name: string, known: ReadonlyArray<string>): NotFound => {
   const hint = closest(name, known)
-  return new NotFound({ message: `no VM "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat ls`, subject: name })
+  return new NotFound({ message: `no VM "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}`, subject: name, hint: adviseLookup("vm.list") })
 }
 
 export const VmStoreLive = Layer.effect(

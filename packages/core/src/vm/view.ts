@@ -1,6 +1,7 @@
 import type { Guest, RecipeDetail, Vm, VmStatus } from "@stoat/wire"
+import { advise, startIt, type HintWords } from "../errors.js"
 import type { DataRootPaths } from "../platform/data-root.js"
-import { effectiveAccess } from "./config.js"
+import { effectiveAccess, sshUserOf } from "./config.js"
 import type { VmRecord } from "./store.js"
 
 export interface VmLive {
@@ -12,15 +13,15 @@ export interface VmLive {
 
 const SHARED_MOUNT = "/mnt/work"
 
-/** Why a VM's QEMU ended without a shutdown, and the way back; a stopped VM carries it as its `error`. */
-export const crashedReason = (name: string): string =>
-  `QEMU ended without a shutdown (killed or crashed); stoat up ${name} starts it again, stoat prune --apply removes what it left`
+/** Why a VM's QEMU ended without a shutdown, and the ways back in the frontend's words; a stopped VM carries it as its `error`. */
+const crashedReason = (name: string, words: HintWords): string =>
+  `QEMU ended without a shutdown (killed or crashed); ${words(startIt(name))} again; ${words(advise("or remove what it left", { operation: "host.prune", input: { apply: true } }))}`
 
 /**
  * The wire view of a broken VM: everything unknown except its name, reason and reserved port. One
  * whose QEMU still runs says so, since only `down` reaches it (rm refuses a running VM).
  */
-const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootPaths, running: boolean): Vm => ({
+const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootPaths, running: boolean, words: HintWords): Vm => ({
   name: record.name,
   os: "",
   mode: "",
@@ -38,7 +39,9 @@ const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootP
   allow_exec: false,
   agent_access: "none",
   display: "",
-  error: running ? `${record.reason}; its QEMU still runs: stop it with stoat down ${record.name}, then fix vm.toml or stoat rm ${record.name}` : record.reason,
+  error: running
+    ? `${record.reason}; its QEMU still runs: ${words(advise("stop it", { operation: "vm.stop", input: { vm: record.name } }))}, then fix vm.toml or ${words(advise("delete it", { operation: "vm.destroy", input: { vm: record.name } }))}`
+    : record.reason,
   project: "",
   key: "",
   project_missing: false,
@@ -51,13 +54,14 @@ export const unknownGuestReason = (os: string): string => `vm.toml: os: unknown 
 
 /**
  * Maps a VM record to the contract's VM. A VM whose `os` names no loaded guest is broken.
- * Host-only secrets and paths (console password, iso, base, VNC socket) never appear.
+ * Host-only secrets and paths (console password, iso, base, VNC socket) never appear; advice is
+ * in the frontend's `words`.
  */
-export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string, Guest>, root: DataRootPaths): Vm => {
-  if (record.kind === "broken") return brokenVm(record, root, live.running)
+export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string, Guest>, root: DataRootPaths, words: HintWords): Vm => {
+  if (record.kind === "broken") return brokenVm(record, root, live.running, words)
   const config = record.config
   if (config.os !== "" && !guests.has(config.os)) {
-    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: unknownGuestReason(config.os), sshport: config.sshport }, root, live.running)
+    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: unknownGuestReason(config.os), sshport: config.sshport }, root, live.running, words)
   }
   const access = effectiveAccess(config)
   const wantsWindow = config.display === "window" || config.display === "auto" || config.display === ""
@@ -73,13 +77,13 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
     share: config.share,
     recipes: config.recipes,
     ssh_port: config.sshport,
-    ssh_user: config.sshuser === "" ? "root" : config.sshuser,
+    ssh_user: sshUserOf(config),
     installed: config.installed,
     forwards: config.forwards.map((forward) => ({ host_port: forward.hostport, guest_port: forward.guestport })),
     allow_exec: config.agent_access !== undefined ? access === "exec" : config.allow_exec ?? true,
     agent_access: access,
     display: wantsWindow && live.graphical ? "window" : "vnc",
-    ...(!live.running && live.crashed === true ? { error: crashedReason(record.name) } : {}),
+    ...(!live.running && live.crashed === true ? { error: crashedReason(record.name, words) } : {}),
     project: config.project,
     key: config.key,
     project_missing: false,

@@ -2,12 +2,12 @@ import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Exit, Option, type Scope } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { copyFrom, copyTo, createVm, startVm } from "../../src/operations/index.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { openForRead, resolveHostPath } from "../../src/guest/confine.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A running VM "web", its (real) shared folder, and a folder outside it with a secret. */
 const world = async () => {
@@ -24,7 +24,7 @@ const world = async () => {
   return { h, shared, outside, guest }
 }
 
-const failure = async <A, E>(effect: Effect.Effect<A, E, never>) => {
+const failure = async <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => {
   const exit = await Effect.runPromiseExit(Effect.scoped(effect))
   if (Exit.isSuccess(exit)) throw new Error(`expected a failure, got ${JSON.stringify(exit.value)}`)
   if (Option.isNone(Cause.failureOption(exit.cause))) throw new Error(Cause.pretty(exit.cause))

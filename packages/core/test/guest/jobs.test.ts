@@ -2,11 +2,11 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parse } from "smol-toml"
-import { createVm, execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs, startVm, stopVm } from "../../src/operations/index.js"
+import { createVm, execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs, startVm, stopVm, type Operation } from "../../src/operations/index.js"
 import { jobState, parseFacts } from "../../src/guest/jobs.js"
 import { JOB_LAUNCHER, JOB_WRAPPER } from "../../src/guest/job-scripts.js"
 import { FakeJobs } from "../../src/testing/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A running VM "web" whose fake guest runs background jobs. */
 const world = async () => {
@@ -237,11 +237,12 @@ describe("exec_bg and the job tools (fake guest)", () => {
     const { h } = await world()
     const path = join(h.vmDir("web"), "jobs.toml")
     writeFileSync(path, text)
-    for (const [operation, input] of [
+    const calls: ReadonlyArray<readonly [Operation, object]> = [
       [listJobs, { vm: "web" }],
       [execBackground, { vm: "web", argv: ["true"] }],
       [jobStatus, { vm: "web", job_id: "j-00000000" }]
-    ] as const) {
+    ]
+    for (const [operation, input] of calls) {
       const error = await h.fail(operation, input)
       expect(error).toMatchObject({ code: "invalid_spec", subject: path })
       expect(error.message).toContain(path)

@@ -16,9 +16,9 @@ import {
 import { createVm, startVm } from "../../src/operations/vm.js"
 import { accessOf, type Operation } from "../../src/operations/operation.js"
 import { GuestScripts, makeGuestOps, parsePs, type GuestSession } from "../../src/guest/index.js"
-import { BUNDLED_GUESTS } from "../../src/guest/definitions.js"
+import { BUNDLED_GUESTS } from "../../src/guest-definitions/definitions.js"
 import { FakeGuestState, makeFakeGuest, type FakeExecHandler } from "../../src/testing/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 import { fails, ok } from "./run.js"
 
 const MiB = 1024 * 1024
@@ -426,7 +426,7 @@ describe("exec", () => {
 })
 
 describe("reachability", () => {
-  it("a stopped VM is not_running and a VM whose sshd is not up is cannot_reach saying call wait first, for every guest tool", async () => {
+  it("a stopped VM is not_running and a VM whose sshd is not up is cannot_reach advising vm.wait first, for every guest tool", async () => {
     const h = await running()
     h.guest.unreachablePorts.add(h.port)
     const calls: Array<[Operation, Record<string, unknown>]> = [
@@ -440,7 +440,7 @@ describe("reachability", () => {
     for (const [op, input] of calls) {
       const error = await h.fail(op, { vm: "web", ...input })
       expect(error.code, op.tool).toBe("cannot_reach")
-      expect(error.message).toMatch(/call wait first/)
+      expect(error.message).toMatch(/; wait for its ssh first with vm\.wait \{"vm":"web"\}$/)
     }
     const stopped = harness()
     await stopped.ok(createVm, { name: "cold", image: "tiny" })

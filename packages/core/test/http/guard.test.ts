@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { checkRequest, parseLoopbackAddress } from "../../src/http/index.js"
+import { checkRequest, isLoopbackHost, parseLoopbackAddress } from "../../src/http/index.js"
 
 describe("parseLoopbackAddress", () => {
   it("accepts exactly the loopback names with a port", () => {
@@ -37,5 +37,27 @@ describe("checkRequest", () => {
     expect(checkRequest({ host: "localhost", authorization: "Basic t0ken" }, options)).toMatchObject({ ok: false, status: 401 })
     expect(checkRequest({ host: "localhost", authorization: "Bearer t0ken" }, options).ok).toBe(true)
     expect(checkRequest({ host: "evil.example.com", authorization: "Bearer t0ken" }, options)).toMatchObject({ ok: false, status: 403 })
+  })
+})
+
+describe("isLoopbackHost", () => {
+  it("is true for localhost, 127.0.0.0/8 and ::1 in any spelling, false for anything else", () => {
+    for (const host of ["localhost", "LOCALHOST", "127.0.0.1", "127.9.8.7", "::1", "[::1]", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1", "[::ffff:127.0.0.2]"]) expect(isLoopbackHost(host), host).toBe(true)
+    for (const host of ["0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "::ffff:10.0.0.1", "localhost.evil.com", "evil.example.com", ""]) expect(isLoopbackHost(host), host).toBe(false)
+  })
+})
+
+describe("checkRequest with the toolkit's rules", () => {
+  it("accepts any literal loopback address in Host and Origin (a server bound to 127.0.0.2)", () => {
+    expect(checkRequest({ host: "127.0.0.2:5100" }).ok).toBe(true)
+    expect(checkRequest({ host: "127.0.0.2:5100", origin: "http://127.0.0.2:5100" }).ok).toBe(true)
+    expect(checkRequest({ host: "127.0.0.2:5100", origin: "http://evil.example.com" })).toMatchObject({ ok: false, status: 403 })
+  })
+
+  it("checks neither Host nor Origin for a server bound beyond loopback with allowRemote, but still the token", () => {
+    expect(checkRequest({ host: "192.168.1.5:5100", origin: "http://192.168.1.9" }, { allowRemote: true }).ok).toBe(true)
+    expect(checkRequest({}, { allowRemote: true }).ok).toBe(true)
+    expect(checkRequest({ host: "192.168.1.5:5100" }, { allowRemote: true, token: "t0ken" })).toMatchObject({ ok: false, status: 401 })
+    expect(checkRequest({ host: "192.168.1.5:5100" })).toMatchObject({ ok: false, status: 403 })
   })
 })

@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { algorithmOf, findChecksum, parseAlpineReleases, parseChecksumFile } from "../../src/images/checksum.js"
+import { algorithmOf, findChecksum, parseChecksumFile } from "../../src/images/checksum.js"
 
 const hex = (length: number) =>
   fc.array(fc.constantFrom(..."0123456789abcdefABCDEF"), { minLength: length, maxLength: length }).map((chars) => chars.join(""))
@@ -96,25 +96,5 @@ describe("checksum file parser (examples)", () => {
     expect(algorithmOf(b)).toBe("sha512")
     expect(algorithmOf("a".repeat(96))).toBeUndefined()
     expect(algorithmOf("z".repeat(64))).toBeUndefined()
-  })
-})
-
-describe("Alpine latest-releases.yaml", () => {
-  const yaml = `---
--
-  title: "Standard"
-  desc: "Alpine as it was intended."
-  flavor: alpine-standard
-  file: alpine-standard-3.24.1-x86_64.iso
-  sha256: ${"c".repeat(64)}
--
-  flavor: alpine-virt
-  file: alpine-virt-3.24.1-x86_64.iso
-  sha256: '${"d".repeat(64)}'
-`
-  it("finds the flavour's ISO and its sha256", () => {
-    expect(parseAlpineReleases(yaml, "alpine-virt")).toEqual({ file: "alpine-virt-3.24.1-x86_64.iso", sha256: "d".repeat(64) })
-    expect(parseAlpineReleases(yaml, "alpine-standard")?.file).toBe("alpine-standard-3.24.1-x86_64.iso")
-    expect(parseAlpineReleases(yaml, "alpine-extended")).toBeUndefined()
   })
 })

@@ -5,8 +5,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import type { ProgressData } from "@stoat/wire"
 import type { KnownImage, ChecksumFormat } from "../../src/images/known.js"
-import { pull, type PullOptions, type PullProgress } from "../../src/images/download.js"
+import { pull, type PullOptions } from "../../src/images/download.js"
 import { serveBytes, serveText, startFixtureServer, type FixtureServer } from "./fixture-server.js"
 
 const FAST = { connectMs: 500, headersMs: 200, stallMs: 200 }
@@ -185,7 +186,7 @@ describe("pull", () => {
   it("reports progress monotonically, once per whole percent, ending at 100", async () => {
     // Paced small chunks; TCP may still coalesce some under load, so the count is only bounded.
     server.route("/img/good.img", serveBytes(image, { chunk: 1000, delayMs: 1 }))
-    const events: PullProgress[] = []
+    const events: ProgressData[] = []
     const exit = await run(entry("good.img"), { onProgress: (event) => events.push(event) })
     expect(Exit.isSuccess(exit)).toBe(true)
     expect(events.length).toBeGreaterThanOrEqual(2)
@@ -209,7 +210,7 @@ describe("pull", () => {
       res.write(image.subarray(0, 1000))
       res.end(image.subarray(1000))
     })
-    const events: PullProgress[] = []
+    const events: ProgressData[] = []
     const exit = await run(entry("chunked.img"), { onProgress: (event) => events.push(event) })
     expect(Exit.isSuccess(exit)).toBe(true)
     expect(events).toEqual([])
@@ -234,41 +235,6 @@ describe("pull", () => {
     const exit = await run(entry("slow.img"), { signal: controller.signal, onProgress: () => controller.abort() })
     expect(failureOf(exit).code).toBe("canceled")
     expect(await files()).toEqual([])
-  })
-
-  it("resolves Alpine ISOs through latest-releases.yaml", async () => {
-    server.route(
-      "/alpine/latest-releases.yaml",
-      serveText(
-        [
-          "---",
-          "-",
-          "  title: \"Standard\"",
-          "  flavor: alpine-standard",
-          "  file: alpine-standard-3.24.1-x86_64.iso",
-          `  sha256: ${"1".repeat(64)}`,
-          "-",
-          "  title: \"Virtual\"",
-          "  flavor: alpine-virt",
-          "  file: alpine-virt-3.24.1-x86_64.tar.gz",
-          `  sha256: ${"2".repeat(64)}`,
-          "-",
-          "  flavor: alpine-virt",
-          "  file: alpine-virt-3.24.1-x86_64.iso",
-          `  sha256: ${sha256}`,
-          ""
-        ].join("\n")
-      )
-    )
-    server.route("/alpine/alpine-virt-3.24.1-x86_64.iso", serveBytes(image))
-    const alpine: KnownImage = {
-      ...entry("unused"),
-      id: "alpine-virt",
-      source: { kind: "alpine-index", url: `${server.base}/alpine/latest-releases.yaml`, flavor: "alpine-virt" }
-    }
-    const exit = await run(alpine)
-    expect(exit).toEqual(Exit.succeed({ id: "alpine-virt", downloaded: true, verified: true, checksum_available: true }))
-    expect(await files()).toEqual(["alpine-virt-3.24.1-x86_64.iso"])
   })
 
   it("refuses to pull a locally built image", async () => {

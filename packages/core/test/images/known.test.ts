@@ -1,4 +1,5 @@
 import { Effect, Either } from "effect"
+import { adviseLookup } from "../../src/errors.js"
 import { describe, expect, it } from "vitest"
 import { KNOWN_IMAGES, IMAGE_IDS, findImage, inferByo, lookupImage, validateImageId } from "../../src/images/known.js"
 
@@ -11,8 +12,6 @@ describe("image catalog", () => {
       "debian-13",
       "fedora-cloud",
       "arch-cloud",
-      "alpine-standard",
-      "alpine-virt",
       "alpine-cloud",
       "almalinux-9",
       "rocky-9",
@@ -26,7 +25,9 @@ describe("image catalog", () => {
 
   it("describes each entry consistently", () => {
     for (const entry of KNOWN_IMAGES) {
-      expect(entry.sshUser).toBe(entry.backend === "apkovl" || entry.id === "tiny" ? "root" : "stoat")
+      expect(entry.sshUser).toBe(entry.id === "tiny" ? "root" : "stoat")
+      // Downloads are cloud images; only stoat's own builds boot directly.
+      expect(entry.backend).toBe(entry.local ? "direct" : "cloudinit")
       expect(entry.approxBytes).toBeGreaterThan(0)
       expect(entry.defaultDisk).toMatch(/^[1-9][0-9]*[KMGT]?$/)
       expect(entry.local).toBe(entry.source.kind === "local")
@@ -40,7 +41,6 @@ describe("image catalog", () => {
     expect(findImage("debian-13")?.source).toMatchObject({ checksum: { format: "sha512sums" } })
     expect(findImage("fedora-cloud")?.source).toMatchObject({ checksum: { format: "bsd" } })
     expect(findImage("arch-cloud")?.source).toMatchObject({ checksum: { format: "sidecar" } })
-    expect(findImage("alpine-virt")?.source).toMatchObject({ kind: "alpine-index", flavor: "alpine-virt" })
     expect(findImage("tiny")).toMatchObject({ os: "tiny", backend: "direct", local: true, defaultRamMb: 256, defaultCpus: 1 })
     // The bundled debian guest's login user (default_ssh_user), on a disk the build's root overlays.
     expect(findImage("debian-12-mini")).toMatchObject({ os: "debian", backend: "direct", local: true, sshUser: "stoat", defaultDisk: "4G", defaultCpus: 1 })
@@ -54,13 +54,13 @@ describe("image catalog", () => {
     }
   })
 
-  it("answers an unknown id with no_such_image, the closest id and `stoat images`", () => {
+  it("answers an unknown id with no_such_image, the closest id and a hint to look up the image list", () => {
     const result = lookup("ubunt-24.04")
     expect(Either.isLeft(result)).toBe(true)
     if (Either.isLeft(result)) {
       expect(result.left.code).toBe("no_such_image")
       expect(result.left.message).toContain('"ubuntu-24.04"')
-      expect(result.left.message).toContain("stoat images")
+      expect(result.left.hint).toEqual(adviseLookup("image.list"))
       expect(result.left.subject).toBe("ubunt-24.04")
     }
     const far = lookup("windows-11")

@@ -5,7 +5,7 @@ import { Effect, Schema } from "effect"
 import { Image } from "@stoat/wire"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { KNOWN_IMAGES } from "../../src/images/known.js"
-import { imagesOnHost, localAlpineFile } from "../../src/images/list.js"
+import { imagesOnHost } from "../../src/images/list.js"
 
 let root: string
 let isos: string
@@ -28,20 +28,15 @@ describe("imagesOnHost", () => {
       expect(image).toMatchObject({ downloaded: false, bytes_exact: false, byo: false })
     }
     expect(images.find((image) => image.id === "ubuntu-24.04")?.file).toBe("ubuntu-24.04-server-cloudimg-amd64.img")
-    expect(images.find((image) => image.id === "alpine-virt")?.file).toBe("")
   })
 
-  it("reports exact bytes for downloaded files, ignores .part files and finds the newest Alpine ISO", async () => {
+  it("reports exact bytes for downloaded files and ignores .part files", async () => {
     await mkdir(isos)
     await writeFile(join(isos, "debian-13-genericcloud-amd64.qcow2"), Buffer.alloc(1234))
     await writeFile(join(isos, "ubuntu-24.04-server-cloudimg-amd64.img.part"), Buffer.alloc(10))
-    await writeFile(join(isos, "alpine-virt-3.9.0-x86_64.iso"), Buffer.alloc(5))
-    await writeFile(join(isos, "alpine-virt-3.24.1-x86_64.iso"), Buffer.alloc(7))
     const byId = new Map((await list()).map((image) => [image.id, image]))
     expect(byId.get("debian-13")).toMatchObject({ downloaded: true, bytes: 1234, bytes_exact: true })
     expect(byId.get("ubuntu-24.04")).toMatchObject({ downloaded: false, bytes_exact: false })
-    expect(byId.get("alpine-virt")).toMatchObject({ file: "alpine-virt-3.24.1-x86_64.iso", downloaded: true, bytes: 7 })
-    expect(byId.get("alpine-standard")).toMatchObject({ downloaded: false })
   })
 
   it("counts a locally built image as present by its build's bytes (the builder's cache, not isos/)", async () => {
@@ -71,11 +66,5 @@ describe("imagesOnHost", () => {
       { id: "", os: "fedora", variant: "", backend: "ssh", file: "custom.iso", downloaded: true, bytes: 9, bytes_exact: true, byo: true },
       { id: "", os: "ubuntu", variant: "", backend: "cloudinit", file: "my-ubuntu-cloudimg.img", downloaded: true, bytes: 42, bytes_exact: true, byo: true }
     ])
-  })
-
-  it("orders Alpine versions numerically", () => {
-    expect(localAlpineFile("alpine-virt", ["alpine-virt-3.9.9-x86_64.iso", "alpine-virt-3.10.0-x86_64.iso", "alpine-virtual-9.iso"])).toBe(
-      "alpine-virt-3.10.0-x86_64.iso"
-    )
   })
 })

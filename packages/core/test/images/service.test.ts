@@ -2,7 +2,7 @@ import { mkdirSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { createVm, listImages, prune, pullImage } from "../../src/operations/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A file in the image folder, `ageMs` old. */
 const imageFile = (root: string, name: string, ageMs = 0) => {

@@ -27,7 +27,7 @@ import {
   updateVm,
   type Operation
 } from "../../src/operations/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** The `data` of reference §4 ("Per-command `data`") for each operation whose CLI view differs from its MCP result. */
 const CONTRACT: Record<string, { readonly command: string; readonly schema: Schema.Schema<any, any>; readonly keys: ReadonlyArray<string> }> = {

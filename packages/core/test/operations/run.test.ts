@@ -1,9 +1,11 @@
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { Effect, Schema, Tracer } from "effect"
 import { describe, expect, it } from "vitest"
 import { defineOperation, READ } from "../../src/operations/operation.js"
-import { listVms } from "../../src/operations/index.js"
+import { createVm, execInGuest, listVms, startVm } from "../../src/operations/index.js"
 import { runOperation } from "../../src/operations/run.js"
-import { callerOf, harness } from "../vm/harness.js"
+import { callerOf, harness } from "../harness.js"
 
 /** A host-level query whose handler returns whatever the test hands it, typed or not. */
 const returning = (result: unknown) =>
@@ -117,5 +119,27 @@ describe("input errors an agent can act on (issue 26 item 9)", () => {
     const message = await messageOf("exec", { vm: "a", argv: ["x".repeat(200_000)] })
     expect(message).toMatch(/^invalid input for exec: argv\.0 must be a string at most 131072 character\(s\) long, got a value of 200002 characters$/)
     expect(message.length).toBeLessThan(200)
+  })
+})
+
+describe("runOperation checks guest access for every caller", () => {
+  it("refuses an MCP caller below the VM's agent_access before the handler, and lets the CLI through", async () => {
+    const world = harness()
+    await world.ok(createVm, { name: "web", image: "tiny", agent_access: "observe" })
+    await world.ok(startVm, { vm: "web" })
+    expect(await world.fail(execInGuest, { vm: "web", argv: ["true"] }, { caller: "mcp" })).toEqual({
+      code: "access_denied",
+      message: 'vm "web" has agent_access = observe; needs exec',
+      subject: "web"
+    })
+    expect(world.guest.execs).toEqual([])
+    expect(await world.ok(execInGuest, { vm: "web", argv: ["true"] })).toMatchObject({ exit_code: 0 })
+  })
+
+  it("a broken vm.toml fails the check with its error, never open", async () => {
+    const world = harness()
+    await world.ok(createVm, { name: "web", image: "tiny", agent_access: "exec" })
+    writeFileSync(join(world.root, "web", "vm.toml"), "not toml [")
+    expect((await world.fail(execInGuest, { vm: "web", argv: ["true"] }, { caller: "mcp" })).code).toBe("broken")
   })
 })

@@ -7,7 +7,7 @@ import { Effect, Exit, Option } from "effect"
 import { afterEach, onTestFinished } from "vitest"
 import { createVm, updateVm } from "../../src/operations/index.js"
 import * as fs from "../../src/platform/fs.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 const dirs: Array<string> = []
 const scratch = () => {

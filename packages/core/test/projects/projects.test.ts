@@ -7,6 +7,7 @@ import { describe, expect, it, onTestFinished } from "vitest"
 import {
   capabilities,
   createVm,
+  execInGuest,
   getVm,
   listVms,
   projectApply,
@@ -17,11 +18,13 @@ import {
   projectUp,
   projectVms,
   projectWait,
-  updateVm
+  startVm,
+  updateVm,
+  type Operation
 } from "../../src/operations/index.js"
 import { projectsAt } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 /** A lifecycle harness whose frontend stands in a fresh project folder (its working directory). */
 const projectHarness = (toml?: string) => {
@@ -125,12 +128,13 @@ describe("stoat.toml decoding", () => {
     expect(status.project).toMatch(/^stoat-project-[a-z0-9-]+$/)
   })
 
-  it("without a stoat.toml, project operations fail not_found with the stoat init hint", async () => {
+  it("without a stoat.toml, project operations fail not_found with the project.init hint", async () => {
     const h = projectHarness()
-    for (const operation of [projectStatus, projectUp, projectDown, projectApply, projectWait, projectVms]) {
+    const operations: ReadonlyArray<Operation> = [projectStatus, projectUp, projectDown, projectApply, projectWait, projectVms]
+    for (const operation of operations) {
       const error = await h.fail(operation, {})
       expect(error.code, operation.tool).toBe("not_found")
-      expect(error.message, operation.tool).toContain("stoat init")
+      expect(error.message, operation.tool).toContain("; or create one there with project.init")
       expect(error.message, operation.tool).toContain("name a VM")
     }
   })
@@ -225,12 +229,12 @@ describe("up, status and reconcile", () => {
     await h.ok(projectDown, {})
     h.write(TWO.replace(`[vms.web]\nimage = "tiny"`, `[vms.web]\nimage = "debian-12-mini"`).replace("ram = 512", 'ram = 512\ndisk = "5G"'))
     const status = await h.ok(projectStatus, {})
-    expect(status.vms[0]!.error).toBe("image changed from tiny to debian-12-mini; run stoat rm web and stoat up")
-    expect(status.vms[1]!.error).toBe("disk changed from 1G to 5G; run stoat rm db and stoat up")
+    expect(status.vms[0]!.error).toBe('image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up')
+    expect(status.vms[1]!.error).toBe('disk changed from 1G to 5G; recreate it with vm.destroy {"vm":"db"}, then project.up')
     expect(status.vms[0]!.drift).toEqual([])
     const run = await h.ok(projectUp, {})
     expect(run.vms).toEqual([
-      { key: "web", name: "demo-web", status: "error", code: "immutable_field", error: 'VM "demo-web": image changed from tiny to debian-12-mini; run stoat rm web and stoat up' },
+      { key: "web", name: "demo-web", status: "error", code: "immutable_field", error: 'VM "demo-web": image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up' },
       { key: "db", name: "demo-db", status: "skipped" }
     ])
     expect(h.hypervisor.running.size).toBe(0)
@@ -248,7 +252,7 @@ describe("up, status and reconcile", () => {
     expect(h.readVmToml("lp-here")).toMatch(/provider = ""/)
     await h.ok(projectDown, {})
     h.write(toml.replace(far, "qemu+ssh://root@build2/system"))
-    expect((await h.ok(projectStatus, {})).vms[1]!.error).toBe(`host changed from ${far} to qemu+ssh://root@build2/system; run stoat rm far and stoat up`)
+    expect((await h.ok(projectStatus, {})).vms[1]!.error).toBe(`host changed from ${far} to qemu+ssh://root@build2/system; recreate it with vm.destroy {"vm":"far"}, then project.up`)
     h.write(`schema = 2\n[vms.x]\nimage = "tiny"\nhost = "${far}"\n`)
     expect(await h.fail(projectUp, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("vms.x.host: a host is a libvirt URI") })
     h.write(`schema = 2\n[vms.x]\nimage = "tiny"\nprovider = "libvirt"\nhost = "ssh://x; reboot"\n`)
@@ -320,7 +324,7 @@ describe("fan-out of down, wait, apply and rm", () => {
     expect((await h.ok(projectStatus, {})).vms.map((vm) => vm.state)).toEqual(["missing", "missing"])
   })
 
-  it("rm refuses a running VM and skips the rest; wait on a missing VM says to run stoat up", async () => {
+  it("rm refuses a running VM and skips the rest; wait on a missing VM says to bring the project up", async () => {
     const h = projectHarness(TWO)
     await h.ok(projectUp, {})
     const rm = await h.ok(projectRm, {})
@@ -329,7 +333,7 @@ describe("fan-out of down, wait, apply and rm", () => {
     await h.ok(projectDown, {})
     await h.ok(projectRm, {})
     const wait = await h.ok(projectWait, { until: "stopped", timeout_seconds: 1 })
-    expect(wait.vms[0]).toMatchObject({ status: "error", code: "not_found", error: expect.stringContaining("stoat up web") })
+    expect(wait.vms[0]).toMatchObject({ status: "error", code: "not_found", error: expect.stringContaining("; create it with project.up") })
     expect(wait.vms[1]!.status).toBe("skipped")
   })
 
@@ -371,6 +375,16 @@ describe("project scope", () => {
     expect((await h.ok(getVm, { vm: "other" })).name).toBe("other")
     const updated = await h.ok(updateVm, { vm: "db", cpus: 2 })
     expect(updated.vm.name).toBe("demo-db")
+  })
+
+  it("a broken stoat.toml does not stop a call on a VM that exists; a declaration key still answers the file's error", async () => {
+    const h = projectHarness()
+    await h.ok(createVm, { name: "box", image: "tiny", agent_access: "exec" })
+    await h.ok(startVm, { vm: "box" })
+    h.write("schema = 1\n[vms.dev\n")
+    expect(await h.ok(execInGuest, { vm: "box", argv: ["true"] }, { caller: "mcp" })).toMatchObject({ exit_code: 0 })
+    expect((await h.ok(getVm, { vm: "box" })).name).toBe("box")
+    expect(await h.fail(getVm, { vm: "dev" })).toMatchObject({ code: "invalid_spec", message: expect.stringContaining(join(h.dir, "stoat.toml")) })
   })
 
   it("create from the CLI inside a project is refused unless global", async () => {

@@ -2,13 +2,14 @@ import { spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Schema } from "effect"
+import { ProgressEvent } from "@stoat/wire"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { applyRecipes, createVm, getVm, hostOnlyFields, planRecipes, startVm, stopVm, updateVm, waitVm } from "../../src/operations/index.js"
 import { Locks } from "../../src/platform/locks.js"
 import { runOperation } from "../../src/operations/run.js"
 import type { FakeExecHandler } from "../../src/testing/index.js"
-import { harness, type Harness } from "../vm/harness.js"
+import { harness, type Harness } from "../harness.js"
 
 const SECRET = "pw-77c1d0e5-do-not-leak"
 
@@ -41,6 +42,17 @@ const recipesOf = async (h: Harness, names: string[]) => h.ok(updateVm, { vm: "b
 const sent = (h: Harness) => h.guest.execs.filter((call) => call.options.stdin !== undefined)
 
 describe("apply", () => {
+  it("reports each recipe as a stage and each line of its output as a log, every event a member of the wire's ProgressEvent", async () => {
+    const { h } = await world({ greet: { manifest: "", script: "echo hello from greet\n" } })
+    await recipesOf(h, ["greet"])
+    await h.ok(startVm, { vm: "box" })
+    const events: ProgressEvent[] = []
+    await h.ok(applyRecipes, { vm: "box" }, { progress: (event) => events.push(event) })
+    for (const event of events) expect(Schema.is(ProgressEvent)(event), JSON.stringify(event)).toBe(true)
+    expect(events).toContainEqual({ type: "stage", data: { recipe: "greet" } })
+    expect(events).toContainEqual({ type: "log", data: { line: "hello from greet" } })
+  })
+
   it("a secret reaches the script's environment only: never the log, results, errors, argv or stoat.log", async () => {
     const { h, scratch, log } = await world({
       leaky: {
@@ -188,6 +200,18 @@ describe("apply", () => {
     expect(h.hypervisor.starts).toBe(starts + 1)
     expect(log()).toContain("rebooting box to finish desk...")
     expect(log().trimEnd().split("\n").at(-1)).toBe("done")
+  })
+})
+
+describe("apply as a user that is not root", () => {
+  it("on a guest with no escalate command is capability_unavailable before any recipe runs (never run unprivileged)", async () => {
+    const { h } = await world({ hello: { manifest: "", script: 'touch "$SCRATCH/ran"\n' } })
+    await recipesOf(h, ["hello"])
+    const vmToml = join(h.vmDir("box"), "vm.toml")
+    writeFileSync(vmToml, readFileSync(vmToml, "utf8").replace(/^sshuser = .*$/m, 'sshuser = "guest"'))
+    await h.ok(startVm, { vm: "box" })
+    expect(await h.fail(applyRecipes, { vm: "box" })).toMatchObject({ code: "capability_unavailable", reason: "escalate", subject: "box" })
+    expect(sent(h)).toEqual([])
   })
 })
 

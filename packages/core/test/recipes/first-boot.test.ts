@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { applyRecipes, createVm, getVm, startVm, updateVm } from "../../src/operations/index.js"
 import { MARKER_DIR } from "../../src/recipes/first-boot.js"
-import { harness } from "../vm/harness.js"
+import { harness } from "../harness.js"
 
 const SECRET = "first-boot-secret-5e1f"
 
@@ -30,7 +30,8 @@ describe("first-boot delivery through cloud-init", () => {
     h.guest.execHandler = (argv) => {
       if (argv[0] === "cloud-init") return { exitCode: 0, stdout: "status: done\n" }
       const path = argv.at(-1) ?? ""
-      if (argv.includes("stoat_marker")) return markers.has(path) ? { exitCode: 0, stdout: markers.get(path) } : { exitCode: 0 }
+      const marker = markers.get(path)
+      if (argv.includes("stoat_marker")) return marker !== undefined ? { exitCode: 0, stdout: marker } : { exitCode: 0 }
       scripts.push(argv.join(" "))
       return { exitCode: 0 }
     }

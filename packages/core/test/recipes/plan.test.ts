@@ -4,7 +4,7 @@ import { toErrorInfo } from "../../src/errors.js"
 import { parseRecipeToml } from "../../src/recipes/manifest.js"
 import { applicabilityProblem, decideRun, orderByDepends, recipeHash, redact, resolveParams, scriptHash } from "../../src/recipes/plan.js"
 import type { LoadedRecipe } from "../../src/recipes/store.js"
-import { BUNDLED_GUESTS } from "../../src/guest/definitions.js"
+import { BUNDLED_GUESTS } from "../../src/guest-definitions/definitions.js"
 import { defaultVmConfig } from "../../src/vm/config.js"
 
 const recipe = (name: string, extra = ""): LoadedRecipe => ({

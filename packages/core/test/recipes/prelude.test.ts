@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "vitest"
-import { BUNDLED_GUESTS } from "../../src/guest/definitions.js"
+import { BUNDLED_GUESTS } from "../../src/guest-definitions/definitions.js"
 import { renderPrelude } from "../../src/recipes/prelude.js"
 
 const guest = (name: string) => {

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { Cause, type Context, Effect, Exit, Fiber, Option, Scope } from "effect"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { CannotReach } from "../../src/errors.js"
+import { waitForSsh, type CannotReach } from "../../src/errors.js"
 import { makeGuestTransport } from "../../src/ssh/live.js"
 import type { GuestTransport, SshTarget } from "../../src/ports/guest-transport.js"
 import { closedPort, sftpIdentity, sftpServerPath, startSilentListener, startTestServer, type TestSshServer } from "./server.js"
@@ -261,12 +261,13 @@ describe("connection pool", () => {
     expect(server.connections - before).toBe(2)
   })
 
-  it("fails CannotReach with 'call wait first' on a closed port", async () => {
+  it("fails CannotReach advising vm.wait first on a closed port", async () => {
     const port = await closedPort()
     const error = (await failure(transport.exec({ ...target, vm: "ghost", port }, ["true"]))) as CannotReach
     expect(error._tag).toBe("CannotReach")
     expect(error.code).toBe("cannot_reach")
-    expect(error.message).toContain(`ssh could not connect to VM ghost on port ${port}; call wait first`)
+    expect(error.message).toContain(`ssh could not connect to VM ghost on port ${port}`)
+    expect(error.hint).toEqual(waitForSsh("ghost"))
     expect(error.subject).toBe("ghost")
   })
 

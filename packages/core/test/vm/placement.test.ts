@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest"
 import { createVm, getVm, listVms } from "../../src/operations/index.js"
 import { hostOnlyFields } from "../../src/operations/operation.js"
 import { FakeHypervisorState, makeFakeHypervisor } from "../../src/testing/index.js"
-import { readPlacement, routeHypervisor } from "../../src/vm/placement.js"
-import { harness } from "./harness.js"
+import { readPlacement, routeGuestSignals, routeHypervisor } from "../../src/vm/placement.js"
+import { harness } from "../harness.js"
 
 describe("a VM's provider", () => {
   it("create --provider libvirt --host writes both to vm.toml and the VM names them; a QEMU VM's vm.toml and record stay as they were", async () => {
@@ -21,7 +21,7 @@ describe("a VM's provider", () => {
     expect(h.readVmToml("here")).not.toMatch(/host/)
     expect(readPlacement(h.vmDir("here"))).toEqual({ provider: "qemu", host: "" })
     expect((await h.ok(getVm, { vm: "far" })).host).toBe("qemu+ssh://root@127.0.0.1/system")
-    expect((await h.ok(listVms, {})).vms.map((vm: { name: string; provider?: string }) => [vm.name, vm.provider ?? "qemu"])).toEqual([
+    expect((await h.ok(listVms, {})).vms.map((vm) => [vm.name, vm.provider ?? "qemu"])).toEqual([
       ["far", "libvirt"],
       ["here", "qemu"],
       ["near", "libvirt"]
@@ -69,5 +69,9 @@ describe("a VM's provider", () => {
     await Effect.runPromise(routed.stop({ name: "lv", dir: h.vmDir("lv") }))
     expect(libvirt.running.has(h.vmDir("lv"))).toBe(false)
     expect(qemu.running.has(h.vmDir("qm"))).toBe(true)
+    // Readiness signals too: libvirt's console is not QEMU's.
+    const signals = routeGuestSignals({ awaitSshd: () => Effect.succeed(false) }, { libvirt: { awaitSshd: () => Effect.succeed(true) } })
+    expect(await Effect.runPromise(signals.awaitSshd({ name: "lv", dir: h.vmDir("lv") }, 1000))).toBe(true)
+    expect(await Effect.runPromise(signals.awaitSshd({ name: "qm", dir: h.vmDir("qm") }, 1000))).toBe(false)
   })
 })

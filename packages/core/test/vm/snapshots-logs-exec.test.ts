@@ -1,11 +1,12 @@
 import { execFileSync } from "node:child_process"
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { knownImageFile, findImage } from "../../src/images/index.js"
 import { createVm, deleteSnapshot, execInGuest, listSnapshots, restoreSnapshot, saveSnapshot, startVm, stopVm, vmLogs } from "../../src/operations/index.js"
 import { GuestScripts } from "../../src/guest/index.js"
-import { harness, type Harness } from "./harness.js"
+import { callerOf, harness, type Harness } from "../harness.js"
 
 const writeLiveVm = (h: Harness, name: string) =>
   h.writeVmToml(name, `name = "${name}"\nmode = "live"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\nsshport = 2990\n`)
@@ -68,7 +69,7 @@ describe("snapshots", () => {
     const h = harness()
     const entry = findImage("ubuntu-24.04")!
     mkdirSync(join(h.root, "isos"), { recursive: true })
-    writeFileSync(join(h.root, "isos", knownImageFile(entry, [])), "fake image")
+    writeFileSync(join(h.root, "isos", knownImageFile(entry)), "fake image")
     await h.ok(createVm, { name: "cloud", image: "ubuntu-24.04" })
     expect(h.exists("cloud", "disk.qcow2")).toBe(false)
     expect((await h.fail(listSnapshots, { vm: "cloud" })).code).toBe("no_disk")
@@ -220,13 +221,14 @@ describe("exec", () => {
     expect(missing.stderr).toMatch(/No such file/)
   })
 
-  it("does not check the access level: that is the MCP server's job", async () => {
+  it("the handler does not check the access level: runOperation does, once, for a caller bound by levels", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny", agent_access: "none" })
     await h.ok(startVm, { vm: "web" })
-    for (const caller of ["cli", "mcp"] as const) {
-      expect((await h.ok(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { caller })).stdout).toBe("hi\n")
-    }
+    expect((await h.ok(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { caller: "cli" })).stdout).toBe("hi\n")
+    expect(await h.fail(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { caller: "mcp" })).toMatchObject({ code: "access_denied", subject: "web" })
+    const handler = Effect.provide(execInGuest.run({ vm: "web", argv: ["echo", "hi"] }), Layer.merge(h.layer(), callerOf("mcp")))
+    expect((await Effect.runPromise(handler as Effect.Effect<{ stdout: string }, unknown, never>)).stdout).toBe("hi\n")
   })
 
   it("non-UTF-8 output comes back as stdout_base64 with stdout_encoding base64", async () => {

@@ -4,7 +4,7 @@ import { Effect, ManagedRuntime } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { createVm } from "../../src/operations/index.js"
 import { VmStore, type VmRecord } from "../../src/vm/store.js"
-import { harness } from "./harness.js"
+import { harness } from "../harness.js"
 
 /** Dates the data root's last change `seconds` back (whole seconds, so the same call gives the same mtime). */
 const ageRoot = (root: string, seconds: number) => {

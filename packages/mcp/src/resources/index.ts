@@ -39,12 +39,18 @@ ${CATALOG_URI}); the CLI runs the same operations.
 ## Long work
 MCP clients give up on a request after 60 s unless progress arrives. So a call sent without a
 progress token answers within ${budgetSeconds} s: its timeout_seconds (or default) is capped at
-${timeoutCapSeconds(budgetSeconds)} s, and work that is still running at ${budgetSeconds} s is stopped and answered with
-code timeout. What that returns:
+${timeoutCapSeconds(budgetSeconds)} s. What a call still working at ${budgetSeconds} s returns:
 - \`exec\`: the output so far with timed_out=true (the command is stopped).
 - \`wait\`, \`project_wait\`: code timeout, saying what the VM has not reached yet; call again.
 - \`job_wait\`: the job's state (still running is not an error); call again.
-- anything else (copies, recipes, project_up of several VMs): code timeout; the work was stopped.
+- other commands (copies, recipes, checkpoints, project_up …): code still_running. The work goes
+  on in the background as a host job whose id (h-…) is the error's subject: \`job_wait\` {vm,
+  job_id} polls it and, once it has exited, returns exit_code 0 with the call's result as JSON in
+  stdout_tail (or 1 with its error in stderr_tail); \`job_output\` reads the whole result,
+  \`job_kill\` stops it, \`list_jobs\` shows it. Work on several VMs (project_up …) has no VM to
+  poll through: \`list_vms\` and \`project_wait\` show how far it got. Host jobs live in this
+  server process: they stop when it exits.
+- other queries: code timeout; the query was stopped.
 Send a progress token to let a call run to its own cap (timeout_seconds up to 600): progress
 notifications then arrive every second, and a client that resets its timeout on progress keeps
 waiting. For guest work longer than that, start it with \`exec_bg\` and poll \`job_wait\`.
@@ -73,11 +79,6 @@ _meta["io.github.novusedge.stoat/error"] and as a second text block {"error":{..
 error.code, never on the message. Calls are rate limited per tool and for the whole server;
 a refusal (rate_limited) says which and carries retry_after_ms, the wait before a retry.
 `
-
-/** The guide of a server with the default budget. */
-export const GUIDE = guide()
-
-export const vmUri = (name: string): string => `stoat://vm/${encodeURIComponent(name)}`
 
 /** The VM name of a stoat://vm/{name} URI, or undefined. */
 export const vmNameOf = (uri: string): string | undefined => {

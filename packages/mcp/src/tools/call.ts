@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto"
-import { Duration, Effect, Exit } from "effect"
+import { Duration, Effect, Exit, Fiber, Option } from "effect"
 import {
   auditCall,
   confirmationOf,
   ConfirmationRequired,
+  HostJobs,
   runOperation,
+  StillRunning,
   targetsOf,
   Timeout,
   toErrorInfo,
@@ -14,7 +16,8 @@ import {
   type Operation,
   type StoatError
 } from "@stoat/core"
-import { checkAccess, type RunAsAgent } from "../policy/access.js"
+import type { RunAsAgent } from "../policy/access.js"
+import { mcpWords } from "../hints.js"
 import { progressReporter, type SendProgress } from "../progress.js"
 import type { RateLimiter } from "../policy/rate-limit.js"
 import type { ErrorInfo } from "@stoat/wire"
@@ -90,7 +93,42 @@ const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined
   })
 
 /**
- * One tools/call: rate limits → host-only refusal → decode (runOperation) → access → confirmation
+ * The backstop for work no timeout_seconds bounds (copies, recipes, several VMs), so the client
+ * gets an answer instead of -32001. A command still running at the budget goes on in the
+ * background as a host job (job_status/job_wait/job_output/job_kill read it through its VM) and
+ * the call answers still_running with the job id; a query is interrupted with code timeout, since
+ * nothing would read its answer.
+ */
+const withinBudget = (operation: Operation, input: Record<string, unknown>, run: Effect.Effect<unknown, StoatError, any>, budget: number) =>
+  Effect.gen(function* () {
+    const fiber = yield* Effect.forkDaemon(run)
+    // Until the job is adopted, cancelling the call stops its work, as for any call.
+    const ended = yield* Fiber.await(fiber).pipe(
+      Effect.timeoutOption(Duration.seconds(budget)),
+      Effect.onInterrupt(() => Fiber.interrupt(fiber))
+    )
+    if (Option.isSome(ended)) return yield* ended.value
+    if (operation.kind !== "command") {
+      yield* Fiber.interrupt(fiber)
+      return yield* new Timeout({
+        message: `${operation.tool} did not finish within ${budget} s and was stopped: a call without a progress token answers within ${budget} s so the client does not time out first. Send a progress token or run it as a task to let it run to its cap.`,
+        subject: operation.tool
+      })
+    }
+    const vms = targetsOf(operation, input as never)
+    const id = yield* Effect.flatMap(HostJobs, (jobs) => jobs.adopt(fiber, operation.tool, vms))
+    const poll =
+      vms.length > 0
+        ? `job_wait with vm="${vms[0]}" job_id="${id}" waits for its result (job_output has it as JSON), job_kill stops it`
+        : "list_vms and project_wait show how far it got"
+    return yield* new StillRunning({
+      message: `${operation.tool} is still running after ${budget} s (the answer time of a call without a progress token) and goes on in the background as job ${id}: ${poll}`,
+      subject: id
+    })
+  })
+
+/**
+ * One tools/call: rate limits → host-only refusal → decode and access (runOperation) → confirmation
  * → the operation and its encoded output → redaction → the result envelope.
  */
 export const callTool = async (deps: CallDependencies, name: string, args: Record<string, unknown> | undefined, channel: CallChannel): Promise<ToolResult> => {
@@ -132,33 +170,20 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
 
   const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined
   const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context
-  // A tool that needs no level and deletes nothing has nothing to check after decoding.
-  const guarded = entry.confirmable || (operation.access !== null && operation.access !== "none")
   const budget = channel.budgetSeconds
   const capped = budget !== undefined && entry.timeoutBounded ? { adjust: capTimeout(timeoutCapSeconds(budget)) } : {}
   const operationRun = runOperation(operation, raw, runContext, {
     ...capped,
-    ...(guarded ? { guard: (input) => Effect.zipRight(checkAccess(operation, input), confirmationGuard(operation, confirm, channel, deps.confirmDeletions)(input)) } : {})
+    // Core checks access levels (runOperation); deletions are confirmed here.
+    ...(entry.confirmable ? { guard: confirmationGuard(operation, confirm, channel, deps.confirmDeletions) } : {})
   }) as Effect.Effect<unknown, StoatError, any>
-  // The backstop for work no timeout_seconds bounds (copies, recipes, several VMs): it is
-  // interrupted, releasing what it holds, and the client gets a typed answer instead of -32001.
-  const program =
-    budget === undefined || !entry.mayOutrunBudget
-      ? operationRun
-      : Effect.timeoutFail(operationRun, {
-          duration: Duration.seconds(budget),
-          onTimeout: () =>
-            new Timeout({
-              message: `${name} did not finish within ${budget} s and was stopped: a call without a progress token answers within ${budget} s so the client does not time out first. Send a progress token or run it as a task to let it run to its cap.`,
-              subject: name
-            })
-        })
+  const program = budget === undefined || !entry.mayOutrunBudget ? operationRun : withinBudget(operation, raw, operationRun, budget)
   try {
     const exit = await deps.run(program, { signal: channel.signal })
     if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)
-    return errorResult(toErrorInfo(exit.cause))
+    return errorResult(toErrorInfo(exit.cause, mcpWords))
   } catch (error) {
-    return errorResult(toErrorInfo(error))
+    return errorResult(toErrorInfo(error, mcpWords))
   } finally {
     reporter?.stop()
   }

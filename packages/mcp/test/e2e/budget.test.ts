@@ -1,3 +1,4 @@
+import { mkdirSync, writeFileSync } from "node:fs"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -67,5 +68,23 @@ describe("calls answer before the client's timeout (stdio, real SDK client, tiny
     const refused = errorOf(await client.callTool({ name: "wait", arguments: { vm: "b1", until: "stopped", timeout_seconds: 600 } }))
     expect(refused).toMatchObject({ code: "timeout", message: 'VM "b1" still running after 5 s' })
     expect(dataOf(await client.callTool({ name: "vm_status", arguments: { vm: "b1" } }))).toMatchObject({ state: "running" })
+  })
+
+  it("apply_recipes outlasting the budget goes on as a host job that job_wait follows to its result", async () => {
+    // A local recipe that takes longer than the 10 s budget (the tiny guest has no package manager).
+    mkdirSync(join(home, "recipes", "slowpoke"), { recursive: true })
+    writeFileSync(join(home, "recipes", "slowpoke", "recipe.toml"), 'name = "slowpoke"\nscript = "run.sh"\n')
+    writeFileSync(join(home, "recipes", "slowpoke", "run.sh"), "sleep 16\necho slept > /tmp/slowpoke.done\n")
+    dataOf(await client.callTool({ name: "update", arguments: { vm: "b1", recipes: ["slowpoke"] } }))
+    // The SDK client's own 60 s timeout would fail the call if the server did not answer first.
+    const answer = errorOf(await client.callTool({ name: "apply_recipes", arguments: { vm: "b1" } }))
+    expect(answer).toMatchObject({ code: "still_running", subject: expect.stringMatching(/^h-[0-9a-f]{8}$/) })
+    const job = answer.subject as string
+    let waited = dataOf(await client.callTool({ name: "job_wait", arguments: { vm: "b1", job_id: job } }))
+    while (waited.state === "running") waited = dataOf(await client.callTool({ name: "job_wait", arguments: { vm: "b1", job_id: job } }))
+    expect(waited).toMatchObject({ state: "exited", exit_code: 0, stderr_tail: "" })
+    expect(JSON.parse(waited.stdout_tail)).toMatchObject({ vm: "b1", recipes_detail: [{ name: "slowpoke" }] })
+    const done = dataOf(await client.callTool({ name: "exec", arguments: { vm: "b1", argv: ["cat", "/tmp/slowpoke.done"] } }))
+    expect(done).toMatchObject({ exit_code: 0, stdout: "slept\n" })
   })
 })

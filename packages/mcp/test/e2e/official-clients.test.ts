@@ -49,7 +49,7 @@ describe("the official MCP clients against the built server", () => {
     )
     expect(failed?.code).toBe(5)
     const content = (JSON.parse(failed?.stdout ?? "{}") as { content?: Array<{ text: string }> }).content ?? []
-    expect(content[0]?.text).toBe('no VM "nope"; see stoat ls')
+    expect(content[0]?.text).toBe('no VM "nope"; see list_vms')
     expect(JSON.parse(content[1]?.text ?? "{}")).toMatchObject({ error: { code: "not_found", subject: "nope" } })
   })
 

@@ -4,7 +4,7 @@
  * initrd's /init and module list. build.ts carries them out; tests read them directly.
  */
 import { createHash } from "node:crypto"
-import { TINY_SSHD_MARKER } from "../tiny/probe.js"
+import { TINY_SSHD_MARKER } from "../tiny/guest-files.js"
 import { TINY_KERNEL_ARGS } from "../tiny/build.js"
 import { GUEST_AUTHORIZED_KEYS, GUEST_HOSTNAME, GUEST_OPENSSH_HOST_KEY } from "../tiny/guest-files.js"
 

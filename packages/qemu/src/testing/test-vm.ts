@@ -1,17 +1,29 @@
-import { spawn, type ChildProcess } from "node:child_process"
-import { mkdtemp, readFile, rm } from "node:fs/promises"
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Cause, Effect, Exit, Scope } from "effect"
-import { ensureClientKey, ensureGuestHostKey, guestHostname, layoutOf, resolveDataRoot, type ExecOptions } from "@stoat/core"
-import { makeGuestTransport } from "@stoat/core/ssh"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import {
+  awaitSsh,
+  dataRootAt,
+  ensureClientKey,
+  ensureGuestHostKey,
+  guestHostname,
+  GuestTransport,
+  type GuestSignals,
+  Hypervisor,
+  isStoatError,
+  layoutOf,
+  resolveDataRoot,
+  type BootPlan,
+  type ExecOptions,
+  type StartedVm
+} from "@stoat/core"
+import { GuestTransportLive } from "@stoat/core/ssh"
 import type { CommandResult } from "@stoat/wire"
+import { vmFiles } from "../argv.js"
+import { makeQemuHypervisor, QemuGuestSignalsLive } from "../hypervisor.js"
 import { buildTinyGuest } from "../tiny/build.js"
-import { tinyQemuArgs } from "../tiny/argv.js"
-import { waitForTinyGuestSsh } from "../tiny/probe.js"
-import { toDropbearKey, writeVmInitrd } from "../tiny/vm-initrd.js"
-import { forwardNotBound } from "../lifecycle.js"
 
 export interface TestVmOptions {
   /** The guest's hostname and the name in messages (default "test-vm"). */
@@ -24,9 +36,8 @@ export interface TestVmOptions {
    */
   readonly tinyCacheDir?: string
   /**
-   * "tcg" (default) works everywhere. "kvm" is tried first and QEMU falls back to TCG when KVM
-   * cannot start; opt in only on hosts known to run 64-bit guests under KVM (some nested hosts
-   * accept KVM and then hang the guest).
+   * "tcg" (default) works everywhere. "kvm" is tried first and the VM falls back to TCG when KVM
+   * cannot run it (as `STOAT_ACCEL=auto` does for Stoat's own VMs).
    */
   readonly accel?: "tcg" | "kvm"
   /** The QEMU program, a path or a name looked up on PATH (default "qemu-system-x86_64"). */
@@ -53,7 +64,7 @@ export interface TestVm {
   readonly user: string
   /** The private key the guest trusts (OpenSSH format, no passphrase). */
   readonly keyPath: string
-  /** Scratch folder of this VM: console.log, qmp.sock, initrd, keys. Removed on stop. */
+  /** Scratch folder of this VM: its data root, with keys and the VM folder (console.log, qmp.sock, initrd). Removed on stop. */
   readonly dir: string
   readonly consoleLog: string
   readonly qmpSocket: string
@@ -63,31 +74,41 @@ export interface TestVm {
 
 export interface RunningTestVm extends TestVm {
   readonly pid: number
-  /** Kills QEMU (SIGTERM, then SIGKILL), closes ssh and removes `dir`. Safe to call twice. */
+  /** Stops QEMU (SIGTERM, then SIGKILL), closes ssh and removes `dir`. Safe to call twice. */
   readonly stop: () => Promise<void>
 }
 
 export const DEFAULT_BOOT_TIMEOUT_MS = 300_000
 const DEFAULT_EXEC_TIMEOUT_MS = 60_000
-/** How long QEMU gets to exit after SIGTERM before SIGKILL. */
-const TERM_GRACE_MS = 5_000
-/** Another process can take the port between our probe and QEMU's bind; QEMU then exits at once. */
+/** Another process can take the port between choosing it and QEMU's bind; the start then fails naming it. */
 const PORT_ATTEMPTS = 3
 
-/** Every QEMU started here that has not exited: killed when the process exits, whatever skipped the teardown. */
-const live = new Set<ChildProcess>()
+/** QEMU daemonizes: every VM started here that was not stopped is killed when this process exits, whatever skipped the teardown. */
+const live = new Set<number>()
 let exitHookInstalled = false
 const killLiveOnExit = () => {
   if (exitHookInstalled) return
   exitHookInstalled = true
   process.once("exit", () => {
-    for (const child of live) child.kill("SIGKILL")
+    for (const pid of live) {
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {
+        // Gone already.
+      }
+    }
   })
 }
 
 /** Shared with `stoat pull tiny`, which builds into `<data root>/.cache/tiny` unless STOAT_TINY_CACHE says otherwise. */
 const defaultTinyCacheDir = (): string => process.env["STOAT_TINY_CACHE"] || join(resolveDataRoot(), ".cache", "tiny")
 
+const tail = async (path: string, chars = 3_000) => (await readFile(path, "utf8").catch(() => "")).slice(-chars)
+
+/** Stoat's own failure as a plain Error whose message is the one Stoat would print. */
+const asError = (cause: unknown): Error => (cause instanceof Error ? cause : new Error(isStoatError(cause) ? cause.message : String(cause)))
+
+/** A free loopback port the OS hands out (QEMU binds it moments later; a start that loses the race is retried). */
 const freeLoopbackPort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = createServer()
@@ -99,113 +120,80 @@ const freeLoopbackPort = (): Promise<number> =>
     })
   })
 
-const tail = async (path: string, chars = 3_000) => (await readFile(path, "utf8").catch(() => "")).slice(-chars)
-
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
-
-const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
-  exited(child)
-    ? Promise.resolve(true)
-    : new Promise((resolve) => {
-        const timer = setTimeout(() => resolve(false), ms)
-        child.once("exit", () => {
-          clearTimeout(timer)
-          resolve(true)
-        })
-      })
-
-const terminate = async (child: ChildProcess) => {
-  if (exited(child)) return
-  child.kill("SIGTERM")
-  if (await waitForExit(child, TERM_GRACE_MS)) return
-  child.kill("SIGKILL")
-  await waitForExit(child, TERM_GRACE_MS)
-}
-
-const runTyped = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
-  const exit = await Effect.runPromiseExit(effect)
-  if (Exit.isSuccess(exit)) return exit.value
-  throw Cause.squash(exit.cause)
-}
-
 /**
- * Builds the tiny guest if needed, boots it under QEMU as a child of this process and waits
- * until its sshd answers. Nothing is shared with a Stoat data root: keys, initrd and sockets
+ * Builds the tiny guest if needed and boots it as Stoat boots its VMs (the QEMU provider's start,
+ * then the readiness `stoat up --wait` uses), in a data root of its own: keys, initrd and sockets
  * live in a fresh temporary folder that `stop` removes.
  */
 export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningTestVm> => {
   const name = options.name ?? "test-vm"
-  const deadline = Date.now() + (options.bootTimeoutMs ?? DEFAULT_BOOT_TIMEOUT_MS)
+  const started = Date.now()
+  const bootTimeoutMs = options.bootTimeoutMs ?? DEFAULT_BOOT_TIMEOUT_MS
   const cache = options.tinyCacheDir ?? defaultTinyCacheDir()
   const dir = await mkdtemp(join(tmpdir(), "stoat-test-vm-"))
-  const paths = layoutOf(dir)
-  const consoleLog = join(dir, "console.log")
-  const qmpSocket = join(dir, "qmp.sock")
-  const scope = Effect.runSync(Scope.make())
-  let child: ChildProcess | undefined
+  const vm = { name, dir: join(dir, "vm") }
+  const files = vmFiles(vm.dir)
+  const providers = Layer.mergeAll(makeQemuHypervisor({ tinyCacheDir: cache, ...(options.qemu !== undefined ? { qemu: options.qemu } : {}) }), QemuGuestSignalsLive, GuestTransportLive).pipe(
+    Layer.provide(dataRootAt(dir))
+  )
+  const runtime = ManagedRuntime.make(providers)
+  // STOAT_ACCEL for this VM only: auto tries KVM and falls back to TCG.
+  const accel = ConfigProvider.fromMap(new Map([["STOAT_ACCEL", options.accel === "kvm" ? "auto" : "tcg"]]))
+  const run = <A, E>(effect: Effect.Effect<A, E, Hypervisor | GuestTransport | GuestSignals>): Promise<A> =>
+    runtime.runPromise(effect.pipe(Effect.withConfigProvider(accel))).catch((cause: unknown) => Promise.reject(asError(cause)))
+  let pid: number | undefined
 
   const stop = async () => {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    if (child !== undefined) await terminate(child)
+    const running = pid
+    pid = undefined
+    if (running !== undefined) {
+      await run(Effect.flatMap(Hypervisor, (hypervisor) => Effect.ignore(hypervisor.stop(vm, { graceMs: 0 }))))
+      live.delete(running)
+    }
+    await runtime.dispose()
     await rm(dir, { recursive: true, force: true })
   }
 
   try {
+    const paths = layoutOf(dir)
     const [image, client, host] = await Promise.all([
       buildTinyGuest({ cacheDir: join(cache, "debs"), outDir: join(cache, "image") }),
       ensureClientKey(paths),
-      ensureGuestHostKey(paths)
+      ensureGuestHostKey(paths),
+      mkdir(join(dir, "work"), { recursive: true }),
+      mkdir(vm.dir, { recursive: true })
     ])
-    const initrd = join(dir, "initrd.img")
-    await writeVmInitrd({
-      baseInitrd: image.initrd,
-      out: initrd,
-      authorizedKeys: client.publicKey,
-      hostKeyDropbear: await toDropbearKey(await readFile(host.privateKeyPath, "utf8")),
-      hostname: guestHostname(name)
+    const hostKey = Redacted.make(await readFile(host.privateKeyPath, "utf8"))
+    const plan = (sshPort: number): BootPlan => ({
+      vm,
+      ramMb: options.ramMb ?? 256,
+      cpus: options.cpus ?? 1,
+      sshPort,
+      forwards: [],
+      kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
+      workShare: join(dir, "work"),
+      display: "vnc",
+      guestIdentity: { authorizedKeys: client.publicKey, hostKey, hostname: guestHostname(name) }
     })
 
     let sshPort = 0
-    for (let attempt = 1; ; attempt++) {
+    let state: StartedVm | undefined
+    for (let attempt = 1; state === undefined; attempt++) {
       sshPort = await freeLoopbackPort()
-      const args = tinyQemuArgs({ image, initrd, ramMb: options.ramMb ?? 256, cpus: options.cpus ?? 1, sshPort, vmDir: dir, consoleLog, qmpSocket })
-      // QEMU takes the first accelerator that initialises, so this keeps TCG as the fallback.
-      const accel = options.accel === "kvm" ? ["-accel", "kvm"] : []
-      const started = spawn(options.qemu ?? "qemu-system-x86_64", [...accel, ...args], { stdio: ["ignore", "ignore", "pipe"] })
-      child = started
-      live.add(started)
-      killLiveOnExit()
-      let stderr = ""
-      started.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-      let spawnFailed = false
-      const spawnError = new Promise<Error>((resolve) =>
-        started.once("error", (error) => {
-          spawnFailed = true
-          live.delete(started)
-          resolve(error)
-        })
-      )
-      started.once("exit", () => live.delete(started))
-      const ready = waitForTinyGuestSsh({
-        port: sshPort,
-        consoleLog,
-        consoleOffset: 0,
-        timeoutMs: Math.max(1_000, deadline - Date.now()),
-        isAlive: () => !spawnFailed && !exited(started)
-      })
-      const outcome = await Promise.race([ready.then(() => undefined, (error: Error) => error), spawnError])
-      if (outcome === undefined) break
-      if (spawnFailed) child = undefined
-      else await terminate(started)
-      if (forwardNotBound(stderr) !== undefined && attempt < PORT_ATTEMPTS) continue
-      throw new Error(
-        `VM ${name} did not boot to SSH: ${outcome.message}` +
-          (stderr.trim() ? `\nqemu stderr:\n${stderr.trim()}` : "") +
-          `\nguest console (tail):\n${await tail(consoleLog)}`
-      )
+      const bootPlan = plan(sshPort)
+      const result = await runtime.runPromise(Effect.either(Effect.flatMap(Hypervisor, (hypervisor) => hypervisor.start(bootPlan)).pipe(Effect.withConfigProvider(accel))))
+      if (result._tag === "Right") state = result.right
+      else if (!(result.left._tag === "ProviderStartFailed" && result.left.portInUse !== undefined && attempt < PORT_ATTEMPTS)) throw asError(result.left)
     }
+    pid = state.pid
+    if (pid !== undefined) {
+      live.add(pid)
+      killLiveOnExit()
+    }
+    await run(awaitSsh(vm, sshPort, Math.max(1_000, bootTimeoutMs - (Date.now() - started)))).catch(async (error: Error) => {
+      throw new Error(`VM ${name} did not boot to SSH: ${error.message}\nguest console (tail):\n${await tail(files.console)}`)
+    })
 
-    const transport = await runTyped(Scope.extend(makeGuestTransport(), scope))
     const target = { vm: name, port: sshPort, user: "root", privateKeyPath: client.privateKeyPath }
     const exec = async (command: string | ReadonlyArray<string>, execOptions: TestVmExecOptions = {}): Promise<TestVmExecResult> => {
       const argv = typeof command === "string" ? ["sh", "-c", command] : command
@@ -216,14 +204,13 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
         ...(execOptions.cwd !== undefined ? { cwd: execOptions.cwd } : {}),
         ...(execOptions.env !== undefined ? { env: execOptions.env } : {})
       }
-      const out = await runTyped(transport.exec(target, argv, transportOptions))
+      const out = await run(Effect.flatMap(GuestTransport, (transport) => transport.exec(target, argv, transportOptions)))
       if (out.timedOut) throw new Error(`command on VM ${name} ran longer than ${timeoutMs} ms and was killed: ${JSON.stringify(argv)}`)
       const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
       return { stdout: text(out.stdout), stderr: text(out.stderr), exit_code: out.exitCode }
     }
 
-    const pid = child?.pid ?? 0
-    return { name, sshPort, user: target.user, keyPath: client.privateKeyPath, dir, consoleLog, qmpSocket, pid, exec, stop }
+    return { name, sshPort, user: target.user, keyPath: client.privateKeyPath, dir, consoleLog: files.console, qmpSocket: files.qmp, pid: pid ?? 0, exec, stop }
   } catch (error) {
     await stop()
     throw error

@@ -3,7 +3,8 @@
  * Kept as strings so the builder is one self-contained module tree (tsc does not copy
  * non-TS assets into dist). Shell is busybox ash; `\${` below is a literal shell `${`.
  */
-import { TINY_SSHD_MARKER } from "./probe.js"
+/** Printed on the tiny guest's serial console once sshd accepts connections on port 22 (GuestSignals waits for it). */
+export const TINY_SSHD_MARKER = "stoat: sshd listening"
 
 export interface GuestFile {
   readonly path: string

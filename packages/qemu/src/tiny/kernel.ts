@@ -1,7 +1,9 @@
-import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises"
 import { basename, dirname, join, relative } from "node:path"
+import { PassThrough } from "node:stream"
+import { Effect } from "effect"
+import { runChild } from "../child.js"
 import { hasPvhNote, isElf64, modinfo } from "./elf.js"
 import { run } from "./exec.js"
 import type { Deb } from "./debs.js"
@@ -199,35 +201,16 @@ function modulePatterns(names: readonly string[]): string[] {
 
 async function extract(debPath: string, into: string, patterns: readonly string[]): Promise<void> {
   // dpkg-deb streams the data tarball; GNU tar's --wildcards lets one pass pick the few files we want.
-  await new Promise<void>((resolve, reject) => {
-    const dpkg = spawn("dpkg-deb", ["--fsys-tarfile", debPath], { stdio: ["ignore", "pipe", "pipe"] })
-    const tar = spawn("tar", ["-x", "-C", into, "--wildcards", ...patterns], { stdio: ["pipe", "ignore", "pipe"] })
-    let dpkgErr = ""
-    let tarErr = ""
-    dpkg.stderr.on("data", (b: Buffer) => (dpkgErr += b.toString()))
-    tar.stderr.on("data", (b: Buffer) => (tarErr += b.toString()))
-    dpkg.stdout.pipe(tar.stdin)
-    tar.stdin.on("error", () => {})
-    let pending = 2
-    let dpkgCode: number | null = null
-    const done = () => {
-      if (--pending > 0) return
-      // tar fails when a pattern matches nothing, which is expected (dash/underscore variants); anything else is real.
-      const tarReal = tarErr
-        .split("\n")
-        .filter((l) => l && !/Not found in archive|Exiting with failure status/.test(l))
-      if (dpkgCode !== 0) reject(new Error(`dpkg-deb --fsys-tarfile ${debPath} failed: ${dpkgErr.trim()}`))
-      else if (tarReal.length > 0) reject(new Error(`tar failed extracting ${debPath}: ${tarReal.join("; ")}`))
-      else resolve()
-    }
-    dpkg.on("error", (e) => reject(new Error(`dpkg-deb: ${e.message}`)))
-    tar.on("error", (e) => reject(new Error(`tar: ${e.message}`)))
-    dpkg.on("close", (code) => {
-      dpkgCode = code
-      done()
-    })
-    tar.on("close", done)
-  })
+  const tarball = new PassThrough()
+  const [dpkg, tar] = await Effect.runPromise(
+    Effect.all([runChild("dpkg-deb", ["--fsys-tarfile", debPath], { stdout: tarball }), runChild("tar", ["-x", "-C", into, "--wildcards", ...patterns], { input: tarball, stdout: "ignore" })], {
+      concurrency: 2
+    }).pipe(Effect.mapError((failure) => new Error(failure.message)))
+  )
+  // tar fails when a pattern matches nothing, which is expected (dash/underscore variants); anything else is real.
+  const tarReal = tar.stderr.split("\n").filter((l) => l && !/Not found in archive|Exiting with failure status/.test(l))
+  if (dpkg.code !== 0) throw new Error(`dpkg-deb --fsys-tarfile ${debPath} failed: ${dpkg.stderr.trim()}`)
+  if (tarReal.length > 0) throw new Error(`tar failed extracting ${debPath}: ${tarReal.join("; ")}`)
   // Debian 13+ compresses modules; busybox insmod only loads plain .ko files.
   for (const rel of await listModules(into, /\.ko\.(xz|zst)$/)) {
     const p = join(into, rel)

@@ -31,7 +31,7 @@ import {
 } from "../../src/debian-mini/recipe.js"
 import { makeQemuImageBuilder } from "../../src/image-builder.js"
 import { GUEST_AUTHORIZED_KEYS, GUEST_HOSTNAME, GUEST_OPENSSH_HOST_KEY } from "../../src/tiny/guest-files.js"
-import { TINY_SSHD_MARKER } from "../../src/tiny/probe.js"
+import { TINY_SSHD_MARKER } from "../../src/tiny/guest-files.js"
 
 const scratch: string[] = []
 const tempDir = async () => {

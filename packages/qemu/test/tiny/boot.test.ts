@@ -7,21 +7,18 @@
  * apt-get/dpkg-deb and xz on the host; a missing QEMU fails the suite rather than skipping it.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process"
-import { mkdtemp, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises"
+import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises"
 import { createServer } from "node:net"
 import { homedir, tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
+import { Effect } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import {
-  buildTinyGuest,
-  qmpCommands,
-  tinyQemuArgs,
-  toDropbearKey,
-  writeVmInitrd,
-  waitForTinyGuestSsh,
-  type TinyGuestImage
-} from "../../src/tiny/index.js"
+import type { BootPlan } from "@stoat/core"
+import { qemuArgs } from "../../src/argv.js"
+import { qmpExecute } from "../../src/qmp.js"
+import { buildTinyGuest, toDropbearKey, writeVmInitrd, type TinyGuestImage } from "../../src/tiny/index.js"
+import { sshBannerOnceReady } from "../support.js"
 
 const execFileP = promisify(execFile)
 // Same layout as test/support.ts: $STOAT_TEST_CACHE/tiny, shared with the lifecycle tests.
@@ -53,9 +50,6 @@ function freePort(): Promise<number> {
 interface RunningVm {
   readonly child: ChildProcess
   readonly exited: Promise<number | null>
-  /** Size of console.log before this boot; the log is appended to across boots. */
-  readonly consoleOffset: number
-  isRunning(): boolean
 }
 
 describe("tiny guest", () => {
@@ -110,9 +104,20 @@ describe("tiny guest", () => {
   })
 
   async function boot(): Promise<RunningVm> {
-    const consoleOffset = (await stat(join(vmDir, "console.log")).catch(() => undefined))?.size ?? 0
-    const args = tinyQemuArgs({ image, initrd, ramMb: 256, cpus: 1, sshPort: port, vmDir, disk, workShare: work, hostShare })
-    const child = spawn("qemu-system-x86_64", args, { stdio: ["ignore", "ignore", "pipe"] })
+    // Stoat's own command line, kept in the foreground so the test sees QEMU's exit status.
+    const plan: BootPlan = {
+      vm: { name: "tiny-test", dir: vmDir },
+      ramMb: 256,
+      cpus: 1,
+      sshPort: port,
+      forwards: [],
+      disk: "disk.qcow2",
+      kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
+      workShare: work,
+      hostShare,
+      display: "vnc"
+    }
+    const child = spawn("qemu-system-x86_64", qemuArgs(plan, { accel: "tcg", initrd, daemonize: false }), { stdio: ["ignore", "ignore", "pipe"] })
     running.add(child)
     let stderr = ""
     child.stderr?.on("data", (b: Buffer) => (stderr += b.toString()))
@@ -123,7 +128,9 @@ describe("tiny guest", () => {
         resolve(code)
       })
     )
-    return { child, exited, consoleOffset, isRunning: () => child.exitCode === null && child.signalCode === null }
+    // The readiness below asks the pidfile whether QEMU runs: QMP answering means QEMU wrote it.
+    await Effect.runPromise(qmpExecute(join(vmDir, "qmp.sock"), "query-status", undefined, { connectTimeoutMs: 60_000 }))
+    return { child, exited }
   }
 
   const sshOpts = () => [
@@ -146,15 +153,8 @@ describe("tiny guest", () => {
     }
   }
 
-  function ready(vm: RunningVm): Promise<string> {
-    return waitForTinyGuestSsh({
-      port,
-      consoleLog: join(vmDir, "console.log"),
-      consoleOffset: vm.consoleOffset,
-      timeoutMs: 120_000,
-      isAlive: vm.isRunning
-    })
-  }
+  /** Stoat's readiness (it fails at once when QEMU's pidfile no longer names a running QEMU), then sshd's banner. */
+  const ready = (): Promise<string> => sshBannerOnceReady(vmDir, { name: "tiny-test", dir: vmDir }, port, 120_000)
 
   async function exitsWithin(vm: RunningVm, ms: number): Promise<number | null> {
     let timer: NodeJS.Timeout | undefined
@@ -170,7 +170,7 @@ describe("tiny guest", () => {
 
   it("boots to SSH, serves SFTP and 9p, writes /data, and powers off on system_powerdown", async () => {
     const vm = await boot()
-    const banner = await ready(vm)
+    const banner = await ready()
     expect(banner).toMatch(/^SSH-2\.0-dropbear/)
 
     const out = await ssh("uname -r; echo hello > /data/x; cat /data/x; hostname")
@@ -202,13 +202,13 @@ describe("tiny guest", () => {
     const hostPub = (await readFile(join(vmDir, "host_key.pub"), "utf8")).split(" ")[1]
     expect(scan).toContain(`ssh-ed25519 ${hostPub}`)
 
-    await qmpCommands(join(vmDir, "qmp.sock"), [{ execute: "system_powerdown" }])
+    await Effect.runPromise(qmpExecute(join(vmDir, "qmp.sock"), "system_powerdown"))
     expect(await exitsWithin(vm, 60_000)).toBe(0)
   }, 240_000)
 
   it("keeps /data across a reboot from the same disk and powers off from inside the guest", async () => {
     const vm = await boot()
-    await ready(vm)
+    await ready()
     expect((await ssh("cat /data/x")).trim()).toBe("hello")
     // The session may be cut as the guest goes down; only the VM's exit matters.
     await ssh("poweroff").catch(() => undefined)

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { tinyQemuArgs } from "../../src/tiny/argv.js"
+import type { BootPlan } from "@stoat/core"
+import { qemuArgs } from "../../src/argv.js"
 import { CpioWriter } from "../../src/tiny/cpio.js"
 import { elfInterp, elfNeeded, isElf64 } from "../../src/tiny/elf.js"
 import { opensshEd25519ToDropbear, toDropbearKey, writeVmInitrd } from "../../src/tiny/vm-initrd.js"
@@ -120,11 +121,20 @@ describe("host key conversion", () => {
   })
 })
 
-describe("tinyQemuArgs", () => {
-  const image = { kernel: "/img/vmlinux", initrd: "/img/initrd.img", kernelArgs: "console=ttyS0", version: "v" }
+describe("qemuArgs for a direct-boot guest", () => {
+  const plan: BootPlan = {
+    vm: { name: "tiny", dir: "/vm" },
+    ramMb: 256,
+    cpus: 1,
+    sshPort: 2222,
+    forwards: [],
+    kernel: { path: "/img/vmlinux", initrd: "/img/initrd.img", append: "console=ttyS0" },
+    workShare: "/shared/w",
+    display: "vnc"
+  }
 
   it("builds a TCG q35 command line with the SSH forward, QMP and console file", () => {
-    const args = tinyQemuArgs({ image, initrd: "/vm/initrd.img", ramMb: 256, cpus: 1, sshPort: 2222, vmDir: "/vm" })
+    const args = qemuArgs(plan, { accel: "tcg", initrd: "/vm/initrd.img", daemonize: false })
     const joined = args.join(" ")
     expect(joined).toContain("-accel tcg")
     expect(joined).toContain("-kernel /img/vmlinux -initrd /vm/initrd.img -append console=ttyS0")
@@ -132,35 +142,20 @@ describe("tinyQemuArgs", () => {
     expect(joined).toContain("-qmp unix:/vm/qmp.sock,server=on,wait=off")
     expect(joined).toContain("-chardev file,id=con0,path=/vm/console.log,append=on")
     expect(joined).toContain("-pidfile /vm/qemu.pid")
-    expect(joined).toContain("-bios qboot.rom")
     expect(args).not.toContain("-daemonize")
-    expect(args).not.toContain("-virtfs")
   })
 
-  it("adds forwards, disk, shares, hostname and daemonize, escaping commas", () => {
-    const args = tinyQemuArgs({
-      image,
-      initrd: "/vm/initrd.img",
-      ramMb: 512,
-      cpus: 2,
-      sshPort: 2222,
-      forwards: [{ host: 8080, guest: 80 }],
-      vmDir: "/vm",
-      disk: "/vm/disk.qcow2",
-      workShare: "/shared/a,b",
-      hostShare: "/home/u",
-      hostname: "web-1",
-      daemonize: true,
-      firmware: "seabios"
-    })
+  it("adds forwards, disk, shares and daemonize, escaping commas", () => {
+    const args = qemuArgs(
+      { ...plan, ramMb: 512, cpus: 2, forwards: [{ host: 8080, guest: 80 }], disk: "disk.qcow2", workShare: "/shared/a,b", hostShare: "/home/u" },
+      { accel: "tcg" }
+    )
     const joined = args.join(" ")
     expect(joined).toContain("hostfwd=tcp:127.0.0.1:2222-:22,hostfwd=tcp:127.0.0.1:8080-:80")
     expect(joined).toContain("file=/vm/disk.qcow2,if=none,id=d0,format=qcow2")
     expect(joined).toContain("local,path=/shared/a,,b,mount_tag=work,security_model=mapped-xattr")
     expect(joined).toContain("mount_tag=host,security_model=mapped-xattr,readonly=on")
-    expect(joined).toContain("console=ttyS0 stoat.hostname=web-1")
     expect(args).toContain("-daemonize")
-    expect(args).not.toContain("-bios")
   })
 })
 

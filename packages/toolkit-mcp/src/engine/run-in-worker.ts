@@ -1,8 +1,9 @@
 /**
  * Cancellable Brainfuck runs. A program first runs on the calling thread for a few
- * milliseconds (most tool calls, like hello world, finish there without any thread start);
- * if it is still running then, it restarts in a worker thread that can be terminated, and the
- * output bytes already delivered are skipped (programs are deterministic for a given input).
+ * milliseconds (most runs, like hello world, finish there without any thread start); if it is
+ * still running then, it restarts on the toolkit's worker pool, whose worker is terminated to
+ * stop it, and the output bytes already delivered are skipped (programs are deterministic for
+ * a given input).
  *
  * Worker script resolution (first hit wins):
  *   1. `setBrainfuckWorkerUrl(url)` or the environment variable STOAT_BF_WORKER (a path or file: URL);
@@ -11,14 +12,17 @@
  *      `import.meta.url`. After tsdown bundling this code sits in `dist/` (a shared chunk) or in
  *      an entry under `dist/commands/…`, and the worker entry is `dist/engine/worker.js`
  *      (tsdown entry `"engine/worker": "src/engine/worker.ts"`);
- *   3. otherwise (running from TypeScript sources, e.g. under vitest) an `eval` worker with the
- *      same code (worker-body.ts).
+ *   3. otherwise (running from TypeScript sources, e.g. under vitest) the same code as source
+ *      text (worker-body.ts), written to a private temporary module for the pool.
  */
-import { existsSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { Worker } from "node:worker_threads"
+import { MessageChannel } from "node:worker_threads"
+import type { WorkerPool } from "../pool/worker-pool.js"
 import { BrainfuckStoppedError, compileBrainfuck, RING_BYTES, RING_HEADER_BYTES, runProgram, type Program } from "./brainfuck.js"
-import { EVAL_WORKER_SOURCE, type RunMessage, type WorkerReply } from "./worker-body.js"
+import { WORKER_MODULE_SOURCE, type RunTask } from "./worker-body.js"
 
 export interface RunBrainfuckOptions {
   readonly input: Uint8Array
@@ -86,52 +90,42 @@ export function resolveBrainfuckWorker(): WorkerTarget {
         break
       }
     }
-    target ??= { kind: "eval", source: EVAL_WORKER_SOURCE }
+    target ??= { kind: "eval", source: WORKER_MODULE_SOURCE }
   }
   return target
 }
 
-let idle: Worker | null = null
+/** The pool loads modules from files: source text gets a private temporary one, removed at exit. */
+let sourceModule: URL | null = null
+function sourceModuleUrl(source: string): URL {
+  if (sourceModule !== null) return sourceModule
+  const dir = mkdtempSync(join(tmpdir(), "toolkit-bf-worker-"))
+  writeFileSync(join(dir, "worker.mjs"), source)
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }))
+  sourceModule = pathToFileURL(join(dir, "worker.mjs"))
+  return sourceModule
+}
 
-function spawn(): Worker {
+let pool: WorkerPool<RunTask, void> | null = null
+
+/**
+ * One worker: the command line runs one program at a time; its idle thread does not keep the
+ * process alive. The pool loads on first use, so runs that finish on the calling thread skip it.
+ */
+async function brainfuckPool(): Promise<WorkerPool<RunTask, void>> {
+  if (pool !== null) return pool
+  const { WorkerPool } = await import("../pool/worker-pool.js")
+  if (pool !== null) return pool
   const t = resolveBrainfuckWorker()
-  const options = { workerData: { stoatBrainfuck: 1 } }
-  const w = t.kind === "file" ? new Worker(t.url, options) : new Worker(t.source, { ...options, eval: true })
-  // Permanent handlers: an idle worker that dies must not crash the process with an
-  // unhandled 'error' event, and must leave the pool.
-  const forget = (): void => {
-    if (idle === w) idle = null
-  }
-  w.on("error", forget)
-  w.on("exit", forget)
-  return w
+  pool = new WorkerPool<RunTask, void>({ script: t.kind === "file" ? t.url : sourceModuleUrl(t.source), size: 1, maxQueued: Number.MAX_SAFE_INTEGER, what: "Brainfuck" })
+  return pool
 }
 
-function acquire(): Worker {
-  const w = idle
-  if (w !== null) {
-    idle = null
-    w.ref()
-    return w
-  }
-  return spawn()
-}
-
-/** Keep a finished worker for the next run (one at most); it must not keep the process alive. */
-function release(w: Worker): void {
-  if (idle === null) {
-    w.unref()
-    idle = w
-  } else {
-    void w.terminate()
-  }
-}
-
-/** Terminate the idle worker. */
+/** Stop the pool's worker. */
 export async function closeBrainfuckWorkers(): Promise<void> {
-  const w = idle
-  idle = null
-  if (w !== null) await w.terminate()
+  const p = pool
+  pool = null
+  await p?.close()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,10 +170,9 @@ export async function runBrainfuck(source: string | Program, opts: RunBrainfuckO
   return runInWorker(program, input, delivered, opts)
 }
 
-function runInWorker(program: Program, input: Uint8Array, skipBytes: number, opts: RunBrainfuckOptions): Promise<void> {
+async function runInWorker(program: Program, input: Uint8Array, skipBytes: number, opts: RunBrainfuckOptions): Promise<void> {
   const { signal, onOutput } = opts
-  if (signal?.aborted) return Promise.reject(new BrainfuckAbortError(signal.reason))
-  const worker = acquire()
+  if (signal?.aborted) throw new BrainfuckAbortError(signal.reason)
   const ring = new SharedArrayBuffer(RING_HEADER_BYTES + RING_BYTES)
   const header = new Int32Array(ring, 0, 4)
   const bytes = new Uint8Array(ring, RING_HEADER_BYTES, RING_BYTES)
@@ -213,52 +206,32 @@ function runInWorker(program: Program, input: Uint8Array, skipBytes: number, opt
     onOutput(chunk)
   }
 
-  return new Promise<void>((resolve, reject) => {
-    let settled = false
-    const timer = setInterval(() => step(drain), DRAIN_INTERVAL_MS)
-    const cleanup = (): void => {
-      settled = true
-      clearInterval(timer)
-      worker.off("message", onMessage)
-      worker.off("error", onError)
-      worker.off("exit", onExit)
-      signal?.removeEventListener("abort", onAbort)
+  // Stops the run (and so its worker) for the caller's signal or for an onOutput that threw.
+  const stop = new AbortController()
+  const onAbort = (): void => stop.abort(new BrainfuckAbortError(signal?.reason))
+  signal?.addEventListener("abort", onAbort, { once: true })
+  /** Run a step; if onOutput throws, the run fails with that error. */
+  const step = (f: () => void): void => {
+    if (stop.signal.aborted) return
+    try {
+      f()
+    } catch (e) {
+      stop.abort(e)
     }
-    const fail = (err: unknown): void => {
-      if (settled) return
-      cleanup()
-      void worker.terminate()
-      reject(err)
-    }
-    /** Run a step; if onOutput throws, the run fails with that error. */
-    const step = (f: () => void): void => {
-      if (settled) return
-      try {
-        f()
-      } catch (e) {
-        fail(e)
-      }
-    }
-    const onMessage = (m: WorkerReply): void => {
-      if (m.type === "full") step(drain)
-      else if (m.type === "done") {
-        step(drain)
-        if (settled) return
-        cleanup()
-        release(worker)
-        resolve()
-      } else if (m.type === "error") {
-        fail(new BrainfuckWorkerError(`${m.name}: ${m.message}`))
-      }
-    }
-    const onError = (e: Error): void => fail(new BrainfuckWorkerError(e.message, { cause: e }))
-    const onExit = (code: number): void => fail(new BrainfuckWorkerError(`Brainfuck worker exited unexpectedly (code ${code})`))
-    const onAbort = (): void => fail(new BrainfuckAbortError(signal?.reason))
-    worker.on("message", onMessage)
-    worker.on("error", onError)
-    worker.on("exit", onExit)
-    signal?.addEventListener("abort", onAbort, { once: true })
-    const msg: RunMessage = { type: "run", code: program.code({ output: "ring" }), input, ring }
-    worker.postMessage(msg)
-  })
+  }
+  const timer = setInterval(() => step(drain), DRAIN_INTERVAL_MS)
+  const { port1, port2 } = new MessageChannel()
+  port1.on("message", () => step(drain))
+  try {
+    await (await brainfuckPool()).run({ code: program.code({ output: "ring" }), input, ring, port: port2 }, stop.signal, [port2])
+    step(drain)
+  } catch (e) {
+    if (stop.signal.aborted) throw stop.signal.reason
+    throw new BrainfuckWorkerError(e instanceof Error ? e.message : String(e), { cause: e })
+  } finally {
+    clearInterval(timer)
+    port1.close()
+    signal?.removeEventListener("abort", onAbort)
+  }
+  if (stop.signal.aborted) throw stop.signal.reason
 }

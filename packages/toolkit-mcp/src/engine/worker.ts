@@ -1,10 +1,13 @@
 /**
- * Worker thread entry. Bundled on its own as `dist/engine/worker.js` (tsdown entry
- * "engine/worker"); run-in-worker.ts starts it with workerData `{ stoatBrainfuck: 1 }`.
+ * The Brainfuck worker module, bundled on its own as `dist/engine/worker.js` (tsdown entry
+ * "engine/worker"); run-in-worker.ts runs it on the toolkit's worker pool.
  */
-import { parentPort, workerData } from "node:worker_threads"
-import { WORKER_BODY } from "./worker-body.js"
+import { RUN_BODY, type RunTask } from "./worker-body.js"
 
-const marked = typeof workerData === "object" && workerData !== null && (workerData as { stoatBrainfuck?: unknown }).stoatBrainfuck === 1
-// Only serve when started as our worker, so importing this module elsewhere is harmless.
-if (parentPort !== null && marked) new Function("port", WORKER_BODY)(parentPort)
+const runOne = new Function("task", "runNumber", RUN_BODY) as (task: RunTask, runNumber: number) => void
+let runs = 0
+
+/** The pool's prewarm task. */
+export const warm = (): void => undefined
+
+export default (task: RunTask): void => runOne(task, ++runs)

@@ -1,8 +1,8 @@
 import type { Config } from "@oclif/core"
 import { Effect, Option } from "effect"
-import { Profiles, type McpProfile } from "@stoat/core/profiles"
-import { ToolkitError } from "../runtime/errors.js"
+import { Profiles, type McpProfile } from "../store/index.js"
 import { withStore } from "../runtime/store.js"
+import { ToolkitError } from "../runtime/errors.js"
 import { commandIds, resolveEntry, sortIds } from "../runtime/tree.js"
 
 export const DEFAULT_PROFILE = "default"

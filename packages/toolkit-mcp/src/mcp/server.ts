@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { isIP } from "node:net"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { checkRequest, isLoopbackHost } from "@stoat/core/http"
 import { TOOLKIT_VERSION } from "../version.js"
 import { PoolBusy, WorkerFailed, type ToolPool } from "./pool.js"
 import { resultText, seconds } from "./result.js"
@@ -34,25 +35,6 @@ export interface ServeOptions {
 export interface RunningServer {
   readonly url: string
   readonly close: () => Promise<void>
-}
-
-/** 127.0.0.0/8, ::1 (also IPv4-mapped) and the name localhost. */
-export const isLoopback = (host: string): boolean => {
-  const h = host.toLowerCase().replace(/^\[(.*)\]$/, "$1")
-  if (h === "localhost") return true
-  if (isIP(h) === 4) return h.startsWith("127.")
-  if (isIP(h) === 6) return h === "::1" || h === "0:0:0:0:0:0:0:1" || /^::ffff:127\./.test(h)
-  return false
-}
-
-const ALLOWED_HOSTNAMES = new Set(["localhost", "127.0.0.1", "[::1]"])
-
-/** The hostname of a Host header, without the port; IPv6 stays bracketed. */
-const hostnameOf = (host: string): string => {
-  const h = host.trim().toLowerCase()
-  if (h.startsWith("[")) return h.slice(0, h.indexOf("]") + 1)
-  const colon = h.lastIndexOf(":")
-  return colon === -1 ? h : h.slice(0, colon)
 }
 
 const bracket = (host: string): string => (isIP(host) === 6 ? `[${host}]` : host)
@@ -126,6 +108,9 @@ const jsonError = (res: ServerResponse, status: number, code: number, message: s
   res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }))
 }
 
+/** A JSON-RPC response written without the SDK (see refuseMalformedCall). */
+type JsonRpcReply = { readonly jsonrpc: "2.0"; readonly id: string | number } & ({ readonly result: CallToolResult } | { readonly error: { readonly code: number; readonly message: string } })
+
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
 interface InvalidMessage {
@@ -173,19 +158,14 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
   const byName = new Map(tools.map((tool) => [tool.name, tool]))
   const definitions = tools.map((tool) => tool.definition)
   const inFlight = new InFlight()
-  const loopback = isLoopback(options.host)
-  const boundName = bracket(options.host.toLowerCase())
+  // serve refuses a non-loopback host without --allow-remote; with it, clients use other names.
+  const allowRemote = !isLoopbackHost(options.host)
 
   const logCall = (name: unknown, code: number, started: number): void => log(`tool ${logName(name)} exit ${code} ${Math.round(performance.now() - started)}ms`)
 
-  /** tools/call, checked by hand rather than by the SDK's schema, so that malformed params are answered (and logged) like any call. */
-  const callTool = async (params: unknown, requestId: string | number, requestSignal: AbortSignal): Promise<CallToolResult> => {
+  /** One tools/call whose request the SDK's CallToolRequestSchema accepted (or whose only fault is arguments that are not an object). */
+  const callTool = async (name: string, args: unknown, requestId: string | number, requestSignal: AbortSignal): Promise<CallToolResult> => {
     const started = performance.now()
-    const { name, arguments: args } = isObject(params) ? params : {}
-    if (typeof name !== "string") {
-      logCall(name, EXIT_UNKNOWN_TOOL, started)
-      throw new McpError(ErrorCode.InvalidParams, "tools/call needs the tool's name as a string")
-    }
     const tool = byName.get(name)
     if (!tool) {
       logCall(name, EXIT_UNKNOWN_TOOL, started)
@@ -228,35 +208,54 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
     }
   }
 
+  /**
+   * The answer to a tools/call request that the SDK's own CallToolRequestSchema refuses, or
+   * undefined when it passes. The SDK itself would answer such a request with -32603 and the
+   * schema's issue list; here it gets the toolkit's answers: a name that is not a string is
+   * -32602, arguments that are not an object are the tool's argument error (a result ending
+   * in `exit code: 1`, like any bad argument), anything else is -32602 naming the field.
+   */
+  const refuseMalformedCall = async (message: Record<string, unknown>, id: string | number): Promise<JsonRpcReply | undefined> => {
+    const checked = CallToolRequestSchema.safeParse(message)
+    const params = isObject(message["params"]) ? message["params"] : {}
+    const name = params["name"]
+    if (checked.success) {
+      // The schema's record drops a "__proto__" key, which the toolkit refuses as an unknown
+      // argument: such a call is answered from the arguments as sent (refused before it runs).
+      const sent = params["arguments"]
+      const kept = checked.data.params.arguments ?? {}
+      if (isObject(sent) && Object.keys(sent).length !== Object.keys(kept).length) return { jsonrpc: "2.0", id, result: await callTool(checked.data.params.name, sent, id, new AbortController().signal) }
+      return undefined
+    }
+    const started = performance.now()
+    const invalid = (text: string): JsonRpcReply => ({ jsonrpc: "2.0", id, error: { code: ErrorCode.InvalidParams, message: new McpError(ErrorCode.InvalidParams, text).message } })
+    if (typeof name !== "string") {
+      logCall(name, EXIT_UNKNOWN_TOOL, started)
+      return invalid("tools/call needs the tool's name as a string")
+    }
+    const issues = checked.error.issues
+    if (issues.every((issue) => issue.path[0] === "params" && issue.path[1] === "arguments")) {
+      // Not an object, so the call is refused before any command runs; nothing to cancel.
+      return { jsonrpc: "2.0", id, result: await callTool(name, params["arguments"], id, new AbortController().signal) }
+    }
+    logCall(name, 1, started)
+    const first = issues.find((issue) => issue.path[1] !== "arguments") ?? issues[0]!
+    return invalid(`Invalid params: ${first.path.join(".")}: ${first.message}`)
+  }
+
   const mcpServer = (): Server => {
     const server = new Server({ name: "toolkit", version: TOOLKIT_VERSION }, { capabilities: { tools: { listChanged: false } } })
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: definitions as never }))
-    // Not setRequestHandler(CallToolRequestSchema): its parse turns malformed params into a raw schema dump.
-    server.fallbackRequestHandler = async (request, extra) => {
-      if (request.method === "tools/call") return callTool(request.params, extra.requestId, extra.signal)
-      throw new McpError(ErrorCode.MethodNotFound, "Method not found")
-    }
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => callTool(request.params.name, request.params.arguments, extra.requestId, extra.signal))
     return server
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // DNS-rebinding defence: on loopback only local names may be used to reach us.
-    if (loopback) {
-      const host = req.headers.host
-      const hostname = host === undefined ? "" : hostnameOf(host)
-      const origin = req.headers.origin
-      let originOk = true
-      if (origin !== undefined) {
-        try {
-          originOk = ALLOWED_HOSTNAMES.has(new URL(origin).hostname.toLowerCase())
-        } catch {
-          originOk = false
-        }
-      }
-      if (!(ALLOWED_HOSTNAMES.has(hostname) || hostname === boundName) || !originOk) {
-        res.writeHead(403, { "content-type": "text/plain; charset=utf-8" }).end("Forbidden\n")
-        return
-      }
+    // DNS-rebinding defence, shared with `stoat mcp --http`.
+    const verdict = checkRequest({ host: req.headers.host, origin: req.headers.origin }, { allowRemote })
+    if (!verdict.ok) {
+      res.writeHead(verdict.status, { "content-type": "text/plain; charset=utf-8", ...verdict.headers }).end(`${verdict.message}\n`)
+      return
     }
     const path = (req.url ?? "/").split("?")[0]
     if (path !== "/mcp") {
@@ -287,7 +286,14 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
       jsonError(res, 400, invalid.code, invalid.message, {}, invalid.id)
       return
     }
-    const message = body as { method?: unknown; params?: { requestId?: unknown } }
+    const message = body as { method?: unknown; id?: string | number; params?: { requestId?: unknown } }
+    if (message.method === "tools/call" && message.id !== undefined) {
+      const refused = await refuseMalformedCall(body as Record<string, unknown>, message.id)
+      if (refused) {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(refused))
+        return
+      }
+    }
     if (message.method === "notifications/cancelled") inFlight.cancel(message.params?.requestId)
     const server = mcpServer()
     const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })

@@ -1,11 +1,11 @@
 /**
- * A tool-call worker thread (bundled as dist/mcp/tool-worker.js; pool.ts starts it). It loads
- * the command tree once, then runs one job at a time with captured output and replies with the
+ * A tool-call worker thread (bundled as dist/mcp/tool-worker.js; the pool starts it). It loads
+ * the command tree once, then runs one job at a time with captured output and answers with the
  * exit code and output. Stopping a call means terminating this thread.
  */
 import { readlinkSync } from "node:fs"
 import { setPriority } from "node:os"
-import { parentPort, workerData } from "node:worker_threads"
+import { workerData } from "node:worker_threads"
 import { Config } from "@oclif/core"
 import { errorMessage } from "../runtime/errors.js"
 import { captureIO } from "../runtime/io.js"
@@ -14,7 +14,6 @@ import { loadCommand } from "../runtime/tree.js"
 import type { ToolJob, ToolOutcome, ToolReply } from "./pool.js"
 
 export interface ToolWorkerData {
-  readonly toolkitToolWorker: 1
   /** The package root, for oclif's Config.load. */
   readonly root: string
   /** Ids of the served commands, loaded before the worker says it is ready. */
@@ -45,24 +44,20 @@ const run = async (config: Config, job: ToolJob): Promise<ToolOutcome> => {
   return { code: 1, stdout: `${stdout}${stdout === "" || stdout.endsWith("\n") ? "" : "\n"}${OUTPUT_LIMIT_NOTE}`, stderr: captured.stderr() }
 }
 
-const data = workerData as Partial<ToolWorkerData> | null
-const port = parentPort
-// Only serve when started as a tool worker, so importing this module elsewhere is harmless.
-if (port !== null && data?.toolkitToolWorker === 1) {
-  lowerThreadPriority()
-  const config = Config.load(data.root!).then(async (loaded) => {
-    for (const id of data.commands ?? []) await loadCommand(loaded, id)
-    return loaded
-  })
-  // A worker that cannot load the commands fails (its 'error' event) rather than saying ready.
-  void config.then(() => port.postMessage({ type: "ready" } satisfies ToolReply))
-  port.on("message", (job: ToolJob) => {
-    config
-      .then((loaded) => run(loaded, job))
-      .then(
-        (outcome): ToolReply => ({ type: "done", outcome }),
-        (error: unknown): ToolReply => ({ type: "failed", message: errorMessage(error) })
-      )
-      .then((reply) => port.postMessage(reply))
-  })
+const data = workerData as ToolWorkerData
+lowerThreadPriority()
+// Loaded once, before the pool counts this worker as started (piscina awaits the module).
+const config = await Config.load(data.root)
+for (const id of data.commands) await loadCommand(config, id)
+
+/** Runs one job; a failure outside the command's own error handling is a "failed" reply. */
+export default async (job: ToolJob): Promise<ToolReply> => {
+  try {
+    return { type: "done", outcome: await run(config, job) }
+  } catch (error) {
+    return { type: "failed", message: errorMessage(error) }
+  }
 }
+
+/** The pool's prewarm task: answering it means the commands are loaded. */
+export const warm = (): void => undefined

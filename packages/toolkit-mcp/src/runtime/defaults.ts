@@ -1,12 +1,12 @@
 import { statSync } from "node:fs"
 import { Parser, type Config } from "@oclif/core"
 import { Effect } from "effect"
-import { ConfigStore, type ConfigEntry } from "@stoat/core/profiles"
+import { ConfigStore, type ConfigEntry } from "../store/index.js"
+import { withStore } from "./store.js"
 import { hasOption, markExplicitValues } from "./argv.js"
 import { errorMessage, ToolkitError } from "./errors.js"
 import type { CommandIO } from "./io.js"
 import { markedFlagNames, optionMeta } from "./options.js"
-import { withStore } from "./store.js"
 import { commandIds, isUnder, loadCommand } from "./tree.js"
 
 /**

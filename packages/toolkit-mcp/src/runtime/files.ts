@@ -2,7 +2,6 @@ import { constants, type Stats } from "node:fs"
 import { mkdir, open, stat, type FileHandle } from "node:fs/promises"
 import { dirname, resolve } from "node:path"
 import { ToolkitError } from "./errors.js"
-import type { CommandIO } from "./io.js"
 
 /** The most any one input (a file, stdin) may hold; option descriptions state it as INPUT_LIMIT. */
 export const MAX_INPUT_BYTES = 4 * 1024 * 1024
@@ -82,8 +81,13 @@ export const isRegularFile = async (path: string): Promise<boolean> => {
   }
 }
 
+/** Where `-` reads from: a command's CommandIO (io.ts builds on this file, so it is not imported here). */
+export interface StdinSource {
+  readonly stdin: () => Promise<Uint8Array>
+}
+
 /** Reads a text file, or stdin for `-` (empty inside a tool call). `what` names it in errors. */
-export const readInput = async (io: CommandIO, path: string, what: string): Promise<string> => {
+export const readInput = async (io: StdinSource, path: string, what: string): Promise<string> => {
   if (path === "-") return Buffer.from(await io.stdin()).toString("utf8")
   const text = await readRegularFile(path, what)
   if (text === undefined) throw new ToolkitError(`${what} not found: ${path}`)

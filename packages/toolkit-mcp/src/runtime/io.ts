@@ -1,4 +1,4 @@
-import { configDbPath } from "@stoat/core/profiles"
+import { configDbPath } from "../store/index.js"
 import { ToolkitError } from "./errors.js"
 import { INPUT_LIMIT, MAX_INPUT_BYTES } from "./files.js"
 

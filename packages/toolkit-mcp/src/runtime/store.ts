@@ -1,5 +1,5 @@
 import { Cause, Effect, Exit } from "effect"
-import { ToolStoreLive, type ConfigDb, type ConfigStore, type OAuthProfiles, type Profiles } from "@stoat/core/profiles"
+import { ToolStoreLive, type ConfigDb, type ConfigStore, type OAuthProfiles, type Profiles } from "../store/index.js"
 import { ToolkitError } from "./errors.js"
 
 export type StoreServices = ConfigDb | ConfigStore | Profiles | OAuthProfiles

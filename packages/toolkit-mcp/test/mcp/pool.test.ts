@@ -6,20 +6,21 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { PoolBusy, ToolPool, WorkerFailed, type PoolOptions } from "../../src/mcp/pool.js"
 
 /**
- * The pool with real worker threads running a small stand-in for the tool worker: "echo"
- * answers with its argv, "spin" never ends, "oom" allocates until V8 gives up, "throw" fails.
+ * The pool (piscina underneath) with real worker threads running a small stand-in for the tool
+ * worker: "echo" answers with its argv, "spin" never ends, "oom" allocates until V8 gives up,
+ * "throw" fails.
  */
 const WORKER = `
 import { existsSync } from "node:fs"
-import { parentPort } from "node:worker_threads"
 // With a file "hang" next to it, a new worker never finishes starting.
-if (!existsSync(new URL("./hang", import.meta.url))) parentPort.postMessage({ type: "ready" })
-parentPort.on("message", (job) => {
+if (existsSync(new URL("./hang", import.meta.url))) await new Promise(() => {})
+export const warm = () => undefined
+export default (job) => {
   if (job.id === "spin") for (;;) {}
   if (job.id === "oom") { const hoard = []; for (;;) hoard.push(new Array(1e6).fill(hoard.length)) }
-  if (job.id === "throw") return parentPort.postMessage({ type: "failed", message: "it broke" })
-  parentPort.postMessage({ type: "done", outcome: { code: 0, stdout: job.argv.join(" "), stderr: "" } })
-})
+  if (job.id === "throw") return { type: "failed", message: "it broke" }
+  return { type: "done", outcome: { code: 0, stdout: job.argv.join(" "), stderr: "" } }
+}
 `
 
 let dir: string

@@ -9,7 +9,7 @@ import { Effect, Option } from "effect"
 import { parse } from "smol-toml"
 import { InvalidSpec } from "../../errors.js"
 import * as fs from "../../platform/fs.js"
-import { RECIPE_NAME } from "../manifest.js"
+import { RECIPE_NAME } from "../../platform/names.js"
 
 export const LOCK_SCHEMA = 1
 export const INDEX_SCHEMA = 1

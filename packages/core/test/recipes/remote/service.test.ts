@@ -111,7 +111,9 @@ describe("adding remote recipes", () => {
     const before = readFileSync(toml, "utf8")
     // The lock beside it can be written; stoat.toml cannot be replaced (even by root).
     execFileSync("chattr", ["+i", toml])
-    onTestFinished(() => execFileSync("chattr", ["-i", toml]))
+    onTestFinished(() => {
+      execFileSync("chattr", ["-i", toml])
+    })
     const error = await fail(w, runOperation(addRecipe, { name: "hello" }, cli))
     expect(error.code).not.toBe("internal")
     expect(existsSync(join(w.project, "stoat.lock"))).toBe(false)

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import { ConfigStore } from "@stoat/core/profiles"
+import { ConfigStore } from "../../store/index.js"
+import { withStore } from "../../runtime/store.js"
 import { ToolkitCommand } from "../../runtime/base.js"
 import {
   commandsAt,
@@ -18,7 +19,6 @@ import {
 } from "../../runtime/defaults.js"
 import { errorMessage } from "../../runtime/errors.js"
 import { optionMeta } from "../../runtime/options.js"
-import { withStore } from "../../runtime/store.js"
 import { commandIds, displayId, loadCommand } from "../../runtime/tree.js"
 
 interface Request {

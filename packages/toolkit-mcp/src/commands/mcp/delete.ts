@@ -1,9 +1,9 @@
 import { Args } from "@oclif/core"
 import { Effect } from "effect"
-import { Profiles } from "@stoat/core/profiles"
+import { Profiles } from "../../store/index.js"
+import { withStore } from "../../runtime/store.js"
 import { DEFAULT_PROFILE } from "../../mcp/profiles.js"
 import { ToolkitCommand } from "../../runtime/base.js"
-import { withStore } from "../../runtime/store.js"
 
 export default class McpDelete extends ToolkitCommand {
   static override toolKind = "delete" as const

@@ -1,10 +1,10 @@
 import { Args } from "@oclif/core"
 import { Effect } from "effect"
-import { Profiles } from "@stoat/core/profiles"
+import { Profiles } from "../../store/index.js"
+import { withStore } from "../../runtime/store.js"
 import { resolveProfile } from "../../mcp/profiles.js"
 import { ToolkitCommand } from "../../runtime/base.js"
 import { Opt } from "../../runtime/options.js"
-import { withStore } from "../../runtime/store.js"
 
 export default class McpSave extends ToolkitCommand {
   static override toolKind = "write" as const

@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import { isLoopbackHost } from "@stoat/core/http"
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_PROFILE, loadProfile, resolveProfile } from "../../mcp/profiles.js"
 import type { ToolWorkerData } from "../../mcp/tool-worker.js"
 import { ToolkitCommand } from "../../runtime/base.js"
@@ -37,10 +38,10 @@ export default class McpServe extends ToolkitCommand {
     const host = flags.host ?? profile.host ?? DEFAULT_HOST
     const port = flags.port ?? profile.port ?? DEFAULT_PORT
     // The SDK and the tools load only here, so the other mcp commands stay quick.
-    const { isLoopback, startServer } = await import("../../mcp/server.js")
+    const { startServer } = await import("../../mcp/server.js")
     const { buildTool } = await import("../../mcp/tools.js")
     const { ToolPool } = await import("../../mcp/pool.js")
-    if (!isLoopback(host)) {
+    if (!isLoopbackHost(host)) {
       if (!flags["allow-remote"]) this.fail(`refusing to bind to non-loopback address ${host}: the MCP server has no authentication; pass --allow-remote to do it anyway`)
       this.io.err(`Warning: binding to non-loopback address ${host}; the MCP server has no authentication.\n`)
     }
@@ -49,7 +50,7 @@ export default class McpServe extends ToolkitCommand {
     // thread only parses requests, answers tools/list and hands out calls.
     const pool = new ToolPool({
       script: pathToFileURL(join(this.config.root, "dist/mcp/tool-worker.js")),
-      workerData: { toolkitToolWorker: 1, root: this.config.root, commands: resolved.ids } satisfies ToolWorkerData,
+      workerData: { root: this.config.root, commands: resolved.ids } satisfies ToolWorkerData,
       size: flags["tool-workers"] ?? Math.max(2, availableParallelism()),
       maxQueued: MAX_QUEUED_CALLS,
       heapLimitMb: WORKER_HEAP_MB

@@ -1,9 +1,9 @@
 import { Effect } from "effect"
-import { OAuthProfiles } from "@stoat/core/profiles"
+import { OAuthProfiles } from "../../store/index.js"
+import { withStore } from "../../runtime/store.js"
 import { ToolkitCommand } from "../../runtime/base.js"
 import { Opt } from "../../runtime/options.js"
 import { redactUrlCredentials } from "../../runtime/redact.js"
-import { withStore } from "../../runtime/store.js"
 
 const REQUEST_TIMEOUT_MS = 30_000
 

@@ -1,9 +1,9 @@
 import { Effect } from "effect"
-import { OAuthProfiles } from "@stoat/core/profiles"
+import { OAuthProfiles } from "../../../store/index.js"
+import { withStore } from "../../../runtime/store.js"
 import { ToolkitCommand } from "../../../runtime/base.js"
 import { Opt } from "../../../runtime/options.js"
 import { readSecret } from "../../../runtime/secret.js"
-import { withStore } from "../../../runtime/store.js"
 
 export default class ProfileAdd extends ToolkitCommand {
   static override toolKind = "write" as const

@@ -1,8 +1,8 @@
 import { Effect } from "effect"
-import { OAuthProfiles } from "@stoat/core/profiles"
+import { OAuthProfiles } from "../../../store/index.js"
+import { withStore } from "../../../runtime/store.js"
 import { ToolkitCommand } from "../../../runtime/base.js"
 import { Opt } from "../../../runtime/options.js"
-import { withStore } from "../../../runtime/store.js"
 
 export default class ProfileDelete extends ToolkitCommand {
   static override toolKind = "delete" as const

@@ -1,8 +1,8 @@
 import { Effect } from "effect"
-import { OAuthProfiles } from "@stoat/core/profiles"
+import { OAuthProfiles } from "../../../store/index.js"
+import { withStore } from "../../../runtime/store.js"
 import { ToolkitCommand } from "../../../runtime/base.js"
 import { redactUrlCredentials } from "../../../runtime/redact.js"
-import { withStore } from "../../../runtime/store.js"
 
 export default class ProfileList extends ToolkitCommand {
   static override summary = "List OAuth2 client profiles"
