@@ -79,7 +79,20 @@ describe("the call budget of a request without a progress token", () => {
     access: null,
     run: sleeping
   })
-  const slowQuery = defineOperation({ ...slow, key: "test.slow_query", tool: "slow_query", kind: "query", longRunning: true, input: Schema.Struct({ id: Schema.String, seconds: Schema.Number }) })
+  const slowQuery = defineOperation({
+    key: "test.slow_query",
+    tool: "slow_query",
+    expose: { cli: false, mcp: true },
+    title: "Sleep",
+    description: "Sleeps.",
+    kind: "query",
+    longRunning: true,
+    input: Schema.Struct({ id: Schema.String, seconds: Schema.Number }),
+    output: Schema.Struct({ slept: Schema.Number }),
+    annotations: MUTATE,
+    access: null,
+    run: sleeping
+  })
   const slowServer = async (budget: number) => {
     const fake = fakeMcp()
     const server = createServer({ ...fake.mcp, tools: buildRegistry([...catalog, slow, slowQuery], {}, budget), callBudgetSeconds: budget })
