@@ -2,7 +2,13 @@ import { execFileSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
+import { Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { dataRootAt } from "@stoat/core"
+import { hypervisorContract } from "@stoat/core/testing"
+import { LibvirtGuestSignalsLive, makeLibvirtHypervisor } from "@stoat/libvirt"
+import { buildTinyGuest, type TinyGuestImage } from "@stoat/qemu/tiny"
+import { tinyCacheDir, tinyGuestPlan } from "../../../qemu/test/support.js"
 import { e2eEnv, requireQemu, result, stoat, tempHome } from "../helpers.js"
 
 /**
@@ -181,4 +187,25 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
     expect((await json("snapshot", "lvr")).snapshots.map((s: { tag: string }) => s.tag)).toEqual(["r1"])
     await json("rm", "lvr", "--yes")
   })
+})
+
+/** The provider keeps the Hypervisor and GuestSignals ports' promises: core's contract cases, as the QEMU provider's e2e runs them. */
+describe("the libvirt provider keeps the Hypervisor contract", () => {
+  const root = join(home, "contract")
+  let image: TinyGuestImage
+  beforeAll(async () => {
+    requireLibvirt()
+    mkdirSync(root)
+    image = await buildTinyGuest({ cacheDir: join(tinyCacheDir, "debs"), outDir: join(tinyCacheDir, "image") })
+  }, 600_000)
+
+  const layer = Layer.merge(makeLibvirtHypervisor({ tinyCacheDir }), LibvirtGuestSignalsLive).pipe(Layer.provide(dataRootAt(root)))
+  const cases = hypervisorContract(layer, {
+    plan: async (name) => {
+      const plan = await tinyGuestPlan(root, image, name)
+      writeFileSync(join(plan.vm.dir, "vm.toml"), 'provider = "libvirt"\n')
+      return plan
+    }
+  })
+  for (const contractCase of cases) it(contractCase.name, contractCase.run, 300_000)
 })
