@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs"
 import { open, readFile, stat, unlink } from "node:fs/promises"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
-import { Config, Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import {
   AlreadyRunning,
   CannotReach,
@@ -30,7 +30,7 @@ import {
   type VmDisk,
   type VmRef
 } from "@stoat/core"
-import { cacheDirsFromEnv, makeQemuHypervisor, parseSnapshotTable, pngSize, readConsoleFrom } from "@stoat/qemu"
+import { accelSettingConfig, cacheDirsFromEnv, makeQemuHypervisor, parseSnapshotTable, pngSize, readConsoleFrom, type AccelSetting } from "@stoat/qemu"
 import { TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny"
 import { domainName, domainXml, libvirtFiles } from "./domain-xml.js"
 import { DEFAULT_URI, isNoDomain, virsh, virshError, type VirshUnavailable } from "./virsh.js"
@@ -169,16 +169,6 @@ const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
 /** The libvirt provider's GuestSignals: the sshd line on a domain's console (the boot record says where this boot's output starts). */
 export const LibvirtGuestSignalsLive = Layer.succeed(GuestSignals, GuestSignals.of({ awaitSshd }))
 
-type AccelSetting = "auto" | "kvm" | "tcg"
-
-const accelSetting: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flatMap(
-  Effect.orElseSucceed(Config.string("STOAT_ACCEL").pipe(Config.withDefault("auto")), () => "auto"),
-  (raw) =>
-    raw === "auto" || raw === "kvm" || raw === "tcg"
-      ? Effect.succeed(raw)
-      : Effect.fail(new InvalidSpec({ message: `STOAT_ACCEL must be auto, kvm or tcg (got ${JSON.stringify(raw.slice(0, 40))})`, subject: "STOAT_ACCEL" }))
-)
-
 /** A verdict a start learned (KVM listed but unable to run the guest), kept per libvirt URI in the data root. */
 class AccelVerdicts {
   constructor(private readonly path: string) {}
@@ -218,7 +208,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
       /** What KVM/TCG the host offers, and what a VM starts under: the setting, a verdict a start learned, or the host's capabilities. */
       const decide = (uri: string): Effect.Effect<Acceleration & { readonly setting: AccelSetting }, InvalidSpec | AcceleratorUnusable | VirshUnavailable> =>
         Effect.gen(function* () {
-          const setting = yield* accelSetting
+          const setting = yield* accelSettingConfig
           if (setting === "tcg") return { setting, accel: "tcg" as const, detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)` }
           const caps = yield* virsh(uri, ["capabilities"])
           const hasKvm = caps.code === 0 && caps.stdout.includes("<domain type='kvm'")

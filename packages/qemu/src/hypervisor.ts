@@ -142,8 +142,8 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
     })
   )
 
-/** STOAT_ACCEL: auto (default: probe, and fall back at start), kvm or tcg. */
-const accelSettingConfig: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flatMap(
+/** STOAT_ACCEL: auto (default: probe, and fall back at start), kvm or tcg; the libvirt provider reads it too. */
+export const accelSettingConfig: Effect.Effect<AccelSetting, InvalidSpec> = Effect.flatMap(
   Effect.orElseSucceed(Config.string("STOAT_ACCEL").pipe(Config.withDefault("auto")), () => "auto"),
   (raw) => {
     const setting = accelSetting(raw)
