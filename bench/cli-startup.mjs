@@ -13,7 +13,10 @@ const home = mkdtempSync(join(tmpdir(), "stoat-bench-"))
 // A populated root: a few VMs and a broken one, so ls does real work.
 for (let i = 0; i < 5; i++) {
   mkdirSync(join(home, `vm${i}`))
-  writeFileSync(join(home, `vm${i}`, "vm.toml"), `name = "vm${i}"\nos = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\nsshport = ${2200 + i}\n`)
+  writeFileSync(
+    join(home, `vm${i}`, "vm.toml"),
+    `name = "vm${i}"\nos = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\nsshport = ${2200 + i}\n`
+  )
 }
 mkdirSync(join(home, "broken"))
 writeFileSync(join(home, "broken", "vm.toml"), "sshport = 2299\n[[[")
@@ -29,7 +32,10 @@ const samples = Object.fromEntries(Object.keys(cases).map((name) => [name, []]))
 for (let i = 0; i < runs; i++) {
   for (const [name, [cmd, args, env = {}]] of Object.entries(cases)) {
     const started = process.hrtime.bigint()
-    const result = spawnSync(cmd, args, { env: { ...process.env, STOAT_HOME: home, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const result = spawnSync(cmd, args, {
+      env: { ...process.env, STOAT_HOME: home, ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     samples[name].push(Number(process.hrtime.bigint() - started) / 1e6)
     if (result.status !== 0) throw new Error(`${name} failed: ${result.stderr}`)
   }

@@ -70,8 +70,12 @@ try {
   const rss = names.map(rssMb)
 
   const ratio = median(forkWall) / median(coldWall)
-  console.log(`fork → SSH answering, median of ${runs}: ${ms(forkWall)} (target ≤ 1000 ms; fork's own ready_ms ${ms(forkReady)})`)
-  console.log(`cold stoat up --wait of the same guest, median of ${runs}: ${ms(coldWall)}; fork/cold ${ratio.toFixed(2)}× (target ≤ 0.4×)`)
+  console.log(
+    `fork → SSH answering, median of ${runs}: ${ms(forkWall)} (target ≤ 1000 ms; fork's own ready_ms ${ms(forkReady)})`
+  )
+  console.log(
+    `cold stoat up --wait of the same guest, median of ${runs}: ${ms(coldWall)}; fork/cold ${ratio.toFixed(2)}× (target ≤ 0.4×)`
+  )
   console.log(
     `stoat checkpoint of a 256 MiB guest, median of ${runs}: ${ms(checkpointWall)} (target ≤ 2000 ms; operation ${ms(checkpointOp)}); source paused ${ms(paused)} (max ${Math.max(...paused)} ms; promised well under 1000 ms); state ${stateMb.toFixed(1)} MiB`
   )

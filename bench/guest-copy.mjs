@@ -33,7 +33,10 @@ const rate = (ms) => `${(size / MiB / (ms / 1000)).toFixed(1)} MiB/s`
 
 /** The ms of the last audit line for this operation. */
 const auditMs = (op) => {
-  const lines = readFileSync(join(home, "logs", "stoat.log"), "utf8").trim().split("\n").filter((line) => line.includes(`op=${op} `))
+  const lines = readFileSync(join(home, "logs", "stoat.log"), "utf8")
+    .trim()
+    .split("\n")
+    .filter((line) => line.includes(`op=${op} `))
   return Number(/ ms=(\d+) /.exec(lines.at(-1))[1])
 }
 

@@ -10,7 +10,9 @@ import { homedir, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 // effect as core resolves it (the workspace root has no copy of its own).
-const { Effect, Exit, Scope } = await import(new URL("../packages/core/node_modules/effect/dist/esm/index.js", import.meta.url).href)
+const { Effect, Exit, Scope } = await import(
+  new URL("../packages/core/node_modules/effect/dist/esm/index.js", import.meta.url).href
+)
 import { layoutOf, makeGuestOps, BUNDLED_GUESTS } from "../packages/core/dist/index.js"
 import { makeGuestTransport } from "../packages/core/dist/ssh/index.js"
 
@@ -43,8 +45,25 @@ const p5 = async () => {
     const target = { vm, port, user: "root", privateKeyPath: key }
     const transport = await Effect.runPromise(Scope.extend(makeGuestTransport(), scope))
     const ops = makeGuestOps(transport)
-    const session = { vm, target, guest: { ...BUNDLED_GUESTS.find((guest) => guest.name === "tiny"), source: "bundled" } }
-    const sshBase = ["-p", String(port), "-i", key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "BatchMode=yes"]
+    const session = {
+      vm,
+      target,
+      guest: { ...BUNDLED_GUESTS.find((guest) => guest.name === "tiny"), source: "bundled" }
+    }
+    const sshBase = [
+      "-p",
+      String(port),
+      "-i",
+      key,
+      "-o",
+      "StrictHostKeyChecking=no",
+      "-o",
+      "UserKnownHostsFile=/dev/null",
+      "-o",
+      "LogLevel=ERROR",
+      "-o",
+      "BatchMode=yes"
+    ]
     const master = ["-o", "ControlMaster=auto", "-o", `ControlPath=${control}`, "-o", "ControlPersist=120"]
     const ssh = (extra) => {
       const result = spawnSync("ssh", [...sshBase, ...extra, "root@127.0.0.1", "true"], { encoding: "utf8" })
@@ -65,10 +84,16 @@ const p5 = async () => {
     const ms = (value) => `${value.toFixed(1)} ms`
     const ratio = (a, b) => `${(a / b).toFixed(2)}×`
     console.log(`P5 exec true round trip, p50 of ${runs} (tiny guest, alternating):`)
-    console.log(`    pooled ssh2 transport ${ms(p50.pooled)}; ssh with ControlMaster reuse ${ms(p50.controlMaster)}; ratio ${ratio(p50.pooled, p50.controlMaster)} (target ≤ 1.5×)`)
-    console.log(`    GuestOps.exec (the exec tool's path, timeout wrapper) ${ms(p50.guestOps)}; ratio to ControlMaster ${ratio(p50.guestOps, p50.controlMaster)}`)
+    console.log(
+      `    pooled ssh2 transport ${ms(p50.pooled)}; ssh with ControlMaster reuse ${ms(p50.controlMaster)}; ratio ${ratio(p50.pooled, p50.controlMaster)} (target ≤ 1.5×)`
+    )
+    console.log(
+      `    GuestOps.exec (the exec tool's path, timeout wrapper) ${ms(p50.guestOps)}; ratio to ControlMaster ${ratio(p50.guestOps, p50.controlMaster)}`
+    )
     console.log(`    fresh ssh per call ${ms(p50.freshSsh)}: pooled is ${ratio(p50.freshSsh, p50.pooled)} faster`)
-    console.log(`    whole \`stoat exec\` process ${ms(p50.stoatExec)}; ratio to fresh ssh ${ratio(p50.stoatExec, p50.freshSsh)}`)
+    console.log(
+      `    whole \`stoat exec\` process ${ms(p50.stoatExec)}; ratio to fresh ssh ${ratio(p50.stoatExec, p50.freshSsh)}`
+    )
   } finally {
     spawnSync("ssh", ["-o", `ControlPath=${control}`, "-O", "exit", "root@127.0.0.1"], { stdio: "ignore" })
     await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -14,13 +14,23 @@ const rounds = Number(process.env.ROUNDS ?? 3)
 const execs = Number(process.env.EXECS ?? 10)
 const bin = fileURLToPath(new URL("../packages/cli/bin/run.js", import.meta.url))
 const home = mkdtempSync(join(tmpdir(), "stoat-bench-libvirt-"))
-const env = { ...process.env, STOAT_HOME: home, STOAT_TINY_CACHE: process.env.STOAT_TINY_CACHE ?? join(homedir(), ".cache", "stoat-test", "tiny-image"), NO_COLOR: "1" }
+const env = {
+  ...process.env,
+  STOAT_HOME: home,
+  STOAT_TINY_CACHE: process.env.STOAT_TINY_CACHE ?? join(homedir(), ".cache", "stoat-test", "tiny-image"),
+  NO_COLOR: "1"
+}
 
 const stoat = (...args) => {
   const started = process.hrtime.bigint()
-  const result = spawnSync(process.execPath, [bin, ...args], { env, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" })
+  const result = spawnSync(process.execPath, [bin, ...args], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8"
+  })
   const ms = Number(process.hrtime.bigint() - started) / 1e6
-  if (result.status !== 0) throw new Error(`stoat ${args.join(" ")} failed (${result.status}): ${result.stderr}${result.stdout}`)
+  if (result.status !== 0)
+    throw new Error(`stoat ${args.join(" ")} failed (${result.status}): ${result.stderr}${result.stdout}`)
   return ms
 }
 
@@ -43,7 +53,9 @@ try {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
-console.log(`libvirt vs qemu provider, tiny guest, STOAT_ACCEL=${process.env.STOAT_ACCEL ?? "auto"}; medians of ${rounds} ups and ${rounds * execs} execs each`)
+console.log(
+  `libvirt vs qemu provider, tiny guest, STOAT_ACCEL=${process.env.STOAT_ACCEL ?? "auto"}; medians of ${rounds} ups and ${rounds * execs} execs each`
+)
 const targets = { up: 1.3, exec: 1.2, down: undefined }
 for (const [what, byProvider] of Object.entries(samples)) {
   const qemu = median(byProvider.qemu)

@@ -44,7 +44,9 @@ const UNLIMITED = ["--tool-burst", "1000000", "--tool-rate", "1000000", "--burst
 // same way and the ratio is the servers' difference alone.
 const listVmsTool = await (async () => {
   const client = new Client({ name: "bench", version: "1.0.0" })
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [stoat, "mcp"], env, stderr: "ignore" }))
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: [stoat, "mcp"], env, stderr: "ignore" })
+  )
   try {
     return (await client.listTools()).tools.find((tool) => tool.name === "list_vms")
   } finally {
@@ -123,14 +125,19 @@ const timedEnv = { ...env, NODE_OPTIONS: `${env.NODE_OPTIONS ?? ""} --require ${
 
 /** The measured calls' times inside the server process that just exited: its last CALLS requests. */
 const takeServerTimes = async () => {
-  for (let attempt = 0; attempt < 50 && !existsSync(serverTimes); attempt++) await new Promise((done) => setTimeout(done, 100))
+  for (let attempt = 0; attempt < 50 && !existsSync(serverTimes); attempt++)
+    await new Promise((done) => setTimeout(done, 100))
   const lines = readFileSync(serverTimes, "utf8").trim().split("\n")
   rmSync(serverTimes)
   return JSON.parse(lines.at(-1)).slice(-CALLS)
 }
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
-const median = (values) => percentile([...values].sort((a, b) => a - b), 50)
+const median = (values) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50
+  )
 const ms = (value) => `${value.toFixed(2)} ms`
 
 const freePort = () =>
@@ -219,7 +226,9 @@ const compare = async (measure, servers) => {
 const spawnToInitialize = async () => {
   const started = performance.now()
   const client = new Client({ name: "bench", version: "1.0.0" })
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [stoat, "mcp"], env, stderr: "ignore" }))
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: [stoat, "mcp"], env, stderr: "ignore" })
+  )
   const elapsed = performance.now() - started
   await client.close()
   return elapsed
@@ -252,16 +261,24 @@ try {
   const OWN_TARGET = 0.3
   const verdict = (value, target) => (value <= target ? "met" : "NOT met")
   console.log(`P1 tools/call list_vms p50 (2 processes each, ${CALLS} calls after ${WARMUP} warm-up per process):`)
-  console.log(`  stoat's own work, inside the server (stoat minus bare, arrival to answer), target <= ${OWN_TARGET} ms:`)
+  console.log(
+    `  stoat's own work, inside the server (stoat minus bare, arrival to answer), target <= ${OWN_TARGET} ms:`
+  )
   for (const [transport, { stoat: own, bare: base }] of Object.entries(p1)) {
     const work = own.server - base.server
-    console.log(`  ${transport.padEnd(5)} ${ms(work)} ${verdict(work, OWN_TARGET)}  (stoat ${ms(own.server)}, bare ${ms(base.server)})`)
+    console.log(
+      `  ${transport.padEnd(5)} ${ms(work)} ${verdict(work, OWN_TARGET)}  (stoat ${ms(own.server)}, bare ${ms(base.server)})`
+    )
   }
   console.log("  client-observed, target <= 2 ms stdio, <= 5 ms HTTP:")
   for (const [transport, { stoat: own, bare: base }] of Object.entries(p1))
-    console.log(`  ${transport.padEnd(5)} stoat ${ms(own.client)} ${verdict(own.client, CLIENT_TARGET[transport])}  (bare SDK server ${ms(base.client)}, ratio ${(own.client / base.client).toFixed(2)}x)`)
+    console.log(
+      `  ${transport.padEnd(5)} stoat ${ms(own.client)} ${verdict(own.client, CLIENT_TARGET[transport])}  (bare SDK server ${ms(base.client)}, ratio ${(own.client / base.client).toFixed(2)}x)`
+    )
   console.log(`P2 spawn -> initialize answered, median of ${SPAWNS}:`)
-  console.log(`  stoat mcp ${ms(p2.stoat)} (target <= 300 ms)  node -e 0 ${ms(p2.node)}  ratio ${(p2.stoat / p2.node).toFixed(2)}x (target <= 3x)`)
+  console.log(
+    `  stoat mcp ${ms(p2.stoat)} (target <= 300 ms)  node -e 0 ${ms(p2.node)}  ratio ${(p2.stoat / p2.node).toFixed(2)}x (target <= 3x)`
+  )
 } finally {
   rmSync(home, { recursive: true, force: true })
 }

@@ -31,7 +31,8 @@ const arg = (name, fallback) => {
 const CALLS = arg("calls", 200)
 const WARMUP = arg("warmup", 20)
 const ROUNDS = arg("rounds", 5)
-const HELLO = "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
+const HELLO =
+  "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 const summary = (times) => {
@@ -102,7 +103,8 @@ const bareUrl = `http://127.0.0.1:${bare.address().port}/mcp`
 try {
   const call = async (client) => {
     const result = await client.callTool({ name: "interpreters_brainfuck", arguments: { file: "hello.bf" } })
-    if (result.isError || result.content[0].text !== "Hello World!\n") throw new Error(`unexpected result: ${JSON.stringify(result)}`)
+    if (result.isError || result.content[0].text !== "Hello World!\n")
+      throw new Error(`unexpected result: ${JSON.stringify(result)}`)
   }
   const baseline = await measure(bareUrl, (client) => client.callTool({ name: "x", arguments: {} }))
   const toolkit = await measure(url, call)
@@ -131,7 +133,12 @@ try {
     await sample(idleTimes, Math.ceil(CALLS / ROUNDS))
     const stop = new AbortController()
     const loops = Array.from({ length: 4 }, () =>
-      busy.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: stop.signal, timeout: 600_000 }).catch(() => undefined)
+      busy
+        .callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, {
+          signal: stop.signal,
+          timeout: 600_000
+        })
+        .catch(() => undefined)
     )
     // Let the loops reach their workers (and the ones that wait, the queue) before measuring.
     await new Promise((r) => setTimeout(r, 500))
@@ -144,7 +151,9 @@ try {
   await Promise.all([busy.close(), lister.close()])
   const idle = summary(idleTimes)
   const loaded = summary(busyTimes)
-  console.log(`P11 tools/list, ${idleTimes.length} calls idle and ${busyTimes.length} while 4 calls run endless Brainfuck loops, in ${ROUNDS} alternating rounds, HTTP`)
+  console.log(
+    `P11 tools/list, ${idleTimes.length} calls idle and ${busyTimes.length} while 4 calls run endless Brainfuck loops, in ${ROUNDS} alternating rounds, HTTP`
+  )
   console.log(`  idle              : ${fmt(idle)}`)
   console.log(`  4 endless loops   : ${fmt(loaded)}`)
   console.log(`  ratio p50 busy/idle: ${(loaded.p50 / idle.p50).toFixed(2)}x`)

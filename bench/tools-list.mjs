@@ -25,7 +25,14 @@ const kb = (n) => `${(n / 1024).toFixed(1)} KB`
 
 const listTools = async (flags) => {
   const client = new Client({ name: "bench", version: "1.0.0" })
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [stoat, "mcp", ...flags], env: { ...process.env, STOAT_HOME: home }, stderr: "ignore" }))
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [stoat, "mcp", ...flags],
+      env: { ...process.env, STOAT_HOME: home },
+      stderr: "ignore"
+    })
+  )
   try {
     return (await client.listTools()).tools
   } finally {
@@ -37,11 +44,22 @@ try {
   const tools = await listTools([])
   const total = bytes({ tools })
   const part = (pick) => tools.reduce((sum, tool) => sum + (pick(tool) === undefined ? 0 : bytes(pick(tool))), 0)
-  console.log(`P12 default tools/list: ${tools.length} tools, ${total} bytes (${kb(total)}), target <= ${kb(TARGET)}: ${total <= TARGET ? "met" : "NOT met"}`)
-  console.log(`  descriptions ${kb(part((t) => t.description))}  inputSchemas ${kb(part((t) => t.inputSchema))}  outputSchemas ${kb(part((t) => t.outputSchema))}`)
-  for (const flags of [["--read-only"], ["--toolsets", "vm"], ["--toolsets", "vm,guest"], ["--toolsets", "vm,guest,jobs", "--read-only"]]) {
+  console.log(
+    `P12 default tools/list: ${tools.length} tools, ${total} bytes (${kb(total)}), target <= ${kb(TARGET)}: ${total <= TARGET ? "met" : "NOT met"}`
+  )
+  console.log(
+    `  descriptions ${kb(part((t) => t.description))}  inputSchemas ${kb(part((t) => t.inputSchema))}  outputSchemas ${kb(part((t) => t.outputSchema))}`
+  )
+  for (const flags of [
+    ["--read-only"],
+    ["--toolsets", "vm"],
+    ["--toolsets", "vm,guest"],
+    ["--toolsets", "vm,guest,jobs", "--read-only"]
+  ]) {
     const subset = await listTools(flags)
-    console.log(`  ${flags.join(" ").padEnd(36)} ${String(subset.length).padStart(2)} tools, ${kb(bytes({ tools: subset }))}`)
+    console.log(
+      `  ${flags.join(" ").padEnd(36)} ${String(subset.length).padStart(2)} tools, ${kb(bytes({ tools: subset }))}`
+    )
   }
 } finally {
   rmSync(home, { recursive: true, force: true })

@@ -6,7 +6,13 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir, homedir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { readTinyGuest, tinyQemuArgs, TINY_SSHD_MARKER, waitForConsoleLine, waitForTinyGuestSsh } from "../packages/qemu/dist/tiny/index.js"
+import {
+  readTinyGuest,
+  tinyQemuArgs,
+  TINY_SSHD_MARKER,
+  waitForConsoleLine,
+  waitForTinyGuestSsh
+} from "../packages/qemu/dist/tiny/index.js"
 import { qemuArgs } from "../packages/qemu/dist/argv.js"
 
 const runs = Number(process.env.RUNS ?? 5)
@@ -70,7 +76,8 @@ for (let i = 0; i < runs; i++) {
     const sample = await time(async () => {
       const qemu = spawn("qemu-system-x86_64", args, { stdio: "ignore" })
       try {
-        if (until === "listening") await waitForConsoleLine(consoleLog, TINY_SSHD_MARKER, { timeoutMs: 120_000, intervalMs: 10 })
+        if (until === "listening")
+          await waitForConsoleLine(consoleLog, TINY_SSHD_MARKER, { timeoutMs: 120_000, intervalMs: 10 })
         else await waitForTinyGuestSsh({ port, consoleLog, consoleOffset: 0, timeoutMs: 120_000 })
       } finally {
         qemu.kill("SIGKILL")
@@ -87,7 +94,10 @@ for (let i = 0; i < runs; i++) {
   const consoleLog = join(dir, "console.log")
   // The plan names the disk inside the VM folder; the stand-in folder links to the real one.
   if (plan.disk !== undefined) symlinkSync(join(vmDir, plan.disk), join(dir, plan.disk))
-  const own = qemuArgs({ ...plan, vm: { name: plan.vm.name, dir }, sshPort: 2400 + i }, { accel: "tcg", initrd: join(vmDir, "initrd.img"), daemonize: false })
+  const own = qemuArgs(
+    { ...plan, vm: { name: plan.vm.name, dir }, sshPort: 2400 + i },
+    { accel: "tcg", initrd: join(vmDir, "initrd.img"), daemonize: false }
+  )
   rawStoatArgv.push(
     await time(async () => {
       const qemu = spawn("qemu-system-x86_64", own, { stdio: "ignore" })
@@ -108,17 +118,22 @@ console.log(
 console.log(
   `    raw qemu with stoat's own argv (SeaBIOS, VGA, vmgenid) → "sshd listening" ${ms(rawStoatArgv)}; stoat's overhead over it ${(median(upWait) / median(rawStoatArgv)).toFixed(2)}×`
 )
-console.log(`    raw qemu → SSH banner ${ms(rawBanner)}; stoat create + up --wait ${ms(createUp)}; stoat down, median of ${down.length}: ${ms(down)} (target ≤ 2500 ms)`)
+console.log(
+  `    raw qemu → SSH banner ${ms(rawBanner)}; stoat create + up --wait ${ms(createUp)}; stoat down, median of ${down.length}: ${ms(down)} (target ≤ 2500 ms)`
+)
 
 for (const size of ["1G", "8G"]) {
   stoat("create", `src-${size}`, "--image", "tiny", "--disk", size)
   const samples = []
-  for (let i = 0; i < runs; i++) samples.push(await time(async () => stoat("clone", `src-${size}`, `clone-${size}-${i}`)))
+  for (let i = 0; i < runs; i++)
+    samples.push(await time(async () => stoat("clone", `src-${size}`, `clone-${size}-${i}`)))
   // The operation's own time, from the audit line stoat.log keeps per call (excludes CLI process startup).
   const opTimes = readFileSync(join(home, "logs", "stoat.log"), "utf8")
     .split("\n")
     .filter((line) => line.includes("op=vm.clone") && line.includes(`vm=src-${size}`))
     .map((line) => Number(/ ms=(\d+)/.exec(line)?.[1]))
-  console.log(`P7 clone of a ${size} disk VM, median of ${runs}: operation ${median(opTimes)} ms, whole \`stoat clone\` process ${median(samples).toFixed(0)} ms (target ≤ 300 ms)`)
+  console.log(
+    `P7 clone of a ${size} disk VM, median of ${runs}: operation ${median(opTimes)} ms, whole \`stoat clone\` process ${median(samples).toFixed(0)} ms (target ≤ 300 ms)`
+  )
 }
 rmSync(home, { recursive: true, force: true })

@@ -24,7 +24,10 @@ const arg = (name, fallback) => {
   return hit === undefined ? fallback : hit.slice(name.length + 3)
 }
 const runs = Number(arg("runs", "3"))
-const engine = arg("engine", process.env.BF_ENGINE ?? (existsSync(join(pkg, "dist/commands/interpreters/brainfuck.js")) ? "bin" : "lib"))
+const engine = arg(
+  "engine",
+  process.env.BF_ENGINE ?? (existsSync(join(pkg, "dist/commands/interpreters/brainfuck.js")) ? "bin" : "lib")
+)
 
 if (!existsSync(join(progs, "mandelbrot.b"))) {
   console.error(`benchmark programs not found in ${progs} (set STOAT_SHARED)`)
@@ -50,7 +53,10 @@ if (engine === "bin") {
   if (!existsSync(bin)) throw new Error(`${bin} not found; build the package or use --engine=lib`)
   runEngine = (p) => {
     const t0 = performance.now()
-    const r = spawnSync(process.execPath, [bin, "interpreters", "brainfuck", "--file", p.path], { input: p.input, maxBuffer: 1 << 28 })
+    const r = spawnSync(process.execPath, [bin, "interpreters", "brainfuck", "--file", p.path], {
+      input: p.input,
+      maxBuffer: 1 << 28
+    })
     const ms = performance.now() - t0
     if (r.status !== 0) throw new Error(`toolkit exited with ${r.status}: ${r.stdout}${r.stderr}`)
     return { ms, out: r.stdout }
@@ -73,7 +79,12 @@ if (engine === "bin") {
 
 function bfToC(source) {
   const code = source.replace(/[^+\-<>.,[\]]/g, "")
-  const lines = ["#include <stdio.h>", "static unsigned char tape[30000];", "int main(void) {", "unsigned char *p = tape; int c;"]
+  const lines = [
+    "#include <stdio.h>",
+    "static unsigned char tape[30000];",
+    "int main(void) {",
+    "unsigned char *p = tape; int c;"
+  ]
   for (let i = 0; i < code.length; ) {
     const ch = code[i]
     if (code.startsWith("[-]", i) || code.startsWith("[+]", i)) {
@@ -87,7 +98,9 @@ function bfToC(source) {
       }
       lines.push({ "+": `*p += ${n};`, "-": `*p -= ${n};`, ">": `p += ${n};`, "<": `p -= ${n};` }[ch])
     } else {
-      lines.push({ ".": "putchar(*p);", ",": "c = getchar(); *p = c == EOF ? 0 : c;", "[": "while (*p) {", "]": "}" }[ch])
+      lines.push(
+        { ".": "putchar(*p);", ",": "c = getchar(); *p = c == EOF ? 0 : c;", "[": "while (*p) {", "]": "}" }[ch]
+      )
       i++
     }
   }
@@ -98,12 +111,15 @@ function bfToC(source) {
 // ---------------------------------------------------------------------------------------------
 
 const mandel = load("mandelbrot.b")
-console.log(`engine: ${engine === "bin" ? "toolkit interpreters brainfuck --file (bin/run.js)" : "dist/engine/index.js runProgram"}; ${runs} runs each`)
+console.log(
+  `engine: ${engine === "bin" ? "toolkit interpreters brainfuck --file (bin/run.js)" : "dist/engine/index.js runProgram"}; ${runs} runs each`
+)
 
 const engineTimes = []
 for (let i = 0; i < runs; i++) {
   const { ms, out } = runEngine(mandel)
-  if (!Buffer.from(out).equals(mandel.expected)) throw new Error(`mandelbrot.b output differs from mandelbrot.b.out (run ${i + 1})`)
+  if (!Buffer.from(out).equals(mandel.expected))
+    throw new Error(`mandelbrot.b output differs from mandelbrot.b.out (run ${i + 1})`)
   engineTimes.push(ms)
 }
 

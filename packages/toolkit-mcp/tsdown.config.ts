@@ -8,7 +8,8 @@ const walk = (dir: string): void => {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name)
     if (statSync(path).isDirectory()) walk(path)
-    else if (name.endsWith(".ts") && !name.endsWith(".test.ts")) entries[relative("src", path).replace(/\.ts$/, "")] = path
+    else if (name.endsWith(".ts") && !name.endsWith(".test.ts"))
+      entries[relative("src", path).replace(/\.ts$/, "")] = path
   }
 }
 walk("src/commands")

@@ -47,7 +47,8 @@ const saveUnsaved = (cacheDir) => {
       const byAge = entries
         .map((name) => ({ name, mtime: fs.statSync(path.join(cacheDir, name)).mtimeMs }))
         .sort((a, b) => a.mtime - b.mtime)
-      for (const { name } of byAge.slice(0, entries.length - MAX_ENTRIES)) fs.rmSync(path.join(cacheDir, name), { force: true })
+      for (const { name } of byAge.slice(0, entries.length - MAX_ENTRIES))
+        fs.rmSync(path.join(cacheDir, name), { force: true })
     }
   } catch {
     // A read-only or full disk: the next run compiles from source, as Node itself would.
@@ -65,7 +66,8 @@ const enableCompileCache = (roots, cacheDir = process.env.STOAT_COMPILE_CACHE_DI
   Module.prototype._compile = function (content, filename) {
     // A script compiled from cached data loses its dynamic-import callback (see above): a file
     // that may call import() is left to Node.
-    if (!prefixes.some((prefix) => filename.startsWith(prefix)) || content.includes("import(")) return compile.call(this, content, filename)
+    if (!prefixes.some((prefix) => filename.startsWith(prefix)) || content.includes("import("))
+      return compile.call(this, content, filename)
     const file = path.join(cacheDir, createHash("sha1").update(filename).update("\0").update(content).digest("hex"))
     let cachedData
     try {
@@ -88,7 +90,9 @@ const enableCompileCache = (roots, cacheDir = process.env.STOAT_COMPILE_CACHE_DI
     moduleRequire.main = process.mainModule
     moduleRequire.cache = Module._cache
     moduleRequire.extensions = Module._extensions
-    return script.runInThisContext({ displayErrors: true }).call(this.exports, this.exports, moduleRequire, this, filename, path.dirname(filename))
+    return script
+      .runInThisContext({ displayErrors: true })
+      .call(this.exports, this.exports, moduleRequire, this, filename, path.dirname(filename))
   }
   return true
 }

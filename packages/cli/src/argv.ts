@@ -29,7 +29,8 @@ const GUEST_COMMANDS: Record<string, { readonly words: number; readonly valueFla
   "jobs start": { words: 3, valueFlags: new Set(["--cwd", "--env"]) }
 }
 
-const guestCommandOf = (positionals: ReadonlyArray<string>) => GUEST_COMMANDS[positionals[0] ?? ""] ?? GUEST_COMMANDS[positionals.slice(0, 2).join(" ")]
+const guestCommandOf = (positionals: ReadonlyArray<string>) =>
+  GUEST_COMMANDS[positionals[0] ?? ""] ?? GUEST_COMMANDS[positionals.slice(0, 2).join(" ")]
 
 /**
  * Stoat's own words end at a `--` terminator and, for `exec`, `ssh` and `jobs start`, at the VM

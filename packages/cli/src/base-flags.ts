@@ -5,5 +5,9 @@ import { Flags } from "@oclif/core"
  * operation (`stoat mcp --http …`, whose server bundle brings its own effect) loads no effect here.
  */
 export const BASE_FLAGS = {
-  quiet: Flags.boolean({ char: "q", aliases: ["no-interactive"], description: "Suppress progress lines; results and errors still print." })
+  quiet: Flags.boolean({
+    char: "q",
+    aliases: ["no-interactive"],
+    description: "Suppress progress lines; results and errors still print."
+  })
 }

@@ -55,7 +55,11 @@ export abstract class StoatCommand extends Command {
    */
   protected async confirmOrExit(question: string, subject: string, quiet: boolean): Promise<void> {
     if (this.json || quiet || process.stdin.isTTY !== true) {
-      return this.failWith({ code: "confirmation_required", message: `${question.replace(/\?$/, "")} needs confirmation; pass -y`, subject })
+      return this.failWith({
+        code: "confirmation_required",
+        message: `${question.replace(/\?$/, "")} needs confirmation; pass -y`,
+        subject
+      })
     }
     const prompt = createInterface({ input: process.stdin, output: process.stderr })
     const answer = await prompt.question(`${question} [y/N] `)
@@ -91,7 +95,12 @@ export abstract class StoatCommand extends Command {
    * A no-name fan-out over the project (`up`, `down`, `apply`, `wait`, `rm`): the whole report,
    * `ok` in JSON even when a VM failed, and exit 1 when one did.
    */
-  protected async runProject<I>(operation: Operation<I, ProjectRunData, any>, input: unknown, done: string, options: { showProgress?: boolean } = {}): Promise<void> {
+  protected async runProject<I>(
+    operation: Operation<I, ProjectRunData, any>,
+    input: unknown,
+    done: string,
+    options: { showProgress?: boolean } = {}
+  ): Promise<void> {
     const run = await this.call(operation, input, options)
     this.emit(run, () => this.line(renderProjectRun(run, done)))
     if (runFailed(run)) this.exit(1)

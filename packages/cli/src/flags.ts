@@ -23,17 +23,24 @@ const asFlagText = (description: string): string => {
 }
 
 const factsOf = (input: Schema.Schema.Any, field: string): FieldFacts => {
-  const signature = SchemaAST.isTypeLiteral(input.ast) ? input.ast.propertySignatures.find((candidate) => candidate.name === field) : undefined
+  const signature = SchemaAST.isTypeLiteral(input.ast)
+    ? input.ast.propertySignatures.find((candidate) => candidate.name === field)
+    : undefined
   if (signature === undefined) throw new Error(`the operation input has no field ${field}`)
   const description = Option.getOrUndefined(SchemaAST.getDescriptionAnnotation(signature))
   const types = alternatives(signature.type)
   if (types.length > 1 || SchemaAST.isLiteral(types[0]!)) {
-    return { ...(description ? { description } : {}), options: types.map((type) => (SchemaAST.isLiteral(type) ? String(type.literal) : "")).filter(Boolean) }
+    return {
+      ...(description ? { description } : {}),
+      options: types.map((type) => (SchemaAST.isLiteral(type) ? String(type.literal) : "")).filter(Boolean)
+    }
   }
   // Bounds sit on the refinements (Schema.between) as their JSON Schema annotation.
   let bounds: { min?: number; max?: number } = {}
   for (let ast: SchemaAST.AST = types[0]!; SchemaAST.isRefinement(ast); ast = ast.from) {
-    const json = Option.getOrUndefined(SchemaAST.getJSONSchemaAnnotation(ast)) as { minimum?: number; maximum?: number } | undefined
+    const json = Option.getOrUndefined(SchemaAST.getJSONSchemaAnnotation(ast)) as
+      | { minimum?: number; maximum?: number }
+      | undefined
     if (json?.minimum !== undefined) bounds = { ...bounds, min: json.minimum }
     if (json?.maximum !== undefined) bounds = { ...bounds, max: json.maximum }
   }
@@ -65,12 +72,21 @@ export const schemaFlags = (input: Schema.Schema.Any) => {
     integer: (field: string, description?: string) => {
       const facts = factsOf(input, field)
       const text = describe(facts, field, description)
-      const range = facts.min !== undefined && facts.max !== undefined && !text.includes(String(facts.max)) ? ` (${facts.min}..${facts.max})` : ""
+      const range =
+        facts.min !== undefined && facts.max !== undefined && !text.includes(String(facts.max))
+          ? ` (${facts.min}..${facts.max})`
+          : ""
       return remember(Flags.integer({ description: `${text}${range}` }), field)
     },
     string: (field: string, description?: string) => {
       const facts = factsOf(input, field)
-      return remember(Flags.string({ description: describe(facts, field, description), ...(facts.options ? { options: [...facts.options] } : {}) }), field)
+      return remember(
+        Flags.string({
+          description: describe(facts, field, description),
+          ...(facts.options ? { options: [...facts.options] } : {})
+        }),
+        field
+      )
     },
     boolean: (field: string, description?: string, options: { allowNo?: boolean } = {}) =>
       remember(Flags.boolean({ description: describe(factsOf(input, field), field, description), ...options }), field)
@@ -78,7 +94,10 @@ export const schemaFlags = (input: Schema.Schema.Any) => {
 }
 
 /** The input fields of the schema-built flags that were given, under their field names. */
-export const inputOf = (definitions: Record<string, object>, parsed: Record<string, unknown>): Record<string, unknown> =>
+export const inputOf = (
+  definitions: Record<string, object>,
+  parsed: Record<string, unknown>
+): Record<string, unknown> =>
   Object.fromEntries(
     Object.entries(definitions).flatMap(([name, definition]) => {
       const field = fieldOfFlag.get(definition)
@@ -90,13 +109,17 @@ export const inputOf = (definitions: Record<string, object>, parsed: Record<stri
  * `--recipes a,b` or `--recipes a --recipes b` (the original's csv/repeat). Non-greedy: the
  * word after the value is the command's next argument (`create --recipes foo x1` names VM x1).
  */
-export const recipesFlag = (description: string) => Flags.string({ description, multiple: true, multipleNonGreedy: true, delimiter: "," })
+export const recipesFlag = (description: string) =>
+  Flags.string({ description, multiple: true, multipleNonGreedy: true, delimiter: "," })
 
 /** The recipe names of `--recipes` values; `--recipes ""` is the empty list. */
-export const recipeNames = (values: ReadonlyArray<string>): string[] => values.map((value) => value.trim()).filter(Boolean)
+export const recipeNames = (values: ReadonlyArray<string>): string[] =>
+  values.map((value) => value.trim()).filter(Boolean)
 
 /** `--set recipe.param=value` (repeatable) as the update input's params table, or the flag at fault. */
-export const paramTable = (values: ReadonlyArray<string>): Record<string, Record<string, string>> | { readonly bad: string } => {
+export const paramTable = (
+  values: ReadonlyArray<string>
+): Record<string, Record<string, string>> | { readonly bad: string } => {
   const table: Record<string, Record<string, string>> = {}
   for (const value of values) {
     const match = /^([a-z0-9][a-z0-9-]*)\.([a-z][a-z0-9_]*)=(.*)$/s.exec(value)
@@ -107,7 +130,8 @@ export const paramTable = (values: ReadonlyArray<string>): Record<string, Record
 }
 
 /** The environment variable a `--secret recipe.param` value comes from when no terminal can ask. */
-export const secretEnvName = (recipe: string, param: string): string => `STOAT_SECRET_${recipe}_${param}`.toUpperCase().replaceAll("-", "_")
+export const secretEnvName = (recipe: string, param: string): string =>
+  `STOAT_SECRET_${recipe}_${param}`.toUpperCase().replaceAll("-", "_")
 
 /** A duration in seconds: Go-style as the original took them (90s, 2m, 1m30s), or plain seconds. */
 export const parseDuration = (text: string): number | undefined => {
@@ -123,7 +147,8 @@ export const waitTimeoutFlag = (description: string) =>
     parse: async (text) => {
       const seconds = parseDuration(text)
       // A CLIError, as oclif's own flags refuse a value: main answers it as a usage error.
-      if (seconds === undefined || seconds <= 0) throw new Errors.CLIError(`expected a positive duration like 2m or 90s, got "${text}"`)
+      if (seconds === undefined || seconds <= 0)
+        throw new Errors.CLIError(`expected a positive duration like 2m or 90s, got "${text}"`)
       return Math.min(600, Math.max(1, Math.ceil(seconds)))
     }
   })()

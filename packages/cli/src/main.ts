@@ -11,7 +11,10 @@ const reportJson = async (code: "usage" | "internal", message: string): Promise<
 }
 
 /** A usage error: its envelope with `--json`, else the message and where help is (`stoat <cmd> --help` by default). */
-const usageExit = async (message: string, { prefix = cliState.cmd, help = `stoat ${cliState.cmd ? `${cliState.cmd} ` : ""}--help` } = {}): Promise<never> => {
+const usageExit = async (
+  message: string,
+  { prefix = cliState.cmd, help = `stoat ${cliState.cmd ? `${cliState.cmd} ` : ""}--help` } = {}
+): Promise<never> => {
   if (cliState.json) await reportJson("usage", message)
   else process.stderr.write(`stoat: ${prefix ? `${prefix}: ` : ""}${message}\nSee '${help}'.\n`)
   return exitWhenWritten(2)
@@ -23,7 +26,10 @@ const unknownCommand = async (words: ReadonlyArray<string>): Promise<never> => {
   const typed = words.filter((word) => !word.startsWith("-"))
   const suggestion = closestCommand(typed)
   const shown = typed.slice(0, suggestion?.includes(" ") ? 2 : 1).join(" ")
-  return usageExit(`unknown command '${shown}'${suggestion ? `; did you mean 'stoat ${suggestion}'?` : ""}`, { prefix: "", help: "stoat help" })
+  return usageExit(`unknown command '${shown}'${suggestion ? `; did you mean 'stoat ${suggestion}'?` : ""}`, {
+    prefix: "",
+    help: "stoat help"
+  })
 }
 
 /** Serves a fast path (see `fastPathOf`), loading only what that command needs. */
@@ -32,7 +38,11 @@ const runFastPath = async (fast: FastPath, json: boolean): Promise<void> => {
     case "ls":
       return (await import("./fast-paths.js")).fastLs(cliState.cmd, json)
     case "up":
-      return (await import("./fast-paths.js")).fastUp(cliState.cmd, fast.vm, { wait: fast.wait, quiet: fast.quiet, json })
+      return (await import("./fast-paths.js")).fastUp(cliState.cmd, fast.vm, {
+        wait: fast.wait,
+        quiet: fast.quiet,
+        json
+      })
     case "mcp":
       return (await import("./mcp-serve.js")).serveMcp({})
   }

@@ -12,4 +12,6 @@ let loaded: Readonly<Record<string, ManifestCommand>> | undefined
 
 /** Every command by its oclif id (`file:read`), from the manifest oclif reads too; read once, when first needed. */
 export const manifestCommands = (): Readonly<Record<string, ManifestCommand>> =>
-  (loaded ??= (createRequire(import.meta.url)("../oclif.manifest.json") as { commands: Record<string, ManifestCommand> }).commands)
+  (loaded ??= (
+    createRequire(import.meta.url)("../oclif.manifest.json") as { commands: Record<string, ManifestCommand> }
+  ).commands)

@@ -33,7 +33,8 @@ const usageText = (message: string): string =>
 export const oclifFailure = (error: unknown): OclifFailure => {
   if (error instanceof Errors.ExitError) return { kind: "exit", code: error.oclif.exit ?? 1 }
   if (error instanceof Errors.CLIError && error.oclif.exit === NOT_A_COMMAND) return { kind: "unknown-command" }
-  if (error instanceof Errors.CLIError && error.oclif.exit === USAGE) return { kind: "usage", message: usageText(error.message) }
+  if (error instanceof Errors.CLIError && error.oclif.exit === USAGE)
+    return { kind: "usage", message: usageText(error.message) }
   const message = error instanceof Error ? error.message : String(error)
   return { kind: "internal", message, code: error instanceof Errors.CLIError ? (error.oclif.exit ?? 1) : 1 }
 }

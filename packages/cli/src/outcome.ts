@@ -22,7 +22,9 @@ const progressPrinter = (json: boolean, cmd: string, showProgress: boolean) => {
           if (percent === lastPercent) return
           lastPercent = percent
           // A terminal gets one redrawn bar with bytes; a log gets a line per percent.
-          process.stderr.write(process.stderr.isTTY ? `\r${id}: ${progressBar(done, total, percent)}\u001b[K` : `${id}: ${percent}%\n`)
+          process.stderr.write(
+            process.stderr.isTTY ? `\r${id}: ${progressBar(done, total, percent)}\u001b[K` : `${id}: ${percent}%\n`
+          )
           return
         }
         case "log":

@@ -26,6 +26,12 @@ export const fastPathOf = (rest: ReadonlyArray<string>, help: boolean): FastPath
   if (words[0] !== "up" && words[0] !== "start") return undefined
   const flags = words.slice(1).filter((word) => word.startsWith("-"))
   const names = words.slice(1).filter((word) => !word.startsWith("-"))
-  if (names.length !== 1 || flags.length > 1 || flags.some((flag) => flag !== "--wait" && flag !== "--no-wait")) return undefined
-  return { kind: "up", vm: names[0]!, wait: flags[0] === undefined ? undefined : flags[0] === "--wait", quiet: words.length < rest.length }
+  if (names.length !== 1 || flags.length > 1 || flags.some((flag) => flag !== "--wait" && flag !== "--no-wait"))
+    return undefined
+  return {
+    kind: "up",
+    vm: names[0]!,
+    wait: flags[0] === undefined ? undefined : flags[0] === "--wait",
+    quiet: words.length < rest.length
+  }
 }

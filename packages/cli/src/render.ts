@@ -18,7 +18,8 @@ export const stateCell = (state: string): string => {
   return `\u001b[${code}m${state}\u001b[0m`
 }
 
-export const mib = (megabytes: number): string => (megabytes >= 1024 && megabytes % 1024 === 0 ? `${megabytes / 1024}G` : `${megabytes}M`)
+export const mib = (megabytes: number): string =>
+  megabytes >= 1024 && megabytes % 1024 === 0 ? `${megabytes / 1024}G` : `${megabytes}M`
 
 /** `12.3K`-style sizes for listings. */
 export const humanSize = (bytes: number): string => {

@@ -13,7 +13,10 @@ const mcpBundle = fileURLToPath(new URL("../../mcp/dist/bundle", import.meta.url
 const fixture = () => {
   const dir = mkdtempSync(join(tmpdir(), "stoat-ccache-"))
   mkdirSync(join(dir, "bundle"))
-  writeFileSync(join(dir, "bundle", "main.cjs"), 'const { twice } = require("./lib.cjs"); module.exports = twice(21) + ":" + __filename.endsWith("main.cjs")\n')
+  writeFileSync(
+    join(dir, "bundle", "main.cjs"),
+    'const { twice } = require("./lib.cjs"); module.exports = twice(21) + ":" + __filename.endsWith("main.cjs")\n'
+  )
   writeFileSync(join(dir, "bundle", "lib.cjs"), "exports.twice = (n) => n * 2\n")
   return { root: join(dir, "bundle"), cache: join(dir, "cache") }
 }
@@ -21,7 +24,9 @@ const fixture = () => {
 /** Loads the fixture through the cache in a fresh node; prints its export and the cache's counts. */
 const load = (root: string, cache: string, env: Record<string, string> = {}, roots = [root]) => {
   const script = `const c = require(${JSON.stringify(loader)}); c.enableCompileCache(${JSON.stringify(roots)}, ${JSON.stringify(cache)}); const value = require(${JSON.stringify(join(root, "main.cjs"))}); console.log(JSON.stringify({ value, ...c.compileCacheStats }))`
-  return JSON.parse(execFileSync(process.execPath, ["-e", script], { env: { ...process.env, ...env }, encoding: "utf8" })) as { value: string; hits: number; misses: number }
+  return JSON.parse(
+    execFileSync(process.execPath, ["-e", script], { env: { ...process.env, ...env }, encoding: "utf8" })
+  ) as { value: string; hits: number; misses: number }
 }
 
 describe("the V8 code cache of stoat's bundles", () => {
@@ -51,7 +56,10 @@ describe("the V8 code cache of stoat's bundles", () => {
   it("leaves a file that calls import() to Node, so it works on every run", () => {
     const { root, cache } = fixture()
     writeFileSync(join(root, "lib.cjs"), 'exports.twice = (n) => n * 2\nexports.later = () => import("node:os")\n')
-    writeFileSync(join(root, "main.cjs"), 'const lib = require("./lib.cjs"); module.exports = lib.twice(21) + ":" + typeof lib.later\n')
+    writeFileSync(
+      join(root, "main.cjs"),
+      'const lib = require("./lib.cjs"); module.exports = lib.twice(21) + ":" + typeof lib.later\n'
+    )
     expect(load(root, cache)).toEqual({ value: "42:function", hits: 0, misses: 1 })
     expect(load(root, cache)).toEqual({ value: "42:function", hits: 1, misses: 0 })
     const script = `const c = require(${JSON.stringify(loader)}); c.enableCompileCache([${JSON.stringify(root)}], ${JSON.stringify(cache)}); require(${JSON.stringify(join(root, "lib.cjs"))}).later().then((os) => console.log(typeof os.cpus))`
@@ -76,14 +84,20 @@ describe("the V8 code cache of stoat's bundles", () => {
       readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
         entry.isDirectory() ? files(join(dir, entry.name)) : entry.name.endsWith(".cjs") ? [join(dir, entry.name)] : []
       )
-    const offenders = [...files(dist), ...files(mcpBundle)].filter((file) => /\bimport\(/.test(readFileSync(file, "utf8")))
+    const offenders = [...files(dist), ...files(mcpBundle)].filter((file) =>
+      /\bimport\(/.test(readFileSync(file, "utf8"))
+    )
     expect(offenders).toEqual([])
   })
 
   it("a second stoat run of each bundle is served from the cache and answers the same", () => {
     const cache = mkdtempSync(join(tmpdir(), "stoat-ccache-cli-"))
     const home = mkdtempSync(join(tmpdir(), "stoat-ccache-home-"))
-    const run = () => spawnSync(process.execPath, [fileURLToPath(new URL("../bin/run.js", import.meta.url)), "ls", "--json"], { env: { ...process.env, STOAT_HOME: home, STOAT_COMPILE_CACHE_DIR: cache }, encoding: "utf8" })
+    const run = () =>
+      spawnSync(process.execPath, [fileURLToPath(new URL("../bin/run.js", import.meta.url)), "ls", "--json"], {
+        env: { ...process.env, STOAT_HOME: home, STOAT_COMPILE_CACHE_DIR: cache },
+        encoding: "utf8"
+      })
     const first = run()
     const entries = readdirSync(cache).length
     const second = run()

@@ -38,13 +38,16 @@ describe("the plain forms served without oclif", () => {
     ["a name that is not one", ["up", "../x"]],
     ["the start alias", ["start", "nosuch", "--no-wait"]],
     ["a quiet word before the command", ["-q", "up", "nosuch"]]
-  ])("%s: the same stdout, stderr and exit status as the oclif command, in JSON and for people", async (_what, words) => {
-    const home = homeWith({ "broken/vm.toml": "[[[", "ok/vm.toml": vmToml("ok", 2299) })
-    for (const json of [[], ["--json"]]) {
-      const fast = await stoat([...words, ...json], { STOAT_HOME: home })
-      const oclif = await stoat([...words, ...json, "-y"], { STOAT_HOME: home })
-      expect(fast).toEqual(oclif)
-      expect(fast.code).not.toBe(0)
+  ])(
+    "%s: the same stdout, stderr and exit status as the oclif command, in JSON and for people",
+    async (_what, words) => {
+      const home = homeWith({ "broken/vm.toml": "[[[", "ok/vm.toml": vmToml("ok", 2299) })
+      for (const json of [[], ["--json"]]) {
+        const fast = await stoat([...words, ...json], { STOAT_HOME: home })
+        const oclif = await stoat([...words, ...json, "-y"], { STOAT_HOME: home })
+        expect(fast).toEqual(oclif)
+        expect(fast.code).not.toBe(0)
+      }
     }
-  })
+  )
 })

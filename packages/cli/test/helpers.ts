@@ -13,9 +13,18 @@ export interface RunResult {
 }
 
 /** Runs the real stoat binary with its own STOAT_HOME and no terminal, in `cwd` (a project folder) when given. */
-export const stoat = (args: ReadonlyArray<string>, env: Record<string, string>, input = "", cwd?: string): Promise<RunResult> =>
+export const stoat = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  input = "",
+  cwd?: string
+): Promise<RunResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["pipe", "pipe", "pipe"], ...(cwd !== undefined ? { cwd } : {}) })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+      ...(cwd !== undefined ? { cwd } : {})
+    })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
@@ -30,7 +39,8 @@ export const envelopes = (stdout: string): Array<Record<string, any>> => {
   const lines = stdout.split("\n").filter((line) => line !== "")
   const parsed = lines.map((line) => JSON.parse(line) as Record<string, any>)
   const results = parsed.filter((line) => line["type"] === "result")
-  if (results.length !== 1 || parsed.at(-1)?.["type"] !== "result") throw new Error(`expected exactly one final result line, got:\n${stdout}`)
+  if (results.length !== 1 || parsed.at(-1)?.["type"] !== "result")
+    throw new Error(`expected exactly one final result line, got:\n${stdout}`)
   return parsed
 }
 

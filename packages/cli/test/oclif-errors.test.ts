@@ -30,9 +30,17 @@ describe("oclifFailure: main's answer to what oclif threw, by class and exit sta
   it("a command's exit, the not-found plugin's 127, and anything else", () => {
     expect(oclifFailure(new Errors.ExitError(3))).toEqual({ kind: "exit", code: 3 })
     expect(oclifFailure(new Errors.CLIError("not a stoat command", { exit: 127 }))).toEqual({ kind: "unknown-command" })
-    expect(oclifFailure(new Errors.CLIError("it broke", { exit: 1 }))).toEqual({ kind: "internal", message: "it broke", code: 1 })
+    expect(oclifFailure(new Errors.CLIError("it broke", { exit: 1 }))).toEqual({
+      kind: "internal",
+      message: "it broke",
+      code: 1
+    })
     // A bug's message that reads like a parser's is still a bug.
-    expect(oclifFailure(new Error("Expected a string, got undefined"))).toEqual({ kind: "internal", message: "Expected a string, got undefined", code: 1 })
+    expect(oclifFailure(new Error("Expected a string, got undefined"))).toEqual({
+      kind: "internal",
+      message: "Expected a string, got undefined",
+      code: 1
+    })
     expect(oclifFailure("thrown text")).toEqual({ kind: "internal", message: "thrown text", code: 1 })
   })
 })

@@ -12,7 +12,10 @@ describe("a mistyped command", () => {
     expect(text.stderr).toContain("stoat: unknown command 'craete'; did you mean 'stoat create'?\nSee 'stoat help'.\n")
     const json = await stoat(["--json", "craete", "dev"], { STOAT_HOME: home })
     expect(json.code).toBe(2)
-    expect(result(json.stdout)).toMatchObject({ ok: false, error: { code: "usage", message: "unknown command 'craete'; did you mean 'stoat create'?" } })
+    expect(result(json.stdout)).toMatchObject({
+      ok: false,
+      error: { code: "usage", message: "unknown command 'craete'; did you mean 'stoat create'?" }
+    })
     const topic = await stoat(["file", "raed", "dev", "/etc/hostname"], { STOAT_HOME: home })
     expect(topic.stderr).toContain("did you mean 'stoat file read'?")
     const nothingClose = await stoat(["zzzzzzzz"], { STOAT_HOME: home })
@@ -27,7 +30,10 @@ describe("shell completion", () => {
   it("stoat autocomplete prints a setup script for bash and zsh", async () => {
     const home = tempHome()
     for (const shell of ["bash", "zsh"]) {
-      const run = await stoat(["autocomplete", "script", shell], { STOAT_HOME: home, XDG_CACHE_HOME: join(home, "cache") })
+      const run = await stoat(["autocomplete", "script", shell], {
+        STOAT_HOME: home,
+        XDG_CACHE_HOME: join(home, "cache")
+      })
       expect(run.code, run.stderr).toBe(0)
       expect(run.stdout).toMatch(/STOAT_AC_.*SETUP_PATH/)
     }
@@ -50,7 +56,11 @@ describe("rm with no VM outside a project", () => {
   it("asks for the VM's name (usage, exit 2) instead of talking about this project", async () => {
     const home = tempHome()
     const run = await stoat(["rm"], { STOAT_HOME: home }, "", home)
-    expect(run).toMatchObject({ code: 2, stderr: "stoat: rm: name the VM to delete: stoat rm <vm> (there is no stoat.toml here, so no project whose VMs rm would delete)\n" })
+    expect(run).toMatchObject({
+      code: 2,
+      stderr:
+        "stoat: rm: name the VM to delete: stoat rm <vm> (there is no stoat.toml here, so no project whose VMs rm would delete)\n"
+    })
     expect(existsSync(join(home, "stoat.toml"))).toBe(false)
   })
 })

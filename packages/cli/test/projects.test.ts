@@ -21,7 +21,10 @@ describe("project commands (no VM started)", () => {
     for (const args of [["status"], ["ls", "--project"], ["up"], ["down"], ["wait"], ["apply"]]) {
       const run = await p.run("--json", ...args)
       expect(run.code, args.join(" ")).toBe(1)
-      expect(result(run.stdout)["error"], args.join(" ")).toMatchObject({ code: "not_found", message: expect.stringContaining("stoat init") })
+      expect(result(run.stdout)["error"], args.join(" ")).toMatchObject({
+        code: "not_found",
+        message: expect.stringContaining("stoat init")
+      })
     }
   })
 
@@ -42,13 +45,19 @@ describe("project commands (no VM started)", () => {
 
   it("a bare VM argument is a declaration key first, then a global name", async () => {
     const p = project(DECLARED)
-    for (const [name, port] of [["cli-dev", 2201], ["db", 2202]] as const) {
+    for (const [name, port] of [
+      ["cli-dev", 2201],
+      ["db", 2202]
+    ] as const) {
       mkdirSync(join(p.home, name))
       writeFileSync(join(p.home, name, "vm.toml"), vmToml(name, port))
     }
     expect(result((await p.run("--json", "get", "dev")).stdout)["data"]["vm"]["name"]).toBe("cli-dev")
     // "db" is a key too: it names the declared (not yet created) cli-db, not the global VM db.
-    expect(result((await p.run("--json", "get", "db")).stdout)["error"]).toMatchObject({ code: "not_found", subject: "cli-db" })
+    expect(result((await p.run("--json", "get", "db")).stdout)["error"]).toMatchObject({
+      code: "not_found",
+      subject: "cli-db"
+    })
     expect(result((await p.run("--json", "get", "cli-dev")).stdout)["data"]["vm"]["name"]).toBe("cli-dev")
   })
 
@@ -56,7 +65,10 @@ describe("project commands (no VM started)", () => {
     const p = project(DECLARED)
     const refused = await p.run("--json", "create", "loose", "--image", "tiny")
     expect(refused.code).toBe(1)
-    expect(result(refused.stdout)["error"]).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("--global") })
+    expect(result(refused.stdout)["error"]).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining("--global")
+    })
     expect((await p.run("--json", "up", "dev", "--parallel", "2")).code).toBe(2)
     expect((await p.run("--json", "apply", "--only", "devtools")).code).toBe(2)
     const rm = await p.run("--json", "rm")
@@ -68,7 +80,10 @@ describe("project commands (no VM started)", () => {
     const p = project(`schema = 1\n[vms.dev]\nimage = "tiny"\ncpus = "many"\n`)
     for (const args of [["status"], ["get", "dev"]]) {
       const error = result((await p.run("--json", ...args)).stdout)["error"]
-      expect(error, args.join(" ")).toMatchObject({ code: "invalid_spec", message: expect.stringContaining(`${join(p.dir, "stoat.toml")}: vms.dev.cpus:`) })
+      expect(error, args.join(" ")).toMatchObject({
+        code: "invalid_spec",
+        message: expect.stringContaining(`${join(p.dir, "stoat.toml")}: vms.dev.cpus:`)
+      })
     }
   })
 
@@ -76,6 +91,11 @@ describe("project commands (no VM started)", () => {
     const home = homeWith({ "dev/vm.toml": vmToml("dev", 2203) })
     const dir = realpathSync(mkdtempSync(join(tmpdir(), "stoat-cli-plain-")))
     const run = await stoat(["--json", "get", "dev"], { STOAT_HOME: home }, "", dir)
-    expect(result(run.stdout)["data"]["vm"]).toMatchObject({ name: "dev", project: "", key: "", project_missing: false })
+    expect(result(run.stdout)["data"]["vm"]).toMatchObject({
+      name: "dev",
+      project: "",
+      key: "",
+      project_missing: false
+    })
   })
 })

@@ -27,7 +27,17 @@ describe("stoat ls", () => {
     expect(vms.map((vm: { name: string }) => vm.name)).toEqual(["bad", "good"])
     expect(vms[0]).toMatchObject({ name: "bad", state: "broken", ssh_port: 2205 })
     expect(vms[0].error).toMatch(/vm\.toml/)
-    expect(vms[1]).toMatchObject({ name: "good", state: "stopped", os: "tiny", ram_mb: 256, cpus: 1, ssh_port: 2201, agent_access: "manage", recipes: [], forwards: [] })
+    expect(vms[1]).toMatchObject({
+      name: "good",
+      state: "stopped",
+      os: "tiny",
+      ram_mb: 256,
+      cpus: 1,
+      ssh_port: 2201,
+      agent_access: "manage",
+      recipes: [],
+      forwards: []
+    })
     const table = await stoat(["ls"], { STOAT_HOME: home })
     expect(table.stdout).toMatch(/^NAME\s+MODE\s+STATE\s+WHERE\s+CPUS\s+RAM\s+SSH$/m)
     expect(table.stdout).toMatch(/^bad: broken: /m)
@@ -35,13 +45,19 @@ describe("stoat ls", () => {
 
   it("shows WHERE each VM runs: local for QEMU, libvirt and its host URI for libvirt VMs", async () => {
     const home = tempHome()
-    for (const [name, port, extra] of [["here", 2211, ""], ["lv", 2212, 'provider = "libvirt"\n'], ["far", 2213, 'provider = "libvirt"\nhost = "qemu+unix:///system?socket=/nonexistent/sock"\n']] as const) {
+    for (const [name, port, extra] of [
+      ["here", 2211, ""],
+      ["lv", 2212, 'provider = "libvirt"\n'],
+      ["far", 2213, 'provider = "libvirt"\nhost = "qemu+unix:///system?socket=/nonexistent/sock"\n']
+    ] as const) {
       mkdirSync(join(home, name))
       writeFileSync(join(home, name, "vm.toml"), `${vmToml(name, port)}${extra}`)
     }
     const table = await stoat(["ls"], { STOAT_HOME: home })
     expect(table.code).toBe(0)
-    expect(table.stdout).toMatch(/^far\s+disk\s+stopped\s+libvirt:qemu\+unix:\/\/\/system\?socket=\/nonexistent\/sock\s/m)
+    expect(table.stdout).toMatch(
+      /^far\s+disk\s+stopped\s+libvirt:qemu\+unix:\/\/\/system\?socket=\/nonexistent\/sock\s/m
+    )
     expect(table.stdout).toMatch(/^here\s+disk\s+stopped\s+local\s/m)
     expect(table.stdout).toMatch(/^lv\s+disk\s+stopped\s+libvirt:qemu:\/\/\/system\s/m)
   })
@@ -82,7 +98,11 @@ describe("stoat get", () => {
 describe("usage errors", () => {
   it("answer in JSON with exit 2 wherever --json stands", async () => {
     const home = tempHome()
-    for (const args of [["--json", "ls", "--bogus"], ["ls", "--bogus", "--json"], ["get", "--json"]]) {
+    for (const args of [
+      ["--json", "ls", "--bogus"],
+      ["ls", "--bogus", "--json"],
+      ["get", "--json"]
+    ]) {
       const run = await stoat(args, { STOAT_HOME: home })
       expect(run.code).toBe(2)
       expect(result(run.stdout)).toMatchObject({ ok: false, error: { code: "usage" } })
@@ -133,7 +153,12 @@ describe("help and global flags", () => {
     const ls = await stoat(["ls", "-h"], { STOAT_HOME: home })
     expect(ls.code).toBe(0)
     expect(ls.stdout).toMatch(/\$ stoat ls/)
-    for (const args of [["help", "ls"], ["-h", "ls"], ["ls", "--help"]]) expect((await stoat(args, { STOAT_HOME: home })).stdout).toBe(ls.stdout)
+    for (const args of [
+      ["help", "ls"],
+      ["-h", "ls"],
+      ["ls", "--help"]
+    ])
+      expect((await stoat(args, { STOAT_HOME: home })).stdout).toBe(ls.stdout)
     expect((await stoat(["help", "guest", "ls"], { STOAT_HOME: home })).stdout).toMatch(/\$ stoat guest ls/)
     const unknown = await stoat(["help", "bogus"], { STOAT_HOME: home })
     expect(unknown).toMatchObject({ code: 2, stderr: 'stoat: help: unknown command "bogus"; see stoat help\n' })
@@ -163,7 +188,10 @@ describe("help and global flags", () => {
     const quiet = await stoat(["-q", "ls"], { STOAT_HOME: home })
     expect(quiet.code).toBe(0)
     expect(quiet.stdout).toBe((await stoat(["ls"], { STOAT_HOME: home })).stdout)
-    expect(result((await stoat(["-q", "get", "good", "--json"], { STOAT_HOME: home })).stdout)).toMatchObject({ ok: true, data: { vm: { name: "good" } } })
+    expect(result((await stoat(["-q", "get", "good", "--json"], { STOAT_HOME: home })).stdout)).toMatchObject({
+      ok: true,
+      data: { vm: { name: "good" } }
+    })
     expect((await stoat(["--quiet", "rm", "good"], { STOAT_HOME: home })).stderr).toMatch(/needs confirmation; pass -y/)
   })
 })
@@ -171,7 +199,12 @@ describe("help and global flags", () => {
 describe("stoat exec", () => {
   it("takes every word after the VM name as the guest command, flags included", async () => {
     const home = tempHome()
-    for (const args of [["exec", "dev", "uname", "-a"], ["exec", "dev", "ls", "-la"], ["exec", "-q", "dev", "ls", "-la", "--color"], ["exec", "dev", "--", "ls", "-la"]]) {
+    for (const args of [
+      ["exec", "dev", "uname", "-a"],
+      ["exec", "dev", "ls", "-la"],
+      ["exec", "-q", "dev", "ls", "-la", "--color"],
+      ["exec", "dev", "--", "ls", "-la"]
+    ]) {
       const run = await stoat(args, { STOAT_HOME: home })
       expect(run, args.join(" ")).toMatchObject({ code: 1, stderr: 'stoat: exec: no VM "dev"; see stoat ls\n' })
     }
@@ -184,7 +217,10 @@ describe("stoat exec", () => {
     expect(guestJson).toMatchObject({ code: 1, stdout: "" })
     const nothing = await stoat(["--json", "exec", "dev"], { STOAT_HOME: home })
     expect(nothing.code).toBe(2)
-    expect(result(nothing.stdout)["error"]).toMatchObject({ code: "usage", message: "missing command: stoat exec <vm> <cmd...>" })
+    expect(result(nothing.stdout)["error"]).toMatchObject({
+      code: "usage",
+      message: "missing command: stoat exec <vm> <cmd...>"
+    })
   })
 })
 
@@ -195,7 +231,11 @@ describe("stoat logs", () => {
     expect(plain).toMatchObject({ code: 0, stdout: "second\nthird\n" })
     const json = await stoat(["logs", "--json", "-n", "1"], { STOAT_HOME: home })
     // The plain run above appended its own audit line.
-    expect(result(json.stdout)).toMatchObject({ cmd: "logs", ok: true, data: { lines: [expect.stringMatching(/op=host\.logs .*entrypoint=cli .*outcome=ok$/)] } })
+    expect(result(json.stdout)).toMatchObject({
+      cmd: "logs",
+      ok: true,
+      data: { lines: [expect.stringMatching(/op=host\.logs .*entrypoint=cli .*outcome=ok$/)] }
+    })
     const which = await stoat(["logs", "--which", "apply", "--json"], { STOAT_HOME: home })
     expect(which.code).toBe(2)
     expect(result(which.stdout)["error"]["code"]).toBe("usage")
@@ -232,7 +272,15 @@ describe("doctor and version", () => {
     const run = await stoat(["doctor", "--json"], { STOAT_HOME: tempHome() })
     expect(run.code).toBe(0)
     const data = result(run.stdout)["data"]
-    expect(data.checks.map((check: { name: string }) => check.name)).toEqual(["qemu-system-x86_64", "qemu-img", "ssh", "git", "kvm", "data-root", "vms"])
+    expect(data.checks.map((check: { name: string }) => check.name)).toEqual([
+      "qemu-system-x86_64",
+      "qemu-img",
+      "ssh",
+      "git",
+      "kvm",
+      "data-root",
+      "vms"
+    ])
     expect(typeof data.healthy).toBe("boolean")
   })
 
@@ -246,9 +294,12 @@ describe("doctor and version", () => {
 
 describe("catalog coverage", () => {
   it("every catalog operation is served by a CLI command", () => {
-    const manifest = JSON.parse(readFileSync(new URL("../oclif.manifest.json", import.meta.url), "utf8")) as { commands: Record<string, unknown> }
+    const manifest = JSON.parse(readFileSync(new URL("../oclif.manifest.json", import.meta.url), "utf8")) as {
+      commands: Record<string, unknown>
+    }
     const ids = new Set(Object.keys(manifest.commands).map((id) => id.replaceAll(":", " ")))
-    for (const { key, expose } of catalog) if (expose.cli !== false) expect(ids, `${key} → ${expose.cli}`).toContain(expose.cli)
+    for (const { key, expose } of catalog)
+      if (expose.cli !== false) expect(ids, `${key} → ${expose.cli}`).toContain(expose.cli)
     const tools = catalog.map((operation) => operation.tool)
     expect(new Set(tools).size).toBe(tools.length)
     for (const tool of tools) expect(tool).toMatch(/^[a-z][a-z0-9_]*$/)

@@ -31,7 +31,9 @@ describe("remote recipe commands", () => {
     const human = await stoat(["recipe", "add", `${w.hello}@v1`, "-y"], w.env, "", w.project)
     expect(human.code).toBe(0)
     expect(human.stdout).toBe(`added hello ${gitIn(w.hello, "rev-parse", "v1").slice(0, 7)} (v1, project)\n`)
-    expect(readFileSync(join(w.project, "stoat.toml"), "utf8")).toContain(`hello = { source = ${JSON.stringify(w.hello)}, ref = "v1" }`)
+    expect(readFileSync(join(w.project, "stoat.toml"), "utf8")).toContain(
+      `hello = { source = ${JSON.stringify(w.hello)}, ref = "v1" }`
+    )
   })
 
   it("outside a project (or with --global) recipes are global; recipe list shows SCOPE and COMMIT", async () => {
@@ -40,7 +42,9 @@ describe("remote recipe commands", () => {
     const added = await w.json(outside, "recipe", "add", "hello")
     expect(added.envelope["data"]).toMatchObject({ name: "hello", scope: "global" })
     const table = await stoat(["recipe", "list"], w.env, "", outside)
-    expect(table.stdout).toMatch(new RegExp(`^hello\\s+global\\s+${gitIn(w.hello, "rev-parse", "HEAD").slice(0, 7)}\\s+the hello recipe$`, "m"))
+    expect(table.stdout).toMatch(
+      new RegExp(`^hello\\s+global\\s+${gitIn(w.hello, "rev-parse", "HEAD").slice(0, 7)}\\s+the hello recipe$`, "m")
+    )
     const inProject = await w.json(w.project, "recipe", "add", "hello", "--global")
     expect(inProject.envelope["error"]).toMatchObject({ code: "name_taken" })
     expect(existsSync(join(w.project, "stoat.lock"))).toBe(false)
@@ -52,8 +56,14 @@ describe("remote recipe commands", () => {
     expect(search.stdout.split("\n")[0]).toMatch(/^NAME\s+OS\s+DESCRIPTION\s+SOURCE$/)
     expect(search.stdout).toMatch(/^hello\s+all\s+hello for tests\s+/m)
     expect((await w.json(w.project, "recipe", "add", "hello")).code).toBe(0)
-    expect((await w.json(w.project, "recipe", "rm", "hello")).envelope["error"]).toMatchObject({ code: "confirmation_required", subject: "hello" })
-    expect((await w.json(w.project, "recipe", "rm", "hello", "-y")).envelope["data"]).toMatchObject({ name: "hello", scope: "project" })
+    expect((await w.json(w.project, "recipe", "rm", "hello")).envelope["error"]).toMatchObject({
+      code: "confirmation_required",
+      subject: "hello"
+    })
+    expect((await w.json(w.project, "recipe", "rm", "hello", "-y")).envelope["data"]).toMatchObject({
+      name: "hello",
+      scope: "project"
+    })
     expect(existsSync(join(w.project, ".stoat", "recipes", "hello"))).toBe(false)
   })
 })

@@ -9,6 +9,11 @@ describe("progressBar", () => {
   })
 
   it("sizes read as a person writes them", () => {
-    expect([humanSize(512), humanSize(1536), humanSize(12 * 1024 * 1024), humanSize(3 * 1024 ** 3)]).toEqual(["512", "1.5K", "12M", "3.0G"])
+    expect([humanSize(512), humanSize(1536), humanSize(12 * 1024 * 1024), humanSize(3 * 1024 ** 3)]).toEqual([
+      "512",
+      "1.5K",
+      "12M",
+      "3.0G"
+    ])
   })
 })

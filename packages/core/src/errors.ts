@@ -26,12 +26,15 @@ export const advise = (advice: string, ...steps: ReadonlyArray<HintStep>): Hint 
 /** Steps to take before the failed call is tried again. */
 export const adviseFirst = (advice: string, ...steps: ReadonlyArray<HintStep>): Hint => ({ advice, first: true, steps })
 /** A lookup that shows what there is. */
-export const adviseLookup = (operation: string, input: HintStep["input"] = {}): Hint => ({ steps: [{ operation, input }] })
+export const adviseLookup = (operation: string, input: HintStep["input"] = {}): Hint => ({
+  steps: [{ operation, input }]
+})
 
 /** The advice several failures give. */
 export const startIt = (vm: string): Hint => advise("start it", { operation: "vm.start", input: { vm } })
 export const waitForSsh = (vm: string): Hint => adviseFirst("wait for its ssh", { operation: "vm.wait", input: { vm } })
-export const fixOrDelete = (vm: string): Hint => advise("fix it, or delete it", { operation: "vm.destroy", input: { vm } })
+export const fixOrDelete = (vm: string): Hint =>
+  advise("fix it, or delete it", { operation: "vm.destroy", input: { vm } })
 export const checkTheHost: Hint = adviseLookup("host.doctor")
 
 /** How a frontend words a hint: what follows "; " after the failure's own message. */
@@ -46,7 +49,9 @@ export const personWords =
   }
 
 /** A hint in the catalog's own terms, for callers that are no frontend: `start it with vm.start {"vm":"web"}`. */
-export const catalogWords: HintWords = personWords((step) => (Object.keys(step.input).length > 0 ? `${step.operation} ${JSON.stringify(step.input)}` : step.operation))
+export const catalogWords: HintWords = personWords((step) =>
+  Object.keys(step.input).length > 0 ? `${step.operation} ${JSON.stringify(step.input)}` : step.operation
+)
 
 /** Fields every expected failure carries: a human message and the thing it is about. */
 interface Subject {
@@ -81,7 +86,9 @@ const StoatErrorClass = <const Tag extends string, const Code extends ErrorCode>
     readonly code: Code = code
   }
   Object.defineProperty(Base.prototype, StoatErrorTypeId, { value: StoatErrorTypeId })
-  return Base as unknown as new <Extra extends Record<string, unknown> = {}>(args: Subject & Extra) => StoatErrorShape<Tag, Code> & Readonly<Extra>
+  return Base as unknown as new <Extra extends Record<string, unknown> = {}>(
+    args: Subject & Extra
+  ) => StoatErrorShape<Tag, Code> & Readonly<Extra>
 }
 
 // One class per wire code. Frontends branch on `code`, never on `message`.
@@ -117,7 +124,9 @@ export class ProviderMissing extends StoatErrorClass("ProviderMissing", "qemu_mi
 /** Hardware acceleration the host offers cannot run guests (QEMU: /dev/kvm). */
 export class AcceleratorUnusable extends StoatErrorClass("AcceleratorUnusable", "kvm_unusable") {}
 /** The provider did not start the VM. `portInUse`: the host port of a forward it could not bind (taken since it was checked), when that was the reason. */
-export class ProviderStartFailed extends StoatErrorClass("ProviderStartFailed", "qemu_start_failed")<{ readonly portInUse?: number }> {}
+export class ProviderStartFailed extends StoatErrorClass("ProviderStartFailed", "qemu_start_failed")<{
+  readonly portInUse?: number
+}> {}
 /** The running VM's control channel (QEMU: its QMP socket) cannot be reached. */
 export class ControlUnreachable extends StoatErrorClass("ControlUnreachable", "monitor_unreachable") {}
 /** The running VM's control channel refused a command. */
@@ -130,8 +139,13 @@ export class DownloadFailed extends StoatErrorClass("DownloadFailed", "download_
 export class DownloadStalled extends StoatErrorClass("DownloadStalled", "download_stalled") {}
 export class ChecksumMismatch extends StoatErrorClass("ChecksumMismatch", "checksum_mismatch") {}
 export class NoSuchImage extends StoatErrorClass("NoSuchImage", "no_such_image") {}
-export class CapabilityUnavailable extends StoatErrorClass("CapabilityUnavailable", "capability_unavailable")<{ readonly reason: string }> {}
-export class LimitReached extends StoatErrorClass("LimitReached", "limit_reached")<{ readonly needed_mb: number; readonly available_mb: number }> {}
+export class CapabilityUnavailable extends StoatErrorClass("CapabilityUnavailable", "capability_unavailable")<{
+  readonly reason: string
+}> {}
+export class LimitReached extends StoatErrorClass("LimitReached", "limit_reached")<{
+  readonly needed_mb: number
+  readonly available_mb: number
+}> {}
 
 /**
  * The one map from wire code to error class. `satisfies` makes a code without a class (or a
@@ -177,7 +191,11 @@ export const ERROR_CLASSES = {
   capability_unavailable: CapabilityUnavailable,
   limit_reached: LimitReached,
   still_running: StillRunning
-} as const satisfies { readonly [C in ErrorCode]: abstract new (...args: never) => { readonly code: C; readonly [StoatErrorTypeId]: StoatErrorTypeId } }
+} as const satisfies {
+  readonly [C in ErrorCode]: abstract new (
+    ...args: never
+  ) => { readonly code: C; readonly [StoatErrorTypeId]: StoatErrorTypeId }
+}
 
 /** Every expected failure of Stoat: one class per wire code. */
 export type StoatError = InstanceType<(typeof ERROR_CLASSES)[ErrorCode]>
@@ -190,7 +208,8 @@ export const internalError = (what: string) => (cause: unknown) =>
   new Internal({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
 /** A failure's message and its hint, if it has one, in a frontend's words. */
-export const messageOf = (failure: StoatError, words: HintWords): string => (failure.hint === undefined ? failure.message : `${failure.message}; ${words(failure.hint)}`)
+export const messageOf = (failure: StoatError, words: HintWords): string =>
+  failure.hint === undefined ? failure.message : `${failure.message}; ${words(failure.hint)}`
 
 /**
  * The one mapping from any failure to the wire ErrorInfo, its hint in the frontend's `words`.
@@ -198,7 +217,10 @@ export const messageOf = (failure: StoatError, words: HintWords): string => (fai
  */
 export const toErrorInfo = (failure: unknown, words: HintWords = catalogWords): ErrorInfo => {
   if (isStoatError(failure)) {
-    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = { code: failure.code, message: messageOf(failure, words) }
+    const info: { -readonly [K in keyof ErrorInfo]: ErrorInfo[K] } = {
+      code: failure.code,
+      message: messageOf(failure, words)
+    }
     if (failure.subject !== undefined) info.subject = failure.subject
     if (failure instanceof CapabilityUnavailable) info.reason = failure.reason
     if (failure instanceof LimitReached) {

@@ -36,7 +36,16 @@ export interface CorePorts<E, R, ED> {
  * `callerContext`) per call, and its project scope.
  */
 export const coreLayer = <E, R, ED>(ports: CorePorts<E, R, ED>) =>
-  Layer.mergeAll(VmStoreLive, VmsLive, GuestDefinitionsLive, LocksLive, RecipesLive, AuditLogLive, HostJobsLive, ports.provider).pipe(
+  Layer.mergeAll(
+    VmStoreLive,
+    VmsLive,
+    GuestDefinitionsLive,
+    LocksLive,
+    RecipesLive,
+    AuditLogLive,
+    HostJobsLive,
+    ports.provider
+  ).pipe(
     Layer.provideMerge(ports.dataRoot),
     Layer.merge(ports.hostProbe),
     Layer.merge(GuestOpsLive.pipe(Layer.provideMerge(ports.guestTransport))),

@@ -43,7 +43,12 @@ const cyclesOf = (graph: Map<string, Map<string, string>>): string[] => {
     const open = path.indexOf(folder)
     if (open >= 0) {
       const loop = [...path.slice(open), folder]
-      cycles.push(loop.slice(1).map((to, i) => `${loop[i]} -> ${to} (${graph.get(loop[i]!)!.get(to)})`).join("; "))
+      cycles.push(
+        loop
+          .slice(1)
+          .map((to, i) => `${loop[i]} -> ${to} (${graph.get(loop[i]!)!.get(to)})`)
+          .join("; ")
+      )
       return
     }
     if (done.has(folder)) return
@@ -66,7 +71,9 @@ describe("core's folders are layers", () => {
       ["vm", new Map([["lifecycle", "vm/a.ts imports ../lifecycle/b.js"]])],
       ["lifecycle", new Map([["vm", "lifecycle/b.ts imports ../vm/a.js"]])]
     ])
-    expect(cyclesOf(graph)).toEqual(["lifecycle -> vm (lifecycle/b.ts imports ../vm/a.js); vm -> lifecycle (vm/a.ts imports ../lifecycle/b.js)"])
+    expect(cyclesOf(graph)).toEqual([
+      "lifecycle -> vm (lifecycle/b.ts imports ../vm/a.js); vm -> lifecycle (vm/a.ts imports ../lifecycle/b.js)"
+    ])
   })
 
   it("sees the folders of src", () => {

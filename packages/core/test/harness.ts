@@ -44,10 +44,19 @@ export const harness = (options: { readonly memAvailableMb?: number } = {}) => {
     memAvailableMb: options.memAvailableMb ?? 16_384,
     layer: () => testLayer({ root, hypervisor, images, guest, memAvailableMb: world.memAvailableMb }),
 
-    exit: <I, O, R>(operation: Operation<I, O, R>, input: unknown, call: CallOptions = {}): Promise<Exit.Exit<O, unknown>> => {
-      const context: ExecutionContext = { requestId: "test", ...(call.progress !== undefined ? { progress: call.progress } : {}) }
+    exit: <I, O, R>(
+      operation: Operation<I, O, R>,
+      input: unknown,
+      call: CallOptions = {}
+    ): Promise<Exit.Exit<O, unknown>> => {
+      const context: ExecutionContext = {
+        requestId: "test",
+        ...(call.progress !== undefined ? { progress: call.progress } : {})
+      }
       const program = Effect.provide(runOperation(operation, input, context), callerOf(call.caller, call.interactive))
-      return Effect.runPromise(Effect.exit(Effect.provide(program as Effect.Effect<O, unknown, never>, world.layer() as never)))
+      return Effect.runPromise(
+        Effect.exit(Effect.provide(program as Effect.Effect<O, unknown, never>, world.layer() as never))
+      )
     },
 
     /** Runs and expects success. */
@@ -58,10 +67,16 @@ export const harness = (options: { readonly memAvailableMb?: number } = {}) => {
     },
 
     /** Runs and expects an expected (typed) failure; a defect or a success fails the test. */
-    fail: async <I, O, R>(operation: Operation<I, O, R>, input: unknown, call: CallOptions = {}): Promise<ErrorInfo> => {
+    fail: async <I, O, R>(
+      operation: Operation<I, O, R>,
+      input: unknown,
+      call: CallOptions = {}
+    ): Promise<ErrorInfo> => {
       const exit = await world.exit(operation, input, call)
-      if (Exit.isSuccess(exit)) throw new Error(`${operation.tool} ${JSON.stringify(input)} succeeded: ${JSON.stringify(exit.value)}`)
-      if (Cause.failureOption(exit.cause)._tag === "None") throw new Error(`${operation.tool} ${JSON.stringify(input)} died: ${Cause.pretty(exit.cause)}`)
+      if (Exit.isSuccess(exit))
+        throw new Error(`${operation.tool} ${JSON.stringify(input)} succeeded: ${JSON.stringify(exit.value)}`)
+      if (Cause.failureOption(exit.cause)._tag === "None")
+        throw new Error(`${operation.tool} ${JSON.stringify(input)} died: ${Cause.pretty(exit.cause)}`)
       return toErrorInfo(exit.cause)
     },
 

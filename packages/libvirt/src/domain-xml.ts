@@ -29,10 +29,16 @@ export const libvirtFiles = (dir: string) => ({
  * The libvirt domain of a VM: its name plus a hash of its folder, so two data roots (two users,
  * or test homes) on one libvirt host never share a domain.
  */
-export const domainName = (vm: VmRef): string => `stoat-${vm.name}-${createHash("sha256").update(vm.dir).digest("hex").slice(0, 8)}`
+export const domainName = (vm: VmRef): string =>
+  `stoat-${vm.name}-${createHash("sha256").update(vm.dir).digest("hex").slice(0, 8)}`
 
 const escape = (value: string): string =>
-  value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;")
+  value
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&apos;")
 
 export interface DomainOptions {
   readonly name: string

@@ -30,7 +30,15 @@ import {
   type VmDisk,
   type VmRef
 } from "@stoat/core"
-import { accelSettingConfig, cacheDirsFromEnv, makeQemuHypervisor, parseSnapshotTable, pngSize, readConsoleFrom, type AccelSetting } from "@stoat/qemu"
+import {
+  accelSettingConfig,
+  cacheDirsFromEnv,
+  makeQemuHypervisor,
+  parseSnapshotTable,
+  pngSize,
+  readConsoleFrom,
+  type AccelSetting
+} from "@stoat/qemu"
 import { TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny"
 import { domainName, domainXml, libvirtFiles } from "./domain-xml.js"
 import { DEFAULT_URI, isNoDomain, virsh, virshError, type VirshUnavailable } from "./virsh.js"
@@ -90,7 +98,11 @@ export const localRunState = (domain: string): RunState | undefined => {
   }
 }
 
-const fileSize = (path: string) => stat(path).then((info) => info.size, () => 0)
+const fileSize = (path: string) =>
+  stat(path).then(
+    (info) => info.size,
+    () => 0
+  )
 
 /** qcow2 or raw, from the image header (QEMU refuses to guess raw for a writable disk). */
 const diskFormatOf = async (path: string): Promise<"qcow2" | "raw"> => {
@@ -109,20 +121,45 @@ const diskFormatOf = async (path: string): Promise<"qcow2" | "raw"> => {
 const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec | ShareInvalid> =>
   Effect.gen(function* () {
     const invalid = (message: string, subject = plan.vm.name) => new InvalidSpec({ message, subject })
-    const tags = ["work", ...(plan.hostShare !== undefined ? ["host"] : []), ...(plan.extraShares ?? []).map((share) => share.tag)]
+    const tags = [
+      "work",
+      ...(plan.hostShare !== undefined ? ["host"] : []),
+      ...(plan.extraShares ?? []).map((share) => share.tag)
+    ]
     const duplicate = tags.find((tag, index) => tags.indexOf(tag) !== index)
     if (duplicate !== undefined) return yield* invalid(`share tag "${duplicate}" is used twice`, duplicate)
     const bad = tags.find((tag) => !/^[A-Za-z0-9._-]{1,31}$/.test(tag))
-    if (bad !== undefined) return yield* invalid(`share tag "${bad}" must be 1-31 letters, digits, '.', '_' or '-'`, bad)
+    if (bad !== undefined)
+      return yield* invalid(`share tag "${bad}" must be 1-31 letters, digits, '.', '_' or '-'`, bad)
     for (const path of plan.kernel ? [plan.kernel.path, plan.kernel.initrd] : []) {
-      if (!(yield* Effect.promise(() => stat(path).then(() => true, () => false)))) {
+      if (
+        !(yield* Effect.promise(() =>
+          stat(path).then(
+            () => true,
+            () => false
+          )
+        ))
+      ) {
         return yield* invalid(`boot file ${path} does not exist; rebuild the image`, path)
       }
     }
-    const shares = [plan.workShare, ...(plan.hostShare !== undefined ? [plan.hostShare] : []), ...(plan.extraShares ?? []).map((share) => share.host)]
+    const shares = [
+      plan.workShare,
+      ...(plan.hostShare !== undefined ? [plan.hostShare] : []),
+      ...(plan.extraShares ?? []).map((share) => share.host)
+    ]
     for (const path of shares) {
-      const isDir = yield* Effect.promise(() => stat(path).then((info) => info.isDirectory(), () => false))
-      if (!isDir) return yield* new ShareInvalid({ message: `share ${path} is not an existing directory; shares must be existing directories`, subject: path })
+      const isDir = yield* Effect.promise(() =>
+        stat(path).then(
+          (info) => info.isDirectory(),
+          () => false
+        )
+      )
+      if (!isDir)
+        return yield* new ShareInvalid({
+          message: `share ${path} is not an existing directory; shares must be existing directories`,
+          subject: path
+        })
     }
   })
 
@@ -180,7 +217,10 @@ class AccelVerdicts {
     )
   write = (uri: string, detail: string): Effect.Effect<void> =>
     Effect.promise(async () => {
-      const all = await readFile(this.path, "utf8").then((text) => JSON.parse(text) as Record<string, string>, () => ({}))
+      const all = await readFile(this.path, "utf8").then(
+        (text) => JSON.parse(text) as Record<string, string>,
+        () => ({})
+      )
       await writeFileAtomic(this.path, JSON.stringify({ ...all, [uri]: detail })).catch(() => undefined)
     })
 }
@@ -206,22 +246,39 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
       const verdicts = new AccelVerdicts(join(root.root, ".libvirt-accel.json"))
 
       /** What KVM/TCG the host offers, and what a VM starts under: the setting, a verdict a start learned, or the host's capabilities. */
-      const decide = (uri: string): Effect.Effect<Acceleration & { readonly setting: AccelSetting }, InvalidSpec | AcceleratorUnusable | VirshUnavailable> =>
+      const decide = (
+        uri: string
+      ): Effect.Effect<
+        Acceleration & { readonly setting: AccelSetting },
+        InvalidSpec | AcceleratorUnusable | VirshUnavailable
+      > =>
         Effect.gen(function* () {
           const setting = yield* accelSettingConfig
-          if (setting === "tcg") return { setting, accel: "tcg" as const, detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)` }
+          if (setting === "tcg")
+            return {
+              setting,
+              accel: "tcg" as const,
+              detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)`
+            }
           const caps = yield* virsh(uri, ["capabilities"])
           const hasKvm = caps.code === 0 && caps.stdout.includes("<domain type='kvm'")
           if (setting === "kvm") {
             return hasKvm
               ? { setting, accel: "kvm" as const, detail: `STOAT_ACCEL=kvm: libvirt domains on ${uri} are type kvm` }
-              : yield* new AcceleratorUnusable({ message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`, subject: uri })
+              : yield* new AcceleratorUnusable({
+                  message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`,
+                  subject: uri
+                })
           }
           const learned = yield* verdicts.read(uri)
           if (learned !== undefined) return { setting, accel: "tcg" as const, detail: learned }
           return hasKvm
             ? { setting, accel: "kvm" as const, detail: `libvirt host ${uri} offers KVM (STOAT_ACCEL=auto)` }
-            : { setting, accel: "tcg" as const, detail: `libvirt host ${uri} offers no KVM: domains are type qemu (TCG), which is slower (STOAT_ACCEL=auto)` }
+            : {
+                setting,
+                accel: "tcg" as const,
+                detail: `libvirt host ${uri} offers no KVM: domains are type qemu (TCG), which is slower (STOAT_ACCEL=auto)`
+              }
         })
 
       const startFailed = (vm: VmRef) => (message: string) => new ProviderStartFailed({ message, subject: vm.name })
@@ -235,10 +292,20 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
         return Effect.tryPromise({
           try: async () => {
             const hostKey = Redacted.value(identity.hostKey)
-            await writeVmInitrd({ baseInitrd, out, authorizedKeys: identity.authorizedKeys, hostKeyDropbear: await toDropbearKey(hostKey), hostKeyOpenssh: Buffer.from(hostKey), hostname: identity.hostname })
+            await writeVmInitrd({
+              baseInitrd,
+              out,
+              authorizedKeys: identity.authorizedKeys,
+              hostKeyDropbear: await toDropbearKey(hostKey),
+              hostKeyOpenssh: Buffer.from(hostKey),
+              hostname: identity.hostname
+            })
             return out
           },
-          catch: (cause) => startFailed(plan.vm)(`cannot prepare the guest's initrd: ${cause instanceof Error ? cause.message : String(cause)}`)
+          catch: (cause) =>
+            startFailed(plan.vm)(
+              `cannot prepare the guest's initrd: ${cause instanceof Error ? cause.message : String(cause)}`
+            )
         })
       }
 
@@ -246,7 +313,15 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
       const destroy = (uri: string, name: string) => Effect.ignore(virsh(uri, ["destroy", name]))
 
       /** Creates the transient domain; a failure leaves none behind. */
-      const createDomain = (plan: BootPlan, uri: string, type: "kvm" | "qemu", extras: { readonly initrd?: string; readonly disk?: { readonly path: string; readonly format: "qcow2" | "raw" } }) =>
+      const createDomain = (
+        plan: BootPlan,
+        uri: string,
+        type: "kvm" | "qemu",
+        extras: {
+          readonly initrd?: string
+          readonly disk?: { readonly path: string; readonly format: "qcow2" | "raw" }
+        }
+      ) =>
         Effect.gen(function* () {
           const files = libvirtFiles(plan.vm.dir)
           const name = domainName(plan.vm)
@@ -259,11 +334,16 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             ...(extras.disk !== undefined ? { disk: extras.disk } : {}),
             ...(plan.seedIso !== undefined ? { seedIso: join(plan.seedIso.vm.dir, plan.seedIso.file) } : {})
           })
-          yield* Effect.tryPromise({ try: () => writeFileAtomic(files.domain, xml), catch: () => startFailed(plan.vm)(`cannot write ${files.domain}`) })
+          yield* Effect.tryPromise({
+            try: () => writeFileAtomic(files.domain, xml),
+            catch: () => startFailed(plan.vm)(`cannot write ${files.domain}`)
+          })
           const created = yield* virsh(uri, ["create", files.domain]).pipe(Effect.onInterrupt(() => destroy(uri, name)))
           if (created.code !== 0) {
             yield* destroy(uri, name)
-            return yield* startFailed(plan.vm)(`libvirt could not start VM "${plan.vm.name}" on ${uri}: ${virshError(created)}`)
+            return yield* startFailed(plan.vm)(
+              `libvirt could not start VM "${plan.vm.name}" on ${uri}: ${virshError(created)}`
+            )
           }
         })
 
@@ -284,13 +364,21 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           const failed = startFailed(vm)
           yield* validatePlan(plan)
           const uri = uriOf(vm)
-          if (yield* isRunning(vm)) return yield* new AlreadyRunning({ message: `VM "${vm.name}" is already running on ${uri}`, subject: vm.name })
-          const probe = yield* decide(uri).pipe(Effect.catchTag("InvalidSpec", (error) => Effect.fail(failed(error.message))))
+          if (yield* isRunning(vm))
+            return yield* new AlreadyRunning({
+              message: `VM "${vm.name}" is already running on ${uri}`,
+              subject: vm.name
+            })
+          const probe = yield* decide(uri).pipe(
+            Effect.catchTag("InvalidSpec", (error) => Effect.fail(failed(error.message)))
+          )
           const initrd = yield* writeIdentity(plan)
           const disk = plan.disk === undefined ? undefined : join(vm.dir, plan.disk)
           const extras = {
             ...(initrd !== undefined ? { initrd } : {}),
-            ...(disk !== undefined ? { disk: { path: disk, format: yield* Effect.promise(() => diskFormatOf(disk)) } } : {})
+            ...(disk !== undefined
+              ? { disk: { path: disk, format: yield* Effect.promise(() => diskFormatOf(disk)) } }
+              : {})
           }
           const files = libvirtFiles(vm.dir)
           const consoleOffset = yield* Effect.promise(() => fileSize(files.console))
@@ -302,12 +390,15 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             accel
           })
           const started = (accel: "kvm" | "tcg", notice?: string): Effect.Effect<StartedVm> =>
-            Effect.as(Effect.promise(() => writeFileAtomic(files.boot, JSON.stringify(record(accel))).catch(() => undefined)), {
-              running: true,
-              startedAt: new Date().toISOString(),
-              accel,
-              ...(notice !== undefined ? { notice } : {})
-            })
+            Effect.as(
+              Effect.promise(() => writeFileAtomic(files.boot, JSON.stringify(record(accel))).catch(() => undefined)),
+              {
+                running: true,
+                startedAt: new Date().toISOString(),
+                accel,
+                ...(notice !== undefined ? { notice } : {})
+              }
+            )
           if (probe.accel === "tcg") {
             yield* createDomain(plan, uri, "qemu", extras)
             return yield* started("tcg")
@@ -315,19 +406,30 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           yield* createDomain(plan, uri, "kvm", extras)
           // A guest that talks on its console and stays silent under KVM is taken for a KVM that cannot run it (as the QEMU provider judges).
           const talks = plan.kernel !== undefined
-          if (!talks || (yield* consoleSpoke(vm, consoleOffset)) || probe.setting === "kvm") return yield* started("kvm")
+          if (!talks || (yield* consoleSpoke(vm, consoleOffset)) || probe.setting === "kvm")
+            return yield* started("kvm")
           yield* destroy(uri, domainName(vm))
           const problem = `no console output in ${KVM_SILENCE_MS / 1000} s under KVM`
           yield* createDomain(plan, uri, "qemu", extras)
-          yield* verdicts.write(uri, `libvirt host ${uri} lists KVM but a guest did not run under it (${problem}, VM "${vm.name}"); domains are type qemu (TCG)`)
-          return yield* started("tcg", `VM "${vm.name}" did not run under KVM on ${uri} (${problem}); restarted it under TCG, and later VMs there start under TCG directly`)
+          yield* verdicts.write(
+            uri,
+            `libvirt host ${uri} lists KVM but a guest did not run under it (${problem}, VM "${vm.name}"); domains are type qemu (TCG)`
+          )
+          return yield* started(
+            "tcg",
+            `VM "${vm.name}" did not run under KVM on ${uri} (${problem}); restarted it under TCG, and later VMs there start under TCG directly`
+          )
         })
 
-      const stop = (vm: VmRef, stopOptions?: { readonly graceMs?: number }): Effect.Effect<void, NotRunning | CannotReach> =>
+      const stop = (
+        vm: VmRef,
+        stopOptions?: { readonly graceMs?: number }
+      ): Effect.Effect<void, NotRunning | CannotReach> =>
         Effect.gen(function* () {
           const uri = uriOf(vm)
           const name = domainName(vm)
-          if (!(yield* isRunning(vm))) return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
+          if (!(yield* isRunning(vm)))
+            return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
           const graceMs = stopOptions?.graceMs ?? 10_000
           const gone = (deadline: number) =>
             Effect.gen(function* () {
@@ -344,7 +446,13 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           }
           if (!stopped) {
             yield* virsh(uri, ["destroy", name])
-            if (!(yield* gone(Date.now() + 30_000))) return yield* Effect.die(new Internal({ message: `libvirt domain ${name} of VM "${vm.name}" survived virsh destroy`, subject: vm.name }))
+            if (!(yield* gone(Date.now() + 30_000)))
+              return yield* Effect.die(
+                new Internal({
+                  message: `libvirt domain ${name} of VM "${vm.name}" survived virsh destroy`,
+                  subject: vm.name
+                })
+              )
           }
           // QEMU has exited, but libvirt removes the transient domain a moment later; a start
           // before then would find the name taken. Returns once libvirt no longer knows it.
@@ -352,47 +460,93 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           for (;;) {
             const state = yield* virsh(uri, ["domstate", name])
             if (isNoDomain(state)) return
-            if (Date.now() >= deadline) return yield* Effect.die(new Internal({ message: `libvirt still holds domain ${name} of VM "${vm.name}" 30 s after it stopped`, subject: vm.name }))
+            if (Date.now() >= deadline)
+              return yield* Effect.die(
+                new Internal({
+                  message: `libvirt still holds domain ${name} of VM "${vm.name}" 30 s after it stopped`,
+                  subject: vm.name
+                })
+              )
             yield* Effect.sleep(SHUTDOWN_POLL_MS / 2)
           }
         }).pipe(Effect.catchTag("ProviderMissing", (error) => Effect.die(error)))
 
       /** A QMP command to the VM's QEMU through libvirt (qemu-monitor-command): the monitor libvirt owns. */
-      const monitor = <A>(vm: VmRef, command: string, args?: Record<string, unknown>): Effect.Effect<A, ControlUnreachable | ControlRejected> =>
+      const monitor = <A>(
+        vm: VmRef,
+        command: string,
+        args?: Record<string, unknown>
+      ): Effect.Effect<A, ControlUnreachable | ControlRejected> =>
         Effect.flatMap(
-          virsh(uriOf(vm), ["qemu-monitor-command", domainName(vm), JSON.stringify({ execute: command, ...(args !== undefined ? { arguments: args } : {}) })]).pipe(
-            Effect.mapError((error) => new ControlUnreachable({ message: error.message, subject: vm.name }))
-          ),
+          virsh(uriOf(vm), [
+            "qemu-monitor-command",
+            domainName(vm),
+            JSON.stringify({ execute: command, ...(args !== undefined ? { arguments: args } : {}) })
+          ]).pipe(Effect.mapError((error) => new ControlUnreachable({ message: error.message, subject: vm.name }))),
           (result) => {
-            if (result.code !== 0) return Effect.fail(new ControlRejected({ message: `${command}: ${virshError(result)}`, subject: vm.name }))
-            const reply = JSON.parse(result.stdout) as { readonly return?: A; readonly error?: { readonly desc?: string } }
-            return reply.error !== undefined ? Effect.fail(new ControlRejected({ message: `${command}: ${reply.error.desc ?? "refused"}`, subject: vm.name })) : Effect.succeed(reply.return as A)
+            if (result.code !== 0)
+              return Effect.fail(
+                new ControlRejected({ message: `${command}: ${virshError(result)}`, subject: vm.name })
+              )
+            const reply = JSON.parse(result.stdout) as {
+              readonly return?: A
+              readonly error?: { readonly desc?: string }
+            }
+            return reply.error !== undefined
+              ? Effect.fail(
+                  new ControlRejected({ message: `${command}: ${reply.error.desc ?? "refused"}`, subject: vm.name })
+                )
+              : Effect.succeed(reply.return as A)
           }
         )
 
       /** The block node of the running VM's disk: libvirt names nodes itself (libvirt-1-format), so it is found by file. */
       const diskNode = (disk: VmDisk) =>
         Effect.flatMap(
-          monitor<ReadonlyArray<{ readonly inserted?: { readonly "node-name"?: string; readonly file?: string; readonly image?: { readonly filename?: string } } }>>(disk.vm, "query-block"),
+          monitor<
+            ReadonlyArray<{
+              readonly inserted?: {
+                readonly "node-name"?: string
+                readonly file?: string
+                readonly image?: { readonly filename?: string }
+              }
+            }>
+          >(disk.vm, "query-block"),
           (blocks) => {
             const path = join(disk.vm.dir, disk.file)
-            const node = blocks.find((block) => block.inserted?.file === path || block.inserted?.image?.filename === path)?.inserted?.["node-name"]
-            return node !== undefined ? Effect.succeed(node) : Effect.fail(new Internal({ message: `VM "${disk.vm.name}" is running without ${path} attached`, subject: disk.vm.name }))
+            const node = blocks.find(
+              (block) => block.inserted?.file === path || block.inserted?.image?.filename === path
+            )?.inserted?.["node-name"]
+            return node !== undefined
+              ? Effect.succeed(node)
+              : Effect.fail(
+                  new Internal({
+                    message: `VM "${disk.vm.name}" is running without ${path} attached`,
+                    subject: disk.vm.name
+                  })
+                )
           }
         )
 
-      const runningForSnapshot = (vm: VmRef) => isRunning(vm).pipe(Effect.mapError((error) => new ControlUnreachable({ message: error.message, subject: vm.name })))
+      const runningForSnapshot = (vm: VmRef) =>
+        isRunning(vm).pipe(
+          Effect.mapError((error) => new ControlUnreachable({ message: error.message, subject: vm.name }))
+        )
 
       const screenshot = (vm: VmRef) =>
         Effect.gen(function* () {
-          if (!(yield* Effect.orElseSucceed(isRunning(vm), () => false))) return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
+          if (!(yield* Effect.orElseSucceed(isRunning(vm), () => false)))
+            return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
           // QEMU writes the PNG itself (screendump format png): it runs on the host that holds the VM folder.
           const path = join(vm.dir, `.screendump-${randomBytes(4).toString("hex")}.png`)
           const failed = (message: string) => new ScreenshotFailed({ message, subject: vm.name })
-          yield* monitor(vm, "screendump", { filename: path, format: "png" }).pipe(Effect.mapError((error) => failed(error.message)))
-          const png = yield* Effect.tryPromise({ try: () => readFile(path), catch: () => failed("QEMU's screendump left no file") }).pipe(
-            Effect.ensuring(Effect.promise(() => unlink(path).catch(() => undefined)))
+          yield* monitor(vm, "screendump", { filename: path, format: "png" }).pipe(
+            Effect.mapError((error) => failed(error.message))
           )
+          const png = yield* Effect.tryPromise({
+            try: () => readFile(path),
+            catch: () => failed("QEMU's screendump left no file")
+          }).pipe(Effect.ensuring(Effect.promise(() => unlink(path).catch(() => undefined))))
           const size = pngSize(png)
           if (!size) return yield* failed("QEMU's screendump is not a PNG image")
           return { png: new Uint8Array(png), ...size }
@@ -402,14 +556,20 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
         // A host that cannot be reached reads as not running: the port has no "unknown" state yet.
         status: (vm): Effect.Effect<RunState> => {
           const local = uriOf(vm) === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
-          return local !== undefined ? Effect.succeed(local) : Effect.map(Effect.orElseSucceed(isRunning(vm), () => false), (running) => ({ running }))
+          return local !== undefined
+            ? Effect.succeed(local)
+            : Effect.map(
+                Effect.orElseSucceed(isRunning(vm), () => false),
+                (running) => ({ running })
+              )
         },
         // The port's probe knows no unreachable host or missing KVM: both are reported as what to fix (invalid_spec, with the reason).
         acceleration: decide(DEFAULT_URI).pipe(
           Effect.map(({ accel, detail }): Acceleration => ({ accel, detail })),
           Effect.catchTags({
             CannotReach: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: DEFAULT_URI })),
-            AcceleratorUnusable: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: "STOAT_ACCEL" }))
+            AcceleratorUnusable: (error) =>
+              Effect.fail(new InvalidSpec({ message: error.message, subject: "STOAT_ACCEL" }))
           })
         ),
         start,
@@ -422,7 +582,9 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             running
               ? Effect.map(
                   monitor<string>(disk.vm, "human-monitor-command", { "command-line": "info snapshots" }).pipe(
-                    Effect.catchTag("ControlRejected", (error) => Effect.fail(new Internal({ message: error.message, subject: disk.vm.name })))
+                    Effect.catchTag("ControlRejected", (error) =>
+                      Effect.fail(new Internal({ message: error.message, subject: disk.vm.name }))
+                    )
                   ),
                   parseSnapshotTable
                 )
@@ -430,7 +592,11 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           ),
         saveSnapshot: (disk, tag) =>
           Effect.flatMap(runningForSnapshot(disk.vm), (running) =>
-            running ? Effect.flatMap(diskNode(disk), (device) => Effect.asVoid(monitor(disk.vm, "blockdev-snapshot-internal-sync", { device, name: tag }))) : disks.saveSnapshot(disk, tag)
+            running
+              ? Effect.flatMap(diskNode(disk), (device) =>
+                  Effect.asVoid(monitor(disk.vm, "blockdev-snapshot-internal-sync", { device, name: tag }))
+                )
+              : disks.saveSnapshot(disk, tag)
           ),
         restoreSnapshot: disks.restoreSnapshot,
         deleteSnapshot: (disk, tag) =>
@@ -440,7 +606,10 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
                   monitor(disk.vm, "blockdev-snapshot-delete-internal-sync", { device, name: tag }).pipe(
                     Effect.asVoid,
                     // Deleting a tag the disk lacks is nothing to do, as the port says.
-                    Effect.catchIf((error) => error._tag === "ControlRejected" && /not found|can't find/i.test(error.message), () => Effect.void)
+                    Effect.catchIf(
+                      (error) => error._tag === "ControlRejected" && /not found|can't find/i.test(error.message),
+                      () => Effect.void
+                    )
                   )
                 )
               : disks.deleteSnapshot(disk, tag)
@@ -455,7 +624,13 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
               reason: "provider_unsupported"
             })
           ),
-        resume: (_checkpoint, plan) => Effect.fail(new ProviderStartFailed({ message: `libvirt VM "${plan.vm.name}" cannot resume a checkpoint: the libvirt provider takes none`, subject: plan.vm.name })),
+        resume: (_checkpoint, plan) =>
+          Effect.fail(
+            new ProviderStartFailed({
+              message: `libvirt VM "${plan.vm.name}" cannot resume a checkpoint: the libvirt provider takes none`,
+              subject: plan.vm.name
+            })
+          ),
         rebaseDisk: disks.rebaseDisk
       })
     })
@@ -468,4 +643,3 @@ export const LibvirtHypervisorLive = Layer.unwrapEffect(
     return makeLibvirtHypervisor(tinyCacheDir !== undefined ? { tinyCacheDir } : {})
   })
 )
-

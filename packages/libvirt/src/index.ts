@@ -1,4 +1,17 @@
-export { DEFAULT_CPU_MODEL, domainName, domainXml, libvirtFiles, MACHINE_TYPE, type DomainOptions } from "./domain-xml.js"
-export { LibvirtGuestSignalsLive, LibvirtHypervisorLive, makeLibvirtHypervisor, uriOf, type LibvirtHypervisorOptions } from "./hypervisor.js"
+export {
+  DEFAULT_CPU_MODEL,
+  domainName,
+  domainXml,
+  libvirtFiles,
+  MACHINE_TYPE,
+  type DomainOptions
+} from "./domain-xml.js"
+export {
+  LibvirtGuestSignalsLive,
+  LibvirtHypervisorLive,
+  makeLibvirtHypervisor,
+  uriOf,
+  type LibvirtHypervisorOptions
+} from "./hypervisor.js"
 export { StoatLive, StoatProviderLive } from "./live.js"
 export { connectionProblem, DEFAULT_URI, virsh, VIRSH, type VirshResult } from "./virsh.js"

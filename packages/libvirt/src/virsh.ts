@@ -29,44 +29,80 @@ export type VirshUnavailable = ProviderMissing | CannotReach
 export const connectionProblem = (uri: string, stderr: string): CannotReach | undefined => {
   const text = stderr.replace(/\s+/g, " ")
   const reach = (message: string) => new CannotReach({ message, subject: uri })
-  if (!/failed to connect to the hypervisor|Cannot recv data|End of file while reading data|unable to connect to server/i.test(text)) return undefined
-  if (/Could not resolve hostname|No route to host|Network is unreachable|Connection timed out|Name or service not known/i.test(text)) {
+  if (
+    !/failed to connect to the hypervisor|Cannot recv data|End of file while reading data|unable to connect to server/i.test(
+      text
+    )
+  )
+    return undefined
+  if (
+    /Could not resolve hostname|No route to host|Network is unreachable|Connection timed out|Name or service not known/i.test(
+      text
+    )
+  ) {
     return reach(`libvirt host ${uri} is unreachable (${summary(text)}); check the host name and that ssh to it works`)
   }
   if (/Permission denied|Host key verification failed/i.test(text)) {
-    return reach(`ssh to libvirt host ${uri} was refused (${summary(text)}); add your key to the host's authorized_keys and its host key to known_hosts`)
+    return reach(
+      `ssh to libvirt host ${uri} was refused (${summary(text)}); add your key to the host's authorized_keys and its host key to known_hosts`
+    )
   }
   if (/Connection refused|No such file or directory|libvirt-sock/i.test(text)) {
-    return reach(`libvirt at ${uri} refused the connection (${summary(text)}); start the daemon there (systemctl start libvirtd, or libvirtd -d and virtlogd -d) and check virsh -c ${uri} list`)
+    return reach(
+      `libvirt at ${uri} refused the connection (${summary(text)}); start the daemon there (systemctl start libvirtd, or libvirtd -d and virtlogd -d) and check virsh -c ${uri} list`
+    )
   }
   return reach(`cannot connect to libvirt at ${uri} (${summary(text)}); check virsh -c ${uri} list`)
 }
 
-const summary = (text: string) => text.replace(/^error: /, "").replace(/ error: /g, "; ").trim().slice(0, 300)
+const summary = (text: string) =>
+  text
+    .replace(/^error: /, "")
+    .replace(/ error: /g, "; ")
+    .trim()
+    .slice(0, 300)
 
 /**
  * Runs virsh against `uri` with an argument array (never a shell). Fails only when virsh is
  * missing or cannot reach libvirt; a command that fails otherwise is a result with its code,
  * for the caller to judge.
  */
-export const virsh = (uri: string, args: ReadonlyArray<string>, options: { readonly timeoutMs?: number } = {}): Effect.Effect<VirshResult, VirshUnavailable> =>
+export const virsh = (
+  uri: string,
+  args: ReadonlyArray<string>,
+  options: { readonly timeoutMs?: number } = {}
+): Effect.Effect<VirshResult, VirshUnavailable> =>
   Effect.flatMap(
     Effect.async<VirshResult | "missing">((resume) => {
       const child = execFile(
         VIRSH,
         ["-q", "-c", uri, ...args],
-        { timeout: options.timeoutMs ?? VIRSH_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, LC_ALL: "C" } },
+        {
+          timeout: options.timeoutMs ?? VIRSH_TIMEOUT_MS,
+          maxBuffer: 16 * 1024 * 1024,
+          env: { ...process.env, LC_ALL: "C" }
+        },
         (error, stdout, stderr) => {
           if (error && (error as NodeJS.ErrnoException).code === "ENOENT") return resume(Effect.succeed("missing"))
           const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1
-          resume(Effect.succeed({ code, stdout, stderr: error !== null && error.killed === true ? `${stderr}\nvirsh timed out` : stderr }))
+          resume(
+            Effect.succeed({
+              code,
+              stdout,
+              stderr: error !== null && error.killed === true ? `${stderr}\nvirsh timed out` : stderr
+            })
+          )
         }
       )
       return Effect.sync(() => child.kill("SIGKILL"))
     }),
     (result): Effect.Effect<VirshResult, VirshUnavailable> => {
       if (result === "missing") {
-        return Effect.fail(new ProviderMissing({ message: `${VIRSH} not found on PATH; install libvirt's client (apt-get install libvirt-clients) or use --provider qemu` }))
+        return Effect.fail(
+          new ProviderMissing({
+            message: `${VIRSH} not found on PATH; install libvirt's client (apt-get install libvirt-clients) or use --provider qemu`
+          })
+        )
       }
       const problem = result.code === 0 ? undefined : connectionProblem(uri, result.stderr)
       return problem === undefined ? Effect.succeed(result) : Effect.fail(problem)
@@ -83,4 +119,5 @@ export const virshError = (result: VirshResult): string =>
     .slice(0, 500) || `virsh exit ${result.code}`
 
 /** virsh says so when the domain named does not exist (a transient domain that stopped is gone). */
-export const isNoDomain = (result: VirshResult): boolean => /failed to get domain|Domain not found|no domain with matching name/i.test(result.stderr)
+export const isNoDomain = (result: VirshResult): boolean =>
+  /failed to get domain|Domain not found|no domain with matching name/i.test(result.stderr)

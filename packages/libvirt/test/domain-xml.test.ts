@@ -24,14 +24,28 @@ const plan: BootPlan = {
 }
 
 const xmlOf = (over: Partial<BootPlan> = {}, type: "kvm" | "qemu" = "qemu") =>
-  domainXml({ ...plan, ...over }, { name: domainName(plan.vm), type, uid: 1000, gid: 1000, initrd: "/data/dev/initrd.img", disk: { path: "/data/dev/disk.qcow2", format: "qcow2" }, seedIso: "/data/dev/seed.iso" })
+  domainXml(
+    { ...plan, ...over },
+    {
+      name: domainName(plan.vm),
+      type,
+      uid: 1000,
+      gid: 1000,
+      initrd: "/data/dev/initrd.img",
+      disk: { path: "/data/dev/disk.qcow2", format: "qcow2" },
+      seedIso: "/data/dev/seed.iso"
+    }
+  )
 
 /** libvirt's own schema check (virt-xml-validate ships with libvirt-clients): what virsh create would accept. */
 const validate = (xml: string) => {
   const file = join(mkdtempSync(join(tmpdir(), "stoat-libvirt-xml-")), "domain.xml")
   writeFileSync(file, xml)
   const run = spawnSync("virt-xml-validate", [file, "domain"], { encoding: "utf8" })
-  if (run.error !== undefined) throw new Error(`virt-xml-validate is required by these tests (apt-get install libvirt-clients): ${run.error.message}`)
+  if (run.error !== undefined)
+    throw new Error(
+      `virt-xml-validate is required by these tests (apt-get install libvirt-clients): ${run.error.message}`
+    )
   return `${run.stdout}${run.stderr}`
 }
 

@@ -19,12 +19,15 @@ const toolFor = (step: HintStep): { readonly tool: string; readonly person: bool
 
 const callOf = (step: HintStep, first: boolean): string => {
   const { tool, person } = toolFor(step)
-  return person ? `ask a person to run ${tool}${first ? " first" : ""}${argsOf(step)}` : `call ${tool}${first ? " first" : ""}${argsOf(step)}`
+  return person
+    ? `ask a person to run ${tool}${first ? " first" : ""}${argsOf(step)}`
+    : `call ${tool}${first ? " first" : ""}${argsOf(step)}`
 }
 
 /** A failure's hint in the MCP server's words: `see list_vms`, `start it: call start with vm="web"`, `call wait first with vm="web"`. */
 export const mcpWords: HintWords = (hint) => {
-  if (hint.advice === undefined) return `see ${hint.steps.map((step) => `${toolFor(step).tool}${argsOf(step)}`).join(", ")}`
+  if (hint.advice === undefined)
+    return `see ${hint.steps.map((step) => `${toolFor(step).tool}${argsOf(step)}`).join(", ")}`
   const calls = hint.steps.map((step, index) => callOf(step, hint.first === true && index === 0)).join(", then ")
   // A call to make first says what it is for by its name: `call wait first`, `call stop first`.
   return hint.first ? calls : `${hint.advice}: ${calls}`

@@ -34,30 +34,41 @@ const checkLimits = (limits: Partial<RateLimits>): void => {
     if (value === undefined) continue
     const whole = key.endsWith("Burst") || key === "burst"
     if (!Number.isFinite(value) || value < 0 || (whole && (!Number.isInteger(value) || value < 1))) {
-      throw new ServeRefused(`${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be ${whole ? "a whole number ≥ 1" : "a number ≥ 0"}, got ${value}`)
+      throw new ServeRefused(
+        `${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be ${whole ? "a whole number ≥ 1" : "a number ≥ 0"}, got ${value}`
+      )
     }
   }
 }
 
 const parseToolsets = (text: string): ReadonlyArray<Toolset> => {
-  const names = text.split(",").map((name) => name.trim()).filter((name) => name !== "")
+  const names = text
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "")
   const unknown = names.filter((name) => !(TOOLSETS as ReadonlyArray<string>).includes(name))
   if (names.length === 0 || unknown.length > 0) {
-    throw new ServeRefused(`--toolsets takes a comma-separated list of ${TOOLSETS.join(", ")}${unknown.length > 0 ? `; unknown: ${unknown.join(", ")}` : ""}`)
+    throw new ServeRefused(
+      `--toolsets takes a comma-separated list of ${TOOLSETS.join(", ")}${unknown.length > 0 ? `; unknown: ${unknown.join(", ")}` : ""}`
+    )
   }
   return names as ReadonlyArray<Toolset>
 }
 
 /** `stoat mcp [serve]`: stdio by default, loopback Streamable HTTP with `http`. Returns when the transport ends. */
 export const serve = async (options: ServeOptions): Promise<void> => {
-  const limits = Object.fromEntries(Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined)) as Partial<RateLimits>
+  const limits = Object.fromEntries(
+    Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined)
+  ) as Partial<RateLimits>
   checkLimits(limits)
   const budget = options.callBudgetSeconds
-  if (budget !== undefined && !(Number.isInteger(budget) && budget >= 1 && budget <= 600)) throw new ServeRefused(`call-budget must be a whole number of seconds from 1 to 600, got ${budget}`)
+  if (budget !== undefined && !(Number.isInteger(budget) && budget >= 1 && budget <= 600))
+    throw new ServeRefused(`call-budget must be a whole number of seconds from 1 to 600, got ${budget}`)
   const maxSessions = options.maxSessions
   if (maxSessions !== undefined) {
     if (options.http === undefined) throw new ServeRefused("--max-sessions needs --http: stdio serves one client")
-    if (!(Number.isInteger(maxSessions) && maxSessions >= 1)) throw new ServeRefused(`max-sessions must be a whole number ≥ 1, got ${maxSessions}`)
+    if (!(Number.isInteger(maxSessions) && maxSessions >= 1))
+      throw new ServeRefused(`max-sessions must be a whole number ≥ 1, got ${maxSessions}`)
   }
   const tools = {
     ...(options.toolsets !== undefined ? { toolsets: parseToolsets(options.toolsets) } : {}),
@@ -97,10 +108,13 @@ export const serve = async (options: ServeOptions): Promise<void> => {
     } catch (error) {
       if (error instanceof AddressRefused) throw new ServeRefused(error.message)
       const code = (error as { code?: string }).code
-      if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL") throw new ServeRefused(`cannot listen on ${options.http}: ${(error as Error).message}`)
+      if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL")
+        throw new ServeRefused(`cannot listen on ${options.http}: ${(error as Error).message}`)
       throw error
     }
-    process.stderr.write(`stoat mcp: serving Streamable HTTP at ${running.url}${token !== undefined ? " (bearer token required)" : ""}\n`)
+    process.stderr.write(
+      `stoat mcp: serving Streamable HTTP at ${running.url}${token !== undefined ? " (bearer token required)" : ""}\n`
+    )
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve)
       process.once("SIGTERM", resolve)

@@ -89,7 +89,12 @@ class ProtocolError extends Error {
 const requestIssues = (error: unknown): string | undefined => {
   const issues = (error as { issues?: unknown }).issues
   if (!Array.isArray(issues)) return undefined
-  return issues.map((issue: { path?: ReadonlyArray<PropertyKey>; message?: string }) => `${(issue.path ?? []).map(String).join(".")}: ${issue.message ?? "invalid"}`).join("; ")
+  return issues
+    .map(
+      (issue: { path?: ReadonlyArray<PropertyKey>; message?: string }) =>
+        `${(issue.path ?? []).map(String).join(".")}: ${issue.message ?? "invalid"}`
+    )
+    .join("; ")
 }
 
 /**
@@ -107,9 +112,11 @@ const unprefixedErrors = (server: Server): void => {
       try {
         return await handler(request, extra)
       } catch (error) {
-        if (error instanceof McpError) throw new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, ""), error.data)
+        if (error instanceof McpError)
+          throw new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, ""), error.data)
         const issues = requestIssues(error)
-        if (issues !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, `invalid ${method} request: ${issues}`)
+        if (issues !== undefined)
+          throw new ProtocolError(ErrorCode.InvalidParams, `invalid ${method} request: ${issues}`)
         throw error
       }
     })
@@ -138,18 +145,28 @@ export const createServer = (mcp: StoatMcp): Server => {
     setImmediate(() => {
       for (const entry of mcp.tools.values()) void entry.definition
     })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...mcp.tools.values()].map((entry) => entry.definition) as never }))
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [...mcp.tools.values()].map((entry) => entry.definition) as never
+  }))
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const token = request.params._meta?.progressToken
     const asTask = request.params.task !== undefined && extra.taskStore !== undefined
     if (asTask && mcp.tools.get(request.params.name)?.definition.execution?.taskSupport !== "optional") {
-      throw new McpError(ErrorCode.MethodNotFound, `tool "${request.params.name}" does not run as a task; call it without task, or see tools/list execution.taskSupport`)
+      throw new McpError(
+        ErrorCode.MethodNotFound,
+        `tool "${request.params.name}" does not run as a task; call it without task, or see tools/list execution.taskSupport`
+      )
     }
     // A task's questions would need the tasks/result side channel; without one it behaves as a
     // client without elicitation (the confirm argument still answers in advance).
     const canElicit = !asTask && server.getClientCapabilities()?.elicitation !== undefined
-    const task = asTask ? await extra.taskStore!.createTask({ ttl: request.params.task?.ttl ?? DEFAULT_TASK_TTL_MS, pollInterval: TASK_POLL_INTERVAL_MS }) : undefined
+    const task = asTask
+      ? await extra.taskStore!.createTask({
+          ttl: request.params.task?.ttl ?? DEFAULT_TASK_TTL_MS,
+          pollInterval: TASK_POLL_INTERVAL_MS
+        })
+      : undefined
     const tracked = task ? mcp.tasks.track(task.taskId) : undefined
     const channel: CallChannel = {
       signal: tracked?.signal ?? extra.signal,
@@ -162,7 +179,12 @@ export const createServer = (mcp: StoatMcp): Server => {
               void extra
                 .sendNotification({
                   method: "notifications/progress",
-                  params: { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) }
+                  params: {
+                    progressToken: token,
+                    progress,
+                    ...(total !== undefined ? { total } : {}),
+                    ...(message !== undefined ? { message } : {})
+                  }
                 })
                 .catch(() => undefined)
             }
@@ -172,7 +194,15 @@ export const createServer = (mcp: StoatMcp): Server => {
         ? {
             elicit: async (message, field) => {
               const answer = await server.elicitInput(
-                { mode: "form", message, requestedSchema: { type: "object", properties: { [field]: { type: "string", title: "Confirmation" } }, required: [field] } },
+                {
+                  mode: "form",
+                  message,
+                  requestedSchema: {
+                    type: "object",
+                    properties: { [field]: { type: "string", title: "Confirmation" } },
+                    required: [field]
+                  }
+                },
                 { relatedRequestId: extra.requestId, signal: extra.signal }
               )
               const value = answer.action === "accept" ? answer.content?.[field] : undefined
@@ -188,7 +218,9 @@ export const createServer = (mcp: StoatMcp): Server => {
     // The task outlives this request: its result is stored for tasks/result, unless it was
     // cancelled meanwhile (a terminal status the store keeps).
     void settled
-      .then((result) => extra.taskStore!.storeTaskResult(task.taskId, result.isError ? "failed" : "completed", result as never))
+      .then((result) =>
+        extra.taskStore!.storeTaskResult(task.taskId, result.isError ? "failed" : "completed", result as never)
+      )
       .catch(() => undefined)
       .finally(() => tracked?.done())
     return { task } as never
@@ -196,22 +228,49 @@ export const createServer = (mcp: StoatMcp): Server => {
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
     resources: [
-      { uri: CATALOG_URI, name: "operation-catalog", title: "Stoat operation catalog", description: "Every operation: tool, CLI command, kind, access level, annotations.", mimeType: "application/json" },
-      { uri: GUIDE_URI, name: "guide", title: "How to use Stoat's tools", description: "Wait after start, jobs for long work, access levels, errors.", mimeType: "text/markdown" }
+      {
+        uri: CATALOG_URI,
+        name: "operation-catalog",
+        title: "Stoat operation catalog",
+        description: "Every operation: tool, CLI command, kind, access level, annotations.",
+        mimeType: "application/json"
+      },
+      {
+        uri: GUIDE_URI,
+        name: "guide",
+        title: "How to use Stoat's tools",
+        description: "Wait after start, jobs for long work, access levels, errors.",
+        mimeType: "text/markdown"
+      }
     ]
   }))
 
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
-    resourceTemplates: [{ uriTemplate: VM_TEMPLATE, name: "vm", title: "A VM's status", description: "The vm_status result of one VM.", mimeType: "application/json" }]
+    resourceTemplates: [
+      {
+        uriTemplate: VM_TEMPLATE,
+        name: "vm",
+        title: "A VM's status",
+        description: "The vm_status result of one VM.",
+        mimeType: "application/json"
+      }
+    ]
   }))
 
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const uri = request.params.uri
-    if (uri === CATALOG_URI) return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(catalogDocument(), null, 2) }] }
+    if (uri === CATALOG_URI)
+      return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(catalogDocument(), null, 2) }] }
     if (uri === GUIDE_URI) return { contents: [{ uri, mimeType: "text/markdown", text: guide(mcp.callBudgetSeconds) }] }
     const name = vmNameOf(uri)
-    if (name === undefined) throw new McpError(ErrorCode.InvalidParams, `no resource ${uri}; resources are ${CATALOG_URI}, ${GUIDE_URI} and stoat://vm/{name}`)
-    const exit = await mcp.run(runOperation(getVm, { vm: name }, { requestId: String(extra.requestId) }), { signal: extra.signal })
+    if (name === undefined)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `no resource ${uri}; resources are ${CATALOG_URI}, ${GUIDE_URI} and stoat://vm/{name}`
+      )
+    const exit = await mcp.run(runOperation(getVm, { vm: name }, { requestId: String(extra.requestId) }), {
+      signal: extra.signal
+    })
     if (Exit.isFailure(exit)) {
       const info = toErrorInfo(exit.cause, mcpWords)
       throw new McpError(info.code === "not_found" ? -32002 : ErrorCode.InvalidParams, info.message, { error: info })
@@ -220,17 +279,30 @@ export const createServer = (mcp: StoatMcp): Server => {
   })
 
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({
-    prompts: PROMPTS.map(({ name, title, description, arguments: args }) => ({ name, title, description, arguments: args.map((arg) => ({ ...arg })) }))
+    prompts: PROMPTS.map(({ name, title, description, arguments: args }) => ({
+      name,
+      title,
+      description,
+      arguments: args.map((arg) => ({ ...arg }))
+    }))
   }))
 
   server.setRequestHandler(GetPromptRequestSchema, async (request) => {
     const prompt = PROMPTS.find((candidate) => candidate.name === request.params.name)
-    if (!prompt) throw new McpError(ErrorCode.InvalidParams, `no prompt "${request.params.name}"; prompts are ${PROMPTS.map((p) => p.name).join(", ")}`)
+    if (!prompt)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `no prompt "${request.params.name}"; prompts are ${PROMPTS.map((p) => p.name).join(", ")}`
+      )
     const args = request.params.arguments ?? {}
     for (const arg of prompt.arguments) {
-      if (arg.required && !args[arg.name]) throw new McpError(ErrorCode.InvalidParams, `prompt ${prompt.name} needs the argument ${arg.name}`)
+      if (arg.required && !args[arg.name])
+        throw new McpError(ErrorCode.InvalidParams, `prompt ${prompt.name} needs the argument ${arg.name}`)
     }
-    return { description: prompt.description, messages: [{ role: "user", content: { type: "text", text: prompt.render(args) } }] }
+    return {
+      description: prompt.description,
+      messages: [{ role: "user", content: { type: "text", text: prompt.render(args) } }]
+    }
   })
 
   // VM names complete the stoat://vm/{name} template and the prompts' vm argument.
@@ -240,8 +312,12 @@ export const createServer = (mcp: StoatMcp): Server => {
       (ref.type === "ref/resource" && ref.uri === VM_TEMPLATE && argument.name === "name") ||
       (ref.type === "ref/prompt" && PROMPTS.some((prompt) => prompt.name === ref.name) && argument.name === "vm")
     if (!wantsVm) return { completion: { values: [], hasMore: false } }
-    const exit = await mcp.run(runOperation(listVms, {}, { requestId: String(extra.requestId) }), { signal: extra.signal })
-    const names = Exit.isSuccess(exit) ? exit.value.vms.map((vm) => vm.name).filter((name) => name.startsWith(argument.value)) : []
+    const exit = await mcp.run(runOperation(listVms, {}, { requestId: String(extra.requestId) }), {
+      signal: extra.signal
+    })
+    const names = Exit.isSuccess(exit)
+      ? exit.value.vms.map((vm) => vm.name).filter((name) => name.startsWith(argument.value))
+      : []
     return { completion: { values: names.slice(0, 100), total: names.length, hasMore: names.length > 100 } }
   })
 

@@ -21,7 +21,12 @@ export class CancellableTaskStore extends InMemoryTaskStore {
     return { signal: controller.signal, done: () => this.running.delete(taskId) }
   }
 
-  override async updateTaskStatus(taskId: string, status: Task["status"], statusMessage?: string, sessionId?: string): Promise<void> {
+  override async updateTaskStatus(
+    taskId: string,
+    status: Task["status"],
+    statusMessage?: string,
+    sessionId?: string
+  ): Promise<void> {
     await super.updateTaskStatus(taskId, status, statusMessage, sessionId)
     if (status === "cancelled") this.running.get(taskId)?.abort()
   }

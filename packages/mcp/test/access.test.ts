@@ -40,7 +40,10 @@ const SEEDED_JOB = "j-0000000a"
 
 const seedGuestTools = (h: Harness, vm: string) => {
   const dir = `/run/stoat/jobs/${SEEDED_JOB}`
-  writeFileSync(join(h.root, vm, "jobs.toml"), `schema = 1\n[jobs.${SEEDED_JOB}]\nargv = ["true"]\nuser = "root"\ndir = "${dir}"\nstarted = "2026-01-01T00:00:00Z"\n`)
+  writeFileSync(
+    join(h.root, vm, "jobs.toml"),
+    `schema = 1\n[jobs.${SEEDED_JOB}]\nargv = ["true"]\nuser = "root"\ndir = "${dir}"\nstarted = "2026-01-01T00:00:00Z"\n`
+  )
   h.guest.fs(vm).write(`${dir}/out`, "")
   h.guest.fs(vm).write(`${dir}/exit`, "0\n")
   h.guest.fs(vm).write("/tmp/guest.txt", "from the guest")
@@ -51,8 +54,14 @@ const seedGuestTools = (h: Harness, vm: string) => {
 const TINY_LACKS = new Set(["svc_status", "svc", "pkg_install", "useradd"])
 /** Matrix rows: each guest tool at its level, plus write_file with as_root (which needs exec). */
 const matrixRows = guestTools.flatMap((entry) => {
-  const row = { tool: entry.definition.name, args: entry.definition.name, needed: accessOf(entry.operation, {}) as string }
-  return entry.definition.name === "write_file" ? [row, { tool: "write_file", args: "write_file_as_root", needed: "exec" }] : [row]
+  const row = {
+    tool: entry.definition.name,
+    args: entry.definition.name,
+    needed: accessOf(entry.operation, {}) as string
+  }
+  return entry.definition.name === "write_file"
+    ? [row, { tool: "write_file", args: "write_file_as_root", needed: "exec" }]
+    : [row]
 })
 
 describe("agent_access: the access matrix (seed 000 'VM access levels')", () => {
@@ -61,7 +70,12 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
     h = await inProcess()
     new FakeJobs().install(h.guest)
     for (const level of LEVELS) {
-      dataOf(await h.client.callTool({ name: "create", arguments: { name: `vm-${level}`, image: "tiny", agent_access: level } }))
+      dataOf(
+        await h.client.callTool({
+          name: "create",
+          arguments: { name: `vm-${level}`, image: "tiny", agent_access: level }
+        })
+      )
       dataOf(await h.client.callTool({ name: "start", arguments: { vm: `vm-${level}` } }))
       h.guest.fs(`vm-${level}`).write("/etc/hostname", `vm-${level}\n`)
       seedGuestTools(h, `vm-${level}`)
@@ -71,7 +85,8 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
 
   it("knows how to call every guest tool of the catalog", () => {
     expect(guestTools.length).toBeGreaterThan(0)
-    for (const entry of guestTools) expect(guestArgs[entry.definition.name], `no matrix arguments for ${entry.definition.name}`).toBeDefined()
+    for (const entry of guestTools)
+      expect(guestArgs[entry.definition.name], `no matrix arguments for ${entry.definition.name}`).toBeDefined()
   })
 
   for (const { tool, args, needed } of matrixRows) {
@@ -81,7 +96,12 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
         const result = await h.client.callTool({ name: tool, arguments: guestArgs[args]!(`vm-${level}`) })
         if (allowed && TINY_LACKS.has(tool)) expect(errorOf(result).code).toBe("capability_unavailable")
         else if (allowed) dataOf(result)
-        else expect(errorOf(result)).toEqual({ code: "access_denied", message: `vm "vm-${level}" has agent_access = ${level}; needs ${needed}`, subject: `vm-${level}` })
+        else
+          expect(errorOf(result)).toEqual({
+            code: "access_denied",
+            message: `vm "vm-${level}" has agent_access = ${level}; needs ${needed}`,
+            subject: `vm-${level}`
+          })
       })
     }
   }
@@ -108,7 +128,8 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
       expect(result.isError, `${name}: ${JSON.stringify(result.content)}`).toBeFalsy()
     }
     // Every tool without a level is host-side: none of them ever answers access_denied.
-    for (const entry of tools.filter((t) => t.operation.access === null)) expect(entry.definition.description).not.toMatch(/Needs agent_access/)
+    for (const entry of tools.filter((t) => t.operation.access === null))
+      expect(entry.definition.description).not.toMatch(/Needs agent_access/)
   })
 
   it("reads agent_access from vm.toml on every call", async () => {
@@ -116,13 +137,17 @@ describe("agent_access: the access matrix (seed 000 'VM access levels')", () => 
     const original = readFileSync(file, "utf8")
     dataOf(await h.client.callTool({ name: "exec", arguments: { vm: "vm-exec", argv: ["true"] } }))
     writeFileSync(file, original.replace(/agent_access = "exec"/, 'agent_access = "observe"'))
-    expect(errorOf(await h.client.callTool({ name: "exec", arguments: { vm: "vm-exec", argv: ["true"] } })).code).toBe("access_denied")
+    expect(errorOf(await h.client.callTool({ name: "exec", arguments: { vm: "vm-exec", argv: ["true"] } })).code).toBe(
+      "access_denied"
+    )
     writeFileSync(file, original)
     dataOf(await h.client.callTool({ name: "exec", arguments: { vm: "vm-exec", argv: ["true"] } }))
   })
 
   it("refuses a guest tool on a VM that does not exist with not_found, not a guess", async () => {
-    expect(errorOf(await h.client.callTool({ name: "exec", arguments: { vm: "ghost", argv: ["true"] } })).code).toBe("not_found")
+    expect(errorOf(await h.client.callTool({ name: "exec", arguments: { vm: "ghost", argv: ["true"] } })).code).toBe(
+      "not_found"
+    )
   })
 })
 

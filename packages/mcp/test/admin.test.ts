@@ -16,7 +16,11 @@ const place = () => {
 const stoatAt = async (cwd: string, args: string[], env: Record<string, string>) => {
   const { spawn } = await import("node:child_process")
   return new Promise<{ code: number | null; stdout: string; stderr: string; data: any }>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd,
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()))
@@ -54,19 +58,38 @@ describe("stoat mcp install (seed 000 'Install a client entry')", () => {
 
   it("writes claude-code's user entry, keeping the file's other entries and keys", async () => {
     const { home, project, env } = place()
-    writeFileSync(join(home, ".claude.json"), JSON.stringify({ theme: "dark", mcpServers: { other: { command: "x" }, stoat: { command: "/old/stoat" } } }))
+    writeFileSync(
+      join(home, ".claude.json"),
+      JSON.stringify({ theme: "dark", mcpServers: { other: { command: "x" }, stoat: { command: "/old/stoat" } } })
+    )
     const result = await stoatAt(project, ["--json", "mcp", "install", "claude-code"], env)
-    expect(result.data).toMatchObject({ ok: true, cmd: "mcp", data: { client: "claude-code", path: join(home, ".claude.json") } })
+    expect(result.data).toMatchObject({
+      ok: true,
+      cmd: "mcp",
+      data: { client: "claude-code", path: join(home, ".claude.json") }
+    })
     const config = JSON.parse(readFileSync(join(home, ".claude.json"), "utf8"))
-    expect(config).toEqual({ theme: "dark", mcpServers: { other: { command: "x" }, stoat: { command: BIN, args: ["mcp"], cwd: project } } })
+    expect(config).toEqual({
+      theme: "dark",
+      mcpServers: { other: { command: "x" }, stoat: { command: BIN, args: ["mcp"], cwd: project } }
+    })
   })
 
   it("writes project entries for claude-code (.mcp.json) and vscode (.vscode/mcp.json, key servers)", async () => {
     const { project, env } = place()
     expect((await stoatAt(project, ["mcp", "install", "claude-code", "--project"], env)).code).toBe(0)
-    expect(JSON.parse(readFileSync(join(project, ".mcp.json"), "utf8")).mcpServers.stoat).toEqual({ command: BIN, args: ["mcp"], cwd: project })
+    expect(JSON.parse(readFileSync(join(project, ".mcp.json"), "utf8")).mcpServers.stoat).toEqual({
+      command: BIN,
+      args: ["mcp"],
+      cwd: project
+    })
     expect((await stoatAt(project, ["mcp", "install", "vscode", "--project"], env)).code).toBe(0)
-    expect(JSON.parse(readFileSync(join(project, ".vscode", "mcp.json"), "utf8")).servers.stoat).toEqual({ type: "stdio", command: BIN, args: ["mcp"], cwd: project })
+    expect(JSON.parse(readFileSync(join(project, ".vscode", "mcp.json"), "utf8")).servers.stoat).toEqual({
+      type: "stdio",
+      command: BIN,
+      args: ["mcp"],
+      cwd: project
+    })
   })
 
   it("refuses --project for claude-desktop and cursor, and a config that is not JSON", async () => {
@@ -110,29 +133,48 @@ describe("VS Code's JSONC mcp.json: install and uninstall keep the file's commen
     // The other entry's line is left as it was.
     expect(written).toContain('    "docs": { "type": "http", "url": "http://localhost:9000/mcp", },')
     expect(parseJsonc(written, [], { allowTrailingComma: true })).toEqual({
-      servers: { docs: { type: "http", url: "http://localhost:9000/mcp" }, stoat: { type: "stdio", command: BIN, args: ["mcp"], cwd: project } },
+      servers: {
+        docs: { type: "http", url: "http://localhost:9000/mcp" },
+        stoat: { type: "stdio", command: BIN, args: ["mcp"], cwd: project }
+      },
       inputs: []
     })
     // doctor reads the JSONC file too.
     const doctor = await stoatAt(project, ["--json", "mcp", "doctor"], env)
     expect(doctor.code).toBe(0)
-    expect(doctor.data.data.clients.find((c: { client: string }) => c.client === "vscode")).toMatchObject({ installed: true, current: true, path: file })
+    expect(doctor.data.data.clients.find((c: { client: string }) => c.client === "vscode")).toMatchObject({
+      installed: true,
+      current: true,
+      path: file
+    })
 
     const removed = await stoatAt(project, ["--json", "mcp", "uninstall", "vscode", "--project"], env)
     expect(removed.data).toMatchObject({ ok: true, data: { client: "vscode", path: file, removed: true } })
     const after = readFileSync(file, "utf8")
     expect(after).toBe(JSONC)
-    expect(parseJsonc(after, [], { allowTrailingComma: true })).toEqual({ servers: { docs: { type: "http", url: "http://localhost:9000/mcp" } }, inputs: [] })
+    expect(parseJsonc(after, [], { allowTrailingComma: true })).toEqual({
+      servers: { docs: { type: "http", url: "http://localhost:9000/mcp" } },
+      inputs: []
+    })
     // Nothing left to remove: nothing is written.
-    expect((await stoatAt(project, ["--json", "mcp", "uninstall", "vscode", "--project"], env)).data).toMatchObject({ ok: true, data: { removed: false } })
+    expect((await stoatAt(project, ["--json", "mcp", "uninstall", "vscode", "--project"], env)).data).toMatchObject({
+      ok: true,
+      data: { removed: false }
+    })
     expect(readFileSync(file, "utf8")).toBe(after)
   })
 
   it("uninstall of claude-code keeps the other entries and keys; a broken file is refused and left alone", async () => {
     const { home, project, env } = place()
-    writeFileSync(join(home, ".claude.json"), JSON.stringify({ theme: "dark", mcpServers: { other: { command: "x" }, stoat: { command: "/old/stoat" } } }))
+    writeFileSync(
+      join(home, ".claude.json"),
+      JSON.stringify({ theme: "dark", mcpServers: { other: { command: "x" }, stoat: { command: "/old/stoat" } } })
+    )
     expect((await stoatAt(project, ["mcp", "uninstall", "claude-code"], env)).code).toBe(0)
-    expect(JSON.parse(readFileSync(join(home, ".claude.json"), "utf8"))).toEqual({ theme: "dark", mcpServers: { other: { command: "x" } } })
+    expect(JSON.parse(readFileSync(join(home, ".claude.json"), "utf8"))).toEqual({
+      theme: "dark",
+      mcpServers: { other: { command: "x" } }
+    })
     mkdirSync(join(home, ".cursor"))
     writeFileSync(join(home, ".cursor", "mcp.json"), "{not json")
     const broken = await stoatAt(project, ["mcp", "uninstall", "cursor"], env)
@@ -154,7 +196,10 @@ describe("stoat mcp doctor", () => {
     const { home, project, env } = place()
     await stoatAt(project, ["mcp", "install", "claude-code"], env)
     mkdirSync(join(home, ".cursor"))
-    writeFileSync(join(home, ".cursor", "mcp.json"), JSON.stringify({ mcpServers: { stoat: { command: "/elsewhere/stoat", args: ["mcp"] } } }))
+    writeFileSync(
+      join(home, ".cursor", "mcp.json"),
+      JSON.stringify({ mcpServers: { stoat: { command: "/elsewhere/stoat", args: ["mcp"] } } })
+    )
     const result = await stoatAt(project, ["--json", "mcp", "doctor"], env)
     expect(result.data.data).toMatchObject({ contract: 3, transport: "stdio", binary: BIN })
     const clients = Object.fromEntries(result.data.data.clients.map((c: { client: string }) => [c.client, c]))

@@ -12,16 +12,24 @@ describe("the call budget of a request without a progress token", () => {
     try {
       await unreachableVm(h.client, h.guest, "slow")
       // Asked for 600 s; the budget of 4 s caps it at 2 s, and the answer is the wait's own.
-      expect(errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 600 } }))).toMatchObject({
+      expect(
+        errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 600 } }))
+      ).toMatchObject({
         code: "timeout",
         message: 'VM "slow" did not answer ssh within 2 s'
       })
       // The default (300 s) is capped the same way.
-      expect(errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow" } })).message).toBe('VM "slow" did not answer ssh within 2 s')
+      expect(errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow" } })).message).toBe(
+        'VM "slow" did not answer ssh within 2 s'
+      )
       // Below the cap, the caller's own timeout stands.
-      expect(errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 1 } })).message).toBe('VM "slow" did not answer ssh within 1 s')
+      expect(
+        errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 1 } })).message
+      ).toBe('VM "slow" did not answer ssh within 1 s')
       // Input is still checked as given: the cap does not hide an invalid value.
-      expect(errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 601 } })).code).toBe("usage")
+      expect(
+        errorOf(await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 601 } })).code
+      ).toBe("usage")
     } finally {
       await h.close()
     }
@@ -32,7 +40,11 @@ describe("the call budget of a request without a progress token", () => {
     try {
       await unreachableVm(h.client, h.guest, "slow")
       const seen: number[] = []
-      const result = await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 3 } }, undefined, { onprogress: (p) => seen.push(p.progress) })
+      const result = await h.client.callTool(
+        { name: "wait", arguments: { vm: "slow", timeout_seconds: 3 } },
+        undefined,
+        { onprogress: (p) => seen.push(p.progress) }
+      )
       expect(errorOf(result).message).toBe('VM "slow" did not answer ssh within 3 s')
       expect(seen.length).toBeGreaterThan(0)
     } finally {
@@ -45,7 +57,9 @@ describe("the call budget of a request without a progress token", () => {
     try {
       const { tools } = await h.client.listTools()
       const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool.description ?? ""]))
-      expect(byName["exec"]).toContain("Without a progress token: answers within 30 s, timeout_seconds ≤ 25 (see guide).")
+      expect(byName["exec"]).toContain(
+        "Without a progress token: answers within 30 s, timeout_seconds ≤ 25 (see guide)."
+      )
       expect(byName["apply_recipes"]).toContain("Without a progress token: answers within 30 s (see guide).")
       expect(byName["list_vms"]).not.toContain("progress token")
       const guide = await h.client.readResource({ uri: "stoat://guide" })
@@ -95,7 +109,11 @@ describe("the call budget of a request without a progress token", () => {
   })
   const slowServer = async (budget: number) => {
     const fake = fakeMcp()
-    const server = createServer({ ...fake.mcp, tools: buildRegistry([...catalog, slow, slowQuery], {}, budget), callBudgetSeconds: budget })
+    const server = createServer({
+      ...fake.mcp,
+      tools: buildRegistry([...catalog, slow, slowQuery], {}, budget),
+      callBudgetSeconds: budget
+    })
     const { client } = testClient()
     const [serverSide, clientSide] = InMemoryTransport.createLinkedPair()
     await Promise.all([server.connect(serverSide), client.connect(clientSide)])
@@ -106,21 +124,35 @@ describe("the call budget of a request without a progress token", () => {
     const registry = buildRegistry()
     const timed = (tool: string) => registry.get(tool)?.mayOutrunBudget
     expect([timed("list_vms"), timed("vm_status"), timed("list_snapshots")]).toEqual([false, false, false])
-    expect([timed("exec"), timed("read_file"), timed("ps"), timed("apply_recipes"), timed("slow")]).toEqual([true, true, true, true, undefined])
+    expect([timed("exec"), timed("read_file"), timed("ps"), timed("apply_recipes"), timed("slow")]).toEqual([
+      true,
+      true,
+      true,
+      true,
+      undefined
+    ])
     expect(buildRegistry([slow]).get("slow")?.mayOutrunBudget).toBe(true)
   })
 
   it("stops a query that outlasts the budget and answers timeout, releasing what it held", async () => {
     const h = await slowServer(1)
     try {
-      expect(errorOf(await h.client.callTool({ name: "slow_query", arguments: { id: "a", seconds: 30 } }))).toMatchObject({
+      expect(
+        errorOf(await h.client.callTool({ name: "slow_query", arguments: { id: "a", seconds: 30 } }))
+      ).toMatchObject({
         code: "timeout",
         subject: "slow_query",
         message: expect.stringContaining("slow_query did not finish within 1 s and was stopped")
       })
       expect(released).toContain("a")
       // With a progress token the same work runs past the budget to its end.
-      expect(dataOf(await h.client.callTool({ name: "slow_query", arguments: { id: "b", seconds: 2 } }, undefined, { onprogress: () => undefined }))).toEqual({ slept: 2 })
+      expect(
+        dataOf(
+          await h.client.callTool({ name: "slow_query", arguments: { id: "b", seconds: 2 } }, undefined, {
+            onprogress: () => undefined
+          })
+        )
+      ).toEqual({ slept: 2 })
     } finally {
       await h.close()
     }
@@ -135,23 +167,47 @@ describe("the call budget of a request without a progress token", () => {
       const job = answer.subject as string
       expect(answer.message).toContain(`job_wait with vm="box" job_id="${job}"`)
       expect(released).not.toContain("c")
-      expect(dataOf(await h.client.callTool({ name: "job_status", arguments: { vm: "box", job_id: job } }))).toEqual({ job_id: job, state: "running" })
-      expect(dataOf(await h.client.callTool({ name: "list_jobs", arguments: { vm: "box" } }))).toMatchObject({ jobs: [{ job_id: job, argv: ["slow"], state: "running" }] })
+      expect(dataOf(await h.client.callTool({ name: "job_status", arguments: { vm: "box", job_id: job } }))).toEqual({
+        job_id: job,
+        state: "running"
+      })
+      expect(dataOf(await h.client.callTool({ name: "list_jobs", arguments: { vm: "box" } }))).toMatchObject({
+        jobs: [{ job_id: job, argv: ["slow"], state: "running" }]
+      })
       // Under the budget job_wait waits at most 1 s a call: poll it, as an agent would.
       let waited = dataOf(await h.client.callTool({ name: "job_wait", arguments: { vm: "box", job_id: job } }))
-      while (waited.state === "running") waited = dataOf(await h.client.callTool({ name: "job_wait", arguments: { vm: "box", job_id: job } }))
-      expect(waited).toEqual({ job_id: job, state: "exited", exit_code: 0, stdout_tail: '{"slept":3}\n', stderr_tail: "" })
+      while (waited.state === "running")
+        waited = dataOf(await h.client.callTool({ name: "job_wait", arguments: { vm: "box", job_id: job } }))
+      expect(waited).toEqual({
+        job_id: job,
+        state: "exited",
+        exit_code: 0,
+        stdout_tail: '{"slept":3}\n',
+        stderr_tail: ""
+      })
       expect(released).toContain("c")
-      expect(dataOf(await h.client.callTool({ name: "job_output", arguments: { vm: "box", job_id: job } }))).toMatchObject({ content: '{"slept":3}\n', truncated: false })
+      expect(
+        dataOf(await h.client.callTool({ name: "job_output", arguments: { vm: "box", job_id: job } }))
+      ).toMatchObject({ content: '{"slept":3}\n', truncated: false })
       // A job is found only through the VMs its call named.
       await h.client.callTool({ name: "create", arguments: { name: "other", image: "tiny", agent_access: "exec" } })
-      expect(errorOf(await h.client.callTool({ name: "job_status", arguments: { vm: "other", job_id: job } })).code).toBe("not_found")
+      expect(
+        errorOf(await h.client.callTool({ name: "job_status", arguments: { vm: "other", job_id: job } })).code
+      ).toBe("not_found")
 
       // job_kill interrupts a host job: its work releases what it held, and it reads as killed.
-      const second = errorOf(await h.client.callTool({ name: "slow", arguments: { vm: "box", id: "d", seconds: 60 } })).subject as string
-      expect(dataOf(await h.client.callTool({ name: "job_kill", arguments: { vm: "box", job_id: second } }))).toEqual({ job_id: second, state: "exited", exit_code: 143, signaled: true })
+      const second = errorOf(await h.client.callTool({ name: "slow", arguments: { vm: "box", id: "d", seconds: 60 } }))
+        .subject as string
+      expect(dataOf(await h.client.callTool({ name: "job_kill", arguments: { vm: "box", job_id: second } }))).toEqual({
+        job_id: second,
+        state: "exited",
+        exit_code: 143,
+        signaled: true
+      })
       expect(released).toContain("d")
-      expect(dataOf(await h.client.callTool({ name: "job_kill", arguments: { vm: "box", job_id: second } }))).toMatchObject({ signaled: false })
+      expect(
+        dataOf(await h.client.callTool({ name: "job_kill", arguments: { vm: "box", job_id: second } }))
+      ).toMatchObject({ signaled: false })
     } finally {
       await h.close()
     }
@@ -160,7 +216,9 @@ describe("the call budget of a request without a progress token", () => {
   it("interrupts host jobs still running when the server's runtime is released", async () => {
     const h = await slowServer(1)
     await h.client.callTool({ name: "create", arguments: { name: "box", image: "tiny" } })
-    expect(errorOf(await h.client.callTool({ name: "slow", arguments: { vm: "box", id: "e", seconds: 600 } })).code).toBe("still_running")
+    expect(
+      errorOf(await h.client.callTool({ name: "slow", arguments: { vm: "box", id: "e", seconds: 600 } })).code
+    ).toBe("still_running")
     await h.close()
     expect(released).toContain("e")
   })

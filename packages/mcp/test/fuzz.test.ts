@@ -10,14 +10,24 @@ const tools = [...buildRegistry().values()].map((entry) => entry.definition)
 /** Arguments shaped like the tool's schema (its own field names, any JSON values) plus stray keys. */
 const argsFor = (schema: { properties?: Record<string, unknown> }) => {
   const names = Object.keys(schema.properties ?? {})
-  const value = fc.oneof(fc.jsonValue(), fc.string(), fc.integer(), fc.constantFrom("vm-a", "tiny", "", "..", "/etc/passwd", "exec", -1, 1e309, null))
-  return fc.record(
-    {
-      known: names.length > 0 ? fc.dictionary(fc.constantFrom(...names), value, { maxKeys: names.length }) : fc.constant({}),
-      stray: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 })
-    },
-    { requiredKeys: ["known"] }
-  ).map(({ known, stray }) => ({ ...(stray ?? {}), ...known }))
+  const value = fc.oneof(
+    fc.jsonValue(),
+    fc.string(),
+    fc.integer(),
+    fc.constantFrom("vm-a", "tiny", "", "..", "/etc/passwd", "exec", -1, 1e309, null)
+  )
+  return fc
+    .record(
+      {
+        known:
+          names.length > 0
+            ? fc.dictionary(fc.constantFrom(...names), value, { maxKeys: names.length })
+            : fc.constant({}),
+        stray: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 })
+      },
+      { requiredKeys: ["known"] }
+    )
+    .map(({ known, stray }) => ({ ...(stray ?? {}), ...known }))
 }
 
 describe("fuzzed arguments to every tool (fast-check)", () => {

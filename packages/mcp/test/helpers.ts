@@ -28,7 +28,20 @@ export const writeVm = (home: string, name: string, access: string, sshport = 22
   mkdirSync(join(home, name), { recursive: true })
   writeFileSync(
     join(home, name, "vm.toml"),
-    [`name = "${name}"`, `mode = "live"`, `os = "tiny"`, `image = "tiny"`, `backend = "direct"`, `ram = 256`, `cpus = 1`, `disk = "1G"`, `sshport = ${sshport}`, `sshuser = "root"`, `agent_access = "${access}"`, ""].join("\n")
+    [
+      `name = "${name}"`,
+      `mode = "live"`,
+      `os = "tiny"`,
+      `image = "tiny"`,
+      `backend = "direct"`,
+      `ram = 256`,
+      `cpus = 1`,
+      `disk = "1G"`,
+      `sshport = ${sshport}`,
+      `sshuser = "root"`,
+      `agent_access = "${access}"`,
+      ""
+    ].join("\n")
   )
 }
 
@@ -43,7 +56,13 @@ export const stdioClient = async (
     command: process.execPath,
     args: [BIN, ...command, ...args],
     // No recipe index unless given: a search never reaches the network.
-    env: { ...(process.env as Record<string, string>), STOAT_HOME: home, STOAT_INDEX: join(home, "no-index"), NO_COLOR: "1", ...options.env },
+    env: {
+      ...(process.env as Record<string, string>),
+      STOAT_HOME: home,
+      STOAT_INDEX: join(home, "no-index"),
+      NO_COLOR: "1",
+      ...options.env
+    },
     stderr: "pipe",
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {})
   })
@@ -62,7 +81,10 @@ export interface HttpServerProcess {
 /** Starts `stoat mcp --http <address>` and resolves once it prints the address it serves. */
 export const startHttp = (home: string, args: ReadonlyArray<string>): Promise<HttpServerProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, "mcp", ...args], { env: { ...process.env, STOAT_HOME: home, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [BIN, "mcp", ...args], {
+      env: { ...process.env, STOAT_HOME: home, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stderr = ""
     let stdout = ""
     const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
@@ -115,7 +137,13 @@ export const fakeMcp = (options: Omit<InProcessOptions, "elicit"> = {}) => {
   const hypervisor = new FakeHypervisorState()
   const guest = new FakeGuestState()
   const runtime = ManagedRuntime.make(
-    testLayer({ root, hypervisor, guest, index: options.index ?? join(root, "no-index"), ...(options.projectDir !== undefined ? { projectDir: options.projectDir } : {}) })
+    testLayer({
+      root,
+      hypervisor,
+      guest,
+      index: options.index ?? join(root, "no-index"),
+      ...(options.projectDir !== undefined ? { projectDir: options.projectDir } : {})
+    })
   )
   const mcp = makeStoatMcp({
     runtime,
@@ -130,7 +158,10 @@ export const fakeMcp = (options: Omit<InProcessOptions, "elicit"> = {}) => {
 
 /** An SDK client that declares elicitation when `elicit` is given, recording each question. */
 export const testClient = (elicit?: InProcessOptions["elicit"]) => {
-  const client = new Client({ name: "stoat-test", version: "1.0.0" }, { capabilities: elicit ? { elicitation: { form: {} } } : {} })
+  const client = new Client(
+    { name: "stoat-test", version: "1.0.0" },
+    { capabilities: elicit ? { elicitation: { form: {} } } : {} }
+  )
   const elicited: string[] = []
   if (elicit) {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -162,17 +193,25 @@ export const inProcess = async (options: InProcessOptions = {}) => {
 }
 
 /** What `Client.callTool` resolves to, as far as these checks read it (the SDK marks every field optional). */
-type AnyResult = { isError?: boolean | undefined; content?: unknown; structuredContent?: unknown; _meta?: Record<string, unknown> | undefined }
+type AnyResult = {
+  isError?: boolean | undefined
+  content?: unknown
+  structuredContent?: unknown
+  _meta?: Record<string, unknown> | undefined
+}
 
 /** The ErrorInfo of a failed call, after checking the whole seed-000 envelope around it. */
 export const errorOf = (result: AnyResult): { code: string; message: string; subject?: string } => {
   if (result.isError !== true) throw new Error(`expected an error result, got ${JSON.stringify(result)}`)
   const info = result._meta?.[ERROR_META_KEY] as { code: string; message: string }
   const content = result.content as Array<{ type: string; text: string }>
-  if (content.length !== 2 || content[0]?.type !== "text" || content[1]?.type !== "text") throw new Error(`expected two text blocks, got ${JSON.stringify(content)}`)
-  if (content[0].text !== info.message) throw new Error(`first block ${JSON.stringify(content[0].text)} is not the message ${JSON.stringify(info.message)}`)
+  if (content.length !== 2 || content[0]?.type !== "text" || content[1]?.type !== "text")
+    throw new Error(`expected two text blocks, got ${JSON.stringify(content)}`)
+  if (content[0].text !== info.message)
+    throw new Error(`first block ${JSON.stringify(content[0].text)} is not the message ${JSON.stringify(info.message)}`)
   const second = JSON.parse(content[1].text) as { error: unknown }
-  if (JSON.stringify(second) !== JSON.stringify({ error: info })) throw new Error(`second block ${content[1].text} is not {"error": ErrorInfo}`)
+  if (JSON.stringify(second) !== JSON.stringify({ error: info }))
+    throw new Error(`second block ${content[1].text} is not {"error": ErrorInfo}`)
   return info
 }
 
@@ -180,7 +219,8 @@ export const errorOf = (result: AnyResult): { code: string; message: string; sub
 export const dataOf = <T = any>(result: AnyResult): T => {
   if (result.isError) throw new Error(`expected success, got ${JSON.stringify(result.content)}`)
   const content = result.content as Array<{ type: string; text: string }>
-  if (JSON.stringify(JSON.parse(content[0]!.text)) !== JSON.stringify(result.structuredContent)) throw new Error("text block and structuredContent differ")
+  if (JSON.stringify(JSON.parse(content[0]!.text)) !== JSON.stringify(result.structuredContent))
+    throw new Error("text block and structuredContent differ")
   return result.structuredContent as T
 }
 

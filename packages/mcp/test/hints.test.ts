@@ -17,9 +17,15 @@ describe("a failure's hint over MCP", () => {
     close = h.close
     dataOf(await h.client.callTool({ name: "create", arguments: { name: "web", image: "tiny", agent_access: "exec" } }))
     const stopped = errorOf(await h.client.callTool({ name: "exec", arguments: { vm: "web", argv: ["true"] } }))
-    expect(stopped).toEqual({ code: "not_running", message: 'VM "web" is not running; start it: call start with vm="web"', subject: "web" })
+    expect(stopped).toEqual({
+      code: "not_running",
+      message: 'VM "web" is not running; start it: call start with vm="web"',
+      subject: "web"
+    })
     await unreachableVm(h.client, h.guest, "slow")
-    const early = errorOf(await h.client.callTool({ name: "read_file", arguments: { vm: "slow", path: "/etc/hostname" } }))
+    const early = errorOf(
+      await h.client.callTool({ name: "read_file", arguments: { vm: "slow", path: "/etc/hostname" } })
+    )
     expect(early.code).toBe("cannot_reach")
     expect(early.message).toMatch(/; call wait first with vm="slow"$/)
   })
@@ -28,7 +34,10 @@ describe("a failure's hint over MCP", () => {
     const h = await inProcess()
     close = h.close
     const missing = errorOf(await h.client.callTool({ name: "create", arguments: { name: "box", image: "debian-13" } }))
-    expect(missing).toMatchObject({ code: "image_not_downloaded", message: 'image debian-13 is not downloaded; download it: ask a person to run stoat pull with id="debian-13"' })
+    expect(missing).toMatchObject({
+      code: "image_not_downloaded",
+      message: 'image debian-13 is not downloaded; download it: ask a person to run stoat pull with id="debian-13"'
+    })
   })
 
   it("a project's per-VM results word their hints as tools too: a VM not created yet says call project_up", async () => {
@@ -36,7 +45,12 @@ describe("a failure's hint over MCP", () => {
     writeFileSync(join(projectDir, "stoat.toml"), 'schema = 1\n[project]\nname = "hints"\n[vms.web]\nimage = "tiny"\n')
     const h = await inProcess({ projectDir })
     close = h.close
-    const waited = dataOf<{ vms: Array<{ status: string; error?: string }> }>(await h.client.callTool({ name: "project_wait", arguments: { timeout_seconds: 1 } }))
-    expect(waited.vms[0]).toMatchObject({ status: "error", error: 'VM "hints-web" ([vms.web]) is not created yet; create it: call project_up' })
+    const waited = dataOf<{ vms: Array<{ status: string; error?: string }> }>(
+      await h.client.callTool({ name: "project_wait", arguments: { timeout_seconds: 1 } })
+    )
+    expect(waited.vms[0]).toMatchObject({
+      status: "error",
+      error: 'VM "hints-web" ([vms.web]) is not created yet; create it: call project_up'
+    })
   })
 })

@@ -17,7 +17,9 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
     await fake.runtime.dispose()
   })
 
-  const connect = async (elicit?: (message: string) => { action: "accept"; content: { confirm: string } } | { action: "decline" }) => {
+  const connect = async (
+    elicit?: (message: string) => { action: "accept"; content: { confirm: string } } | { action: "decline" }
+  ) => {
     const { client, elicited } = testClient(elicit)
     await client.connect(new StreamableHTTPClientTransport(new URL(http.url)))
     return { client, elicited }
@@ -28,7 +30,9 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
     try {
       await unreachableVm(client, fake.guest, "h1")
       const seen: number[] = []
-      const result = await client.callTool({ name: "wait", arguments: { vm: "h1", timeout_seconds: 1 } }, undefined, { onprogress: (p) => seen.push(p.progress) })
+      const result = await client.callTool({ name: "wait", arguments: { vm: "h1", timeout_seconds: 1 } }, undefined, {
+        onprogress: (p) => seen.push(p.progress)
+      })
       expect(errorOf(result).code).toBe("timeout")
       expect(seen.length).toBeGreaterThan(0)
     } finally {
@@ -41,10 +45,14 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
     try {
       await unreachableVm(client, fake.guest, "h2")
       const controller = new AbortController()
-      const call = client.callTool({ name: "wait", arguments: { vm: "h2", timeout_seconds: 600 } }, undefined, { signal: controller.signal, onprogress: () => controller.abort() })
+      const call = client.callTool({ name: "wait", arguments: { vm: "h2", timeout_seconds: 600 } }, undefined, {
+        signal: controller.signal,
+        onprogress: () => controller.abort()
+      })
       await expect(call).rejects.toThrow()
       const log = join(fake.root, "logs", "stoat.log")
-      for (let i = 0; i < 100 && !/vm=h2 .*outcome=error:canceled/.test(readFileSync(log, "utf8")); i++) await new Promise((r) => setTimeout(r, 50))
+      for (let i = 0; i < 100 && !/vm=h2 .*outcome=error:canceled/.test(readFileSync(log, "utf8")); i++)
+        await new Promise((r) => setTimeout(r, 50))
       expect(readFileSync(log, "utf8")).toMatch(/tool=wait entrypoint=mcp .* vm=h2 .*outcome=error:canceled/)
     } finally {
       await client.close()
@@ -57,11 +65,15 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
     try {
       dataOf(await yes.client.callTool({ name: "create", arguments: { name: "h3", image: "tiny" } }))
       dataOf(await yes.client.callTool({ name: "create", arguments: { name: "h4", image: "tiny" } }))
-      expect(errorOf(await no.client.callTool({ name: "destroy", arguments: { vm: "h4" } })).code).toBe("confirmation_required")
+      expect(errorOf(await no.client.callTool({ name: "destroy", arguments: { vm: "h4" } })).code).toBe(
+        "confirmation_required"
+      )
       dataOf(await yes.client.callTool({ name: "destroy", arguments: { vm: "h3" } }))
       expect(yes.elicited).toHaveLength(1)
       expect(no.elicited).toHaveLength(1)
-      expect(dataOf(await no.client.callTool({ name: "list_vms", arguments: {} })).vms.map((v: { name: string }) => v.name)).toEqual(["h1", "h2", "h4"])
+      expect(
+        dataOf(await no.client.callTool({ name: "list_vms", arguments: {} })).vms.map((v: { name: string }) => v.name)
+      ).toEqual(["h1", "h2", "h4"])
     } finally {
       await Promise.all([yes.client.close(), no.client.close()])
     }
@@ -98,7 +110,9 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
     const longWait = (client: Awaited<ReturnType<typeof connectTo>>) => {
       let started!: () => void
       const running = new Promise<void>((resolve) => (started = resolve))
-      const call = client.callTool({ name: "wait", arguments: { vm: "h5", timeout_seconds: 3 } }, undefined, { onprogress: () => started() })
+      const call = client.callTool({ name: "wait", arguments: { vm: "h5", timeout_seconds: 3 } }, undefined, {
+        onprogress: () => started()
+      })
       return { call, running }
     }
     const clients = []
@@ -135,12 +149,21 @@ describe("Streamable HTTP sessions: progress, cancellation and elicitation reach
     const post = (body: unknown, session?: string) =>
       fetch(idle.url, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(session ? { "mcp-session-id": session } : {}) },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...(session ? { "mcp-session-id": session } : {})
+        },
         body: JSON.stringify(body)
       })
     try {
       // A client that stops calling and holds no stream (it vanished without a DELETE).
-      const opened = await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })
+      const opened = await post({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+      })
       const session = opened.headers.get("mcp-session-id")!
       await opened.text()
       expect((await post({ jsonrpc: "2.0", method: "notifications/initialized" }, session)).status).toBe(202)

@@ -24,7 +24,10 @@ describe("rate limits (seed 000: 30 per tool at 0.5/s, 60 shared at 2/s)", () =>
       // Another tool still has its own bucket.
       dataOf(await h.client.callTool({ name: "list_vms", arguments: {} }))
       now += 1000
-      expect(errorOf(await h.client.callTool({ name: "version", arguments: {} }))).toMatchObject({ message: "rate limit reached for version; retry in about 1s", retry_after_ms: 1000 })
+      expect(errorOf(await h.client.callTool({ name: "version", arguments: {} }))).toMatchObject({
+        message: "rate limit reached for version; retry in about 1s",
+        retry_after_ms: 1000
+      })
       now += 1000
       dataOf(await h.client.callTool({ name: "version", arguments: {} }))
       expect(errorOf(await h.client.callTool({ name: "version", arguments: {} })).code).toBe("rate_limited")
@@ -37,7 +40,8 @@ describe("rate limits (seed 000: 30 per tool at 0.5/s, 60 shared at 2/s)", () =>
     let now = 0
     const h = await inProcess({ limits: DEFAULT_RATE_LIMITS, now: () => now })
     try {
-      for (const name of ["version", "list_vms"]) for (let i = 0; i < 30; i++) dataOf(await h.client.callTool({ name, arguments: {} }))
+      for (const name of ["version", "list_vms"])
+        for (let i = 0; i < 30; i++) dataOf(await h.client.callTool({ name, arguments: {} }))
       expect(errorOf(await h.client.callTool({ name: "list_images", arguments: {} }))).toEqual({
         code: "rate_limited",
         message: "rate limit reached for the server; retry in about 1s",
@@ -85,11 +89,16 @@ describe("delete safety (seed 004): elicitation or an exact confirm argument", (
     const h = await inProcess({ elicit: ACCEPT("doomed") })
     try {
       dataOf(await h.client.callTool({ name: "create", arguments: { name: "doomed", image: "tiny" } }))
-      expect(dataOf(await h.client.callTool({ name: "destroy", arguments: { vm: "doomed" } }))).toEqual({ name: "doomed", destroyed: true })
+      expect(dataOf(await h.client.callTool({ name: "destroy", arguments: { vm: "doomed" } }))).toEqual({
+        name: "doomed",
+        destroyed: true
+      })
       expect(h.elicited).toHaveLength(1)
       expect(h.elicited[0]).toContain('Type "doomed"')
       dataOf(await h.client.callTool({ name: "create", arguments: { name: "kept", image: "tiny" } }))
-      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "kept" } })).code).toBe("confirmation_required")
+      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "kept" } })).code).toBe(
+        "confirmation_required"
+      )
       expect(existsSync(join(h.root, "kept", "vm.toml"))).toBe(true)
       // A VM that does not exist is not_found without a question.
       expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "ghost" } })).code).toBe("not_found")
@@ -103,12 +112,16 @@ describe("delete safety (seed 004): elicitation or an exact confirm argument", (
     const h = await inProcess({ elicit: () => ({ action: "decline" }) })
     try {
       dataOf(await h.client.callTool({ name: "create", arguments: { name: "kept", image: "tiny" } }))
-      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "kept" } })).code).toBe("confirmation_required")
+      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "kept" } })).code).toBe(
+        "confirmation_required"
+      )
       expect(existsSync(join(h.root, "kept"))).toBe(true)
       // A dry-run prune deletes nothing and asks nothing; applying asks for "prune".
       dataOf(await h.client.callTool({ name: "prune", arguments: {} }))
       expect(h.elicited).toHaveLength(1)
-      expect(errorOf(await h.client.callTool({ name: "prune", arguments: { apply: true } })).code).toBe("confirmation_required")
+      expect(errorOf(await h.client.callTool({ name: "prune", arguments: { apply: true } })).code).toBe(
+        "confirmation_required"
+      )
       expect(h.elicited[1]).toContain('Type "prune"')
     } finally {
       await h.close()
@@ -119,7 +132,9 @@ describe("delete safety (seed 004): elicitation or an exact confirm argument", (
     const h = await inProcess({ elicit: ACCEPT("never-asked") })
     try {
       dataOf(await h.client.callTool({ name: "create", arguments: { name: "gone", image: "tiny" } }))
-      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "gone", confirm: "Gone" } }))).toMatchObject({ code: "confirmation_required" })
+      expect(
+        errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "gone", confirm: "Gone" } }))
+      ).toMatchObject({ code: "confirmation_required" })
       dataOf(await h.client.callTool({ name: "destroy", arguments: { vm: "gone", confirm: "gone" } }))
       dataOf(await h.client.callTool({ name: "prune", arguments: { apply: true, confirm: "prune" } }))
       expect(errorOf(await h.client.callTool({ name: "prune", arguments: { confirm: "prune" } })).code).toBe("usage")
@@ -145,10 +160,14 @@ describe("delete safety (seed 004): elicitation or an exact confirm argument", (
         expect(refused.message).toContain(`confirm="${word}"`)
       }
       expect(existsSync(join(h.root, "plain", "vm.toml"))).toBe(true)
-      expect(dataOf(await h.client.callTool({ name: "list_snapshots", arguments: { vm: "plain" } })).snapshots).toHaveLength(1)
+      expect(
+        dataOf(await h.client.callTool({ name: "list_snapshots", arguments: { vm: "plain" } })).snapshots
+      ).toHaveLength(1)
       // A VM that does not exist is still not_found, not a request to confirm.
       expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "ghost" } })).code).toBe("not_found")
-      dataOf(await h.client.callTool({ name: "delete_snapshot", arguments: { vm: "plain", tag: "t1", confirm: "plain" } }))
+      dataOf(
+        await h.client.callTool({ name: "delete_snapshot", arguments: { vm: "plain", tag: "t1", confirm: "plain" } })
+      )
       dataOf(await h.client.callTool({ name: "destroy", arguments: { vm: "plain", confirm: "plain" } }))
       expect(existsSync(join(h.root, "plain"))).toBe(false)
     } finally {
@@ -163,7 +182,9 @@ describe("delete safety (seed 004): elicitation or an exact confirm argument", (
       dataOf(await h.client.callTool({ name: "destroy", arguments: { vm: "plain" } }))
       // A wrong word is still refused: the flag drops the question, not the check of an answer.
       dataOf(await h.client.callTool({ name: "create", arguments: { name: "other", image: "tiny" } }))
-      expect(errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "other", confirm: "nope" } })).code).toBe("confirmation_required")
+      expect(
+        errorOf(await h.client.callTool({ name: "destroy", arguments: { vm: "other", confirm: "nope" } })).code
+      ).toBe("confirmation_required")
     } finally {
       await h.close()
     }
@@ -176,7 +197,11 @@ describe("long work: progress and cancellation", () => {
     try {
       await unreachableVm(h.client, h.guest, "slow")
       const seen: Array<Progress> = []
-      const result = await h.client.callTool({ name: "wait", arguments: { vm: "slow", timeout_seconds: 1 } }, undefined, { onprogress: (p) => seen.push(p) })
+      const result = await h.client.callTool(
+        { name: "wait", arguments: { vm: "slow", timeout_seconds: 1 } },
+        undefined,
+        { onprogress: (p) => seen.push(p) }
+      )
       expect(errorOf(result).code).toBe("timeout")
       expect(seen.length).toBeGreaterThan(0)
       for (let i = 1; i < seen.length; i++) expect(seen[i]!.progress).toBeGreaterThan(seen[i - 1]!.progress)
@@ -197,7 +222,8 @@ describe("long work: progress and cancellation", () => {
       })
       await expect(call).rejects.toThrow()
       const log = join(h.root, "logs", "stoat.log")
-      for (let i = 0; i < 100 && !/tool=wait .*outcome=error:canceled/.test(readFileSync(log, "utf8")); i++) await new Promise((r) => setTimeout(r, 50))
+      for (let i = 0; i < 100 && !/tool=wait .*outcome=error:canceled/.test(readFileSync(log, "utf8")); i++)
+        await new Promise((r) => setTimeout(r, 50))
       expect(readFileSync(log, "utf8")).toMatch(/tool=wait entrypoint=mcp .* vm=stuck .*outcome=error:canceled/)
       dataOf(await h.client.callTool({ name: "version", arguments: {} }))
     } finally {
@@ -208,7 +234,15 @@ describe("long work: progress and cancellation", () => {
 
 describe("redaction of secret-named fields", () => {
   it("masks secrets, console_password, authkey, password and token at any depth as <set>/<unset>", () => {
-    const masked = redact({ a: { password: "x", token: "", list: [{ authkey: "k" }, { console_password: null }] }, secrets: { r: { p: "v" } }, other: "kept" })
-    expect(masked).toEqual({ a: { password: "<set>", token: "<unset>", list: [{ authkey: "<set>" }, { console_password: "<unset>" }] }, secrets: "<set>", other: "kept" })
+    const masked = redact({
+      a: { password: "x", token: "", list: [{ authkey: "k" }, { console_password: null }] },
+      secrets: { r: { p: "v" } },
+      other: "kept"
+    })
+    expect(masked).toEqual({
+      a: { password: "<set>", token: "<unset>", list: [{ authkey: "<set>" }, { console_password: "<unset>" }] },
+      secrets: "<set>",
+      other: "kept"
+    })
   })
 })

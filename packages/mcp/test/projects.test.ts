@@ -10,7 +10,10 @@ describe("project tools use the server's working directory", () => {
   const home = tempHome()
   const bare = realpathSync(mkdtempSync(join(tmpdir(), "stoat-mcp-bare-")))
   const project = realpathSync(mkdtempSync(join(tmpdir(), "stoat-mcp-project-")))
-  writeFileSync(join(project, "stoat.toml"), `schema = 1\n[project]\nname = "agents"\n[vms.dev]\nimage = "tiny"\n[vms.db]\nimage = "tiny"\nram = 512\n`)
+  writeFileSync(
+    join(project, "stoat.toml"),
+    `schema = 1\n[project]\nname = "agents"\n[vms.dev]\nimage = "tiny"\n[vms.db]\nimage = "tiny"\nram = 512\n`
+  )
   const clients: Client[] = []
   const client = async (cwd: string) => {
     const started = await stdioClient(home, [], ["mcp"], { cwd })
@@ -31,7 +34,9 @@ describe("project tools use the server's working directory", () => {
       expect(error.message, name).toContain(bare)
       expect(error.message, name).toContain("name a VM")
     }
-    const report = dataOf<{ host: { project_state: string } }>(await server.callTool({ name: "capabilities", arguments: {} }))
+    const report = dataOf<{ host: { project_state: string } }>(
+      await server.callTool({ name: "capabilities", arguments: {} })
+    )
     expect(report.host.project_state).toBe("absent")
   })
 
@@ -59,7 +64,10 @@ describe("project tools use the server's working directory", () => {
     const server = await client(project)
     for (const field of ["apply", "force"]) {
       const error = errorOf(await server.callTool({ name: "project_up", arguments: { [field]: true } }))
-      expect(error).toMatchObject({ code: "usage", message: `invalid input for project_up: ${field}: unknown argument` })
+      expect(error).toMatchObject({
+        code: "usage",
+        message: `invalid input for project_up: ${field}: unknown argument`
+      })
     }
   })
 })

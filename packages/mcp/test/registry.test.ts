@@ -17,17 +17,60 @@ const HINTS = {
  * apply_recipes); search_recipes, add_recipe and update_recipe reach the network (open world).
  */
 const CLASS: Record<string, keyof typeof HINTS> = {
-  list_vms: "read", vm_status: "read", list_images: "read", list_guests: "read", guest_info: "read", logs: "read", doctor: "read",
-  capabilities: "read", list_snapshots: "read", create: "mutate", start: "mutate", stop: "mutate", update: "mutate", clone: "mutate",
-  snapshot: "mutate", forward: "mutate", wait: "mutate", destroy: "destructive", restore: "destructive", delete_snapshot: "destructive",
-  prune: "destructive", exec: "exec", read_file: "read", list_dir: "read", stat: "read", ps: "read", svc_status: "read", tail_log: "read",
-  write_file: "exec", pkg_install: "exec", svc: "exec", useradd: "exec",
-  exec_bg: "exec", job_kill: "exec", job_status: "read", job_wait: "read", job_output: "read",
-  list_jobs: "read", copy_to: "exec", copy_from: "exec",
-  list_recipes: "read", check_recipes: "read", plan_recipes: "read", recipe_schema: "read",
+  list_vms: "read",
+  vm_status: "read",
+  list_images: "read",
+  list_guests: "read",
+  guest_info: "read",
+  logs: "read",
+  doctor: "read",
+  capabilities: "read",
+  list_snapshots: "read",
+  create: "mutate",
+  start: "mutate",
+  stop: "mutate",
+  update: "mutate",
+  clone: "mutate",
+  snapshot: "mutate",
+  forward: "mutate",
+  wait: "mutate",
+  destroy: "destructive",
+  restore: "destructive",
+  delete_snapshot: "destructive",
+  prune: "destructive",
+  exec: "exec",
+  read_file: "read",
+  list_dir: "read",
+  stat: "read",
+  ps: "read",
+  svc_status: "read",
+  tail_log: "read",
+  write_file: "exec",
+  pkg_install: "exec",
+  svc: "exec",
+  useradd: "exec",
+  exec_bg: "exec",
+  job_kill: "exec",
+  job_status: "read",
+  job_wait: "read",
+  job_output: "read",
+  list_jobs: "read",
+  copy_to: "exec",
+  copy_from: "exec",
+  list_recipes: "read",
+  check_recipes: "read",
+  plan_recipes: "read",
+  recipe_schema: "read",
   apply_recipes: "exec",
-  project_status: "read", project_up: "mutate", project_down: "mutate", project_apply: "exec", project_wait: "mutate",
-  search_recipes: "read_network", add_recipe: "mutate_network", update_recipe: "mutate_network", remove_recipe: "mutate"
+  project_status: "read",
+  project_up: "mutate",
+  project_down: "mutate",
+  project_apply: "exec",
+  project_wait: "mutate",
+  search_recipes: "read_network",
+  add_recipe: "mutate_network",
+  update_recipe: "mutate_network",
+  remove_recipe: "mutate"
 }
 
 describe("the tool registry is the catalog", () => {
@@ -41,7 +84,16 @@ describe("the tool registry is the catalog", () => {
 
   it("leaves the fields annotated host-only out of each tool's input schema", () => {
     // The CLI-only knobs of reference §5: host paths, passwords, overrides.
-    expect(hostOnlyFields(catalog.find((op) => op.tool === "update")!.input)).toEqual(["share", "shares", "display", "installed", "name", "os", "backend", "mode"])
+    expect(hostOnlyFields(catalog.find((op) => op.tool === "update")!.input)).toEqual([
+      "share",
+      "shares",
+      "display",
+      "installed",
+      "name",
+      "os",
+      "backend",
+      "mode"
+    ])
     for (const op of catalog.filter((candidate) => candidate.expose.mcp)) {
       const tool = tools.find((t) => t.name === op.tool)!
       const properties = Object.keys(tool.inputSchema["properties"] as object)
@@ -61,8 +113,11 @@ describe("the tool registry is the catalog", () => {
   })
 
   it("keeps recipe scaffolding, the host recipe list and refresh out of MCP, and start cannot apply recipes", () => {
-    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes", "lock_recipes", "sync_recipes"]) expect(tools.map((t) => t.name)).not.toContain(absent)
-    expect(Object.keys(tools.find((t) => t.name === "start")!.inputSchema["properties"] as object)).not.toContain("apply")
+    for (const absent of ["recipe_new", "recipe_list", "refresh_recipes", "lock_recipes", "sync_recipes"])
+      expect(tools.map((t) => t.name)).not.toContain(absent)
+    expect(Object.keys(tools.find((t) => t.name === "start")!.inputSchema["properties"] as object)).not.toContain(
+      "apply"
+    )
   })
 
   it("offers confirm exactly on the deleting tools", () => {
@@ -72,7 +127,11 @@ describe("the tool registry is the catalog", () => {
 
   it("renders inputs without arguments as a closed empty object", () => {
     for (const name of ["list_vms", "list_guests", "doctor", "version", "list_images"]) {
-      expect(tools.find((t) => t.name === name)!.inputSchema).toEqual({ type: "object", properties: {}, additionalProperties: false })
+      expect(tools.find((t) => t.name === name)!.inputSchema).toEqual({
+        type: "object",
+        properties: {},
+        additionalProperties: false
+      })
     }
   })
 
@@ -90,6 +149,9 @@ describe("the tool registry is the catalog", () => {
       const entry = document.operations.find((op) => op.tool === name)!
       expect((entry.output_schema as { $defs?: Record<string, unknown> }).$defs?.["Json"], name).toBeDefined()
     }
-    expect(document.operations.find((op) => op.tool === "exec")!.output_schema).toMatchObject({ properties: { exit_code: { type: "integer" } }, required: ["exit_code"] })
+    expect(document.operations.find((op) => op.tool === "exec")!.output_schema).toMatchObject({
+      properties: { exit_code: { type: "integer" } },
+      required: ["exit_code"]
+    })
   })
 })

@@ -21,7 +21,12 @@ describe("remote recipe tools over MCP", () => {
       const found = dataOf(await server.client.callTool({ name: "search_recipes", arguments: { term: "hello" } }))
       expect(found).toEqual({ recipes: [{ name: "hello", source: hello, description: "hello for tests", os: [] }] })
       const added = dataOf(await server.client.callTool({ name: "add_recipe", arguments: { name: "hello@v1" } }))
-      expect(added).toMatchObject({ name: "hello", ref: "v1", commit: gitIn(hello, "rev-parse", "v1"), scope: "project" })
+      expect(added).toMatchObject({
+        name: "hello",
+        ref: "v1",
+        commit: gitIn(hello, "rev-parse", "v1"),
+        scope: "project"
+      })
       expect(added.recipes.map((r: { name: string }) => r.name)).toContain("hello")
       expect(readFileSync(join(project, "stoat.toml"), "utf8")).toContain('[recipes]\nhello = "v1"')
       expect(readFileSync(join(project, "stoat.lock"), "utf8")).toContain("[recipes.hello]")
@@ -31,7 +36,9 @@ describe("remote recipe tools over MCP", () => {
       const updated = dataOf(await server.client.callTool({ name: "update_recipe", arguments: { name: "hello" } }))
       expect(updated.updated).toEqual([{ name: "hello", source: hello, ref: "v1", commit: moved, scope: "project" }])
 
-      expect(errorOf(await server.client.callTool({ name: "add_recipe", arguments: { name: "hello" } }))).toMatchObject({ code: "name_taken", subject: "hello" })
+      expect(errorOf(await server.client.callTool({ name: "add_recipe", arguments: { name: "hello" } }))).toMatchObject(
+        { code: "name_taken", subject: "hello" }
+      )
       const removed = dataOf(await server.client.callTool({ name: "remove_recipe", arguments: { name: "hello" } }))
       expect(removed).toMatchObject({ name: "hello", scope: "project" })
       expect(removed.recipes.map((r: { name: string }) => r.name)).not.toContain("hello")
@@ -53,7 +60,9 @@ describe("remote recipe tools over MCP", () => {
     }
     const missing = await inProcess({ index: join(base, "no-such-index"), projectDir: project })
     try {
-      expect(errorOf(await missing.client.callTool({ name: "search_recipes", arguments: { refresh: true } }))).toMatchObject({ code: "not_found" })
+      expect(
+        errorOf(await missing.client.callTool({ name: "search_recipes", arguments: { refresh: true } }))
+      ).toMatchObject({ code: "not_found" })
     } finally {
       await missing.close()
     }
@@ -65,7 +74,10 @@ describe("remote recipe tools over MCP", () => {
     writeFileSync(join(served, "stoat.toml"), 'schema = 1\n[project]\nname = "served"\n')
     const client = await stdioClient(tempHome(), [], ["mcp"], { cwd: served, env: { STOAT_INDEX: index } })
     try {
-      expect(dataOf(await client.callTool({ name: "add_recipe", arguments: { name: "hello" } }))).toMatchObject({ name: "hello", scope: "project" })
+      expect(dataOf(await client.callTool({ name: "add_recipe", arguments: { name: "hello" } }))).toMatchObject({
+        name: "hello",
+        scope: "project"
+      })
       expect(readFileSync(join(served, "stoat.lock"), "utf8")).toContain("[recipes.hello]")
       expect(readFileSync(join(served, ".gitignore"), "utf8")).toBe(".stoat/\n")
     } finally {

@@ -14,13 +14,20 @@ describe("resources and prompts (seed 004, SPEC §2)", () => {
   afterAll(async () => h?.close())
 
   it("lists the operation catalog and the guide, and the stoat://vm/{name} template", async () => {
-    expect((await h.client.listResources()).resources.map((r) => r.uri)).toEqual(["stoat://operation-catalog", "stoat://guide"])
-    expect((await h.client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual(["stoat://vm/{name}"])
+    expect((await h.client.listResources()).resources.map((r) => r.uri)).toEqual([
+      "stoat://operation-catalog",
+      "stoat://guide"
+    ])
+    expect((await h.client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      "stoat://vm/{name}"
+    ])
   })
 
   it("stoat://operation-catalog is generated from the catalog: every operation, its tool, CLI command and level", async () => {
     const read = await h.client.readResource({ uri: "stoat://operation-catalog" })
-    const doc = JSON.parse((read.contents[0] as { text: string }).text) as { operations: Array<{ key: string; tool: string | null; access: string }> }
+    const doc = JSON.parse((read.contents[0] as { text: string }).text) as {
+      operations: Array<{ key: string; tool: string | null; access: string }>
+    }
     expect(doc.operations.map((o) => o.key)).toEqual(catalog.map((o) => o.key))
     expect(doc.operations.find((o) => o.key === "guest.exec")).toMatchObject({ tool: "exec", access: "exec" })
     expect(doc.operations.find((o) => o.key === "image.pull")).toMatchObject({ tool: null })
@@ -41,11 +48,24 @@ describe("resources and prompts (seed 004, SPEC §2)", () => {
   })
 
   it("sends protocol errors with their message once prefixed, never 'MCP error -32602: MCP error -32602:'", async () => {
-    const messageOf = (promise: Promise<unknown>) => promise.then(() => "", (error: Error) => error.message)
-    expect(await messageOf(h.client.readResource({ uri: "stoat://elsewhere" }))).toMatch(/^MCP error -32602: no resource stoat:\/\/elsewhere;/)
-    expect(await messageOf(h.client.getPrompt({ name: "nope" }))).toMatch(/^MCP error -32602: no prompt "nope"; prompts are /)
+    const messageOf = (promise: Promise<unknown>) =>
+      promise.then(
+        () => "",
+        (error: Error) => error.message
+      )
+    expect(await messageOf(h.client.readResource({ uri: "stoat://elsewhere" }))).toMatch(
+      /^MCP error -32602: no resource stoat:\/\/elsewhere;/
+    )
+    expect(await messageOf(h.client.getPrompt({ name: "nope" }))).toMatch(
+      /^MCP error -32602: no prompt "nope"; prompts are /
+    )
     // The SDK's own argument check of tools/call, too.
-    const sdkCheck = await messageOf(h.client.request({ method: "tools/call", params: { name: "list_vms", arguments: "all" } } as never, CallToolResultSchema))
+    const sdkCheck = await messageOf(
+      h.client.request(
+        { method: "tools/call", params: { name: "list_vms", arguments: "all" } } as never,
+        CallToolResultSchema
+      )
+    )
     expect(sdkCheck).toMatch(/^MCP error -32602: invalid tools\/call request: params\.arguments: /)
     expect(sdkCheck).not.toMatch(/MCP error -?\d+: MCP error/)
   })
@@ -66,9 +86,15 @@ describe("resources and prompts (seed 004, SPEC §2)", () => {
 
   it("completes VM names for the stoat://vm/{name} template and the prompts' vm argument", async () => {
     dataOf(await h.client.callTool({ name: "create", arguments: { name: "worker", image: "tiny" } }))
-    const byTemplate = await h.client.complete({ ref: { type: "ref/resource", uri: "stoat://vm/{name}" }, argument: { name: "name", value: "w" } })
+    const byTemplate = await h.client.complete({
+      ref: { type: "ref/resource", uri: "stoat://vm/{name}" },
+      argument: { name: "name", value: "w" }
+    })
     expect(byTemplate.completion.values).toEqual(["web", "worker"])
-    const byPrompt = await h.client.complete({ ref: { type: "ref/prompt", name: "stoat-debug-vm" }, argument: { name: "vm", value: "wo" } })
+    const byPrompt = await h.client.complete({
+      ref: { type: "ref/prompt", name: "stoat-debug-vm" },
+      argument: { name: "vm", value: "wo" }
+    })
     expect(byPrompt.completion.values).toEqual(["worker"])
     await h.client.setLoggingLevel("warning")
   })

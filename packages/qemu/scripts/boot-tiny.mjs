@@ -30,7 +30,10 @@ const { values } = parseArgs({
   options: {
     boots: { type: "string", default: "5" },
     // Same layout as the tests: $STOAT_TEST_CACHE/tiny/{debs,image}.
-    cache: { type: "string", default: join(process.env.STOAT_TEST_CACHE ?? join(homedir(), ".cache", "stoat-test"), "tiny") },
+    cache: {
+      type: "string",
+      default: join(process.env.STOAT_TEST_CACHE ?? join(homedir(), ".cache", "stoat-test"), "tiny")
+    },
     fresh: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
     ram: { type: "string", default: "256" }
@@ -66,32 +69,77 @@ const port = await freePort()
 const ssh = (cmd) =>
   execFileSync(
     "ssh",
-    ["-i", join(vmDir, "id"), "-p", String(port), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-      "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "root@127.0.0.1", cmd],
+    [
+      "-i",
+      join(vmDir, "id"),
+      "-p",
+      String(port),
+      "-o",
+      "StrictHostKeyChecking=no",
+      "-o",
+      "UserKnownHostsFile=/dev/null",
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "LogLevel=ERROR",
+      "root@127.0.0.1",
+      cmd
+    ],
     { encoding: "utf8" }
   )
 
 const bootTimes = []
 const offTimes = []
 for (let i = 0; i < Number(values.boots); i++) {
-  const args = tiny.tinyQemuArgs({ image, initrd, ramMb: Number(values.ram), cpus: 1, sshPort: port, vmDir, disk, workShare: work })
+  const args = tiny.tinyQemuArgs({
+    image,
+    initrd,
+    ramMb: Number(values.ram),
+    cpus: 1,
+    sshPort: port,
+    vmDir,
+    disk,
+    workShare: work
+  })
   const consoleOffset = existsSync(join(vmDir, "console.log")) ? statSync(join(vmDir, "console.log")).size : 0
   t = performance.now()
   const child = spawn("qemu-system-x86_64", args, { stdio: ["ignore", "inherit", "inherit"] })
   let exited = false
-  const exitP = new Promise((r) => child.on("exit", () => { exited = true; r() }))
-  await tiny.waitForTinyGuestSsh({ port, consoleLog: join(vmDir, "console.log"), consoleOffset, timeoutMs: 90_000, isAlive: () => !exited })
+  const exitP = new Promise((r) =>
+    child.on("exit", () => {
+      exited = true
+      r()
+    })
+  )
+  await tiny.waitForTinyGuestSsh({
+    port,
+    consoleLog: join(vmDir, "console.log"),
+    consoleOffset,
+    timeoutMs: 90_000,
+    isAlive: () => !exited
+  })
   const boot = (performance.now() - t) / 1000
   bootTimes.push(boot)
-  const out = ssh(i === 0 ? "uname -r; cat /mnt/work/from-host; cat /data/count 2>/dev/null; echo $(( $(cat /data/count 2>/dev/null || echo 0) + 1 )) > /data/count" : "cat /data/count; echo $(( $(cat /data/count) + 1 )) > /data/count")
+  const out = ssh(
+    i === 0
+      ? "uname -r; cat /mnt/work/from-host; cat /data/count 2>/dev/null; echo $(( $(cat /data/count 2>/dev/null || echo 0) + 1 )) > /data/count"
+      : "cat /data/count; echo $(( $(cat /data/count) + 1 )) > /data/count"
+  )
   t = performance.now()
   await tiny.qmpCommands(join(vmDir, "qmp.sock"), [{ execute: "system_powerdown" }])
   let timer
-  await Promise.race([exitP, new Promise((_, rej) => { timer = setTimeout(() => rej(new Error("VM did not power off in 60 s")), 60_000) })])
+  await Promise.race([
+    exitP,
+    new Promise((_, rej) => {
+      timer = setTimeout(() => rej(new Error("VM did not power off in 60 s")), 60_000)
+    })
+  ])
   clearTimeout(timer)
   const off = (performance.now() - t) / 1000
   offTimes.push(off)
-  console.log(`boot ${i + 1}: ssh banner ${boot.toFixed(2)} s, poweroff ${off.toFixed(2)} s  | ${out.trim().replace(/\n/g, " | ")}`)
+  console.log(
+    `boot ${i + 1}: ssh banner ${boot.toFixed(2)} s, poweroff ${off.toFixed(2)} s  | ${out.trim().replace(/\n/g, " | ")}`
+  )
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 console.log(`median boot→banner ${median(bootTimes).toFixed(2)} s, median poweroff ${median(offTimes).toFixed(2)} s`)

@@ -62,7 +62,11 @@ export const LONG_MODE_PAYLOAD_HEX =
   "fabf0000010031c0b9000c0000f3abc7050000010003100100c7050010010003200100c70500200100830000000f20e083c8200f22e0b8000001000f22d8b9800000c00f320d000100000f300f20c00d010000800f22c00f0115c0001000ea65001000080066b810008ed88ed048c7c4000009004831db48c7c140420f004801cbe81d000000e2f6488d353700000066baf803ac84c07403eeebf866baf400b003eef4c30f1f4000000000000000000000000000009a200000000000009200001700a8001000"
 
 const longModePayload = (): Buffer =>
-  elf64({ vaddr: 0x100000, code: Buffer.concat([Buffer.from(LONG_MODE_PAYLOAD_HEX, "hex"), Buffer.from(`${PROBE_MARKER}\n\0`)]), pvhEntry: true })
+  elf64({
+    vaddr: 0x100000,
+    code: Buffer.concat([Buffer.from(LONG_MODE_PAYLOAD_HEX, "hex"), Buffer.from(`${PROBE_MARKER}\n\0`)]),
+    pvhEntry: true
+  })
 
 /**
  * A one-segment static ELF64 for x86-64 whose entry point is the first byte of `code`. Without
@@ -90,7 +94,15 @@ const elf64 = (options: { readonly code: Buffer; readonly vaddr?: number; readon
   header.writeUInt16LE(64, 52)
   header.writeUInt16LE(56, 54)
   header.writeUInt16LE(phnum, 56)
-  const segment = (at: number, type: number, flags: number, offset: number, vaddr: number, size: number, align: number) => {
+  const segment = (
+    at: number,
+    type: number,
+    flags: number,
+    offset: number,
+    vaddr: number,
+    size: number,
+    align: number
+  ) => {
     header.writeUInt32LE(type, at)
     header.writeUInt32LE(flags, at + 4)
     header.writeBigUInt64LE(BigInt(offset), at + 8)
@@ -120,7 +132,8 @@ const pvhNote = (entry: number): Buffer => {
 }
 
 /** An initramfs with just /dev/console and the probe's /init. */
-const probeInitramfs = (): Buffer => new CpioWriter().dir("dev").charDevice("dev/console", 5, 1).file("init", probeInit(), 0o755).finish()
+const probeInitramfs = (): Buffer =>
+  new CpioWriter().dir("dev").charDevice("dev/console", 5, 1).file("init", probeInit(), 0o755).finish()
 
 interface ProbeRun {
   readonly outcome: "marker" | "internal-error" | "exited" | "timeout" | "spawn-failed"
@@ -140,10 +153,11 @@ const runProbe = async (qemu: string, args: ReadonlyArray<string>, timeoutMs: nu
         timeoutMs,
         onStdout: (chunk) => {
           serial = (serial + chunk.toString("latin1")).slice(-STDOUT_CAP)
-          if (serial.includes(PROBE_MARKER)) return (outcome = "marker"), "stop"
+          if (serial.includes(PROBE_MARKER)) return ((outcome = "marker"), "stop")
         },
         // QEMU reports the error and pauses the guest; it would sit there until the deadline.
-        onStderr: (_chunk, stderr) => (/KVM internal error/i.test(stderr) ? ((outcome ??= "internal-error"), "stop") : undefined)
+        onStderr: (_chunk, stderr) =>
+          /KVM internal error/i.test(stderr) ? ((outcome ??= "internal-error"), "stop") : undefined
       })
     )
   )
@@ -167,11 +181,23 @@ const verdictOf = (run: ProbeRun, source: "kernel" | "payload", timeoutMs: numbe
             : `KVM runs ${what}; no guest kernel was tried yet (stoat pull tiny builds one), and a VM that does not run under KVM is restarted under TCG`
       }
     case "internal-error":
-      return { accel: "tcg", source, detail: "KVM present but a 64-bit guest does not run: KVM internal error; VMs run under TCG, which is slower" }
+      return {
+        accel: "tcg",
+        source,
+        detail: "KVM present but a 64-bit guest does not run: KVM internal error; VMs run under TCG, which is slower"
+      }
     case "timeout":
-      return { accel: "tcg", source, detail: `KVM present but a 64-bit guest does not run: no console output in ${Math.round(timeoutMs / 1000)} s; VMs run under TCG, which is slower` }
+      return {
+        accel: "tcg",
+        source,
+        detail: `KVM present but a 64-bit guest does not run: no console output in ${Math.round(timeoutMs / 1000)} s; VMs run under TCG, which is slower`
+      }
     default:
-      return { accel: "tcg", source, detail: `KVM unusable (${stderrMessage(run.stderr, "QEMU exited under -accel kvm", { lines: 1, skipWarnings: true })}); VMs run under TCG, which is slower` }
+      return {
+        accel: "tcg",
+        source,
+        detail: `KVM unusable (${stderrMessage(run.stderr, "QEMU exited under -accel kvm", { lines: 1, skipWarnings: true })}); VMs run under TCG, which is slower`
+      }
   }
 }
 
@@ -180,15 +206,43 @@ const verdictOf = (run: ProbeRun, source: "kernel" | "payload", timeoutMs: numbe
  * long-mode payload when no kernel is given; the marker on the serial console within the
  * deadline means KVM works, anything else means TCG with the reason.
  */
-export const probeKvm = async (qemu: string, options: { readonly kernel?: string | undefined; readonly timeoutMs?: number } = {}): Promise<AccelVerdict> => {
+export const probeKvm = async (
+  qemu: string,
+  options: { readonly kernel?: string | undefined; readonly timeoutMs?: number } = {}
+): Promise<AccelVerdict> => {
   const timeoutMs = options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS
   const dir = await mkdtemp(join(tmpdir(), "stoat-probe-"))
   try {
-    const common = ["-name", PROBE_NAME, "-accel", "kvm", "-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-m", "128"]
+    const common = [
+      "-name",
+      PROBE_NAME,
+      "-accel",
+      "kvm",
+      "-nodefaults",
+      "-display",
+      "none",
+      "-no-reboot",
+      "-serial",
+      "stdio",
+      "-m",
+      "128"
+    ]
     if (options.kernel !== undefined) {
       const initrd = join(dir, "probe.cpio")
       await writeFile(initrd, probeInitramfs())
-      const args = [...common, "-M", "q35", "-bios", "qboot.rom", "-kernel", options.kernel, "-initrd", initrd, "-append", "console=ttyS0 panic=-1 quiet"]
+      const args = [
+        ...common,
+        "-M",
+        "q35",
+        "-bios",
+        "qboot.rom",
+        "-kernel",
+        options.kernel,
+        "-initrd",
+        initrd,
+        "-append",
+        "console=ttyS0 panic=-1 quiet"
+      ]
       return verdictOf(await runProbe(qemu, args, timeoutMs), "kernel", timeoutMs)
     }
     const payload = join(dir, "probe.elf")
@@ -212,7 +266,11 @@ interface CachedVerdict extends AccelVerdict {
   readonly qemu: string
 }
 
-const bootId = () => readFile("/proc/sys/kernel/random/boot_id", "utf8").then((text) => text.trim(), () => "")
+const bootId = () =>
+  readFile("/proc/sys/kernel/random/boot_id", "utf8").then(
+    (text) => text.trim(),
+    () => ""
+  )
 
 /**
  * The verdict cached per host boot and QEMU binary. A payload verdict is probed again once a
@@ -229,7 +287,8 @@ export class AccelCache {
       .catch(() => undefined)
     if (!cached || boot === "" || cached.boot !== boot || cached.qemu !== qemu) return undefined
     if ((cached.accel !== "kvm" && cached.accel !== "tcg") || typeof cached.detail !== "string") return undefined
-    const source = cached.source === "kernel" || cached.source === "payload" || cached.source === "start" ? cached.source : "payload"
+    const source =
+      cached.source === "kernel" || cached.source === "payload" || cached.source === "start" ? cached.source : "payload"
     return { accel: cached.accel, detail: cached.detail, source }
   }
 

@@ -67,7 +67,14 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
 
   if (plan.kernel !== undefined) {
     // SeaBIOS, not the slightly faster qboot: qboot cannot place the VM generation ID (the guest hangs before its kernel runs).
-    args.push("-kernel", plan.kernel.path, "-initrd", options.initrd ?? plan.kernel.initrd, "-append", plan.kernel.append)
+    args.push(
+      "-kernel",
+      plan.kernel.path,
+      "-initrd",
+      options.initrd ?? plan.kernel.initrd,
+      "-append",
+      plan.kernel.append
+    )
   }
   // Firmware boots the ISO first only while the OS is not installed. A direct kernel boot
   // claims bootindex 0 itself, so then the drives get none.
@@ -76,41 +83,61 @@ export const qemuArgs = (plan: BootPlan, options: ArgvOptions): string[] => {
   if (plan.disk !== undefined) {
     const format = options.diskFormat ?? (plan.disk.endsWith(".qcow2") ? "qcow2" : "raw")
     args.push(
-      "-drive", `file=${qemuOpt(vmFilePath(plan.vm, plan.disk))},if=none,id=${DISK_ID},format=${format},discard=unmap`,
-      "-device", `virtio-blk-pci,drive=${DISK_ID}${bootindex(cdromFirst ? 1 : 0)}`
+      "-drive",
+      `file=${qemuOpt(vmFilePath(plan.vm, plan.disk))},if=none,id=${DISK_ID},format=${format},discard=unmap`,
+      "-device",
+      `virtio-blk-pci,drive=${DISK_ID}${bootindex(cdromFirst ? 1 : 0)}`
     )
   }
   if (plan.cdrom !== undefined) {
     args.push(
-      "-drive", `file=${qemuOpt(plan.cdrom)},if=none,id=cd0,media=cdrom,readonly=on`,
-      "-device", `ide-cd,drive=cd0,bus=ide.0${bootindex(cdromFirst ? 0 : 1)}`
+      "-drive",
+      `file=${qemuOpt(plan.cdrom)},if=none,id=cd0,media=cdrom,readonly=on`,
+      "-device",
+      `ide-cd,drive=cd0,bus=ide.0${bootindex(cdromFirst ? 0 : 1)}`
     )
   }
   if (plan.seedIso !== undefined) {
     args.push(
-      "-drive", `file=${qemuOpt(hostPathOf(plan.seedIso))},if=none,id=seed0,media=cdrom,readonly=on`,
-      "-device", "ide-cd,drive=seed0,bus=ide.1"
+      "-drive",
+      `file=${qemuOpt(hostPathOf(plan.seedIso))},if=none,id=seed0,media=cdrom,readonly=on`,
+      "-device",
+      "ide-cd,drive=seed0,bus=ide.1"
     )
   }
 
   args.push(
-    "-netdev", `user,id=n0,${forwards.map((forward) => `hostfwd=tcp:127.0.0.1:${forward.host}-:${forward.guest}`).join(",")}`,
-    "-device", "virtio-net-pci,netdev=n0",
-    "-device", "virtio-rng-pci",
+    "-netdev",
+    `user,id=n0,${forwards.map((forward) => `hostfwd=tcp:127.0.0.1:${forward.host}-:${forward.guest}`).join(",")}`,
+    "-device",
+    "virtio-net-pci,netdev=n0",
+    "-device",
+    "virtio-rng-pci",
     // A VM generation ID: a VM resumed from a checkpoint sees a new one and the guest kernel
     // reseeds its RNG, so forks of one state do not share random numbers. Every VM has the
     // device, so a checkpoint's source and its forks have the same device set.
-    "-device", "vmgenid,guid=auto",
-    "-chardev", `file,id=con0,path=${qemuOpt(files.console)},append=on`,
-    "-serial", "chardev:con0",
-    "-qmp", `unix:${qemuOpt(files.qmp)},server=on,wait=off`,
-    "-virtfs", `local,path=${qemuOpt(plan.workShare)},mount_tag=work,security_model=mapped-xattr,id=work`
+    "-device",
+    "vmgenid,guid=auto",
+    "-chardev",
+    `file,id=con0,path=${qemuOpt(files.console)},append=on`,
+    "-serial",
+    "chardev:con0",
+    "-qmp",
+    `unix:${qemuOpt(files.qmp)},server=on,wait=off`,
+    "-virtfs",
+    `local,path=${qemuOpt(plan.workShare)},mount_tag=work,security_model=mapped-xattr,id=work`
   )
   if (plan.hostShare !== undefined) {
-    args.push("-virtfs", `local,path=${qemuOpt(plan.hostShare)},mount_tag=host,security_model=mapped-xattr,readonly=on,id=host`)
+    args.push(
+      "-virtfs",
+      `local,path=${qemuOpt(plan.hostShare)},mount_tag=host,security_model=mapped-xattr,readonly=on,id=host`
+    )
   }
   plan.extraShares?.forEach((share, index) => {
-    args.push("-virtfs", `local,path=${qemuOpt(share.host)},mount_tag=${qemuOpt(share.tag)},security_model=mapped-xattr,id=share${index}`)
+    args.push(
+      "-virtfs",
+      `local,path=${qemuOpt(share.host)},mount_tag=${qemuOpt(share.tag)},security_model=mapped-xattr,id=share${index}`
+    )
   })
   args.push("-pidfile", files.pidfile)
   if (options.incomingState !== undefined) args.push("-incoming", `exec:cat ${shellWord(options.incomingState)}`)

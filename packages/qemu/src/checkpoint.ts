@@ -77,7 +77,13 @@ const receiveState = (socketPath: string, out: string) =>
         file.on("close", () => settle?.ok(bytes))
         socket.pipe(file)
       })
-      server.once("error", (error) => resume(Effect.fail(new Internal({ message: `cannot listen on ${socketPath}: ${error.message}`, subject: socketPath }))))
+      server.once("error", (error) =>
+        resume(
+          Effect.fail(
+            new Internal({ message: `cannot listen on ${socketPath}: ${error.message}`, subject: socketPath })
+          )
+        )
+      )
       unlink(socketPath)
         .catch(() => undefined)
         .then(() => server.listen(socketPath, () => resume(Effect.succeed({ done, close: () => server.close() }))))
@@ -101,14 +107,26 @@ const switchDisk = (qmp: Qmp, request: CheckpointRequest, vm: VmRef, virtualSize
   Effect.gen(function* () {
     yield* Effect.onError(
       Effect.zipRight(
-        img.qemuImg(["create", "-q", "-f", "qcow2", "-F", format, "-b", request.disk, "-u", request.top, String(virtualSize)], request.top),
-        qmp.execute("blockdev-snapshot-sync", { device: DISK_ID, "snapshot-file": request.top, format: "qcow2", mode: "existing" })
+        img.qemuImg(
+          ["create", "-q", "-f", "qcow2", "-F", format, "-b", request.disk, "-u", request.top, String(virtualSize)],
+          request.top
+        ),
+        qmp.execute("blockdev-snapshot-sync", {
+          device: DISK_ID,
+          "snapshot-file": request.top,
+          format: "qcow2",
+          mode: "existing"
+        })
       ),
       () => Effect.promise(() => unlink(request.top).catch(() => undefined))
     )
     yield* Effect.tryPromise({
       try: () => writeFileAtomic(request.topPointer, `${relative(vm.dir, request.top)}\n`),
-      catch: (cause) => new Internal({ message: `VM "${vm.name}" now writes to ${request.top} but ${request.topPointer} cannot say so: ${errorText(cause)}`, subject: vm.name })
+      catch: (cause) =>
+        new Internal({
+          message: `VM "${vm.name}" now writes to ${request.top} but ${request.topPointer} cannot say so: ${errorText(cause)}`,
+          subject: vm.name
+        })
     })
   })
 
@@ -118,7 +136,12 @@ type MigrationStatus = { readonly status?: string; readonly "error-desc"?: strin
  * Polls query-migrate until the migration reaches `wanted`; a failed, cancelled or endless one is
  * monitor_rejected. `slow` runs once if it takes longer than its `afterMs`.
  */
-const migrationReaches = (qmp: Qmp, vm: VmRef, wanted: string, slow?: { readonly afterMs: number; readonly then: Effect.Effect<unknown, QmpError> }) =>
+const migrationReaches = (
+  qmp: Qmp,
+  vm: VmRef,
+  wanted: string,
+  slow?: { readonly afterMs: number; readonly then: Effect.Effect<unknown, QmpError> }
+) =>
   Effect.gen(function* () {
     const started = yield* Clock.currentTimeMillis
     let hurried = false
@@ -130,7 +153,10 @@ const migrationReaches = (qmp: Qmp, vm: VmRef, wanted: string, slow?: { readonly
         yield* slow.then
       }
       if (info.status === "failed" || info.status === "cancelled") {
-        return yield* new ControlRejected({ message: `saving the state of VM "${vm.name}" failed: ${info["error-desc"] ?? info.status}`, subject: vm.name })
+        return yield* new ControlRejected({
+          message: `saving the state of VM "${vm.name}" failed: ${info["error-desc"] ?? info.status}`,
+          subject: vm.name
+        })
       }
       return false
     })
@@ -138,12 +164,17 @@ const migrationReaches = (qmp: Qmp, vm: VmRef, wanted: string, slow?: { readonly
       schedule: Schedule.spaced(Duration.millis(MIGRATE_POLL_MS)),
       until: (reached) => reached,
       within: Duration.millis(MIGRATE_TIMEOUT_MS),
-      onTimeout: () => new ControlRejected({ message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`, subject: vm.name })
+      onTimeout: () =>
+        new ControlRejected({
+          message: `saving the state of VM "${vm.name}" took over ${MIGRATE_TIMEOUT_MS / 1000} s`,
+          subject: vm.name
+        })
     })
   })
 
 /** QEMU's own time of an event (host clock, microseconds), in milliseconds. */
-const eventMs = (event: QmpEvent) => (event.timestamp === undefined ? undefined : event.timestamp.seconds * 1000 + event.timestamp.microseconds / 1000)
+const eventMs = (event: QmpEvent) =>
+  event.timestamp === undefined ? undefined : event.timestamp.seconds * 1000 + event.timestamp.microseconds / 1000
 
 /** The file QEMU writes the VM's disk to now (the top of its chain). */
 const writtenDisk = (qmp: Qmp) =>
@@ -167,7 +198,10 @@ const migrationBlocker = (qmp: Qmp) =>
 export const checkpointVm = (
   vm: VmRef,
   names: CheckpointRequest
-): Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | ControlUnreachable | ControlRejected | Internal | ProviderMissing> =>
+): Effect.Effect<
+  CheckpointTaken,
+  NotRunning | CapabilityUnavailable | ControlUnreachable | ControlRejected | Internal | ProviderMissing
+> =>
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
     // From here on every name of the request is its file on this host.
@@ -179,7 +213,10 @@ export const checkpointVm = (
     }
     const saved = checkpointFiles(request.folder)
     if (!(yield* Effect.sync(() => readRunState(vm))).running) {
-      return yield* new NotRunning({ message: `VM "${vm.name}" is not running; only a running VM can be checkpointed`, subject: vm.name })
+      return yield* new NotRunning({
+        message: `VM "${vm.name}" is not running; only a running VM can be checkpointed`,
+        subject: vm.name
+      })
     }
     const record = yield* readBootRecord(vm)
     const plan = record?.plan
@@ -187,20 +224,37 @@ export const checkpointVm = (
       return yield* new CapabilityUnavailable({
         message: `VM "${vm.name}" was started by an older stoat without the devices a checkpoint needs`,
         subject: vm.name,
-        hint: advise("restart it", { operation: "vm.stop", input: { vm: vm.name } }, { operation: "vm.start", input: { vm: vm.name } }),
+        hint: advise(
+          "restart it",
+          { operation: "vm.stop", input: { vm: vm.name } },
+          { operation: "vm.start", input: { vm: vm.name } }
+        ),
         reason: "restart_required"
       })
     }
     if (plan.disk === undefined) {
-      return yield* new CapabilityUnavailable({ message: `VM "${vm.name}" runs without a disk; only a VM with one can be checkpointed`, subject: vm.name, reason: "disk_required" })
+      return yield* new CapabilityUnavailable({
+        message: `VM "${vm.name}" runs without a disk; only a VM with one can be checkpointed`,
+        subject: vm.name,
+        reason: "disk_required"
+      })
     }
-    const disk = yield* img.diskInfo(request.disk).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: vm.name })))
-    const fail = (what: string) => (cause: unknown) => new Internal({ message: `${what}: ${errorText(cause)}`, subject: vm.name })
+    const disk = yield* img
+      .diskInfo(request.disk)
+      .pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: vm.name })))
+    const fail = (what: string) => (cause: unknown) =>
+      new Internal({ message: `${what}: ${errorText(cause)}`, subject: vm.name })
     if (plan.kernel !== undefined) {
-      yield* Effect.tryPromise({ try: () => linkOrCopy(files.initrd, saved.initrd), catch: fail(`cannot keep the initrd of VM "${vm.name}"`) })
+      yield* Effect.tryPromise({
+        try: () => linkOrCopy(files.initrd, saved.initrd),
+        catch: fail(`cannot keep the initrd of VM "${vm.name}"`)
+      })
     }
     const qemuRecord: SavedQemu = { plan, accel: record.accel }
-    yield* Effect.tryPromise({ try: () => writeFileAtomic(saved.qemu, JSON.stringify(qemuRecord)), catch: fail("cannot write the checkpoint's QEMU record") })
+    yield* Effect.tryPromise({
+      try: () => writeFileAtomic(saved.qemu, JSON.stringify(qemuRecord)),
+      catch: fail("cannot write the checkpoint's QEMU record")
+    })
 
     const pausedMs = yield* Effect.scoped(
       Effect.gen(function* () {
@@ -211,16 +265,28 @@ export const checkpointVm = (
             Effect.gen(function* () {
               const current = yield* writtenDisk(qmp)
               if (current === undefined || resolve(current) !== resolve(request.disk)) {
-                return yield* new Internal({ message: `VM "${vm.name}" writes to ${current ?? "no disk"}, not ${request.disk}; its disk.top does not match the running QEMU`, subject: vm.name })
+                return yield* new Internal({
+                  message: `VM "${vm.name}" writes to ${current ?? "no disk"}, not ${request.disk}; its disk.top does not match the running QEMU`,
+                  subject: vm.name
+                })
               }
               const blocker = yield* migrationBlocker(qmp)
               if (blocker !== undefined) {
-                return yield* new CapabilityUnavailable({ message: `QEMU cannot save the state of VM "${vm.name}": ${blocker}`, subject: vm.name, reason: "migration_blocked" })
+                return yield* new CapabilityUnavailable({
+                  message: `QEMU cannot save the state of VM "${vm.name}": ${blocker}`,
+                  subject: vm.name,
+                  reason: "migration_blocked"
+                })
               }
-              yield* qmp.execute("migrate-set-parameters", { "max-bandwidth": UNLIMITED_BANDWIDTH, "downtime-limit": TARGET_DOWNTIME_MS })
+              yield* qmp.execute("migrate-set-parameters", {
+                "max-bandwidth": UNLIMITED_BANDWIDTH,
+                "downtime-limit": TARGET_DOWNTIME_MS
+              })
               // Pre-copy: RAM is sent while the guest runs; QEMU stops it only for what is left,
               // and waits (pre-switchover) so the disk is switched at that very instant.
-              yield* qmp.execute("migrate-set-capabilities", { capabilities: [{ capability: "pause-before-switchover", state: true }] })
+              yield* qmp.execute("migrate-set-capabilities", {
+                capabilities: [{ capability: "pause-before-switchover", state: true }]
+              })
               const { status } = yield* qmp.execute<{ readonly status: string }>("query-status")
               const issued = Date.now()
               const saving = Effect.gen(function* () {
@@ -238,7 +304,10 @@ export const checkpointVm = (
               // A failure part way cancels the migration; a guest someone else paused stays paused, a running one always runs on.
               const resume = status === "running" ? Effect.ignore(qmp.execute("cont")) : Effect.void
               yield* Effect.uninterruptible(
-                Effect.ensuring(Effect.tapError(saving, () => Effect.ignore(qmp.execute("migrate_cancel"))), resume)
+                Effect.ensuring(
+                  Effect.tapError(saving, () => Effect.ignore(qmp.execute("migrate_cancel"))),
+                  resume
+                )
               )
               // How long the guest stood still, by QEMU's own clock: its STOP to its RESUME event.
               const stopped = (yield* qmp.events).find((event) => event.event === "STOP")
@@ -251,31 +320,50 @@ export const checkpointVm = (
         )
       })
     )
-    const stateBytes = yield* Effect.promise(() => stat(saved.state).then((info) => info.size, () => 0))
+    const stateBytes = yield* Effect.promise(() =>
+      stat(saved.state).then(
+        (info) => info.size,
+        () => 0
+      )
+    )
     return { pausedMs, stateFile: relative(vm.dir, saved.state), stateBytes, ramMb: plan.ramMb, cpus: plan.cpus }
   })
 
 const readSaved = (folder: string, vm: VmRef): Effect.Effect<SavedQemu, ProviderStartFailed> =>
   Effect.tryPromise({
     try: () => readFile(checkpointFiles(folder).qemu, "utf8").then((text) => JSON.parse(text) as SavedQemu),
-    catch: (cause) => new ProviderStartFailed({ message: `checkpoint ${folder} cannot be resumed: its QEMU record is unreadable (${errorText(cause)})`, subject: vm.name })
+    catch: (cause) =>
+      new ProviderStartFailed({
+        message: `checkpoint ${folder} cannot be resumed: its QEMU record is unreadable (${errorText(cause)})`,
+        subject: vm.name
+      })
   })
 
 /**
  * The seed a saved plan names. Plans saved before the seed became a VM file name it by its host
  * path, `<VM folder>/ovl/seed.iso` of the VM that first booted with it.
  */
-export const savedSeed = (seed: VmDisk | string | undefined, target: VmRef): Effect.Effect<VmDisk | undefined, ProviderStartFailed> => {
+export const savedSeed = (
+  seed: VmDisk | string | undefined,
+  target: VmRef
+): Effect.Effect<VmDisk | undefined, ProviderStartFailed> => {
   if (typeof seed !== "string") return Effect.succeed(seed)
   const dir = dirname(dirname(seed))
   return isAbsolute(seed) && relative(dir, seed) === LEGACY_SEED_FILE
     ? Effect.succeed({ vm: { name: basename(dir), dir }, file: LEGACY_SEED_FILE })
-    : new ProviderStartFailed({ message: `the checkpoint's QEMU record names an unknown seed file ${seed}`, subject: target.name })
+    : new ProviderStartFailed({
+        message: `the checkpoint's QEMU record names an unknown seed file ${seed}`,
+        subject: target.name
+      })
 }
 const LEGACY_SEED_FILE = "ovl/seed.iso"
 
 /** A new VM from a checkpoint: the saved plan with its own folder, disk, SSH port and share; no port forwards. */
-export const resumeVm = (qemu: string, checkpoint: { readonly vm: VmRef; readonly folder: string }, target: ResumePlan) =>
+export const resumeVm = (
+  qemu: string,
+  checkpoint: { readonly vm: VmRef; readonly folder: string },
+  target: ResumePlan
+) =>
   Effect.gen(function* () {
     const folder = vmFilePath(checkpoint.vm, checkpoint.folder)
     const saved = yield* readSaved(folder, target.vm)
@@ -292,15 +380,31 @@ export const resumeVm = (qemu: string, checkpoint: { readonly vm: VmRef; readonl
       workShare: target.workShare,
       forwards: []
     }
-    const state = yield* launchQemu(resumed, { qemu, accel: saved.accel }, { state: files.state, ...(plan.kernel !== undefined ? { initrd: files.initrd } : {}) })
+    const state = yield* launchQemu(
+      resumed,
+      { qemu, accel: saved.accel },
+      { state: files.state, ...(plan.kernel !== undefined ? { initrd: files.initrd } : {}) }
+    )
     return { ...state, accel: saved.accel }
   })
 
 /** `qemu-img rebase` in safe mode: what the disk reads through the dropped layers is copied into it. */
-export const rebaseDisk = (disk: VmDisk, backingDisk: DiskRef | undefined): Effect.Effect<void, Internal | ProviderMissing> =>
+export const rebaseDisk = (
+  disk: VmDisk,
+  backingDisk: DiskRef | undefined
+): Effect.Effect<void, Internal | ProviderMissing> =>
   Effect.gen(function* () {
     const path = hostPathOf(disk)
     const backing = backingDisk === undefined ? undefined : hostPathOf(backingDisk)
-    const format = backing === undefined ? undefined : (yield* img.diskInfo(backing).pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: path })))).format
-    yield* img.qemuImg(["rebase", "-q", "-f", "qcow2", "-b", backing ?? "", ...(format !== undefined ? ["-F", format] : []), path], path)
+    const format =
+      backing === undefined
+        ? undefined
+        : (yield* img
+            .diskInfo(backing)
+            .pipe(Effect.catchTag("NotFound", (error) => new Internal({ message: error.message, subject: path }))))
+            .format
+    yield* img.qemuImg(
+      ["rebase", "-q", "-f", "qcow2", "-b", backing ?? "", ...(format !== undefined ? ["-F", format] : []), path],
+      path
+    )
   })

@@ -39,7 +39,11 @@ export interface ChildSpawnFailure {
 }
 
 /** Runs `file` with `args` until it exits (a non-zero exit is a result, not a failure). */
-export const runChild = (file: string, args: ReadonlyArray<string>, options: ChildOptions = {}): Effect.Effect<ChildExit, ChildSpawnFailure> =>
+export const runChild = (
+  file: string,
+  args: ReadonlyArray<string>,
+  options: ChildOptions = {}
+): Effect.Effect<ChildExit, ChildSpawnFailure> =>
   Effect.async((resume) => {
     const stdoutMode = options.stdout ?? "collect"
     const child = spawn(file, [...args], {
@@ -59,7 +63,8 @@ export const runChild = (file: string, args: ReadonlyArray<string>, options: Chi
     const kill = () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
     }
-    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), kill()), options.timeoutMs)
+    const timer =
+      options.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), kill()), options.timeoutMs)
     const stop = () => ((stopped = true), kill())
     if (child.stdout !== null) {
       if (typeof stdoutMode === "object") child.stdout.pipe(stdoutMode)
@@ -67,7 +72,7 @@ export const runChild = (file: string, args: ReadonlyArray<string>, options: Chi
         child.stdout.on("data", (chunk: Buffer) => {
           stdoutChunks.push(chunk)
           stdoutBytes += chunk.length
-          if (stdoutBytes > maxBytes) ((overflowed = true), kill())
+          if (stdoutBytes > maxBytes) (overflowed = true), kill()
           if (options.onStdout?.(chunk) === "stop") stop()
         })
       }
@@ -75,7 +80,7 @@ export const runChild = (file: string, args: ReadonlyArray<string>, options: Chi
     child.stderr?.setEncoding("utf8")
     child.stderr?.on("data", (chunk: string) => {
       stderr += chunk
-      if (stderr.length > maxBytes) ((overflowed = true), kill())
+      if (stderr.length > maxBytes) (overflowed = true), kill()
       if (options.onStderr?.(chunk, stderr) === "stop") stop()
     })
     if (options.input !== undefined && child.stdin !== null) {
@@ -94,7 +99,9 @@ export const runChild = (file: string, args: ReadonlyArray<string>, options: Chi
       if (done) return
       done = true
       clearTimeout(timer)
-      resume(Effect.succeed({ code, signal, stdout: Buffer.concat(stdoutChunks), stderr, timedOut, stopped, overflowed }))
+      resume(
+        Effect.succeed({ code, signal, stdout: Buffer.concat(stdoutChunks), stderr, timedOut, stopped, overflowed })
+      )
     })
     return Effect.sync(() => {
       done = true

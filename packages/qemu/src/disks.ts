@@ -5,7 +5,8 @@ import type { ImageInfo } from "./qemu-img.js"
 
 /** A file core names relative to a VM's folder, on this host. Core never names one outside it; doing so is a bug. */
 export const vmFilePath = (vm: VmRef, file: string): string => {
-  if (file === "" || isAbsolute(file) || file.split("/").includes("..")) throw new Error(`"${file}" is not a file inside the folder of VM "${vm.name}"`)
+  if (file === "" || isAbsolute(file) || file.split("/").includes(".."))
+    throw new Error(`"${file}" is not a file inside the folder of VM "${vm.name}"`)
   return join(vm.dir, file)
 }
 

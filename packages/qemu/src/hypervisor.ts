@@ -33,8 +33,23 @@ export const QEMU_BINARY = "qemu-system-x86_64"
 /** The QEMU program: a path, or a name looked up on PATH at each use (it may be installed meanwhile). */
 const findQemu = (program: string) =>
   Effect.flatMap(
-    Effect.promise(() => (program.includes("/") ? access(program, constants.X_OK).then(() => program, () => undefined) : findOnPath(program))),
-    (path) => (path ? Effect.succeed(path) : Effect.fail(new ProviderMissing({ message: `${program} not found${program.includes("/") ? "" : " on PATH"}; install QEMU`, hint: checkTheHost })))
+    Effect.promise(() =>
+      program.includes("/")
+        ? access(program, constants.X_OK).then(
+            () => program,
+            () => undefined
+          )
+        : findOnPath(program)
+    ),
+    (path) =>
+      path
+        ? Effect.succeed(path)
+        : Effect.fail(
+            new ProviderMissing({
+              message: `${program} not found${program.includes("/") ? "" : " on PATH"}; install QEMU`,
+              hint: checkTheHost
+            })
+          )
   )
 
 /** Longest path a unix socket address can hold (sun_path is 108 bytes with its NUL). */
@@ -46,15 +61,27 @@ const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec> =>
     const invalid = (message: string, subject = plan.vm.name) => new InvalidSpec({ message, subject })
     const socket = vmFiles(plan.vm.dir).qmp
     if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
-      return yield* invalid(`the VM folder ${plan.vm.dir} is too deep for QEMU's unix sockets (${Buffer.byteLength(socket)} > ${MAX_SOCKET_PATH} bytes); use a shorter STOAT_HOME`)
+      return yield* invalid(
+        `the VM folder ${plan.vm.dir} is too deep for QEMU's unix sockets (${Buffer.byteLength(socket)} > ${MAX_SOCKET_PATH} bytes); use a shorter STOAT_HOME`
+      )
     }
-    const tags = ["work", ...(plan.hostShare !== undefined ? ["host"] : []), ...(plan.extraShares ?? []).map((share) => share.tag)]
+    const tags = [
+      "work",
+      ...(plan.hostShare !== undefined ? ["host"] : []),
+      ...(plan.extraShares ?? []).map((share) => share.tag)
+    ]
     const duplicate = tags.find((tag, index) => tags.indexOf(tag) !== index)
     if (duplicate !== undefined) return yield* invalid(`share tag "${duplicate}" is used twice`, duplicate)
     const bad = tags.find((tag) => !/^[A-Za-z0-9._-]{1,31}$/.test(tag))
-    if (bad !== undefined) return yield* invalid(`share tag "${bad}" must be 1-31 letters, digits, '.', '_' or '-'`, bad)
+    if (bad !== undefined)
+      return yield* invalid(`share tag "${bad}" must be 1-31 letters, digits, '.', '_' or '-'`, bad)
     for (const path of plan.kernel ? [plan.kernel.path, plan.kernel.initrd] : []) {
-      const readable = yield* Effect.promise(() => access(path).then(() => true, () => false))
+      const readable = yield* Effect.promise(() =>
+        access(path).then(
+          () => true,
+          () => false
+        )
+      )
       if (!readable) return yield* invalid(`boot file ${path} does not exist; rebuild the image`, path)
     }
   })
@@ -76,13 +103,33 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
       const qemuPath = findQemu(options.qemu ?? QEMU_BINARY)
       /** The kernel the probe boots: the VM's own when it boots one directly, else the tiny guest's when built. */
       const probeKernel = (plan?: BootPlan) =>
-        plan?.kernel !== undefined ? Effect.succeed(plan.kernel.path) : Effect.promise(() => readTinyGuest(join(tinyDir, "image")).then((image) => image?.kernel))
-      const decide = (qemu: string, plan?: BootPlan): Effect.Effect<{ readonly setting: AccelSetting; readonly verdict: AccelVerdict }, InvalidSpec> =>
+        plan?.kernel !== undefined
+          ? Effect.succeed(plan.kernel.path)
+          : Effect.promise(() => readTinyGuest(join(tinyDir, "image")).then((image) => image?.kernel))
+      const decide = (
+        qemu: string,
+        plan?: BootPlan
+      ): Effect.Effect<{ readonly setting: AccelSetting; readonly verdict: AccelVerdict }, InvalidSpec> =>
         Effect.gen(function* () {
           const setting = yield* accelSettingConfig
-          if (setting === "tcg") return { setting, verdict: { accel: "tcg", source: "setting", detail: "STOAT_ACCEL=tcg: VMs run under TCG; KVM is not tried" } }
+          if (setting === "tcg")
+            return {
+              setting,
+              verdict: {
+                accel: "tcg",
+                source: "setting",
+                detail: "STOAT_ACCEL=tcg: VMs run under TCG; KVM is not tried"
+              }
+            }
           if (setting === "kvm") {
-            return { setting, verdict: { accel: "kvm", source: "setting", detail: "STOAT_ACCEL=kvm: VMs run under KVM without a probe; a VM KVM cannot run fails to start" } }
+            return {
+              setting,
+              verdict: {
+                accel: "kvm",
+                source: "setting",
+                detail: "STOAT_ACCEL=kvm: VMs run under KVM without a probe; a VM KVM cannot run fails to start"
+              }
+            }
           }
           const kernel = yield* probeKernel(plan)
           return { setting, verdict: yield* Effect.promise(() => accelCache.verdict(qemu, kernel)) }
@@ -93,42 +140,70 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
        * silent, or whose run state turns internal-error or guest-panicked is stopped and started
        * once more under TCG, and the verdict is cached so later starts go to TCG directly.
        */
-      const start = (plan: BootPlan): Effect.Effect<StartedVm, ProviderMissing | ProviderStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached> =>
+      const start = (
+        plan: BootPlan
+      ): Effect.Effect<
+        StartedVm,
+        ProviderMissing | ProviderStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached
+      > =>
         Effect.gen(function* () {
           yield* validatePlan(plan)
           const qemu = yield* qemuPath
-          const { setting, verdict } = yield* decide(qemu, plan).pipe(Effect.mapError((error) => new ProviderStartFailed({ message: error.message, subject: plan.vm.name })))
-          if (verdict.accel === "tcg") return { ...(yield* launchQemu(plan, { qemu, accel: "tcg" })), accel: "tcg" as const }
+          const { setting, verdict } = yield* decide(qemu, plan).pipe(
+            Effect.mapError((error) => new ProviderStartFailed({ message: error.message, subject: plan.vm.name }))
+          )
+          if (verdict.accel === "tcg")
+            return { ...(yield* launchQemu(plan, { qemu, accel: "tcg" })), accel: "tcg" as const }
           const consoleOffset = yield* consoleSize(plan.vm)
           const underKvm = yield* Effect.either(launchQemu(plan, { qemu, accel: "kvm" }))
           if (Either.isLeft(underKvm) && underKvm.left._tag !== "ProviderStartFailed") return yield* underKvm.left
-          const problem = Either.isLeft(underKvm) ? `QEMU failed under KVM: ${underKvm.left.message}` : yield* watchKvmStart(plan, consoleOffset)
+          const problem = Either.isLeft(underKvm)
+            ? `QEMU failed under KVM: ${underKvm.left.message}`
+            : yield* watchKvmStart(plan, consoleOffset)
           if (problem === undefined && Either.isRight(underKvm)) return { ...underKvm.right, accel: "kvm" as const }
           if (Either.isRight(underKvm)) yield* stopQemu(plan.vm, { graceMs: 0 }).pipe(Effect.ignore)
           if (setting === "kvm") {
             if (Either.isLeft(underKvm)) return yield* underKvm.left
-            return yield* new ProviderStartFailed({ message: `VM "${plan.vm.name}" did not run under KVM (${problem}); STOAT_ACCEL=kvm forbids falling back to TCG`, subject: plan.vm.name })
+            return yield* new ProviderStartFailed({
+              message: `VM "${plan.vm.name}" did not run under KVM (${problem}); STOAT_ACCEL=kvm forbids falling back to TCG`,
+              subject: plan.vm.name
+            })
           }
           // A start that fails under TCG too was not KVM's fault (a busy port, a bad disk): report
           // that failure and leave the verdict alone.
           const state = yield* launchQemu(plan, { qemu, accel: "tcg" })
           yield* Effect.promise(() =>
-            accelCache.write(qemu, { accel: "tcg", source: "start", detail: `KVM present but a 64-bit guest does not run: ${problem} (seen when starting VM "${plan.vm.name}"); VMs run under TCG, which is slower` })
+            accelCache.write(qemu, {
+              accel: "tcg",
+              source: "start",
+              detail: `KVM present but a 64-bit guest does not run: ${problem} (seen when starting VM "${plan.vm.name}"); VMs run under TCG, which is slower`
+            })
           )
-          return { ...state, accel: "tcg" as const, notice: `VM "${plan.vm.name}" did not run under KVM (${problem}); restarted it under TCG, and later VMs start under TCG directly` }
+          return {
+            ...state,
+            accel: "tcg" as const,
+            notice: `VM "${plan.vm.name}" did not run under KVM (${problem}); restarted it under TCG, and later VMs start under TCG directly`
+          }
         })
 
       return Hypervisor.of({
         status: (vm) => Effect.sync(() => readRunState(vm)),
         acceleration: Effect.flatMap(qemuPath, (qemu) =>
-          Effect.map(decide(qemu), ({ setting, verdict }) => ({ accel: verdict.accel, detail: setting === "auto" ? `${verdict.detail} (STOAT_ACCEL=auto)` : verdict.detail }))
+          Effect.map(decide(qemu), ({ setting, verdict }) => ({
+            accel: verdict.accel,
+            detail: setting === "auto" ? `${verdict.detail} (STOAT_ACCEL=auto)` : verdict.detail
+          }))
         ),
         start,
         stop: (vm, stopOptions) => stopQemu(vm, stopOptions),
         // Suspended: a name outside the VM folder is a defect of the call, not a throw at it.
-        createDisk: (disk, size, backing) => Effect.suspend(() => img.createDisk(hostPathOf(disk), size, backing === undefined ? undefined : hostPathOf(backing))),
+        createDisk: (disk, size, backing) =>
+          Effect.suspend(() =>
+            img.createDisk(hostPathOf(disk), size, backing === undefined ? undefined : hostPathOf(backing))
+          ),
         resizeDisk: (disk, size) => Effect.suspend(() => img.resizeDisk(hostPathOf(disk), size)),
-        diskInfo: (disk) => Effect.suspend(() => Effect.map(img.diskInfo(hostPathOf(disk)), (info) => diskInfoOf(root.root, info))),
+        diskInfo: (disk) =>
+          Effect.suspend(() => Effect.map(img.diskInfo(hostPathOf(disk)), (info) => diskInfoOf(root.root, info))),
         listSnapshots: snapshots.listSnapshots,
         saveSnapshot: snapshots.saveSnapshot,
         restoreSnapshot: snapshots.restoreSnapshot,
@@ -149,7 +224,12 @@ export const accelSettingConfig: Effect.Effect<AccelSetting, InvalidSpec> = Effe
     const setting = accelSetting(raw)
     return setting !== undefined
       ? Effect.succeed(setting)
-      : Effect.fail(new InvalidSpec({ message: `STOAT_ACCEL must be auto, kvm or tcg (got ${JSON.stringify(raw.slice(0, 40))})`, subject: "STOAT_ACCEL" }))
+      : Effect.fail(
+          new InvalidSpec({
+            message: `STOAT_ACCEL must be auto, kvm or tcg (got ${JSON.stringify(raw.slice(0, 40))})`,
+            subject: "STOAT_ACCEL"
+          })
+        )
   }
 )
 

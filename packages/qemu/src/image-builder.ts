@@ -1,13 +1,31 @@
 import { stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
-import { CannotReach, CapabilityUnavailable, DataRoot, ImageBuilder, Internal, InvalidSpec, NotFound, type LocalImage } from "@stoat/core"
+import {
+  CannotReach,
+  CapabilityUnavailable,
+  DataRoot,
+  ImageBuilder,
+  Internal,
+  InvalidSpec,
+  NotFound,
+  type LocalImage
+} from "@stoat/core"
 import { buildDebianMini, DEBIAN_MINI_ID, DebianMiniBuildError, readDebianMini } from "./debian-mini/build.js"
 import { buildTinyGuest, readTinyGuest } from "./tiny/build.js"
 
 /** The summed size of a build's files (those missing count nothing). */
 const bytesOf = async (paths: ReadonlyArray<string>): Promise<number> =>
-  (await Promise.all(paths.map((path) => stat(path).then((info) => info.size, () => 0)))).reduce((sum, size) => sum + size, 0)
+  (
+    await Promise.all(
+      paths.map((path) =>
+        stat(path).then(
+          (info) => info.size,
+          () => 0
+        )
+      )
+    )
+  ).reduce((sum, size) => sum + size, 0)
 
 export interface QemuImageBuilderOptions {
   /**
@@ -28,7 +46,8 @@ export const defaultTinyCacheDir = (root: string) => join(root, ".cache", "tiny"
 /** A failed debian-12-mini build as the typed error its cause calls for. */
 const debianMiniError = (cause: unknown) => {
   const message = cause instanceof Error ? cause.message : String(cause)
-  if (!(cause instanceof DebianMiniBuildError)) return new Internal({ message: `cannot build ${DEBIAN_MINI_ID}: ${message}`, subject: DEBIAN_MINI_ID })
+  if (!(cause instanceof DebianMiniBuildError))
+    return new Internal({ message: `cannot build ${DEBIAN_MINI_ID}: ${message}`, subject: DEBIAN_MINI_ID })
   switch (cause.kind) {
     case "missing_tool":
     case "needs_root":
@@ -52,24 +71,49 @@ export const makeQemuImageBuilder = (options: QemuImageBuilderOptions = {}) =>
       const tinyDir = options.tinyCacheDir ?? defaultTinyCacheDir(root.root)
       const debianMiniDir = options.debianMiniCacheDir ?? join(root.root, ".cache", DEBIAN_MINI_ID)
       /** The current debian-12-mini build (made first if needed), or the one a VM's root disk came from. */
-      const debianMini = (onStage?: (line: string) => void, rootDisk?: string): Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec> =>
+      const debianMini = (
+        onStage?: (line: string) => void,
+        rootDisk?: string
+      ): Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec> =>
         Effect.map(
           Effect.tryPromise({
             try: async () => {
-              if (rootDisk === undefined) return buildDebianMini({ cacheDir: debianMiniDir, outDir: join(debianMiniDir, "image"), ...(onStage ? { onStage } : {}) })
+              if (rootDisk === undefined)
+                return buildDebianMini({
+                  cacheDir: debianMiniDir,
+                  outDir: join(debianMiniDir, "image"),
+                  ...(onStage ? { onStage } : {})
+                })
               const pinned = await readDebianMini(join(debianMiniDir, "image"), rootDisk)
               if (pinned) return pinned
-              throw new DebianMiniBuildError("gone", `the ${DEBIAN_MINI_ID} build that ${rootDisk} belongs to is incomplete or was removed; delete the VM and create it again`)
+              throw new DebianMiniBuildError(
+                "gone",
+                `the ${DEBIAN_MINI_ID} build that ${rootDisk} belongs to is incomplete or was removed; delete the VM and create it again`
+              )
             },
             catch: debianMiniError
           }),
-          (image) => ({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs, rootDisk: image.rootDisk })
+          (image) => ({
+            kernel: image.kernel,
+            initrd: image.initrd,
+            append: image.kernelArgs,
+            rootDisk: image.rootDisk
+          })
         )
       const tiny = (onStage?: (line: string) => void): Effect.Effect<LocalImage, Internal> =>
         Effect.map(
           Effect.tryPromise({
-            try: () => buildTinyGuest({ cacheDir: join(tinyDir, "debs"), outDir: join(tinyDir, "image"), ...(onStage ? { onStage } : {}) }),
-            catch: (cause) => new Internal({ message: `cannot build the tiny guest: ${cause instanceof Error ? cause.message : String(cause)}`, subject: "tiny" })
+            try: () =>
+              buildTinyGuest({
+                cacheDir: join(tinyDir, "debs"),
+                outDir: join(tinyDir, "image"),
+                ...(onStage ? { onStage } : {})
+              }),
+            catch: (cause) =>
+              new Internal({
+                message: `cannot build the tiny guest: ${cause instanceof Error ? cause.message : String(cause)}`,
+                subject: "tiny"
+              })
           }),
           (image) => ({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs })
         )
@@ -79,7 +123,12 @@ export const makeQemuImageBuilder = (options: QemuImageBuilderOptions = {}) =>
             ? debianMini(buildOptions?.onStage, buildOptions?.rootDisk)
             : id === "tiny"
               ? tiny(buildOptions?.onStage)
-              : Effect.fail(new NotFound({ message: `no locally built image "${id}" (only "tiny" and "${DEBIAN_MINI_ID}")`, subject: id })),
+              : Effect.fail(
+                  new NotFound({
+                    message: `no locally built image "${id}" (only "tiny" and "${DEBIAN_MINI_ID}")`,
+                    subject: id
+                  })
+                ),
         built: (id) =>
           Effect.promise(async () => {
             if (id === "tiny") {

@@ -1,6 +1,22 @@
 import { copyFile, link, open, readFile, rename, stat, unlink } from "node:fs/promises"
 import { Clock, Duration, Effect, Redacted, Schedule } from "effect"
-import { AlreadyRunning, diskFull, elapsedSince, pollUntil, Internal, isDiskFull, ControlRejected, NotRunning, ProviderStartFailed, ShareInvalid, writeFileAtomic, type BootPlan, type LimitReached, type RunState, type VmRef } from "@stoat/core"
+import {
+  AlreadyRunning,
+  diskFull,
+  elapsedSince,
+  pollUntil,
+  Internal,
+  isDiskFull,
+  ControlRejected,
+  NotRunning,
+  ProviderStartFailed,
+  ShareInvalid,
+  writeFileAtomic,
+  type BootPlan,
+  type LimitReached,
+  type RunState,
+  type VmRef
+} from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
 import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
@@ -20,7 +36,12 @@ const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : 
  * A file a start writes into the VM folder (its initrd): a full file system is limit_reached with
  * the free space, since only freeing space helps; any other failure is qemu_start_failed.
  */
-const writeForStart = <A>(vm: VmRef, path: string, what: string, write: () => Promise<A>): Effect.Effect<A, ProviderStartFailed | LimitReached> =>
+const writeForStart = <A>(
+  vm: VmRef,
+  path: string,
+  what: string,
+  write: () => Promise<A>
+): Effect.Effect<A, ProviderStartFailed | LimitReached> =>
   Effect.catchAll(
     Effect.tryPromise({ try: write, catch: (cause) => cause }),
     (cause): Effect.Effect<never, ProviderStartFailed | LimitReached> =>
@@ -39,11 +60,21 @@ const checkShares = (plan: BootPlan): Effect.Effect<void, ShareInvalid> =>
     ],
     ({ what, path }) =>
       Effect.flatMap(
-        Effect.promise(() => stat(path).then((info) => (info.isDirectory() ? "ok" : "not a directory"), () => "does not exist")),
+        Effect.promise(() =>
+          stat(path).then(
+            (info) => (info.isDirectory() ? "ok" : "not a directory"),
+            () => "does not exist"
+          )
+        ),
         (problem) =>
           problem === "ok"
             ? Effect.void
-            : Effect.fail(new ShareInvalid({ message: `${what} ${path} ${problem}; shares must be existing directories`, subject: path }))
+            : Effect.fail(
+                new ShareInvalid({
+                  message: `${what} ${path} ${problem}; shares must be existing directories`,
+                  subject: path
+                })
+              )
       ),
     { discard: true }
   )
@@ -83,14 +114,22 @@ const diskFormatOf = (path: string): Effect.Effect<"qcow2" | "raw"> =>
   })
 
 /** Runs QEMU until it daemonizes; resolves with its exit code and stderr. Interrupting kills it. */
-const launch = (qemu: string, args: ReadonlyArray<string>): Effect.Effect<{ readonly code: number | null; readonly stderr: string }, string> =>
+const launch = (
+  qemu: string,
+  args: ReadonlyArray<string>
+): Effect.Effect<{ readonly code: number | null; readonly stderr: string }, string> =>
   // The daemon points its stderr at /dev/null before the launcher exits, so the run ends with the launcher.
   runChild(qemu, args, { detached: true, stdout: "ignore", timeoutMs: DAEMONIZE_TIMEOUT_MS }).pipe(
     Effect.mapError((failure) => failure.message),
-    Effect.flatMap((exit) => (exit.timedOut ? Effect.fail(`QEMU did not finish starting within ${DAEMONIZE_TIMEOUT_MS / 1000} s`) : Effect.succeed({ code: exit.code, stderr: exit.stderr })))
+    Effect.flatMap((exit) =>
+      exit.timedOut
+        ? Effect.fail(`QEMU did not finish starting within ${DAEMONIZE_TIMEOUT_MS / 1000} s`)
+        : Effect.succeed({ code: exit.code, stderr: exit.stderr })
+    )
   )
 
-const removeStale = (paths: ReadonlyArray<string>) => Effect.promise(() => Promise.all(paths.map((path) => unlink(path).catch(() => undefined))))
+const removeStale = (paths: ReadonlyArray<string>) =>
+  Effect.promise(() => Promise.all(paths.map((path) => unlink(path).catch(() => undefined))))
 
 /** A saved RAM and device state to resume instead of booting, with the initrd the saved guest booted from. */
 export interface ResumeFrom {
@@ -110,12 +149,17 @@ export const linkOrCopy = async (from: string, to: string): Promise<void> => {
 }
 
 /** The VM's own initrd: written for its identity at a boot, or the saved guest's when resuming. */
-const prepareInitrd = (plan: BootPlan, resume: ResumeFrom | undefined): Effect.Effect<string | undefined, ProviderStartFailed | LimitReached> => {
+const prepareInitrd = (
+  plan: BootPlan,
+  resume: ResumeFrom | undefined
+): Effect.Effect<string | undefined, ProviderStartFailed | LimitReached> => {
   if (resume === undefined) return writeIdentity(plan)
   const saved = resume.initrd
   if (saved === undefined || plan.kernel === undefined) return Effect.succeed(undefined)
   const initrd = vmFiles(plan.vm.dir).initrd
-  return writeForStart(plan.vm, initrd, `prepare the guest's initrd from ${saved}`, () => linkOrCopy(saved, initrd).then(() => initrd))
+  return writeForStart(plan.vm, initrd, `prepare the guest's initrd from ${saved}`, () =>
+    linkOrCopy(saved, initrd).then(() => initrd)
+  )
 }
 
 /**
@@ -132,7 +176,11 @@ export const launchQemu = (
     const vm = plan.vm
     const files = vmFiles(vm.dir)
     const before = yield* Effect.sync(() => readRunState(vm))
-    if (before.running) return yield* new AlreadyRunning({ message: `VM "${vm.name}" is already running (pid ${before.pid})`, subject: vm.name })
+    if (before.running)
+      return yield* new AlreadyRunning({
+        message: `VM "${vm.name}" is already running (pid ${before.pid})`,
+        subject: vm.name
+      })
     yield* checkShares(plan)
     const initrd = yield* prepareInitrd(plan, resume)
     const diskFormat = plan.disk !== undefined ? yield* diskFormatOf(vmFilePath(vm, plan.disk)) : undefined
@@ -160,11 +208,18 @@ export const launchQemu = (
     if (result.code !== 0) {
       const message = `QEMU failed to start VM "${vm.name}": ${stderrMessage(result.stderr, `exit ${String(result.code)}`)}`
       const portInUse = forwardNotBound(result.stderr)
-      return yield* portInUse === undefined ? failed(message) : new ProviderStartFailed({ message, subject: vm.name, portInUse })
+      return yield* portInUse === undefined
+        ? failed(message)
+        : new ProviderStartFailed({ message, subject: vm.name, portInUse })
     }
     const state = yield* Effect.sync(() => readRunState(vm))
     if (!state.running) {
-      const tail = yield* Effect.promise(() => readFile(files.console, "utf8").then((text) => text.trim().split("\n").slice(-3).join("; "), () => ""))
+      const tail = yield* Effect.promise(() =>
+        readFile(files.console, "utf8").then(
+          (text) => text.trim().split("\n").slice(-3).join("; "),
+          () => ""
+        )
+      )
       return yield* failed(`QEMU exited right after starting VM "${vm.name}"${tail ? `; console: ${tail}` : ""}`)
     }
     if (resume !== undefined) {
@@ -205,8 +260,13 @@ const runResumed = (vm: VmRef) =>
         })
         if (loaded === "running") return
         if (loaded === "paused" || loaded === "postmigrate" || loaded === "prelaunch") return yield* qmp.execute("cont")
-        const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>("query-migrate")
-        return yield* new ControlRejected({ message: migration["error-desc"] ?? `the guest is ${loaded} after loading its state`, subject: vm.name })
+        const migration = yield* qmp.execute<{ readonly status?: string; readonly "error-desc"?: string }>(
+          "query-migrate"
+        )
+        return yield* new ControlRejected({
+          message: migration["error-desc"] ?? `the guest is ${loaded} after loading its state`,
+          subject: vm.name
+        })
       })
     },
     { subject: vm.name, commandTimeoutMs: 30_000 }
@@ -282,7 +342,12 @@ export const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> 
 
 /** Size of the console log now: what a start appends comes after it. */
 export const consoleSize = (vm: VmRef): Effect.Effect<number> =>
-  Effect.promise(() => stat(vmFiles(vm.dir).console).then((info) => info.size, () => 0))
+  Effect.promise(() =>
+    stat(vmFiles(vm.dir).console).then(
+      (info) => info.size,
+      () => 0
+    )
+  )
 
 /**
  * How long a VM just started under KVM may keep its serial console silent before it is taken
@@ -302,8 +367,17 @@ export const watchKvmStart = (plan: BootPlan, consoleOffset: number): Effect.Eff
     const vm = plan.vm
     const files = vmFiles(vm.dir)
     const talks = plan.kernel !== undefined || plan.seedIso !== undefined
-    const budget = plan.kernel !== undefined ? KVM_SILENCE_MS.directKernel : talks ? KVM_SILENCE_MS.cloudImage : KVM_SILENCE_MS.otherwise
-    const runState = qmpExecute<{ readonly status?: string }>(files.qmp, "query-status", undefined, { subject: vm.name, connectTimeoutMs: 1_000, commandTimeoutMs: 1_000 }).pipe(
+    const budget =
+      plan.kernel !== undefined
+        ? KVM_SILENCE_MS.directKernel
+        : talks
+          ? KVM_SILENCE_MS.cloudImage
+          : KVM_SILENCE_MS.otherwise
+    const runState = qmpExecute<{ readonly status?: string }>(files.qmp, "query-status", undefined, {
+      subject: vm.name,
+      connectTimeoutMs: 1_000,
+      commandTimeoutMs: 1_000
+    }).pipe(
       Effect.map((reply) => reply.status),
       Effect.orElseSucceed(() => undefined)
     )
@@ -335,7 +409,12 @@ export const watchKvmStart = (plan: BootPlan, consoleOffset: number): Effect.Eff
 export const waitForExit = (pid: number, vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
   pollUntil(
     Effect.sync(() => !isAlive(pid) || !ownsVm(pid, vm)),
-    { schedule: Schedule.spaced(Duration.millis(POLL_MS)), until: (gone) => gone, within: Duration.millis(timeoutMs), onTimeout: () => false }
+    {
+      schedule: Schedule.spaced(Duration.millis(POLL_MS)),
+      until: (gone) => gone,
+      within: Duration.millis(timeoutMs),
+      onTimeout: () => false
+    }
   ).pipe(Effect.merge)
 
 const signal = (pid: number, name: NodeJS.Signals) =>
@@ -355,13 +434,18 @@ export const stopQemu = (vm: VmRef, options: { readonly graceMs?: number } = {})
   Effect.gen(function* () {
     const files = vmFiles(vm.dir)
     const state = yield* Effect.sync(() => readRunState(vm))
-    if (!state.running || state.pid === undefined) return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
+    if (!state.running || state.pid === undefined)
+      return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
     const pid = state.pid
     const graceMs = options.graceMs ?? 10_000
 
     let gone = false
     if (graceMs > 0) {
-      const asked = yield* qmpExecute(files.qmp, "system_powerdown", undefined, { subject: vm.name, connectTimeoutMs: 2_000, commandTimeoutMs: 2_000 }).pipe(
+      const asked = yield* qmpExecute(files.qmp, "system_powerdown", undefined, {
+        subject: vm.name,
+        connectTimeoutMs: 2_000,
+        commandTimeoutMs: 2_000
+      }).pipe(
         Effect.as(true),
         Effect.orElseSucceed(() => false)
       )
@@ -375,9 +459,13 @@ export const stopQemu = (vm: VmRef, options: { readonly graceMs?: number } = {})
       yield* signal(pid, "SIGKILL")
       gone = yield* waitForExit(pid, vm, 10_000)
     }
-    if (!gone) return yield* Effect.die(new Internal({ message: `QEMU (pid ${pid}) for VM "${vm.name}" survived SIGKILL`, subject: vm.name }))
+    if (!gone)
+      return yield* Effect.die(
+        new Internal({ message: `QEMU (pid ${pid}) for VM "${vm.name}" survived SIGKILL`, subject: vm.name })
+      )
 
     // QEMU removes these on a clean exit, not after SIGKILL, nor a pidfile someone overwrote.
     // Kept when a QEMU of this VM runs again meanwhile: they are its files then.
-    if (!(yield* Effect.sync(() => readRunState(vm))).running) yield* removeStale([files.pidfile, files.qmp, files.vnc, files.migration])
+    if (!(yield* Effect.sync(() => readRunState(vm))).running)
+      yield* removeStale([files.pidfile, files.qmp, files.vnc, files.migration])
   })

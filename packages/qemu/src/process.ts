@@ -93,7 +93,10 @@ export const readRunState = (vm: VmRef): RunState => {
   }
   const found = findQemuOf(vm)
   if (found !== undefined) return { running: true, pid: found, orphaned: true }
-  return { running: false, leftovers: [files.pidfile, files.qmp, files.vnc, files.migration, files.boot].filter((path) => existsSync(path)) }
+  return {
+    running: false,
+    leftovers: [files.pidfile, files.qmp, files.vnc, files.migration, files.boot].filter((path) => existsSync(path))
+  }
 }
 
 const startedAtOf = (pidfile: string): string | undefined => {

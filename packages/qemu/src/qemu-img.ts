@@ -1,7 +1,17 @@
 import { stat } from "node:fs/promises"
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { checkTheHost, diskFull, DiskShrink, Internal, isDiskFull, NotFound, ProviderMissing, type DiskInfo, type LimitReached } from "@stoat/core"
+import {
+  checkTheHost,
+  diskFull,
+  DiskShrink,
+  Internal,
+  isDiskFull,
+  NotFound,
+  ProviderMissing,
+  type DiskInfo,
+  type LimitReached
+} from "@stoat/core"
 import type { Snapshot } from "@stoat/wire"
 import { runProgram, stderrMessage } from "./run.js"
 import { parseSnapshotRows } from "./snapshot-table.js"
@@ -23,7 +33,10 @@ export const parseSize = (size: string): { readonly bytes: number; readonly rela
 }
 
 /** Runs qemu-img; stdout on success, its own error message otherwise. */
-export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.Effect<string, Internal | ProviderMissing> =>
+export const qemuImg = (
+  args: ReadonlyArray<string>,
+  subject?: string
+): Effect.Effect<string, Internal | ProviderMissing> =>
   runProgram(QEMU_IMG, args).pipe(
     Effect.mapError((failure) =>
       failure.missing
@@ -46,14 +59,23 @@ export const qemuImg = (args: ReadonlyArray<string>, subject?: string): Effect.E
  * qemu-img run for a command that writes an image (create, resize): a full file system is
  * `limit_reached` with the free space, since nothing but freeing space helps.
  */
-const qemuImgWriting = (args: ReadonlyArray<string>, path: string): Effect.Effect<string, Internal | ProviderMissing | LimitReached> =>
+const qemuImgWriting = (
+  args: ReadonlyArray<string>,
+  path: string
+): Effect.Effect<string, Internal | ProviderMissing | LimitReached> =>
   Effect.catchIf(
     qemuImg(args, path),
     (error) => error._tag === "Internal" && isDiskFull(error),
     (error) => Effect.flatMap(diskFull(error.message, path), Effect.fail)
   )
 
-const exists = (path: string) => Effect.promise(() => stat(path).then((info) => info.isFile(), () => false))
+const exists = (path: string) =>
+  Effect.promise(() =>
+    stat(path).then(
+      (info) => info.isFile(),
+      () => false
+    )
+  )
 
 interface InfoJson {
   readonly "virtual-size"?: number
@@ -69,11 +91,13 @@ export type ImageInfo = Omit<DiskInfo, "backing"> & { readonly backingPath?: str
 /** `qemu-img info --output=json`; `-U` so it also works while QEMU holds the image. */
 export const diskInfo = (path: string): Effect.Effect<ImageInfo, Internal | NotFound | ProviderMissing> =>
   Effect.gen(function* () {
-    if (!(yield* exists(path))) return yield* new NotFound({ message: `disk image ${path} does not exist`, subject: path })
+    if (!(yield* exists(path)))
+      return yield* new NotFound({ message: `disk image ${path} does not exist`, subject: path })
     const text = yield* qemuImg(["info", "--output=json", "-U", path], path)
     const info = yield* Effect.try({
       try: () => JSON.parse(text) as InfoJson,
-      catch: () => new Internal({ message: `qemu-img info printed something that is not JSON for ${path}`, subject: path })
+      catch: () =>
+        new Internal({ message: `qemu-img info printed something that is not JSON for ${path}`, subject: path })
     })
     const backing = info["full-backing-filename"] ?? info["backing-filename"]
     return {
@@ -85,10 +109,17 @@ export const diskInfo = (path: string): Effect.Effect<ImageInfo, Internal | NotF
   })
 
 const badSize = (size: string, path: string) =>
-  new Internal({ message: `invalid disk size "${size}" (use a number with an optional K, M, G or T suffix)`, subject: path })
+  new Internal({
+    message: `invalid disk size "${size}" (use a number with an optional K, M, G or T suffix)`,
+    subject: path
+  })
 
 /** A qcow2 image of `size`, or an overlay on `backing` (absolute path recorded, its format detected). */
-export const createDisk = (path: string, size: string, backing?: string): Effect.Effect<void, Internal | ProviderMissing | LimitReached> =>
+export const createDisk = (
+  path: string,
+  size: string,
+  backing?: string
+): Effect.Effect<void, Internal | ProviderMissing | LimitReached> =>
   Effect.gen(function* () {
     const parsed = size === "" ? undefined : parseSize(size)
     if (size !== "" && (parsed === undefined || parsed.relative)) return yield* badSize(size, path)
@@ -96,7 +127,9 @@ export const createDisk = (path: string, size: string, backing?: string): Effect
     if (backing !== undefined) {
       const abs = resolve(backing)
       const base = yield* diskInfo(abs).pipe(
-        Effect.catchTag("NotFound", () => Effect.fail(new Internal({ message: `backing image ${abs} does not exist`, subject: abs })))
+        Effect.catchTag("NotFound", () =>
+          Effect.fail(new Internal({ message: `backing image ${abs} does not exist`, subject: abs }))
+        )
       )
       args.push("-b", abs, "-F", base.format)
     }
@@ -106,11 +139,16 @@ export const createDisk = (path: string, size: string, backing?: string): Effect
   })
 
 /** Grow-only: a size below the current virtual size fails with DiskShrink; the same size is a no-op. */
-export const resizeDisk = (path: string, size: string): Effect.Effect<void, Internal | DiskShrink | ProviderMissing | LimitReached> =>
+export const resizeDisk = (
+  path: string,
+  size: string
+): Effect.Effect<void, Internal | DiskShrink | ProviderMissing | LimitReached> =>
   Effect.gen(function* () {
     const parsed = parseSize(size)
     if (parsed === undefined) return yield* badSize(size, path)
-    const info = yield* diskInfo(path).pipe(Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: path }))))
+    const info = yield* diskInfo(path).pipe(
+      Effect.catchTag("NotFound", (error) => Effect.fail(new Internal({ message: error.message, subject: path })))
+    )
     const target = parsed.relative ? info.virtualSize + parsed.bytes : parsed.bytes
     if (target < info.virtualSize) {
       return yield* new DiskShrink({
@@ -123,11 +161,15 @@ export const resizeDisk = (path: string, size: string): Effect.Effect<void, Inte
   })
 
 /** Internal snapshots of a disk, with their ids; `-U` so a concurrent QEMU does not make it fail. */
-export const snapshotRows = (path: string) => Effect.map(qemuImg(["snapshot", "-l", "-U", path], path), parseSnapshotRows)
+export const snapshotRows = (path: string) =>
+  Effect.map(qemuImg(["snapshot", "-l", "-U", path], path), parseSnapshotRows)
 
 export const listSnapshots = (path: string): Effect.Effect<Snapshot[], Internal | ProviderMissing> =>
   Effect.map(snapshotRows(path), (rows) => rows.map((row) => row.snapshot))
 
-export const createSnapshot = (path: string, tag: string) => qemuImg(["snapshot", "-c", tag, path], path).pipe(Effect.asVoid)
-export const applySnapshot = (path: string, tag: string) => qemuImg(["snapshot", "-a", tag, path], path).pipe(Effect.asVoid)
-export const deleteSnapshot = (path: string, tag: string) => qemuImg(["snapshot", "-d", tag, path], path).pipe(Effect.asVoid)
+export const createSnapshot = (path: string, tag: string) =>
+  qemuImg(["snapshot", "-c", tag, path], path).pipe(Effect.asVoid)
+export const applySnapshot = (path: string, tag: string) =>
+  qemuImg(["snapshot", "-a", tag, path], path).pipe(Effect.asVoid)
+export const deleteSnapshot = (path: string, tag: string) =>
+  qemuImg(["snapshot", "-d", tag, path], path).pipe(Effect.asVoid)

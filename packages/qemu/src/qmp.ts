@@ -31,7 +31,10 @@ export interface Qmp {
   /** Every event received on this connection so far, oldest first. */
   readonly events: Effect.Effect<ReadonlyArray<QmpEvent>>
   /** The first event (received on this connection, not yet returned by an earlier call) that matches. */
-  readonly waitForEvent: (match: string | ((event: QmpEvent) => boolean), timeoutMs: number) => Effect.Effect<QmpEvent, ControlUnreachable>
+  readonly waitForEvent: (
+    match: string | ((event: QmpEvent) => boolean),
+    timeoutMs: number
+  ) => Effect.Effect<QmpEvent, ControlUnreachable>
   /** Completes when QEMU closes the connection (it does when it exits). */
   readonly closed: Effect.Effect<void>
 }
@@ -98,7 +101,8 @@ class Connection {
     } else if (typeof message["id"] === "string") {
       const pending = this.pending.get(message["id"])
       this.pending.delete(message["id"])
-      if (pending && "error" in message) pending.reject((message["error"] as { desc?: string } | undefined)?.desc ?? "unknown error")
+      if (pending && "error" in message)
+        pending.reject((message["error"] as { desc?: string } | undefined)?.desc ?? "unknown error")
       else pending?.resolve(message["return"])
     }
     this.wake()
@@ -114,7 +118,10 @@ class Connection {
 }
 
 const unreachable = (socketPath: string, why: string, subject: string | undefined) =>
-  new ControlUnreachable({ message: `QEMU monitor ${socketPath}: ${why}`, ...(subject !== undefined ? { subject } : {}) })
+  new ControlUnreachable({
+    message: `QEMU monitor ${socketPath}: ${why}`,
+    ...(subject !== undefined ? { subject } : {})
+  })
 
 /** Suspends until `ready` answers something defined, re-checking whenever the connection hears anything. */
 const waitUntil = <A>(connection: Connection, ready: () => A | undefined): Effect.Effect<A> =>
@@ -155,7 +162,10 @@ const connectOnce = (socketPath: string) =>
  * socket), reads the greeting and negotiates capabilities. QMP serves one client at a time and a
  * second connection just waits, so keep the scope short: connect, do the work, close.
  */
-export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect.Effect<Qmp, ControlUnreachable, Scope.Scope> =>
+export const qmpConnect = (
+  socketPath: string,
+  options: QmpOptions = {}
+): Effect.Effect<Qmp, ControlUnreachable, Scope.Scope> =>
   Effect.gen(function* () {
     const subject = options.subject
     const budget = options.connectTimeoutMs ?? 5_000
@@ -164,22 +174,33 @@ export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect
 
     const socket = yield* Effect.acquireRelease(
       connectOnce(socketPath).pipe(
-        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.millis(budget))), while: (failure) => failure.retry }),
+        Effect.retry({
+          schedule: Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.millis(budget))),
+          while: (failure) => failure.retry
+        }),
         Effect.mapError((failure) => unreachable(socketPath, failure.message, subject))
       ),
       (socket) => Effect.sync(() => socket.destroy())
     )
     const connection = new Connection(socket)
 
-    const greeting = yield* waitUntil(connection, () => connection.greeting ?? (connection.closedReason !== undefined ? null : undefined)).pipe(
+    const greeting = yield* waitUntil(
+      connection,
+      () => connection.greeting ?? (connection.closedReason !== undefined ? null : undefined)
+    ).pipe(
       Effect.timeoutFail({
         duration: Math.max(1_000, budget - (yield* elapsedSince(started))),
-        onTimeout: () => unreachable(socketPath, `no greeting within ${budget} ms (another client may be connected)`, subject)
+        onTimeout: () =>
+          unreachable(socketPath, `no greeting within ${budget} ms (another client may be connected)`, subject)
       })
     )
     if (greeting === null) return yield* unreachable(socketPath, connection.closedReason ?? "closed", subject)
 
-    const execute = <A = unknown>(command: string, args?: Record<string, unknown>, opts: { readonly timeoutMs?: number } = {}) => {
+    const execute = <A = unknown>(
+      command: string,
+      args?: Record<string, unknown>,
+      opts: { readonly timeoutMs?: number } = {}
+    ) => {
       const timeoutMs = opts.timeoutMs ?? commandTimeout
       return Effect.async<A, QmpError>((resume) => {
         if (connection.closedReason !== undefined) {
@@ -189,10 +210,17 @@ export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect
         const id = connection.id()
         connection.pending.set(id, {
           resolve: (value) => resume(Effect.succeed(value as A)),
-          reject: (desc) => resume(Effect.fail(new ControlRejected({ message: `${command}: ${desc}`, ...(subject !== undefined ? { subject } : {}) }))),
+          reject: (desc) =>
+            resume(
+              Effect.fail(
+                new ControlRejected({ message: `${command}: ${desc}`, ...(subject !== undefined ? { subject } : {}) })
+              )
+            ),
           lost: (reason) => resume(Effect.fail(unreachable(socketPath, `${reason} during ${command}`, subject)))
         })
-        socket.write(`${JSON.stringify(args === undefined ? { execute: command, id } : { execute: command, arguments: args, id })}\n`)
+        socket.write(
+          `${JSON.stringify(args === undefined ? { execute: command, id } : { execute: command, arguments: args, id })}\n`
+        )
         return Effect.sync(() => connection.pending.delete(id))
       }).pipe(
         Effect.timeoutFail({
@@ -203,10 +231,16 @@ export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect
     }
 
     yield* execute("qmp_capabilities").pipe(
-      Effect.catchTag("ControlRejected", (error) => Effect.fail(unreachable(socketPath, `capabilities refused: ${error.message}`, subject)))
+      Effect.catchTag("ControlRejected", (error) =>
+        Effect.fail(unreachable(socketPath, `capabilities refused: ${error.message}`, subject))
+      )
     )
 
-    const version = ((greeting["QMP"] as { version?: { qemu?: Qmp["version"] } } | undefined)?.version?.qemu) ?? { major: 0, minor: 0, micro: 0 }
+    const version = (greeting["QMP"] as { version?: { qemu?: Qmp["version"] } } | undefined)?.version?.qemu ?? {
+      major: 0,
+      minor: 0,
+      micro: 0
+    }
     const qmp: Qmp = {
       version,
       execute,
@@ -222,15 +256,24 @@ export const qmpConnect = (socketPath: string, options: QmpOptions = {}): Effect
           return connection.closedReason !== undefined ? { found: undefined } : undefined
         }).pipe(
           Effect.flatMap(({ found }) =>
-            found ? Effect.succeed(found) : Effect.fail(unreachable(socketPath, connection.closedReason ?? "closed", subject))
+            found
+              ? Effect.succeed(found)
+              : Effect.fail(unreachable(socketPath, connection.closedReason ?? "closed", subject))
           ),
           Effect.timeoutFail({
             duration: timeoutMs,
-            onTimeout: () => unreachable(socketPath, `no ${typeof match === "string" ? match : "matching"} event within ${timeoutMs} ms`, subject)
+            onTimeout: () =>
+              unreachable(
+                socketPath,
+                `no ${typeof match === "string" ? match : "matching"} event within ${timeoutMs} ms`,
+                subject
+              )
           })
         )
       },
-      closed: waitUntil(connection, () => (connection.closedReason !== undefined ? true : undefined)).pipe(Effect.asVoid)
+      closed: waitUntil(connection, () => (connection.closedReason !== undefined ? true : undefined)).pipe(
+        Effect.asVoid
+      )
     }
     return qmp
   })
@@ -240,7 +283,8 @@ export const withQmp = <A, E, R>(
   socketPath: string,
   use: (qmp: Qmp) => Effect.Effect<A, E, R>,
   options: QmpOptions = {}
-): Effect.Effect<A, E | ControlUnreachable, Exclude<R, Scope.Scope>> => Effect.scoped(Effect.flatMap(qmpConnect(socketPath, options), use))
+): Effect.Effect<A, E | ControlUnreachable, Exclude<R, Scope.Scope>> =>
+  Effect.scoped(Effect.flatMap(qmpConnect(socketPath, options), use))
 
 /** One command on a fresh connection. */
 export const qmpExecute = <A = unknown>(

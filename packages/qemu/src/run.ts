@@ -22,8 +22,13 @@ export const runProgram = (
 ): Effect.Effect<RunOutput, { readonly missing: boolean; readonly message: string }> => {
   const timeoutMs = options.timeoutMs ?? 120_000
   return Effect.flatMap(runChild(file, args, { timeoutMs, maxBytes: MAX_OUTPUT_BYTES }), (exit) => {
-    if (exit.timedOut) return Effect.fail({ missing: false, message: `${file} ${args[0] ?? ""} did not finish in ${timeoutMs} ms` })
-    if (exit.overflowed) return Effect.fail({ missing: false, message: `${file} ${args[0] ?? ""} wrote more than ${MAX_OUTPUT_BYTES} bytes` })
+    if (exit.timedOut)
+      return Effect.fail({ missing: false, message: `${file} ${args[0] ?? ""} did not finish in ${timeoutMs} ms` })
+    if (exit.overflowed)
+      return Effect.fail({
+        missing: false,
+        message: `${file} ${args[0] ?? ""} wrote more than ${MAX_OUTPUT_BYTES} bytes`
+      })
     return Effect.succeed({ code: exit.code, stdout: exit.stdout.toString("utf8"), stderr: exit.stderr })
   })
 }
@@ -32,7 +37,11 @@ export const runProgram = (
  * The useful part of a QEMU tool's stderr: its last non-empty lines (`lines`, default 3) without
  * the "program: " prefixes, and without `warning:` lines when `skipWarnings` is set.
  */
-export const stderrMessage = (stderr: string, fallback: string, options: { readonly lines?: number; readonly skipWarnings?: boolean } = {}): string => {
+export const stderrMessage = (
+  stderr: string,
+  fallback: string,
+  options: { readonly lines?: number; readonly skipWarnings?: boolean } = {}
+): string => {
   const lines = stderr
     .split("\n")
     .map((line) => line.replace(/^[\w./-]*qemu[\w-]*: /, "").trim())

@@ -15,7 +15,10 @@ const has = (tool: string) => {
   }
 }
 const binutils = has("as") && has("objcopy")
-if (!binutils) console.warn("*** accel-payload: SKIPPED, GNU as and objcopy are needed to assemble src/accel-payload.S (apt-get install binutils) ***")
+if (!binutils)
+  console.warn(
+    "*** accel-payload: SKIPPED, GNU as and objcopy are needed to assemble src/accel-payload.S (apt-get install binutils) ***"
+  )
 
 describe("the KVM probe's long-mode payload", () => {
   it.skipIf(!binutils)("is src/accel-payload.S assembled", async () => {

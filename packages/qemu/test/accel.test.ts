@@ -31,7 +31,11 @@ const realQemu = () => execFileSync("sh", ["-c", "command -v qemu-system-x86_64"
  */
 type Behaviour = "tcg" | "hang" | "internal" | "exit" | "pause" | "marker"
 
-const fakeQemu = async (dir: string, behaviour: { readonly kvmProbe: Behaviour; readonly kvmVm: Behaviour }, log: string) => {
+const fakeQemu = async (
+  dir: string,
+  behaviour: { readonly kvmProbe: Behaviour; readonly kvmVm: Behaviour },
+  log: string
+) => {
   const act = (what: Behaviour) =>
     ({
       tcg: `swap "$@"`,
@@ -68,7 +72,8 @@ describe("accelerator probe", () => {
   }, 600_000)
   afterAll(() => rm(scratch, { recursive: true, force: true }))
 
-  const fake = (name: string, kvmProbe: Behaviour) => fakeQemu(join(scratch, name), { kvmProbe, kvmVm: kvmProbe }, join(scratch, `${name}.log`))
+  const fake = (name: string, kvmProbe: Behaviour) =>
+    fakeQemu(join(scratch, name), { kvmProbe, kvmVm: kvmProbe }, join(scratch, `${name}.log`))
 
   it("boots the guest kernel to its init's marker when KVM runs it", async () => {
     // Under a working KVM this is under a second; the fake runs it under TCG, so allow for that.
@@ -101,14 +106,22 @@ describe("accelerator probe", () => {
   it("QEMU exiting at once under KVM means TCG, with QEMU's own words", async () => {
     const verdict = await probeKvm(await fake("exit", "exit"), { kernel: image.kernel })
     expect(verdict.accel).toBe("tcg")
-    expect(verdict.detail).toMatch(/^KVM unusable \(-accel kvm: Could not access KVM kernel module: No such file or directory\)/)
+    expect(verdict.detail).toMatch(
+      /^KVM unusable \(-accel kvm: Could not access KVM kernel module: No such file or directory\)/
+    )
   })
 
   it("a truncated, foreign or stale cache file is no verdict: it probes again and rewrites it", async () => {
     const qemu = await fake("cache", "exit")
     const file = join(scratch, "accel.json")
     const cache = new AccelCache(file)
-    for (const content of ["", "{\"accel\":", "null", "42", JSON.stringify({ accel: "kvm", detail: "old", source: "kernel", boot: "another-boot", qemu })]) {
+    for (const content of [
+      "",
+      '{"accel":',
+      "null",
+      "42",
+      JSON.stringify({ accel: "kvm", detail: "old", source: "kernel", boot: "another-boot", qemu })
+    ]) {
       await writeFile(file, content)
       expect(await cache.read(qemu)).toBeUndefined()
       const verdict = await cache.verdict(qemu, image.kernel)
@@ -163,7 +176,12 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
     process.env["STOAT_ACCEL"] = "auto"
     return log
   }
-  const cachedVerdict = async () => JSON.parse(await readFile(join(root, ".accel-probe.json"), "utf8")) as { accel: string; source: string; detail: string }
+  const cachedVerdict = async () =>
+    JSON.parse(await readFile(join(root, ".accel-probe.json"), "utf8")) as {
+      accel: string
+      source: string
+      detail: string
+    }
 
   for (const [kvmVm, reason] of [
     ["pause", /no console output in 4 s/],
@@ -199,7 +217,9 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
     process.env["STOAT_ACCEL"] = "kvm"
     const result = await call(root, (h) => h.start(plan))
     expect(Either.isLeft(result) && result.left.code).toBe("qemu_start_failed")
-    expect(Either.isLeft(result) && result.left.message).toMatch(/did not run under KVM \(no console output in 4 s\); STOAT_ACCEL=kvm forbids/)
+    expect(Either.isLeft(result) && result.left.message).toMatch(
+      /did not run under KVM \(no console output in 4 s\); STOAT_ACCEL=kvm forbids/
+    )
     expect((await ok(root, (h) => h.status(plan.vm))).running).toBe(false)
   }, 120_000)
 

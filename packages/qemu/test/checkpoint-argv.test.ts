@@ -39,7 +39,9 @@ describe("argv for checkpoints and resumes", () => {
   it("a checkpoint saved when seeds were host paths resumes with that seed; any other path is refused", () => {
     const target = plan.vm
     const seed = (value: string) => Effect.runSync(Effect.either(savedSeed(value, target)))
-    expect(seed("/data/web/ovl/seed.iso")).toEqual(Either.right({ vm: { name: "web", dir: "/data/web" }, file: "ovl/seed.iso" }))
+    expect(seed("/data/web/ovl/seed.iso")).toEqual(
+      Either.right({ vm: { name: "web", dir: "/data/web" }, file: "ovl/seed.iso" })
+    )
     const given = { vm: { name: "web", dir: "/data/web" }, file: "ovl/seed.iso" }
     expect(Effect.runSync(savedSeed(given, target))).toBe(given)
     expect(Effect.runSync(savedSeed(undefined, target))).toBeUndefined()
@@ -50,7 +52,17 @@ describe("argv for checkpoints and resumes", () => {
   })
 
   it("shellWord survives /bin/sh for hostile paths", () => {
-    for (const path of ["/plain/state", "/a b/c", "/it's/x", "/$(reboot)/`id`/x", "/new\nline", "/back\\slash", "/-rf", "/''/\"\"/x", "/*/?/[a]"]) {
+    for (const path of [
+      "/plain/state",
+      "/a b/c",
+      "/it's/x",
+      "/$(reboot)/`id`/x",
+      "/new\nline",
+      "/back\\slash",
+      "/-rf",
+      "/''/\"\"/x",
+      "/*/?/[a]"
+    ]) {
       expect(execFileSync("/bin/sh", ["-c", `printf %s ${shellWord(path)}`], { encoding: "utf8" }), path).toBe(path)
     }
   })

@@ -10,7 +10,9 @@ const node = (code: string) => [process.execPath, ["-e", code]] as const
 
 describe("runChild", () => {
   it("collects both streams and the exit status, and feeds stdin", async () => {
-    const [file, args] = node("process.stdin.pipe(process.stdout); process.stderr.write('warn'); process.stdin.on('end', () => process.exit(3))")
+    const [file, args] = node(
+      "process.stdin.pipe(process.stdout); process.stderr.write('warn'); process.stdin.on('end', () => process.exit(3))"
+    )
     const exit = await Effect.runPromise(runChild(file, args, { input: "hello" }))
     expect(exit).toMatchObject({ code: 3, stderr: "warn", timedOut: false, stopped: false, overflowed: false })
     expect(exit.stdout.toString()).toBe("hello")
@@ -19,14 +21,22 @@ describe("runChild", () => {
   it("pipes one program's output into another's input", async () => {
     const pipe = new PassThrough()
     const [producer, produce] = node("process.stdout.write('x'.repeat(1 << 20))")
-    const [consumer, count] = node("let n = 0; process.stdin.on('data', (c) => (n += c.length)); process.stdin.on('end', () => console.log(n))")
-    const [, counted] = await Effect.runPromise(Effect.all([runChild(producer, produce, { stdout: pipe }), runChild(consumer, count, { input: pipe })], { concurrency: 2 }))
+    const [consumer, count] = node(
+      "let n = 0; process.stdin.on('data', (c) => (n += c.length)); process.stdin.on('end', () => console.log(n))"
+    )
+    const [, counted] = await Effect.runPromise(
+      Effect.all([runChild(producer, produce, { stdout: pipe }), runChild(consumer, count, { input: pipe })], {
+        concurrency: 2
+      })
+    )
     expect(counted.stdout.toString().trim()).toBe(String(1 << 20))
   })
 
   it("a watcher's stop, the deadline and the output limit each kill it and say which", async () => {
     const [file, args] = node("console.log('MARK'); setInterval(() => process.stdout.write('.'.repeat(4096)), 5)")
-    const stopped = await Effect.runPromise(runChild(file, args, { onStdout: (chunk) => (chunk.includes("MARK") ? "stop" : undefined) }))
+    const stopped = await Effect.runPromise(
+      runChild(file, args, { onStdout: (chunk) => (chunk.includes("MARK") ? "stop" : undefined) })
+    )
     expect(stopped).toMatchObject({ stopped: true, signal: "SIGKILL" })
     const late = await Effect.runPromise(runChild(file, args, { stdout: "ignore", timeoutMs: 300 }))
     expect(late).toMatchObject({ timedOut: true, signal: "SIGKILL" })
@@ -45,7 +55,11 @@ describe("runChild", () => {
     await Effect.runPromise(
       Effect.gen(function* () {
         const started = yield* Effect.makeLatch(false)
-        const fiber = yield* Effect.fork(runChild(file, args, { onStdout: (chunk) => void ((pid = Number(chunk.toString())), Effect.runSync(started.open)) }))
+        const fiber = yield* Effect.fork(
+          runChild(file, args, {
+            onStdout: (chunk) => void ((pid = Number(chunk.toString())), Effect.runSync(started.open))
+          })
+        )
         yield* started.await
         yield* Fiber.interrupt(fiber)
       })
@@ -53,7 +67,10 @@ describe("runChild", () => {
     expect(pid).toBeGreaterThan(0)
     // Killed, it is gone once Node reaps it: looked at until then, for at most 30 s.
     const gone = await Effect.runPromise(
-      pollUntil(Effect.sync(() => !isAlive(pid)), { schedule: Schedule.spaced("20 millis"), until: (dead) => dead, within: "30 seconds", onTimeout: () => false }).pipe(Effect.merge)
+      pollUntil(
+        Effect.sync(() => !isAlive(pid)),
+        { schedule: Schedule.spaced("20 millis"), until: (dead) => dead, within: "30 seconds", onTimeout: () => false }
+      ).pipe(Effect.merge)
     )
     expect(gone).toBe(true)
   })

@@ -15,9 +15,23 @@ import { vmFiles } from "../src/argv.js"
 import { waitForExit } from "../src/lifecycle.js"
 import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
-import { awaitSshd, build, sshBannerOnceReady, call, elapsed, ok, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
+import {
+  awaitSshd,
+  build,
+  sshBannerOnceReady,
+  call,
+  elapsed,
+  ok,
+  requireQemu,
+  tinyCacheDir,
+  tinyGuestPlan
+} from "./support.js"
 
-const exists = (path: string) => access(path).then(() => true, () => false)
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false
+  )
 
 /** The ext4 superblock magic (0xEF53 at byte 1080) of a qcow2 disk's contents. */
 const hasExt4 = (disk: string, scratch: string): boolean => {
@@ -47,7 +61,11 @@ describe("QEMU hypervisor with the tiny guest", () => {
     disk = { vm, file: "disk.qcow2" }
     diskPath = join(vm.dir, "disk.qcow2")
     await ok(root, (h) => h.createDisk(disk, "256M"))
-    plan = { ...plan, disk: disk.file, guestIdentity: { ...plan.guestIdentity!, authorizedKeys: await readFile(join(root, "id_stoat.pub"), "utf8") } }
+    plan = {
+      ...plan,
+      disk: disk.file,
+      guestIdentity: { ...plan.guestIdentity!, authorizedKeys: await readFile(join(root, "id_stoat.pub"), "utf8") }
+    }
   }, 600_000)
 
   afterAll(async () => {
@@ -60,7 +78,11 @@ describe("QEMU hypervisor with the tiny guest", () => {
 
   it("the image builder hands out the cached tiny build as a local image", async () => {
     const local = await build(root, (images) => images.build("tiny"))
-    expect(Either.isRight(local) && local.right).toEqual({ kernel: image.kernel, initrd: image.initrd, append: image.kernelArgs })
+    expect(Either.isRight(local) && local.right).toEqual({
+      kernel: image.kernel,
+      initrd: image.initrd,
+      append: image.kernelArgs
+    })
     const unknown = await build(root, (images) => images.build("huge"))
     expect(Either.isLeft(unknown) && unknown.left.code).toBe("not_found")
   })
@@ -68,7 +90,10 @@ describe("QEMU hypervisor with the tiny guest", () => {
   it("refuses to start plans QEMU could not run: socket path length, share tags, boot files", async () => {
     const deep = { ...plan, vm: { name: "deep", dir: join(root, "d".repeat(100)) } }
     const tags = { ...plan, extraShares: [{ tag: "work", host: plan.workShare }] }
-    const noKernel = { ...plan, kernel: { ...image, path: join(root, "missing-vmlinux"), initrd: image.initrd, append: "" } }
+    const noKernel = {
+      ...plan,
+      kernel: { ...image, path: join(root, "missing-vmlinux"), initrd: image.initrd, append: "" }
+    }
     for (const bad of [deep, tags, noKernel]) {
       const result = await call(root, (h) => h.start(bad))
       expect(Either.isLeft(result) && result.left.code).toBe("invalid_spec")
@@ -85,7 +110,11 @@ describe("QEMU hypervisor with the tiny guest", () => {
   it("refuses shares that are missing or not directories", async () => {
     const file = join(root, "a-file")
     await writeFile(file, "x")
-    for (const bad of [{ ...plan, workShare: file }, { ...plan, hostShare: join(root, "missing") }, { ...plan, extraShares: [{ tag: "src", host: file }] }]) {
+    for (const bad of [
+      { ...plan, workShare: file },
+      { ...plan, hostShare: join(root, "missing") },
+      { ...plan, extraShares: [{ tag: "src", host: file }] }
+    ]) {
       const result = await call(root, (h) => h.start(bad))
       expect(Either.isLeft(result) && result.left.code).toBe("share_invalid")
     }
@@ -130,13 +159,33 @@ describe("QEMU hypervisor with the tiny guest", () => {
 
     // The identity baked into the per-VM initrd: our client key logs in, the guest shows our host key.
     const knownHosts = join(root, "known_hosts")
-    await writeFile(knownHosts, `[127.0.0.1]:${plan.sshPort} ${await readFile(join(root, "guest_host_ed25519_key.pub"), "utf8")}`)
+    await writeFile(
+      knownHosts,
+      `[127.0.0.1]:${plan.sshPort} ${await readFile(join(root, "guest_host_ed25519_key.pub"), "utf8")}`
+    )
     await writeFile(join(plan.workShare, "from-host"), "hello over 9p\n")
     const out = execFileSync(
       "ssh",
       [
-        ...["-p", String(plan.sshPort), "-i", join(root, "id_stoat"), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"],
-        ...["-o", `UserKnownHostsFile=${knownHosts}`, "-o", "ConnectTimeout=20", "-o", "LogLevel=ERROR", "root@127.0.0.1"],
+        ...[
+          "-p",
+          String(plan.sshPort),
+          "-i",
+          join(root, "id_stoat"),
+          "-o",
+          "BatchMode=yes",
+          "-o",
+          "StrictHostKeyChecking=yes"
+        ],
+        ...[
+          "-o",
+          `UserKnownHostsFile=${knownHosts}`,
+          "-o",
+          "ConnectTimeout=20",
+          "-o",
+          "LogLevel=ERROR",
+          "root@127.0.0.1"
+        ],
         "hostname; cat /mnt/work/from-host"
       ],
       { encoding: "utf8", timeout: 60_000 }
@@ -172,7 +221,9 @@ describe("QEMU hypervisor with the tiny guest", () => {
     expect(shot.height).toBeGreaterThanOrEqual(200)
     const out = join(root, "screen.png")
     await writeFile(out, shot.png)
-    expect(execFileSync("file", ["-b", out], { encoding: "utf8" })).toMatch(new RegExp(`^PNG image data, ${shot.width} x ${shot.height}`))
+    expect(execFileSync("file", ["-b", out], { encoding: "utf8" })).toMatch(
+      new RegExp(`^PNG image data, ${shot.width} x ${shot.height}`)
+    )
     expect((await readdir(vm.dir)).filter((name) => name.endsWith(".png"))).toEqual([])
   })
 
@@ -184,7 +235,8 @@ describe("QEMU hypervisor with the tiny guest", () => {
     // The guest powered itself off: no signal was needed.
     expect(await readFile(vmFiles(vm.dir).console, "utf8")).toMatch(/reboot: Power down\s*$/)
     expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
-    for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc]) expect(await exists(file)).toBe(false)
+    for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc])
+      expect(await exists(file)).toBe(false)
     expect((await ok(root, (h) => h.status(vm))).running).toBe(false)
     const again = await call(root, (h) => h.stop(vm))
     expect(Either.isLeft(again) && again.left.code).toBe("not_running")
@@ -239,6 +291,7 @@ describe("QEMU hypervisor with the tiny guest", () => {
     timings.push(`stop of a frozen QEMU (QMP timeout, SIGTERM wait, SIGKILL): ${elapsed(t0)} ms`)
     expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
     expect((await ok(root, (h) => h.status(vm))).running).toBe(false)
-    for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc]) expect(await exists(file)).toBe(false)
+    for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc])
+      expect(await exists(file)).toBe(false)
   }, 30_000)
 })

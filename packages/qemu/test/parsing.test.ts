@@ -53,8 +53,13 @@ describe("snapshot table", () => {
   })
 
   it("reads older QEMUs that glue the unit to the size", () => {
-    const text = ["ID        TAG                 VM SIZE                DATE       VM CLOCK", "1         old                    1.2M 2019-03-04 05:06:07   00:00:12.000"].join("\n")
-    expect(parseSnapshotTable(text)).toMatchObject([{ tag: "old", size_display: "1.2M", size_bytes: 1258291, vm_state: "running" }])
+    const text = [
+      "ID        TAG                 VM SIZE                DATE       VM CLOCK",
+      "1         old                    1.2M 2019-03-04 05:06:07   00:00:12.000"
+    ].join("\n")
+    expect(parseSnapshotTable(text)).toMatchObject([
+      { tag: "old", size_display: "1.2M", size_bytes: 1258291, vm_state: "running" }
+    ])
   })
 
   it("finds no rows in notes and empty output", () => {
@@ -64,7 +69,8 @@ describe("snapshot table", () => {
   })
 
   it("keeps tags that look like numbers or dates apart from the columns", () => {
-    const text = "3         2026-01-01            0 B 2026-11-30 07:29:40 00:00:00.000          0\n4         7                     0 B 2026-11-30 07:29:41 00:00:00.000          0"
+    const text =
+      "3         2026-01-01            0 B 2026-11-30 07:29:40 00:00:00.000          0\n4         7                     0 B 2026-11-30 07:29:41 00:00:00.000          0"
     expect(parseSnapshotRows(text).map((row) => [row.id, row.snapshot.tag])).toEqual([
       ["3", "2026-01-01"],
       ["4", "7"]
@@ -133,7 +139,9 @@ describe("qemu argv", () => {
     expect(after(tcg, "-vnc")).toEqual([`unix:${dir}/vnc.sock`])
     expect(after(tcg, "-netdev")).toEqual(["user,id=n0,hostfwd=tcp:127.0.0.1:2201-:22,hostfwd=tcp:127.0.0.1:8080-:80"])
     expect(after(tcg, "-device")).toEqual(expect.arrayContaining(["virtio-net-pci,netdev=n0", "virtio-rng-pci"]))
-    expect(after(tcg, "-virtfs")).toEqual([`local,path=/home/u/.stoat/shared/web,mount_tag=work,security_model=mapped-xattr,id=work`])
+    expect(after(tcg, "-virtfs")).toEqual([
+      `local,path=/home/u/.stoat/shared/web,mount_tag=work,security_model=mapped-xattr,id=work`
+    ])
     expect(tcg).not.toContain("-kernel")
     expect(tcg).not.toContain("-cpu")
   })
@@ -173,9 +181,13 @@ describe("qemu argv", () => {
   it("boots an install ISO first until the OS is installed", () => {
     const iso = "/home/u/.stoat/isos/alpine.iso"
     const installing = qemuArgs({ ...plan, disk: "disk.qcow2", cdrom: iso, bootFromCdrom: true }, { accel: "tcg" })
-    expect(after(installing, "-device")).toEqual(expect.arrayContaining(["virtio-blk-pci,drive=d0,bootindex=1", "ide-cd,drive=cd0,bus=ide.0,bootindex=0"]))
+    expect(after(installing, "-device")).toEqual(
+      expect.arrayContaining(["virtio-blk-pci,drive=d0,bootindex=1", "ide-cd,drive=cd0,bus=ide.0,bootindex=0"])
+    )
     const installed = qemuArgs({ ...plan, disk: "disk.qcow2", cdrom: iso }, { accel: "tcg", diskFormat: "raw" })
-    expect(after(installed, "-device")).toEqual(expect.arrayContaining(["virtio-blk-pci,drive=d0,bootindex=0", "ide-cd,drive=cd0,bus=ide.0,bootindex=1"]))
+    expect(after(installed, "-device")).toEqual(
+      expect.arrayContaining(["virtio-blk-pci,drive=d0,bootindex=0", "ide-cd,drive=cd0,bus=ide.0,bootindex=1"])
+    )
     expect(after(installed, "-drive")[0]).toContain("format=raw")
   })
 
@@ -188,7 +200,13 @@ describe("qemu argv", () => {
 
 describe("forwardNotBound", () => {
   it("names the host port of a forward QEMU could not set up, and nothing for other failures", () => {
-    expect(forwardNotBound("qemu-system-x86_64: -netdev user,id=n0,hostfwd=tcp:127.0.0.1:2201-:22: Could not set up host forwarding rule 'tcp:127.0.0.1:2201-:22'\n")).toBe(2201)
-    expect(forwardNotBound("qemu-system-x86_64: -drive file=/x: Could not open '/x': No such file or directory\n")).toBeUndefined()
+    expect(
+      forwardNotBound(
+        "qemu-system-x86_64: -netdev user,id=n0,hostfwd=tcp:127.0.0.1:2201-:22: Could not set up host forwarding rule 'tcp:127.0.0.1:2201-:22'\n"
+      )
+    ).toBe(2201)
+    expect(
+      forwardNotBound("qemu-system-x86_64: -drive file=/x: Could not open '/x': No such file or directory\n")
+    ).toBeUndefined()
   })
 })

@@ -25,7 +25,9 @@ const newVm = (): VmRef => {
 
 /** A long-lived process whose arguments are QEMU's as far as ownership goes. */
 const fakeQemu = async (args: ReadonlyArray<string>): Promise<number> => {
-  const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000); console.log('up')", "--", ...args], { stdio: ["ignore", "pipe", "ignore"] })
+  const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000); console.log('up')", "--", ...args], {
+    stdio: ["ignore", "pipe", "ignore"]
+  })
   children.push(child)
   await new Promise((resolve) => child.stdout!.once("data", resolve))
   return child.pid!
@@ -70,7 +72,12 @@ describe("readRunState", () => {
   it("a process that only mentions the VM's folder (a fork resuming from its checkpoint) is not its QEMU", async () => {
     const vm = newVm()
     const files = vmFiles(vm.dir)
-    const fork = await fakeQemu(["-incoming", `exec:cat '${vm.dir}/checkpoints/c1/state'`, "-pidfile", join(root, "fork", "qemu.pid")])
+    const fork = await fakeQemu([
+      "-incoming",
+      `exec:cat '${vm.dir}/checkpoints/c1/state'`,
+      "-pidfile",
+      join(root, "fork", "qemu.pid")
+    ])
     writeFileSync(files.pidfile, `${fork}\n`)
     expect(readRunState(vm)).toMatchObject({ running: false })
   })

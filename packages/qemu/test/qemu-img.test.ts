@@ -42,8 +42,14 @@ describe("qemu-img", () => {
     execFileSync("qemu-img", ["create", "-q", "-f", "raw", base, "64M"])
     const overlay = inVm("overlay.qcow2")
     await ok(root, (h) => h.createDisk(overlay, "", { image: base }))
-    expect(await ok(root, (h) => h.diskInfo(overlay))).toMatchObject({ virtualSize: 64 * 1024 ** 2, format: "qcow2", backing: { image: base } })
-    const json = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", join(vm.dir, "overlay.qcow2")], { encoding: "utf8" })) as Record<string, unknown>
+    expect(await ok(root, (h) => h.diskInfo(overlay))).toMatchObject({
+      virtualSize: 64 * 1024 ** 2,
+      format: "qcow2",
+      backing: { image: base }
+    })
+    const json = JSON.parse(
+      execFileSync("qemu-img", ["info", "--output=json", join(vm.dir, "overlay.qcow2")], { encoding: "utf8" })
+    ) as Record<string, unknown>
     expect(json["backing-filename-format"]).toBe("raw")
     // A larger overlay than its base is how a cloud VM gets its disk size.
     const grown = inVm("grown.qcow2")
@@ -91,7 +97,9 @@ describe("qemu-img", () => {
   })
 
   it("never reaches outside a VM's folder by a file name", async () => {
-    await expect(call(root, (h) => h.diskInfo(inVm("../img/disk.qcow2")))).rejects.toThrow(/not a file inside the folder of VM "img"/)
+    await expect(call(root, (h) => h.diskInfo(inVm("../img/disk.qcow2")))).rejects.toThrow(
+      /not a file inside the folder of VM "img"/
+    )
   })
 
   it("saves, lists, restores and deletes snapshots of a stopped VM", async () => {
@@ -117,7 +125,9 @@ describe("qemu-img", () => {
     expect((await ok(root, (h) => h.listSnapshots(disk))).map((snapshot) => snapshot.tag)).toEqual(["second"])
     // Deleting a tag that is not there is nothing to do (not_found is core's rule).
     await ok(root, (h) => h.deleteSnapshot(disk, "first"))
-    console.log(`stopped snapshot: save ${saveMs.toFixed(0)} ms, restore ${restoreMs.toFixed(0)} ms, delete ${deleteMs.toFixed(0)} ms`)
+    console.log(
+      `stopped snapshot: save ${saveMs.toFixed(0)} ms, restore ${restoreMs.toFixed(0)} ms, delete ${deleteMs.toFixed(0)} ms`
+    )
   })
 
   it("deletes every twin of a tag that qemu-img created twice", async () => {
@@ -141,25 +151,71 @@ describe("qemu-img", () => {
     const frozen = { name: "frozen", dir: join(root, "frozen") }
     await mkdir(join(frozen.dir, "layers"), { recursive: true })
     const file = (name: string) => join(frozen.dir, name)
-    const io = (path: string, ...commands: string[]) => execFileSync("qemu-io", [...commands.flatMap((command) => ["-c", command]), path])
+    const io = (path: string, ...commands: string[]) =>
+      execFileSync("qemu-io", [...commands.flatMap((command) => ["-c", command]), path])
     execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", file("base.qcow2"), "4M"])
     io(file("base.qcow2"), "write -P 1 0 1M")
-    execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", "-b", file("base.qcow2"), "-F", "qcow2", file("disk.qcow2")])
+    execFileSync("qemu-img", [
+      "create",
+      "-q",
+      "-f",
+      "qcow2",
+      "-b",
+      file("base.qcow2"),
+      "-F",
+      "qcow2",
+      file("disk.qcow2")
+    ])
     io(file("disk.qcow2"), "write -P 2 0 64k", "write -P 3 1M 64k")
     execFileSync("qemu-img", ["snapshot", "-c", "before", file("disk.qcow2")])
     execFileSync("qemu-img", ["convert", "-O", "raw", file("disk.qcow2"), file("expected.raw")])
     // After the snapshot: changed in the frozen file, then in the overlay above it (zeroes too).
     io(file("disk.qcow2"), "write -P 4 0 64k", "write -P 5 2M 64k", "write -z 512k 64k")
-    execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", "-b", file("disk.qcow2"), "-F", "qcow2", file("layers/top.qcow2")])
+    execFileSync("qemu-img", [
+      "create",
+      "-q",
+      "-f",
+      "qcow2",
+      "-b",
+      file("disk.qcow2"),
+      "-F",
+      "qcow2",
+      file("layers/top.qcow2")
+    ])
     io(file("layers/top.qcow2"), "write -P 6 3M 64k", "write -P 7 1M 64k")
-    const sums = () => execFileSync("sha256sum", [file("base.qcow2"), file("disk.qcow2"), file("layers/top.qcow2")], { encoding: "utf8" })
+    const sums = () =>
+      execFileSync("sha256sum", [file("base.qcow2"), file("disk.qcow2"), file("layers/top.qcow2")], {
+        encoding: "utf8"
+      })
     const before = sums()
 
-    await ok(root, (h) => h.snapshotOverlay({ vm: frozen, file: "disk.qcow2" }, "before", { vm: frozen, file: "layers/new.qcow2" }, { vm: frozen, file: "layers/top.qcow2" }))
-    expect(execFileSync("qemu-img", ["compare", "-f", "raw", "-F", "qcow2", file("expected.raw"), file("layers/new.qcow2")], { encoding: "utf8" })).toContain("identical")
-    expect((await ok(root, (h) => h.diskInfo({ vm: frozen, file: "layers/new.qcow2" }))).backing).toEqual({ image: file("layers/top.qcow2") })
+    await ok(root, (h) =>
+      h.snapshotOverlay(
+        { vm: frozen, file: "disk.qcow2" },
+        "before",
+        { vm: frozen, file: "layers/new.qcow2" },
+        { vm: frozen, file: "layers/top.qcow2" }
+      )
+    )
+    expect(
+      execFileSync(
+        "qemu-img",
+        ["compare", "-f", "raw", "-F", "qcow2", file("expected.raw"), file("layers/new.qcow2")],
+        { encoding: "utf8" }
+      )
+    ).toContain("identical")
+    expect((await ok(root, (h) => h.diskInfo({ vm: frozen, file: "layers/new.qcow2" }))).backing).toEqual({
+      image: file("layers/top.qcow2")
+    })
     expect(sums()).toBe(before)
-    const missing = await call(root, (h) => h.snapshotOverlay({ vm: frozen, file: "disk.qcow2" }, "nope", { vm: frozen, file: "layers/bad.qcow2" }, { vm: frozen, file: "layers/top.qcow2" }))
+    const missing = await call(root, (h) =>
+      h.snapshotOverlay(
+        { vm: frozen, file: "disk.qcow2" },
+        "nope",
+        { vm: frozen, file: "layers/bad.qcow2" },
+        { vm: frozen, file: "layers/top.qcow2" }
+      )
+    )
     expect(Either.isLeft(missing) && missing.left.code).toBe("internal")
     expect(existsSync(file("layers/bad.qcow2"))).toBe(false)
   })

@@ -9,10 +9,16 @@ import { qmpConnect, qmpExecute, withQmp } from "../src/qmp.js"
 import { requireQemu } from "./support.js"
 
 const bareQemu = (socket: string): ChildProcess =>
-  spawn("qemu-system-x86_64", ["-M", "none", "-display", "none", "-nodefaults", "-qmp", `unix:${socket},server=on,wait=off`], { stdio: "ignore" })
+  spawn(
+    "qemu-system-x86_64",
+    ["-M", "none", "-display", "none", "-nodefaults", "-qmp", `unix:${socket},server=on,wait=off`],
+    { stdio: "ignore" }
+  )
 
 const exited = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))))
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))
+  )
 
 describe("QMP client", () => {
   let dir: string
@@ -59,7 +65,11 @@ describe("QMP client", () => {
     qemu = bareQemu(socket)
     const result = await Effect.runPromise(
       withQmp(socket, (qmp) =>
-        Effect.all([Effect.either(qmp.execute("no-such-command")), Effect.either(qmp.execute("device_del", { id: "nothing" })), qmp.execute("query-version")])
+        Effect.all([
+          Effect.either(qmp.execute("no-such-command")),
+          Effect.either(qmp.execute("device_del", { id: "nothing" })),
+          qmp.execute("query-version")
+        ])
       )
     )
     const [unknown, bad, version] = result
@@ -92,7 +102,11 @@ describe("QMP client", () => {
   })
 
   it("fails monitor_unreachable when nothing listens, or another client holds the monitor", async () => {
-    const none = await Effect.runPromise(Effect.either(qmpExecute(join(dir, "missing.sock"), "query-status", undefined, { connectTimeoutMs: 300, subject: "vm1" })))
+    const none = await Effect.runPromise(
+      Effect.either(
+        qmpExecute(join(dir, "missing.sock"), "query-status", undefined, { connectTimeoutMs: 300, subject: "vm1" })
+      )
+    )
     expect(Either.isLeft(none) && none.left.code).toBe("monitor_unreachable")
     expect(Either.isLeft(none) && none.left.subject).toBe("vm1")
 

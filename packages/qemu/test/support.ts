@@ -5,7 +5,16 @@ import { connect, createServer } from "node:net"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { type Context, Effect, Either, Layer, Redacted } from "effect"
-import { awaitSsh, dataRootAt, guestHostname, GuestSignals, Hypervisor, ImageBuilder, type BootPlan, type VmRef } from "@stoat/core"
+import {
+  awaitSsh,
+  dataRootAt,
+  guestHostname,
+  GuestSignals,
+  Hypervisor,
+  ImageBuilder,
+  type BootPlan,
+  type VmRef
+} from "@stoat/core"
 import { GuestTransportLive } from "@stoat/core/ssh"
 import { makeQemuHypervisor, QemuGuestSignalsLive } from "../src/hypervisor.js"
 import { makeQemuImageBuilder } from "../src/image-builder.js"
@@ -34,7 +43,11 @@ export const call = <A, E>(root: string, use: (hypervisor: Context.Tag.Service<H
 
 /** The QEMU provider's GuestSignals: whether the VM's current boot said sshd listens. */
 export const awaitSshd = (vm: VmRef, timeoutMs: number): Promise<boolean> =>
-  Effect.runPromise(Effect.flatMap(GuestSignals, (signals) => signals.awaitSshd(vm, timeoutMs)).pipe(Effect.provide(QemuGuestSignalsLive)))
+  Effect.runPromise(
+    Effect.flatMap(GuestSignals, (signals) => signals.awaitSshd(vm, timeoutMs)).pipe(
+      Effect.provide(QemuGuestSignalsLive)
+    )
+  )
 
 /** The first line sshd sends on 127.0.0.1:port (its SSH identification), or what was there instead. */
 export const sshBanner = (port: number): Promise<string> =>
@@ -63,10 +76,17 @@ export const sshBannerOnceReady = async (root: string, vm: VmRef, port: number, 
 
 /** Runs one ImageBuilder call over the shared tiny cache; the typed failure comes back as Left. */
 export const build = <A, E>(root: string, use: (images: Context.Tag.Service<ImageBuilder>) => Effect.Effect<A, E>) =>
-  Effect.runPromise(Effect.either(Effect.flatMap(ImageBuilder, use)).pipe(Effect.provide(makeQemuImageBuilder({ tinyCacheDir }).pipe(Layer.provide(dataRootAt(root))))))
+  Effect.runPromise(
+    Effect.either(Effect.flatMap(ImageBuilder, use)).pipe(
+      Effect.provide(makeQemuImageBuilder({ tinyCacheDir }).pipe(Layer.provide(dataRootAt(root))))
+    )
+  )
 
 /** Like `call`, but a failure throws with its message. */
-export const ok = async <A, E>(root: string, use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>): Promise<A> => {
+export const ok = async <A, E>(
+  root: string,
+  use: (hypervisor: Context.Tag.Service<Hypervisor>) => Effect.Effect<A, E>
+): Promise<A> => {
   const result = await call(root, use)
   if (Either.isLeft(result)) throw new Error(`expected success, got ${JSON.stringify(result.left)}`)
   return result.right
@@ -89,13 +109,19 @@ export const elapsed = (since: number) => Math.round(performance.now() - since)
  * A VM folder `root/name`, its work share and a guest host key, and a plan that boots the tiny
  * guest from them (256 MiB, one CPU, a free SSH port); `extra` overrides any field.
  */
-export const tinyGuestPlan = async (root: string, image: TinyGuestImage, name: string, extra: Partial<BootPlan> = {}): Promise<BootPlan> => {
+export const tinyGuestPlan = async (
+  root: string,
+  image: TinyGuestImage,
+  name: string,
+  extra: Partial<BootPlan> = {}
+): Promise<BootPlan> => {
   const vm = { name, dir: join(root, name) }
   await mkdir(vm.dir)
   const workShare = join(root, "shared", name)
   await mkdir(workShare, { recursive: true })
   const hostKeyPath = join(root, "guest_host_ed25519_key")
-  if (!existsSync(hostKeyPath)) execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", hostKeyPath])
+  if (!existsSync(hostKeyPath))
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", hostKeyPath])
   return {
     vm,
     ramMb: 256,
@@ -105,7 +131,11 @@ export const tinyGuestPlan = async (root: string, image: TinyGuestImage, name: s
     kernel: { path: image.kernel, initrd: image.initrd, append: image.kernelArgs },
     workShare,
     display: "vnc",
-    guestIdentity: { authorizedKeys: "", hostKey: Redacted.make(readFileSync(hostKeyPath, "utf8")), hostname: guestHostname(name) },
+    guestIdentity: {
+      authorizedKeys: "",
+      hostKey: Redacted.make(readFileSync(hostKeyPath, "utf8")),
+      hostname: guestHostname(name)
+    },
     ...extra
   }
 }

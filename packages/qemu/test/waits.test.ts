@@ -20,7 +20,11 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "stoat-waits-"))
   vm = { name: "stuck", dir: root }
   const files = vmFiles(vm.dir)
-  child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000); console.log('up')", "--", "-pidfile", files.pidfile], { stdio: ["ignore", "pipe", "ignore"] })
+  child = spawn(
+    process.execPath,
+    ["-e", "setInterval(() => {}, 1000); console.log('up')", "--", "-pidfile", files.pidfile],
+    { stdio: ["ignore", "pipe", "ignore"] }
+  )
   await new Promise((resolve) => child.stdout!.once("data", resolve))
   await writeFile(files.pidfile, `${child.pid}\n`)
   // A guest that says it will print the sshd line, and never does.

@@ -60,6 +60,8 @@ export const main = async (rawArgv: string[]): Promise<void> => {
     await run([...argv.slice(0, words), "--help"], config)
     return
   }
-  process.stdout.write(`Error: unknown command '${argv.slice(0, Math.max(1, words)).join(" ")}'; see 'toolkit --help'\n`)
+  process.stdout.write(
+    `Error: unknown command '${argv.slice(0, Math.max(1, words)).join(" ")}'; see 'toolkit --help'\n`
+  )
   return finish(1)
 }

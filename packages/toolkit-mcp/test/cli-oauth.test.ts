@@ -61,15 +61,43 @@ afterAll(async () => {
 
 describe("oauth", () => {
   it("adds a profile; the store is private and list never shows the secret", async () => {
-    const added = await run(["oauth", "profile", "add", "--name", "Acme", "--token-url", url, "--client-id", "cid", "--client-secret", SECRET, "--scope", "api.read"])
+    const added = await run([
+      "oauth",
+      "profile",
+      "add",
+      "--name",
+      "Acme",
+      "--token-url",
+      url,
+      "--client-id",
+      "cid",
+      "--client-secret",
+      SECRET,
+      "--scope",
+      "api.read"
+    ])
     expect(added).toMatchObject({ code: 0, stdout: "Added OAuth profile 'Acme'\n" })
     expect(statSync(home.db).mode & 0o777).toBe(0o600)
     expect(statSync(dirname(home.db)).mode & 0o777).toBe(0o700)
     const list = await run(["oauth", "profile", "list"])
     expect(list.stdout).toBe(`Acme\n  token url: ${url}\n  client id: cid\n  scope: api.read\n  client secret: (set)\n`)
-    expect((await run(["oauth", "profile", "add", "--name", "acme", "--token-url", url, "--client-id", "x", "--client-secret", "y"])).stdout).toBe(
-      "Error: OAuth profile 'acme' already exists\n"
-    )
+    expect(
+      (
+        await run([
+          "oauth",
+          "profile",
+          "add",
+          "--name",
+          "acme",
+          "--token-url",
+          url,
+          "--client-id",
+          "x",
+          "--client-secret",
+          "y"
+        ])
+      ).stdout
+    ).toBe("Error: OAuth profile 'acme' already exists\n")
   })
 
   it("gets a token with the client-credentials grant and HTTP Basic client authentication", async () => {
@@ -84,31 +112,82 @@ describe("oauth", () => {
   it("reports the endpoint's error without the secret", async () => {
     await run(["oauth", "profile", "update", "--name", "acme", "--client-id", "wrong"])
     const failed = await run(["oauth", "token", "--profile", "acme"])
-    expect(failed).toMatchObject({ code: 1, stdout: `Error: token request to ${url} failed: HTTP 401 invalid_client: bad credentials\n` })
+    expect(failed).toMatchObject({
+      code: 1,
+      stdout: `Error: token request to ${url} failed: HTTP 401 invalid_client: bad credentials\n`
+    })
     await run(["oauth", "profile", "update", "--name", "acme", "--client-id", "cid", "--client-secret", NEW_SECRET])
     expect((await run(["oauth", "token", "--profile", "acme"])).code).toBe(0)
     expect(seen.at(-1)!.authorization).toBe(basic("cid", NEW_SECRET))
   })
 
   it("reads the secret from stdin when --client-secret is absent", async () => {
-    const added = await run(["oauth", "profile", "add", "--name", "piped", "--token-url", url, "--client-id", "stdin-client"], "from-stdin-secret\n")
+    const added = await run(
+      ["oauth", "profile", "add", "--name", "piped", "--token-url", url, "--client-id", "stdin-client"],
+      "from-stdin-secret\n"
+    )
     expect(added.code).toBe(0)
     expect((await run(["oauth", "token", "--profile", "piped"])).code).toBe(0)
     expect(seen.at(-1)!.authorization).toBe(basic("stdin-client", "from-stdin-secret"))
   })
 
   it("fails for unreachable endpoints and unknown profiles", async () => {
-    await run(["oauth", "profile", "add", "--name", "down", "--token-url", "http://127.0.0.1:9/token", "--client-id", "c", "--client-secret", SECRET])
+    await run([
+      "oauth",
+      "profile",
+      "add",
+      "--name",
+      "down",
+      "--token-url",
+      "http://127.0.0.1:9/token",
+      "--client-id",
+      "c",
+      "--client-secret",
+      SECRET
+    ])
     const down = await run(["oauth", "token", "--profile", "down"])
     expect(down.code).toBe(1)
     expect(down.stdout).toMatch(/^Error: token request to http:\/\/127\.0\.0\.1:9\/token failed: /)
-    expect(await run(["oauth", "token", "--profile", "nope"])).toMatchObject({ code: 1, stdout: "Error: OAuth profile 'nope' does not exist\n" })
-    expect((await run(["oauth", "profile", "add", "--name", "bad", "--token-url", "ftp://x", "--client-id", "c", "--client-secret", "s"])).code).toBe(1)
+    expect(await run(["oauth", "token", "--profile", "nope"])).toMatchObject({
+      code: 1,
+      stdout: "Error: OAuth profile 'nope' does not exist\n"
+    })
+    expect(
+      (
+        await run([
+          "oauth",
+          "profile",
+          "add",
+          "--name",
+          "bad",
+          "--token-url",
+          "ftp://x",
+          "--client-id",
+          "c",
+          "--client-secret",
+          "s"
+        ])
+      ).code
+    ).toBe(1)
   })
 
   it("never shows credentials put in a token URL, in the list or in a failure", async () => {
-    await run(["oauth", "profile", "add", "--name", "userinfo", "--token-url", `http://me:${URL_SECRET}@127.0.0.1:9/token`, "--client-id", "c", "--client-secret", SECRET])
-    expect((await run(["oauth", "profile", "list"])).stdout).toContain("userinfo\n  token url: http://***@127.0.0.1:9/token\n")
+    await run([
+      "oauth",
+      "profile",
+      "add",
+      "--name",
+      "userinfo",
+      "--token-url",
+      `http://me:${URL_SECRET}@127.0.0.1:9/token`,
+      "--client-id",
+      "c",
+      "--client-secret",
+      SECRET
+    ])
+    expect((await run(["oauth", "profile", "list"])).stdout).toContain(
+      "userinfo\n  token url: http://***@127.0.0.1:9/token\n"
+    )
     const failed = await run(["oauth", "token", "--profile", "userinfo"])
     expect(failed.code).toBe(1)
     expect(failed.stdout).toMatch(/^Error: token request to http:\/\/\*\*\*@127\.0\.0\.1:9\/token failed: /)
@@ -116,7 +195,10 @@ describe("oauth", () => {
   })
 
   it("deletes profiles", async () => {
-    expect(await run(["oauth", "profile", "delete", "--name", "DOWN"])).toMatchObject({ code: 0, stdout: "Deleted OAuth profile 'DOWN'\n" })
+    expect(await run(["oauth", "profile", "delete", "--name", "DOWN"])).toMatchObject({
+      code: 0,
+      stdout: "Deleted OAuth profile 'DOWN'\n"
+    })
     expect((await run(["oauth", "profile", "delete", "--name", "down"])).code).toBe(1)
   })
 

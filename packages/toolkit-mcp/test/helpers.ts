@@ -57,7 +57,9 @@ export interface Run {
  * that WebAssembly reserves, which Node's fetch and Response need.
  */
 const binCommand = (args: string[], memoryLimitKb?: number): [string, string[]] =>
-  memoryLimitKb === undefined ? [process.execPath, [BIN, ...args]] : ["/bin/sh", ["-c", 'ulimit -d "$0" && exec "$@"', String(memoryLimitKb), process.execPath, BIN, ...args]]
+  memoryLimitKb === undefined
+    ? [process.execPath, [BIN, ...args]]
+    : ["/bin/sh", ["-c", 'ulimit -d "$0" && exec "$@"', String(memoryLimitKb), process.execPath, BIN, ...args]]
 
 export interface ToolkitOptions {
   readonly input?: string | Uint8Array
@@ -72,7 +74,8 @@ export const toolkit = (home: Home, args: string[], options: ToolkitOptions = {}
   new Promise((resolvePromise, reject) => {
     const [command, argv] = binCommand(args, options.memoryLimitKb)
     const child = spawn(command, argv, { cwd: home.dir, env: options.env ?? home.env, stdio: ["pipe", "pipe", "pipe"] })
-    const killer = options.killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), options.killAfterMs)
+    const killer =
+      options.killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), options.killAfterMs)
     const out: Buffer[] = []
     const err: Buffer[] = []
     child.stdout.on("data", (c: Buffer) => out.push(c))
@@ -81,7 +84,12 @@ export const toolkit = (home: Home, args: string[], options: ToolkitOptions = {}
     child.on("close", (code) => {
       clearTimeout(killer)
       const raw = Buffer.concat(out)
-      resolvePromise({ code: code ?? -1, stdout: raw.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), raw })
+      resolvePromise({
+        code: code ?? -1,
+        stdout: raw.toString("utf8"),
+        stderr: Buffer.concat(err).toString("utf8"),
+        raw
+      })
     })
     // A command may exit before it read all of its input (EPIPE): that is its answer, not an error here.
     child.stdin.on("error", () => undefined)
@@ -112,7 +120,11 @@ export interface Serving {
 }
 
 /** Starts `toolkit mcp serve <args>` and waits for its two startup lines. */
-export const serve = (home: Home, args: string[] = ["--port", "0"], options: { memoryLimitKb?: number } = {}): Promise<Serving> =>
+export const serve = (
+  home: Home,
+  args: string[] = ["--port", "0"],
+  options: { memoryLimitKb?: number } = {}
+): Promise<Serving> =>
   new Promise((resolvePromise, reject) => {
     const [command, argv] = binCommand(["mcp", "serve", ...args], options.memoryLimitKb)
     const proc = spawn(command, argv, { cwd: home.dir, env: home.env, stdio: ["ignore", "pipe", "pipe"] })
@@ -172,13 +184,24 @@ export interface RawRequest {
  * One plain HTTP request to an MCP endpoint, for what no SDK client would send (JSON and SSE
  * are accepted as a client would). Fails when no answer came within `timeoutMs`.
  */
-export const rawHttp = (url: string, { method = "POST", headers = {}, body }: RawRequest, timeoutMs = 15_000): Promise<{ status: number; text: string }> =>
+export const rawHttp = (
+  url: string,
+  { method = "POST", headers = {}, body }: RawRequest,
+  timeoutMs = 15_000
+): Promise<{ status: number; text: string }> =>
   new Promise((resolvePromise, reject) => {
-    const req = request(url, { method, headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } }, (res) => {
-      let text = ""
-      res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
-      res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, text }))
-    })
+    const req = request(
+      url,
+      {
+        method,
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }
+      },
+      (res) => {
+        let text = ""
+        res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+        res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, text }))
+      }
+    )
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)))
     req.on("error", reject)
     req.end(body)
@@ -194,7 +217,8 @@ export const connect = async (url: string): Promise<Client> => {
 /** The single text block of a tool result. */
 export const textOf = (result: unknown): string => {
   const content = (result as { content: Array<{ type: string; text?: string }> }).content
-  if (content.length !== 1 || content[0]!.type !== "text") throw new Error(`expected one text block: ${JSON.stringify(result)}`)
+  if (content.length !== 1 || content[0]!.type !== "text")
+    throw new Error(`expected one text block: ${JSON.stringify(result)}`)
   return content[0]!.text!
 }
 

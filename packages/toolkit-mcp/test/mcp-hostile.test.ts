@@ -3,7 +3,22 @@ import { closeSync, ftruncateSync, openSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { busiestThread, connect, HELLO_BF, rawHttp, serve, tempHome, textOf, threadAlive, threadNice, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
+import {
+  busiestThread,
+  connect,
+  HELLO_BF,
+  rawHttp,
+  serve,
+  tempHome,
+  textOf,
+  threadAlive,
+  threadNice,
+  toolkit,
+  waitForQuiet,
+  waitUntil,
+  type Home,
+  type Serving
+} from "./helpers.js"
 
 /**
  * The hostile run of issue 12, reproduction by reproduction, against real `toolkit mcp serve`
@@ -69,18 +84,32 @@ describe("1. memory: /dev/zero and endless output", () => {
       text: "Error: Brainfuck program file is a device, not a regular file: /dev/zero\nexit code: 1",
       isError: true
     })
-    expect(await call("interpreters_brainfuck", { file: "hello.bf" })).toEqual({ text: "Hello World!\n", isError: false })
+    expect(await call("interpreters_brainfuck", { file: "hello.bf" })).toEqual({
+      text: "Hello World!\n",
+      isError: false
+    })
   })
 
   it("toolkit interpreters brainfuck --file /dev/zero fails with an Error line, exit 1", async () => {
-    expect(await toolkit(home, ["interpreters", "brainfuck", "--file", "/dev/zero"], { memoryLimitKb: MEMORY_LIMIT_KB, killAfterMs: BLOCKED_MS })).toMatchObject({
+    expect(
+      await toolkit(home, ["interpreters", "brainfuck", "--file", "/dev/zero"], {
+        memoryLimitKb: MEMORY_LIMIT_KB,
+        killAfterMs: BLOCKED_MS
+      })
+    ).toMatchObject({
       code: 1,
       stdout: "Error: Brainfuck program file is a device, not a regular file: /dev/zero\n"
     })
   })
 
   it("stdin is read up to the input limit on the command line", async () => {
-    expect(await toolkit(home, ["interpreters", "brainfuck", "--file", "-"], { input: Buffer.alloc(5 * 1024 * 1024), memoryLimitKb: MEMORY_LIMIT_KB, killAfterMs: BLOCKED_MS })).toMatchObject({
+    expect(
+      await toolkit(home, ["interpreters", "brainfuck", "--file", "-"], {
+        input: Buffer.alloc(5 * 1024 * 1024),
+        memoryLimitKb: MEMORY_LIMIT_KB,
+        killAfterMs: BLOCKED_MS
+      })
+    ).toMatchObject({
       code: 1,
       stdout: "Error: stdin holds more than 4 MiB\n"
     })
@@ -90,34 +119,56 @@ describe("1. memory: /dev/zero and endless output", () => {
     home.file("spew.bf", "++++++++[>++++++++<-]>+[.]") // "AAAA…" forever
     const result = await call("interpreters_brainfuck", { file: "spew.bf" })
     expect(result.isError).toBe(true)
-    expect(result.text.endsWith("\nError: the command printed more than 4 MiB, the most a tool call returns; it was stopped\nexit code: 1")).toBe(true)
+    expect(
+      result.text.endsWith(
+        "\nError: the command printed more than 4 MiB, the most a tool call returns; it was stopped\nexit code: 1"
+      )
+    ).toBe(true)
     expect(result.text.startsWith("A".repeat(4 * 1024 * 1024))).toBe(true)
   })
 })
 
 describe("2. blocking: FIFOs, huge files, quadratic work", () => {
   it("a FIFO is refused at once, as input and as output, on the server and the command line", async () => {
-    expect(await call("interpreters_brainfuck", { file: fifo })).toEqual({ text: `Error: Brainfuck program file is a FIFO, not a regular file: ${fifo}\nexit code: 1`, isError: true })
+    expect(await call("interpreters_brainfuck", { file: fifo })).toEqual({
+      text: `Error: Brainfuck program file is a FIFO, not a regular file: ${fifo}\nexit code: 1`,
+      isError: true
+    })
     home.file("text.txt", "some text")
-    expect(await call("strings_reverse", { "in-file": "text.txt", "out-file": fifo })).toEqual({ text: `Error: output file is a FIFO, not a regular file: ${fifo}\nexit code: 1`, isError: true })
-    expect(await toolkit(home, ["interpreters", "brainfuck", "--file", "f.bf"], { killAfterMs: BLOCKED_MS })).toMatchObject({
+    expect(await call("strings_reverse", { "in-file": "text.txt", "out-file": fifo })).toEqual({
+      text: `Error: output file is a FIFO, not a regular file: ${fifo}\nexit code: 1`,
+      isError: true
+    })
+    expect(
+      await toolkit(home, ["interpreters", "brainfuck", "--file", "f.bf"], { killAfterMs: BLOCKED_MS })
+    ).toMatchObject({
       code: 1,
       stdout: "Error: Brainfuck program file is a FIFO, not a regular file: f.bf\n"
     })
   })
 
   it("a directory is refused like the others", async () => {
-    expect(await call("strings_flesch-reading-ease", { "in-file": home.dir })).toEqual({ text: `Error: Input file is a directory, not a regular file: ${home.dir}\nexit code: 1`, isError: true })
+    expect(await call("strings_flesch-reading-ease", { "in-file": home.dir })).toEqual({
+      text: `Error: Input file is a directory, not a regular file: ${home.dir}\nexit code: 1`,
+      isError: true
+    })
   })
 
   it("a 3 GB sparse file is refused by its size, without reading it", async () => {
-    expect(await call("interpreters_brainfuck", { file: "sparse.bf" })).toEqual({ text: "Error: Brainfuck program file is larger than 4 MiB: sparse.bf\nexit code: 1", isError: true })
+    expect(await call("interpreters_brainfuck", { file: "sparse.bf" })).toEqual({
+      text: "Error: Brainfuck program file is larger than 4 MiB: sparse.bf\nexit code: 1",
+      isError: true
+    })
     const { tools } = await client.listTools()
-    expect(tools.find((t) => t.name === "interpreters_brainfuck")!.inputSchema.properties!["file"]).toMatchObject({ description: expect.stringContaining("at most 4 MiB") })
+    expect(tools.find((t) => t.name === "interpreters_brainfuck")!.inputSchema.properties!["file"]).toMatchObject({
+      description: expect.stringContaining("at most 4 MiB")
+    })
   })
 
   it("strings_levenshtein-distance with two 50,000-character strings is refused with a clear error", async () => {
-    expect(await call("strings_levenshtein-distance", { string1: "a".repeat(50_000), string2: "b".repeat(50_000) })).toEqual({
+    expect(
+      await call("strings_levenshtein-distance", { string1: "a".repeat(50_000), string2: "b".repeat(50_000) })
+    ).toEqual({
       text: "Error: the strings are too long to compare: 50000 × 50000 characters is more than the 400,000,000 character pairs compared at most\nexit code: 1",
       isError: true
     })
@@ -127,7 +178,14 @@ describe("2. blocking: FIFOs, huge files, quadratic work", () => {
     await waitForQuiet(server.proc.pid!)
     const controller = new AbortController()
     const started = server.stderr().length
-    const pending = client.callTool({ name: "strings_levenshtein-distance", arguments: { string1: "a".repeat(LONGEST_PAIR), string2: "b".repeat(LONGEST_PAIR) } }, undefined, { signal: controller.signal })
+    const pending = client.callTool(
+      {
+        name: "strings_levenshtein-distance",
+        arguments: { string1: "a".repeat(LONGEST_PAIR), string2: "b".repeat(LONGEST_PAIR) }
+      },
+      undefined,
+      { signal: controller.signal }
+    )
     pending.catch(() => undefined)
     const first = await Promise.race([client.listTools().then(() => "tools/list"), pending.then(() => "call")])
     expect(first).toBe("tools/list")
@@ -142,10 +200,18 @@ describe("2. blocking: FIFOs, huge files, quadratic work", () => {
   })
 
   it("the timeout stops any command, not only the interpreters", async () => {
-    const quick = await serve(home, ["--profile", "everything", "--port", "0", "--tool-timeout-ms", "100"], { memoryLimitKb: MEMORY_LIMIT_KB })
+    const quick = await serve(home, ["--profile", "everything", "--port", "0", "--tool-timeout-ms", "100"], {
+      memoryLimitKb: MEMORY_LIMIT_KB
+    })
     const quickClient = await connect(quick.url)
     try {
-      expect(await call("strings_levenshtein-distance", { string1: "a".repeat(LONGEST_PAIR), string2: "b".repeat(LONGEST_PAIR) }, quickClient)).toEqual({
+      expect(
+        await call(
+          "strings_levenshtein-distance",
+          { string1: "a".repeat(LONGEST_PAIR), string2: "b".repeat(LONGEST_PAIR) },
+          quickClient
+        )
+      ).toEqual({
         text: "Tool strings_levenshtein-distance timed out after 0.1 s",
         isError: true
       })
@@ -162,7 +228,9 @@ describe("2. a full pool", () => {
   let singleClient: Client
   beforeAll(async () => {
     home.file("loop.bf", "+[]")
-    single = await serve(home, ["--profile", "everything", "--port", "0", "--tool-workers", "1"], { memoryLimitKb: MEMORY_LIMIT_KB })
+    single = await serve(home, ["--profile", "everything", "--port", "0", "--tool-workers", "1"], {
+      memoryLimitKb: MEMORY_LIMIT_KB
+    })
     singleClient = await connect(single.url)
   })
   afterAll(async () => {
@@ -173,11 +241,17 @@ describe("2. a full pool", () => {
   it("queued calls wait for a worker, can be cancelled while waiting, and run once one is free", async () => {
     await waitForQuiet(single.proc.pid!)
     const looping = new AbortController()
-    const loop = singleClient.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: looping.signal })
+    const loop = singleClient.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, {
+      signal: looping.signal
+    })
     loop.catch(() => undefined)
     expect((await busiestThread(single.proc.pid!, 300)).tid).not.toBe(single.proc.pid) // the loop has the only worker
     const waiting = new AbortController()
-    const dropped = singleClient.callTool({ name: "interpreters_brainfuck", arguments: { file: "hello.bf" } }, undefined, { signal: waiting.signal })
+    const dropped = singleClient.callTool(
+      { name: "interpreters_brainfuck", arguments: { file: "hello.bf" } },
+      undefined,
+      { signal: waiting.signal }
+    )
     dropped.catch(() => undefined)
     const queued = call("interpreters_brainfuck", { file: "hello.bf" }, singleClient)
     expect((await singleClient.listTools()).tools.length).toBe(10)
@@ -192,14 +266,20 @@ describe("2. a full pool", () => {
     const controller = new AbortController()
     // One runs, 64 wait, one is refused.
     const hold = Array.from({ length: 66 }, () => {
-      const pending = singleClient.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: controller.signal, timeout: BLOCKED_MS })
+      const pending = singleClient.callTool(
+        { name: "interpreters_brainfuck", arguments: { file: "loop.bf" } },
+        undefined,
+        { signal: controller.signal, timeout: BLOCKED_MS }
+      )
       pending.catch(() => undefined)
       return pending
     })
     try {
       await single.waitForStderr(/tool interpreters_brainfuck exit 75 \d+ms/, BLOCKED_MS)
       const refused = await Promise.race(hold.map((pending) => pending.then((result) => textOf(result))))
-      expect(refused).toBe("Tool interpreters_brainfuck was not run: the server is busy: 64 calls are waiting; try again later.")
+      expect(refused).toBe(
+        "Tool interpreters_brainfuck was not run: the server is busy: 64 calls are waiting; try again later."
+      )
     } finally {
       controller.abort("enough")
     }
@@ -208,7 +288,11 @@ describe("2. a full pool", () => {
 
 describe("4. an oversized body", () => {
   const post = (headers: Record<string, string>, body: Buffer) => rawHttp(server.url, { headers, body }, BLOCKED_MS)
-  const tooLarge = { jsonrpc: "2.0", error: { code: -32600, message: "Request body too large: at most 4 MiB" }, id: null }
+  const tooLarge = {
+    jsonrpc: "2.0",
+    error: { code: -32600, message: "Request body too large: at most 4 MiB" },
+    id: null
+  }
 
   it("answers 413 with a JSON-RPC error instead of resetting the connection", async () => {
     const body = Buffer.alloc(5 * 1024 * 1024, " ")
@@ -233,7 +317,11 @@ describe("5. log injection", () => {
     const name = "x\ntool interpreters_brainfuck exit 0 1ms\r\u001b[2J\u202e \\"
     expect(await call(name, {})).toEqual({ text: `Unknown tool '${name}'.`, isError: true })
     await server.waitForStderr(/tool x\\u\{a\}tool.* exit 127 \d+ms\n/, undefined, from)
-    expect(callLines(server, from)).toEqual([expect.stringMatching(/^tool x\\u\{a\}tool\\u\{20\}interpreters_brainfuck\\u\{20\}exit\\u\{20\}0\\u\{20\}1ms\\u\{d\}\\u\{1b\}\[2J\\u\{202e\}\\u\{20\}\\\\ exit 127 \d+ms$/)])
+    expect(callLines(server, from)).toEqual([
+      expect.stringMatching(
+        /^tool x\\u\{a\}tool\\u\{20\}interpreters_brainfuck\\u\{20\}exit\\u\{20\}0\\u\{20\}1ms\\u\{d\}\\u\{1b\}\[2J\\u\{202e\}\\u\{20\}\\\\ exit 127 \d+ms$/
+      )
+    ])
     expect(server.stderr()).not.toContain("\u001b")
   })
 
@@ -256,22 +344,40 @@ describe("6. malformed tools/call params", () => {
       expect(json).toEqual({
         jsonrpc: "2.0",
         id: 7,
-        result: { content: [{ type: "text", text: "Arguments for tool interpreters_brainfuck must be an object.\nexit code: 1" }], isError: true }
+        result: {
+          content: [
+            { type: "text", text: "Arguments for tool interpreters_brainfuck must be an object.\nexit code: 1" }
+          ],
+          isError: true
+        }
       })
     }
     await server.waitForStderr(/(tool interpreters_brainfuck exit 1 \d+ms\n[^]*){3}/, undefined, from)
-    expect(callLines(server, from)).toEqual(Array.from({ length: 3 }, () => expect.stringMatching(/^tool interpreters_brainfuck exit 1 \d+ms$/)))
+    expect(callLines(server, from)).toEqual(
+      Array.from({ length: 3 }, () => expect.stringMatching(/^tool interpreters_brainfuck exit 1 \d+ms$/))
+    )
   })
 
   it("a name that is not a string is -32602 with a plain message, and logged", async () => {
     const from = server.stderr().length
     const { json } = await callWith({ name: 42, arguments: {} })
-    expect(json).toEqual({ jsonrpc: "2.0", id: 7, error: { code: -32602, message: "MCP error -32602: tools/call needs the tool's name as a string" } })
+    expect(json).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      error: { code: -32602, message: "MCP error -32602: tools/call needs the tool's name as a string" }
+    })
     const missing = await callWith({ arguments: {} })
     expect(missing.json.error.code).toBe(-32602)
     const notObject = await callWith("interpreters_brainfuck")
-    expect(notObject).toEqual({ status: 400, json: { jsonrpc: "2.0", id: 7, error: { code: -32602, message: 'Invalid params: "params" must be an object' } } })
-    await server.waitForStderr(/tool 42 exit 127 \d+ms\n[^]*tool \(none\) exit 127 \d+ms\n[^]*tool \(none\) exit 127 \d+ms\n/, undefined, from)
+    expect(notObject).toEqual({
+      status: 400,
+      json: { jsonrpc: "2.0", id: 7, error: { code: -32602, message: 'Invalid params: "params" must be an object' } }
+    })
+    await server.waitForStderr(
+      /tool 42 exit 127 \d+ms\n[^]*tool \(none\) exit 127 \d+ms\n[^]*tool \(none\) exit 127 \d+ms\n/,
+      undefined,
+      from
+    )
     expect(callLines(server, from)).toEqual([
       expect.stringMatching(/^tool 42 exit 127 \d+ms$/),
       expect.stringMatching(/^tool \(none\) exit 127 \d+ms$/),
@@ -282,35 +388,69 @@ describe("6. malformed tools/call params", () => {
 
 describe("7. values that look like options", () => {
   it("are values, in tool calls and on the command line", async () => {
-    expect(await call("strings_levenshtein-distance", { string1: "--ignore-case", string2: "x" })).toEqual({ text: "Levenshtein distance: 13\n", isError: false })
-    expect(await call("strings_levenshtein-distance", { string1: "--string2", string2: "--string2=y" })).toEqual({ text: "Levenshtein distance: 2\n", isError: false })
-    expect(await call("strings_report", { string: "--in-file" })).toMatchObject({ text: expect.stringMatching(/^Words: +2$/m), isError: false })
-    expect(await call("strings_levenshtein-distance", { string1: "\u0000a", string2: "a" })).toEqual({ text: "Levenshtein distance: 1\n", isError: false })
-    expect((await toolkit(home, ["strings", "levenshtein-distance", "--string1=--ignore-case", "--string2", "x"])).stdout).toBe("Levenshtein distance: 13\n")
+    expect(await call("strings_levenshtein-distance", { string1: "--ignore-case", string2: "x" })).toEqual({
+      text: "Levenshtein distance: 13\n",
+      isError: false
+    })
+    expect(await call("strings_levenshtein-distance", { string1: "--string2", string2: "--string2=y" })).toEqual({
+      text: "Levenshtein distance: 2\n",
+      isError: false
+    })
+    expect(await call("strings_report", { string: "--in-file" })).toMatchObject({
+      text: expect.stringMatching(/^Words: +2$/m),
+      isError: false
+    })
+    expect(await call("strings_levenshtein-distance", { string1: "\u0000a", string2: "a" })).toEqual({
+      text: "Levenshtein distance: 1\n",
+      isError: false
+    })
+    expect(
+      (await toolkit(home, ["strings", "levenshtein-distance", "--string1=--ignore-case", "--string2", "x"])).stdout
+    ).toBe("Levenshtein distance: 13\n")
   })
 })
 
 describe("8. JSON-RPC envelopes and argument names", () => {
   it("a message without method or jsonrpc is -32600 Invalid Request, not -32700", async () => {
-    expect(await rawRpc(JSON.stringify({ jsonrpc: "2.0", id: 1 }))).toEqual({ status: 400, json: { jsonrpc: "2.0", id: 1, error: { code: -32600, message: 'Invalid Request: "method" is missing' } } })
-    expect(await rawRpc(JSON.stringify({ id: 1, method: "tools/list" }))).toEqual({ status: 400, json: { jsonrpc: "2.0", id: 1, error: { code: -32600, message: 'Invalid Request: "jsonrpc" must be "2.0"' } } })
+    expect(await rawRpc(JSON.stringify({ jsonrpc: "2.0", id: 1 }))).toEqual({
+      status: 400,
+      json: { jsonrpc: "2.0", id: 1, error: { code: -32600, message: 'Invalid Request: "method" is missing' } }
+    })
+    expect(await rawRpc(JSON.stringify({ id: 1, method: "tools/list" }))).toEqual({
+      status: 400,
+      json: { jsonrpc: "2.0", id: 1, error: { code: -32600, message: 'Invalid Request: "jsonrpc" must be "2.0"' } }
+    })
     expect((await rawRpc(JSON.stringify({ jsonrpc: "2.0", id: 1, method: 5 }))).json.error.code).toBe(-32600)
     expect((await rawRpc("42")).json.error.code).toBe(-32600)
-    expect((await rawRpc("{")).json).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } })
+    expect((await rawRpc("{")).json).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32700, message: "Parse error" }
+    })
   })
 
   it("an empty batch, or any batch, is -32600 rather than 202", async () => {
-    expect(await rawRpc("[]")).toEqual({ status: 400, json: { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request: batches are not supported" } } })
+    expect(await rawRpc("[]")).toEqual({
+      status: 400,
+      json: { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request: batches are not supported" } }
+    })
     expect((await rawRpc(JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "tools/list" }]))).status).toBe(400)
   })
 
   it("__proto__ as an argument name is an unknown argument", async () => {
-    const { json } = await rawRpc('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"interpreters_brainfuck","arguments":{"file":"hello.bf","__proto__":{"x":1}}}}')
-    expect(json.result).toEqual({ content: [{ type: "text", text: "Unknown argument '__proto__' for tool interpreters_brainfuck.\nexit code: 1" }], isError: true })
+    const { json } = await rawRpc(
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"interpreters_brainfuck","arguments":{"file":"hello.bf","__proto__":{"x":1}}}}'
+    )
+    expect(json.result).toEqual({
+      content: [{ type: "text", text: "Unknown argument '__proto__' for tool interpreters_brainfuck.\nexit code: 1" }],
+      isError: true
+    })
   })
 
   it("unknown methods are -32601 and valid requests still work raw", async () => {
-    expect((await rawRpc(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "resources/list" }))).json.error.code).toBe(-32601)
+    expect((await rawRpc(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "resources/list" }))).json.error.code).toBe(
+      -32601
+    )
     const listed = await rawRpc(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }))
     expect(listed.status).toBe(200)
     expect(listed.json.result.tools).toHaveLength(10)

@@ -18,7 +18,9 @@ const insertProfile = async (name: string, include: string[], port?: number): Pr
   // Create the table through the real command first, then add the row directly.
   await toolkit(home, ["mcp", "save", "scratch", "--include", "strings"])
   const db = new Database(home.db)
-  db.prepare("INSERT OR REPLACE INTO mcp_profiles (name, include, host, port, updated_at) VALUES (?, ?, NULL, ?, '')").run(name, JSON.stringify(include), port ?? null)
+  db.prepare(
+    "INSERT OR REPLACE INTO mcp_profiles (name, include, host, port, updated_at) VALUES (?, ?, NULL, ?, '')"
+  ).run(name, JSON.stringify(include), port ?? null)
   db.prepare("DELETE FROM mcp_profiles WHERE name = 'scratch'").run()
   db.close()
 }
@@ -32,10 +34,22 @@ describe("mcp list", () => {
 
 describe("mcp save", () => {
   it("saves a profile of topics and action paths and counts its tools", async () => {
-    const saved = await toolkit(home, ["mcp", "save", "text-tools", "--include", "strings", "--include", "interpreters/brainfuck", "--port", "5200"])
+    const saved = await toolkit(home, [
+      "mcp",
+      "save",
+      "text-tools",
+      "--include",
+      "strings",
+      "--include",
+      "interpreters/brainfuck",
+      "--port",
+      "5200"
+    ])
     expect(saved).toMatchObject({ code: 0, stdout: "Saved MCP profile 'text-tools' (6 tools)\n" })
     const list = await toolkit(home, ["mcp", "list"])
-    expect(list.stdout).toBe(`${BUILT_IN}\ntext-tools\n  include: strings, interpreters/brainfuck\n  host: (default)\n  port: 5200\n`)
+    expect(list.stdout).toBe(
+      `${BUILT_IN}\ntext-tools\n  include: strings, interpreters/brainfuck\n  host: (default)\n  port: 5200\n`
+    )
   })
 
   it("lists saved profiles in name order around the built-in default", async () => {
@@ -66,19 +80,38 @@ describe("mcp save", () => {
 
   it("rejects entries that do not exist, and saves nothing", async () => {
     const run = await toolkit(home, ["mcp", "save", "p", "--include", "strings", "--include", "strings/nope"])
-    expect(run).toMatchObject({ code: 1, stdout: "Error: unknown entry 'strings/nope': there is no such topic or command\n" })
+    expect(run).toMatchObject({
+      code: 1,
+      stdout: "Error: unknown entry 'strings/nope': there is no such topic or command\n"
+    })
     const topic = await toolkit(home, ["mcp", "save", "p", "--include", "nope"])
     expect(topic.code).toBe(1)
     expect((await toolkit(home, ["mcp", "list"])).stdout).toBe(BUILT_IN)
   })
 
   it("rejects every never-exposed command and topic", async () => {
-    for (const entry of ["mcp", "mcp/serve", "config", "web/serve-html", "web", "demoscene", "demoscene/plasma", "oauth/token", "oauth/profile/add", "oauth/profile/update"]) {
+    for (const entry of [
+      "mcp",
+      "mcp/serve",
+      "config",
+      "web/serve-html",
+      "web",
+      "demoscene",
+      "demoscene/plasma",
+      "oauth/token",
+      "oauth/profile/add",
+      "oauth/profile/update"
+    ]) {
       const run = await toolkit(home, ["mcp", "save", "p", "--include", entry])
-      expect(run, entry).toMatchObject({ code: 1, stdout: `Error: entry '${entry}' cannot be exposed as an MCP tool\n` })
+      expect(run, entry).toMatchObject({
+        code: 1,
+        stdout: `Error: entry '${entry}' cannot be exposed as an MCP tool\n`
+      })
     }
     // A topic that mixes both kinds exposes only the exposable commands.
-    expect((await toolkit(home, ["mcp", "save", "p", "--include", "oauth"])).stdout).toBe("Saved MCP profile 'p' (2 tools)\n")
+    expect((await toolkit(home, ["mcp", "save", "p", "--include", "oauth"])).stdout).toBe(
+      "Saved MCP profile 'p' (2 tools)\n"
+    )
   })
 })
 
@@ -86,16 +119,23 @@ describe("the default profile", () => {
   it("can be overridden by saving 'default' and restored by deleting it", async () => {
     const saved = await toolkit(home, ["mcp", "save", "default", "--include", "strings"])
     expect(saved.stdout).toBe("Saved MCP profile 'default' (5 tools)\n")
-    expect((await toolkit(home, ["mcp", "list"])).stdout).toBe("default\n  include: strings\n  host: (default)\n  port: (default)\n")
+    expect((await toolkit(home, ["mcp", "list"])).stdout).toBe(
+      "default\n  include: strings\n  host: (default)\n  port: (default)\n"
+    )
     const server = await serve(home, ["--port", "0"])
     try {
       expect(server.lines[0]).toMatch(/^Serving MCP profile 'default' on http:\/\/127\.0\.0\.1:\d+\/mcp$/)
-      expect(server.lines[1]).toBe("Tools: strings_reverse, strings_levenshtein-distance, strings_abjadify, strings_flesch-reading-ease, strings_report")
+      expect(server.lines[1]).toBe(
+        "Tools: strings_reverse, strings_levenshtein-distance, strings_abjadify, strings_flesch-reading-ease, strings_report"
+      )
     } finally {
       await server.stop()
     }
     const deleted = await toolkit(home, ["mcp", "delete", "default"])
-    expect(deleted).toMatchObject({ code: 0, stdout: "Deleted MCP profile 'default'\nBuilt-in default profile restored.\n" })
+    expect(deleted).toMatchObject({
+      code: 0,
+      stdout: "Deleted MCP profile 'default'\nBuilt-in default profile restored.\n"
+    })
     expect((await toolkit(home, ["mcp", "list"])).stdout).toBe(BUILT_IN)
   })
 
@@ -112,8 +152,14 @@ describe("the default profile", () => {
 describe("mcp delete", () => {
   it("deletes a saved profile and fails for one that does not exist", async () => {
     await toolkit(home, ["mcp", "save", "text-tools", "--include", "strings"])
-    expect(await toolkit(home, ["mcp", "delete", "text-tools"])).toMatchObject({ code: 0, stdout: "Deleted MCP profile 'text-tools'\n" })
-    expect(await toolkit(home, ["mcp", "delete", "text-tools"])).toMatchObject({ code: 1, stdout: "Error: MCP profile 'text-tools' does not exist\n" })
+    expect(await toolkit(home, ["mcp", "delete", "text-tools"])).toMatchObject({
+      code: 0,
+      stdout: "Deleted MCP profile 'text-tools'\n"
+    })
+    expect(await toolkit(home, ["mcp", "delete", "text-tools"])).toMatchObject({
+      code: 1,
+      stdout: "Error: MCP profile 'text-tools' does not exist\n"
+    })
     // The built-in default is not a saved profile.
     expect((await toolkit(home, ["mcp", "delete", "default"])).code).toBe(1)
   })
@@ -122,11 +168,17 @@ describe("mcp delete", () => {
 describe("stale entries", () => {
   it("are marked in list, skipped with a warning by serve, and the rest is served", async () => {
     await insertProfile("text-tools", ["strings/reverse", "strings/nope", "web/serve-html"])
-    expect((await toolkit(home, ["mcp", "list"])).stdout).toContain("text-tools\n  include: strings/reverse, strings/nope (unresolved), web/serve-html (unresolved)\n")
+    expect((await toolkit(home, ["mcp", "list"])).stdout).toContain(
+      "text-tools\n  include: strings/reverse, strings/nope (unresolved), web/serve-html (unresolved)\n"
+    )
     const server = await serve(home, ["--profile", "text-tools", "--port", "0"])
     try {
-      expect(server.stderr()).toContain("Warning: skipping unresolved entry 'strings/nope' in MCP profile 'text-tools'\n")
-      expect(server.stderr()).toContain("Warning: skipping unresolved entry 'web/serve-html' in MCP profile 'text-tools'\n")
+      expect(server.stderr()).toContain(
+        "Warning: skipping unresolved entry 'strings/nope' in MCP profile 'text-tools'\n"
+      )
+      expect(server.stderr()).toContain(
+        "Warning: skipping unresolved entry 'web/serve-html' in MCP profile 'text-tools'\n"
+      )
       expect(server.lines[1]).toBe("Tools: strings_reverse")
       const client = await connect(server.url)
       expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["strings_reverse"])
@@ -149,13 +201,19 @@ describe("stale entries", () => {
 
 describe("mcp serve: profile, host and port", () => {
   it("fails for a profile that does not exist", async () => {
-    expect(await toolkit(home, ["mcp", "serve", "--profile", "nope"])).toMatchObject({ code: 1, stdout: "Error: MCP profile 'nope' does not exist\n" })
+    expect(await toolkit(home, ["mcp", "serve", "--profile", "nope"])).toMatchObject({
+      code: 1,
+      stdout: "Error: MCP profile 'nope' does not exist\n"
+    })
   })
 
   it("binds 127.0.0.1:5100 by default", async () => {
     const server = await serve(home, [])
     try {
-      expect(server.lines).toEqual(["Serving MCP profile 'default' on http://127.0.0.1:5100/mcp", "Tools: interpreters_brainfuck, interpreters_ook, interpreters_bf-to-ook"])
+      expect(server.lines).toEqual([
+        "Serving MCP profile 'default' on http://127.0.0.1:5100/mcp",
+        "Tools: interpreters_brainfuck, interpreters_ook, interpreters_bf-to-ook"
+      ])
     } finally {
       await server.stop()
     }
@@ -174,7 +232,11 @@ describe("mcp serve: profile, host and port", () => {
     try {
       expect(server.lines[0]).toBe(`Serving MCP profile 'p' on http://127.0.0.1:${flag}/mcp`)
       const client = await connect(server.url)
-      expect(textOf(await client.callTool({ name: "strings_levenshtein-distance", arguments: { string1: "a", string2: "ab" } }))).toBe("Levenshtein distance: 1\n")
+      expect(
+        textOf(
+          await client.callTool({ name: "strings_levenshtein-distance", arguments: { string1: "a", string2: "ab" } })
+        )
+      ).toBe("Levenshtein distance: 1\n")
       await client.close()
     } finally {
       await server.stop()
@@ -193,14 +255,20 @@ describe("mcp serve: profile, host and port", () => {
   it("binds a non-loopback address with --allow-remote, warning, and without Host checks", async () => {
     const server = await serve(home, ["--host", "0.0.0.0", "--port", "0", "--allow-remote"])
     try {
-      expect(server.stderr()).toBe("Warning: binding to non-loopback address 0.0.0.0; the MCP server has no authentication.\n")
+      expect(server.stderr()).toBe(
+        "Warning: binding to non-loopback address 0.0.0.0; the MCP server has no authentication.\n"
+      )
       expect(server.lines[0]).toMatch(/^Serving MCP profile 'default' on http:\/\/0\.0\.0\.0:\d+\/mcp$/)
       const port = new URL(server.url).port
       const status = await new Promise<number>((resolve, reject) => {
-        const req = request(`http://127.0.0.1:${port}/mcp`, { method: "GET", headers: { host: "evil.example.com" } }, (res) => {
-          res.resume()
-          resolve(res.statusCode ?? 0)
-        })
+        const req = request(
+          `http://127.0.0.1:${port}/mcp`,
+          { method: "GET", headers: { host: "evil.example.com" } },
+          (res) => {
+            res.resume()
+            resolve(res.statusCode ?? 0)
+          }
+        )
         req.on("error", reject)
         req.end()
       })

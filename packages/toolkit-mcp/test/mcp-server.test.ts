@@ -4,7 +4,23 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
-import { bfPrinting, busiestThread, connect, HELLO_BF, rawHttp, serve, spinningThread, tempHome, textOf, threadAlive, toolkit, waitForQuiet, waitUntil, type Home, type Serving } from "./helpers.js"
+import {
+  bfPrinting,
+  busiestThread,
+  connect,
+  HELLO_BF,
+  rawHttp,
+  serve,
+  spinningThread,
+  tempHome,
+  textOf,
+  threadAlive,
+  toolkit,
+  waitForQuiet,
+  waitUntil,
+  type Home,
+  type Serving
+} from "./helpers.js"
 
 /**
  * A real `toolkit mcp serve` process and a real MCP SDK client over Streamable HTTP.
@@ -36,14 +52,30 @@ const call = async (name: string, args: Record<string, unknown>) => {
 
 /** A raw tools/list POST (or another method, without a body) with chosen headers; resolves with the status code. */
 const rawPost = async (url: string, headers: Record<string, string>, method = "POST"): Promise<number> =>
-  (await rawHttp(url, { method, headers, ...(method === "POST" ? { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) } : {}) })).status
+  (
+    await rawHttp(url, {
+      method,
+      headers,
+      ...(method === "POST" ? { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) } : {})
+    })
+  ).status
 
 beforeAll(async () => {
   home = tempHome()
   home.file("hello.bf", HELLO_BF)
   home.file("loop.bf", "++++++++[>++++++++<-]>+.[-]+[]") // prints "A", then never ends
   home.file("hello.ook", "")
-  const saved = await toolkit(home, ["mcp", "save", "everything", "--include", "interpreters", "--include", "strings", "--include", "oauth"])
+  const saved = await toolkit(home, [
+    "mcp",
+    "save",
+    "everything",
+    "--include",
+    "interpreters",
+    "--include",
+    "strings",
+    "--include",
+    "oauth"
+  ])
   expect(saved.stdout).toBe(`Saved MCP profile 'everything' (${ALL_EXPOSABLE.length} tools)\n`)
   server = await serve(home, ["--profile", "everything", "--port", "0", "--tool-timeout-ms", "2000"])
   client = await connect(server.url)
@@ -61,7 +93,13 @@ describe("tools/list", () => {
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name)).toEqual(ALL_EXPOSABLE)
     const manifest = JSON.parse(readFileSync(join(__dirname, "../oclif.manifest.json"), "utf8")) as {
-      commands: Record<string, { description?: string; flags: Record<string, { type: string; required?: boolean; hidden?: boolean; description?: string }> }>
+      commands: Record<
+        string,
+        {
+          description?: string
+          flags: Record<string, { type: string; required?: boolean; hidden?: boolean; description?: string }>
+        }
+      >
     }
     for (const tool of tools) {
       const command = manifest.commands[tool.name.replaceAll("_", ":")]!
@@ -69,25 +107,47 @@ describe("tools/list", () => {
       // Input schema: one property per visible option, named without dashes; required as on the CLI.
       const visible = Object.entries(command.flags).filter(([name, f]) => !f.hidden && name !== "help")
       expect(Object.keys(tool.inputSchema.properties ?? {}).sort()).toEqual(visible.map(([name]) => name).sort())
-      expect([...(tool.inputSchema.required ?? [])].sort()).toEqual(visible.filter(([, f]) => f.required).map(([name]) => name).sort())
+      expect([...(tool.inputSchema.required ?? [])].sort()).toEqual(
+        visible
+          .filter(([, f]) => f.required)
+          .map(([name]) => name)
+          .sort()
+      )
       expect((tool.inputSchema as { additionalProperties?: unknown }).additionalProperties).toBe(false)
-      for (const [name, f] of visible) expect((tool.inputSchema.properties![name] as { description?: string }).description).toBe(f.description)
+      for (const [name, f] of visible)
+        expect((tool.inputSchema.properties![name] as { description?: string }).description).toBe(f.description)
     }
   })
 
   it("maps option types to JSON types", async () => {
     const { tools } = await client.listTools()
     const schema = (name: string) => tools.find((t) => t.name === name)!.inputSchema
-    expect(schema("interpreters_brainfuck")).toMatchObject({ type: "object", properties: { file: { type: "string" } }, required: ["file"] })
-    expect(schema("strings_report").properties!["words-per-minute"]).toMatchObject({ type: "integer", default: 238, minimum: 1 })
+    expect(schema("interpreters_brainfuck")).toMatchObject({
+      type: "object",
+      properties: { file: { type: "string" } },
+      required: ["file"]
+    })
+    expect(schema("strings_report").properties!["words-per-minute"]).toMatchObject({
+      type: "integer",
+      default: 238,
+      minimum: 1
+    })
     expect(schema("strings_levenshtein-distance").properties!["ignore-case"]).toMatchObject({ type: "boolean" })
-    expect(schema("strings_reverse").properties!["unit"]).toMatchObject({ type: "string", enum: ["grapheme", "code-point", "code-unit"] })
+    expect(schema("strings_reverse").properties!["unit"]).toMatchObject({
+      type: "string",
+      enum: ["grapheme", "code-point", "code-unit"]
+    })
   })
 
   it("annotates pure commands read-only, deletes destructive, writers neither", async () => {
     const { tools } = await client.listTools()
     const a = (name: string) => tools.find((t) => t.name === name)!.annotations
-    expect(a("interpreters_brainfuck")).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false })
+    expect(a("interpreters_brainfuck")).toEqual({
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false
+    })
     expect(a("strings_report")).toMatchObject({ readOnlyHint: true, openWorldHint: false })
     expect(a("interpreters_bf-to-ook")).toMatchObject({ readOnlyHint: false, destructiveHint: false })
     expect(a("oauth_profile_delete")).toMatchObject({ readOnlyHint: false, destructiveHint: true })
@@ -97,25 +157,39 @@ describe("tools/list", () => {
 
 describe("tools/call: each exposed tool", () => {
   it("interpreters_brainfuck runs a program", async () => {
-    expect(await call("interpreters_brainfuck", { file: "hello.bf" })).toEqual({ text: "Hello World!\n", isError: false })
+    expect(await call("interpreters_brainfuck", { file: "hello.bf" })).toEqual({
+      text: "Hello World!\n",
+      isError: false
+    })
   })
 
   it("interpreters_bf-to-ook writes Ook! and interpreters_ook runs it", async () => {
     const written = await call("interpreters_bf-to-ook", { source: "hello.bf", output: "out/dir/hello.ook" })
     expect(written).toEqual({ text: "Ook! program written to out/dir/hello.ook\n", isError: false })
     expect(readFileSync(join(home.dir, "out/dir/hello.ook"), "utf8")).toMatch(/^Ook\. Ook\. /)
-    expect(await call("interpreters_ook", { file: "out/dir/hello.ook" })).toEqual({ text: "Hello World!\n", isError: false })
+    expect(await call("interpreters_ook", { file: "out/dir/hello.ook" })).toEqual({
+      text: "Hello World!\n",
+      isError: false
+    })
   })
 
   it("the strings tools", async () => {
     home.file("text.txt", "Hello world. The cat sat on the mat.")
-    expect(await call("strings_reverse", { "in-file": "text.txt", "out-file": "rev.txt" })).toEqual({ text: "Reversed text written to rev.txt\n", isError: false })
+    expect(await call("strings_reverse", { "in-file": "text.txt", "out-file": "rev.txt" })).toEqual({
+      text: "Reversed text written to rev.txt\n",
+      isError: false
+    })
     expect(readFileSync(join(home.dir, "rev.txt"), "utf8")).toBe(".tam eht no tas tac ehT .dlrow olleH")
-    expect(await call("strings_levenshtein-distance", { string1: "kitten", string2: "sitting" })).toEqual({ text: "Levenshtein distance: 3\n", isError: false })
+    expect(await call("strings_levenshtein-distance", { string1: "kitten", string2: "sitting" })).toEqual({
+      text: "Levenshtein distance: 3\n",
+      isError: false
+    })
     expect((await call("strings_abjadify", { "in-file": "text.txt", "out-file": "abj.txt" })).isError).toBe(false)
     expect(readFileSync(join(home.dir, "abj.txt"), "utf8")).toBe("Hll wrld. Th ct st n th mt.")
     const flesch = await call("strings_flesch-reading-ease", { "in-file": "text.txt" })
-    expect(flesch.text).toMatch(/^Flesch Reading Ease: +\d+\.\d\d\nReadability: +.+\nSentences: +2\nWords: +8\nSyllables: +\d+\n$/)
+    expect(flesch.text).toMatch(
+      /^Flesch Reading Ease: +\d+\.\d\d\nReadability: +.+\nSentences: +2\nWords: +8\nSyllables: +\d+\n$/
+    )
     const report = await call("strings_report", { string: "One two three. Four five!" })
     expect(report.text).toMatch(/^Text Analysis Report\n/)
     expect(report.text).toMatch(/^Words: +5$/m)
@@ -123,12 +197,30 @@ describe("tools/call: each exposed tool", () => {
 
   it("the oauth profile tools", async () => {
     expect(await call("oauth_profile_list", {})).toEqual({ text: "No OAuth profiles\n", isError: false })
-    await toolkit(home, ["oauth", "profile", "add", "--name", "acme", "--token-url", "http://127.0.0.1:9/token", "--client-id", "cid", "--client-secret", "s3cr3t-value"])
+    await toolkit(home, [
+      "oauth",
+      "profile",
+      "add",
+      "--name",
+      "acme",
+      "--token-url",
+      "http://127.0.0.1:9/token",
+      "--client-id",
+      "cid",
+      "--client-secret",
+      "s3cr3t-value"
+    ])
     const listed = await call("oauth_profile_list", {})
     expect(listed.text).toContain("acme\n  token url: http://127.0.0.1:9/token\n  client id: cid")
     expect(listed.text).not.toContain("s3cr3t-value")
-    expect(await call("oauth_profile_delete", { name: "acme" })).toEqual({ text: "Deleted OAuth profile 'acme'\n", isError: false })
-    expect(await call("oauth_profile_delete", { name: "acme" })).toEqual({ text: "Error: OAuth profile 'acme' does not exist\nexit code: 1", isError: true })
+    expect(await call("oauth_profile_delete", { name: "acme" })).toEqual({
+      text: "Deleted OAuth profile 'acme'\n",
+      isError: false
+    })
+    expect(await call("oauth_profile_delete", { name: "acme" })).toEqual({
+      text: "Error: OAuth profile 'acme' does not exist\nexit code: 1",
+      isError: true
+    })
   })
 })
 
@@ -152,10 +244,13 @@ describe("tools/call: results and argument rules", () => {
       text: "Argument 'words-per-minute' for tool strings_report must be an integer.\nexit code: 1",
       isError: true
     })
-    expect(await call("interpreters_brainfuck", { file: 42 })).toEqual({ text: "Argument 'file' for tool interpreters_brainfuck must be a string.\nexit code: 1", isError: true })
-    expect((await call("strings_levenshtein-distance", { string1: "a", string2: "b", "ignore-case": "yes" })).text).toBe(
-      "Argument 'ignore-case' for tool strings_levenshtein-distance must be a boolean.\nexit code: 1"
-    )
+    expect(await call("interpreters_brainfuck", { file: 42 })).toEqual({
+      text: "Argument 'file' for tool interpreters_brainfuck must be a string.\nexit code: 1",
+      isError: true
+    })
+    expect(
+      (await call("strings_levenshtein-distance", { string1: "a", string2: "b", "ignore-case": "yes" })).text
+    ).toBe("Argument 'ignore-case' for tool strings_levenshtein-distance must be a boolean.\nexit code: 1")
   })
 
   it("a missing required option fails like the command line does", async () => {
@@ -167,7 +262,10 @@ describe("tools/call: results and argument rules", () => {
   it("an unknown tool's whole text is Unknown tool '<name>'.", async () => {
     expect(await call("strings_nope", {})).toEqual({ text: "Unknown tool 'strings_nope'.", isError: true })
     // A command that exists but is not in the profile is unknown too.
-    expect(await call("web_serve-html", { file: "x.html" })).toEqual({ text: "Unknown tool 'web_serve-html'.", isError: true })
+    expect(await call("web_serve-html", { file: "x.html" })).toEqual({
+      text: "Unknown tool 'web_serve-html'.",
+      isError: true
+    })
   })
 
   it("no output at all gives (no output)", async () => {
@@ -183,14 +281,21 @@ describe("tools/call: results and argument rules", () => {
 
   it("values starting with @ are literal (no response-file expansion)", async () => {
     home.file("notes.txt", "--string this would be three words if expanded")
-    expect(await call("strings_levenshtein-distance", { string1: "@notes.txt", string2: "@notes.txx" })).toEqual({ text: "Levenshtein distance: 1\n", isError: false })
+    expect(await call("strings_levenshtein-distance", { string1: "@notes.txt", string2: "@notes.txx" })).toEqual({
+      text: "Levenshtein distance: 1\n",
+      isError: false
+    })
     const report = await call("strings_report", { string: "@notes.txt" })
     expect(report.text).toMatch(/^Characters \(with spaces\): +10$/m)
   })
 
   it("booleans are passed as --flag true|false", async () => {
-    expect((await call("strings_levenshtein-distance", { string1: "ABC", string2: "abc", "ignore-case": true })).text).toBe("Levenshtein distance: 0\n")
-    expect((await call("strings_levenshtein-distance", { string1: "ABC", string2: "abc", "ignore-case": false })).text).toBe("Levenshtein distance: 3\n")
+    expect(
+      (await call("strings_levenshtein-distance", { string1: "ABC", string2: "abc", "ignore-case": true })).text
+    ).toBe("Levenshtein distance: 0\n")
+    expect(
+      (await call("strings_levenshtein-distance", { string1: "ABC", string2: "abc", "ignore-case": false })).text
+    ).toBe("Levenshtein distance: 3\n")
   })
 
   it("stderr gets its own section after stdout", async () => {
@@ -218,7 +323,9 @@ describe("tools/call: results and argument rules", () => {
     expect((await call("strings_report", { string: text })).text).toMatch(/^Est\. reading time: +2m$/m) // topic level
     expect((await toolkit(home, ["config", "strings", "report", "--words-per-minute", "120"])).code).toBe(0)
     expect((await call("strings_report", { string: text })).text).toMatch(/^Est\. reading time: +1m$/m) // action level wins
-    expect((await call("strings_report", { string: text, "words-per-minute": 240 })).text).toMatch(/^Est\. reading time: +30s$/m) // argument wins
+    expect((await call("strings_report", { string: text, "words-per-minute": 240 })).text).toMatch(
+      /^Est\. reading time: +30s$/m
+    ) // argument wins
     await toolkit(home, ["config", "strings", "--unset", "words-per-minute"])
     await toolkit(home, ["config", "strings", "report", "--unset", "words-per-minute"])
     expect((await call("strings_report", { string: text })).text).toMatch(/^Est\. reading time: +31s$/m)
@@ -234,7 +341,11 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
     await call("interpreters_brainfuck", { nope: true })
     // Only this test's lines: an earlier line can look like the last one awaited here.
     await server.waitForStderr(/(tool \S+ exit \d+ \d+ms\n[^]*){4}/, undefined, from)
-    const lines = server.stderr().slice(from).split("\n").filter((l) => l.startsWith("tool "))
+    const lines = server
+      .stderr()
+      .slice(from)
+      .split("\n")
+      .filter((l) => l.startsWith("tool "))
     expect(lines).toHaveLength(4)
     expect(lines[0]).toMatch(/^tool interpreters_brainfuck exit 0 \d+ms$/)
     expect(lines[1]).toMatch(/^tool interpreters_brainfuck exit 1 \d+ms$/)
@@ -251,7 +362,9 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
     })
     const results = await Promise.all(
       calls.map(({ i }) =>
-        i % 4 === 3 ? call("strings_levenshtein-distance", { string1: "x".repeat(i), string2: "" }) : call("interpreters_brainfuck", { file: `c${i}.bf` })
+        i % 4 === 3
+          ? call("strings_levenshtein-distance", { string1: "x".repeat(i), string2: "" })
+          : call("interpreters_brainfuck", { file: `c${i}.bf` })
       )
     )
     results.forEach((result, i) => {
@@ -275,7 +388,9 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
   it("a call the client cancels stops its interpreter and is logged", async () => {
     await waitForQuiet(server.proc.pid!) // the worker replacing the one the timeout stopped has started
     const controller = new AbortController()
-    const pending = client.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, { signal: controller.signal })
+    const pending = client.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, {
+      signal: controller.signal
+    })
     pending.catch(() => undefined)
     const busy = { tid: await spinningThread(server.proc.pid!) }
     expect(busy.tid).not.toBe(server.proc.pid)
@@ -287,11 +402,16 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
 })
 
 describe("tools/call validated by the SDK's CallToolRequestSchema", () => {
-  const request = (params: Record<string, unknown>) => client.request({ method: "tools/call", params }, CallToolResultSchema)
+  const request = (params: Record<string, unknown>) =>
+    client.request({ method: "tools/call", params }, CallToolResultSchema)
 
   it("refuses a request the schema refuses with -32602 and a message naming the field, before any command runs", async () => {
     const from = server.stderr().length
-    const refused = await request({ name: "interpreters_brainfuck", arguments: { file: "hello.bf" }, _meta: { progressToken: { not: "a token" } } }).catch((error: unknown) => error)
+    const refused = await request({
+      name: "interpreters_brainfuck",
+      arguments: { file: "hello.bf" },
+      _meta: { progressToken: { not: "a token" } }
+    }).catch((error: unknown) => error)
     expect(refused).toBeInstanceOf(McpError)
     expect((refused as McpError).code).toBe(ErrorCode.InvalidParams)
     expect((refused as McpError).message).toMatch(/Invalid params: params\._meta\.progressToken: Invalid input/)
@@ -299,9 +419,14 @@ describe("tools/call validated by the SDK's CallToolRequestSchema", () => {
   })
 
   it("answers a name that is not a string with -32602 and arguments that are not an object with the tool's argument error", async () => {
-    await expect(request({ name: 42, arguments: {} })).rejects.toThrow("MCP error -32602: tools/call needs the tool's name as a string")
+    await expect(request({ name: 42, arguments: {} })).rejects.toThrow(
+      "MCP error -32602: tools/call needs the tool's name as a string"
+    )
     const result = await request({ name: "interpreters_brainfuck", arguments: ["hello.bf"] })
-    expect({ text: textOf(result), isError: result.isError }).toEqual({ text: "Arguments for tool interpreters_brainfuck must be an object.\nexit code: 1", isError: true })
+    expect({ text: textOf(result), isError: result.isError }).toEqual({
+      text: "Arguments for tool interpreters_brainfuck must be an object.\nexit code: 1",
+      isError: true
+    })
   })
 })
 
@@ -331,8 +456,13 @@ describe("HTTP security and transport", () => {
     expect(await rawPost(server.url, { host: `127.0.0.2:${port}` })).toBe(200)
     expect(await rawPost(server.url, { host: `localhost.evil.example.com:${port}` })).toBe(403)
     const rebound = new Client({ name: "rebinding-page", version: "1.0.0" })
-    const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { origin: "http://evil.example.com" } } })
-    await expect(rebound.connect(transport)).rejects.toMatchObject({ code: 403, message: expect.stringContaining("is not a loopback origin") })
+    const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: { origin: "http://evil.example.com" } }
+    })
+    await expect(rebound.connect(transport)).rejects.toMatchObject({
+      code: 403,
+      message: expect.stringContaining("is not a loopback origin")
+    })
     await transport.close()
   })
 })

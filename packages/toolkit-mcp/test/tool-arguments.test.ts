@@ -19,18 +19,33 @@ let tools: ToolEntry[]
 
 beforeAll(async () => {
   config = await Config.load(resolve(dirname(fileURLToPath(import.meta.url)), ".."))
-  tools = await Promise.all(commandIds(config).filter((id) => !isNeverExposed(id)).map((id) => buildTool(config, id)))
+  tools = await Promise.all(
+    commandIds(config)
+      .filter((id) => !isNeverExposed(id))
+      .map((id) => buildTool(config, id))
+  )
 })
 
 /** Values that look like options of the tool, or carry the explicit-value mark: still plain values. */
 const trickyText = (tool: ToolEntry): fc.Arbitrary<string> =>
-  fc.constantFrom(...Object.keys(tool.flags).flatMap((name) => [`--${name}`, `--${name}=x`, `--no-${name}`]), "--", "-", "-h", "\u0000", "\u0000--help", "\u0000\u0000x")
+  fc.constantFrom(
+    ...Object.keys(tool.flags).flatMap((name) => [`--${name}`, `--${name}=x`, `--no-${name}`]),
+    "--",
+    "-",
+    "-h",
+    "\u0000",
+    "\u0000--help",
+    "\u0000\u0000x"
+  )
 
 const valueFor = (schema: JsonSchema, tool: ToolEntry): fc.Arbitrary<unknown> => {
   if (Array.isArray(schema["enum"])) return fc.constantFrom(...(schema["enum"] as string[]))
   switch (schema["type"]) {
     case "integer":
-      return fc.integer({ min: (schema["minimum"] as number | undefined) ?? -1_000_000, max: (schema["maximum"] as number | undefined) ?? 1_000_000 })
+      return fc.integer({
+        min: (schema["minimum"] as number | undefined) ?? -1_000_000,
+        max: (schema["maximum"] as number | undefined) ?? 1_000_000
+      })
     case "number":
       return fc.double({ noNaN: true, noDefaultInfinity: true })
     case "boolean":
@@ -55,16 +70,27 @@ describe("tool arguments", () => {
     for (const tool of tools) {
       const properties = tool.definition.inputSchema.properties
       if (Object.keys(properties).length === 0) continue
-      const args = fc.record(Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, valueFor(schema, tool)])), { requiredKeys: [] })
+      const args = fc.record(
+        Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, valueFor(schema, tool)])),
+        { requiredKeys: [] }
+      )
       await fc.assert(
         fc.asyncProperty(args, async (input) => {
           const out = toArgv(tool, input)
           if ("error" in out) throw new Error(out.error)
           const argv = parserArgv(out.argv, tool.flags)
           // Required and mutually exclusive options are the command's rules, not the tokens'.
-          const relaxed = Object.fromEntries(Object.entries(tool.flags).map(([name, def]) => [name, { ...def, required: false, exclusive: [] }]))
-          const parsed = await Parser.parse(argv, { flags: relaxed as never, args: {}, strict: true, context: undefined as never })
-          for (const [name, value] of Object.entries(input)) expect((parsed.flags as Record<string, unknown>)[name]).toEqual(value)
+          const relaxed = Object.fromEntries(
+            Object.entries(tool.flags).map(([name, def]) => [name, { ...def, required: false, exclusive: [] }])
+          )
+          const parsed = await Parser.parse(argv, {
+            flags: relaxed as never,
+            args: {},
+            strict: true,
+            context: undefined as never
+          })
+          for (const [name, value] of Object.entries(input))
+            expect((parsed.flags as Record<string, unknown>)[name]).toEqual(value)
         }),
         { numRuns: 60 }
       )
@@ -78,7 +104,9 @@ describe("tool arguments", () => {
         fc.string({ minLength: 1 }).filter((k) => k !== "file"),
         fc.jsonValue(),
         (key, value) => {
-          expect(toArgv(brainfuck, { [key]: value })).toEqual({ error: `Unknown argument '${key}' for tool interpreters_brainfuck.` })
+          expect(toArgv(brainfuck, { [key]: value })).toEqual({
+            error: `Unknown argument '${key}' for tool interpreters_brainfuck.`
+          })
         }
       )
     )
@@ -86,7 +114,9 @@ describe("tool arguments", () => {
       fc.property(
         fc.jsonValue().filter((v) => typeof v !== "string"),
         (value) => {
-          expect(toArgv(brainfuck, { file: value })).toEqual({ error: "Argument 'file' for tool interpreters_brainfuck must be a string." })
+          expect(toArgv(brainfuck, { file: value })).toEqual({
+            error: "Argument 'file' for tool interpreters_brainfuck must be a string."
+          })
         }
       )
     )
@@ -94,7 +124,9 @@ describe("tool arguments", () => {
 
   it("refuses __proto__ as an argument name and arguments that are not an object", () => {
     const brainfuck = tools.find((t) => t.name === "interpreters_brainfuck")!
-    expect(toArgv(brainfuck, JSON.parse('{"file": "x.bf", "__proto__": {"file": "y"}}'))).toEqual({ error: "Unknown argument '__proto__' for tool interpreters_brainfuck." })
+    expect(toArgv(brainfuck, JSON.parse('{"file": "x.bf", "__proto__": {"file": "y"}}'))).toEqual({
+      error: "Unknown argument '__proto__' for tool interpreters_brainfuck."
+    })
     for (const args of [null, [], ["file", "x"], "file=x", 3, true])
       expect(toArgv(brainfuck, args)).toEqual({ error: "Arguments for tool interpreters_brainfuck must be an object." })
     expect(toArgv(brainfuck, undefined)).toEqual({ argv: [] })

@@ -46,7 +46,13 @@ export type ProgressEvent = typeof ProgressEvent.Type
  */
 export const encodeLine = (envelope: Envelope): string => `${JSON.stringify(envelope)}\n`
 
-export const resultOk = (cmd: string, data: unknown): Envelope => ({ v: CONTRACT_VERSION, type: "result", cmd, ok: true, data: data as Json })
+export const resultOk = (cmd: string, data: unknown): Envelope => ({
+  v: CONTRACT_VERSION,
+  type: "result",
+  cmd,
+  ok: true,
+  data: data as Json
+})
 export const resultError = (cmd: string, error: ErrorInfo): Envelope => ({
   v: CONTRACT_VERSION,
   type: "result",

@@ -43,6 +43,12 @@ export const SnapshotAction = Schema.Struct({
 export const Snapshots = Schema.Struct({ snapshots: Schema.Array(Snapshot) })
 
 /** `crash_leftover`: a file a VM's QEMU left when it ended without a shutdown (its pidfile, sockets, boot record). */
-export const PruneClass = Schema.Literal("broken_vm", "partial_download", "orphaned_image", "orphaned_checkpoint", "crash_leftover")
+export const PruneClass = Schema.Literal(
+  "broken_vm",
+  "partial_download",
+  "orphaned_image",
+  "orphaned_checkpoint",
+  "crash_leftover"
+)
 export const PruneItem = Schema.Struct({ class: PruneClass, path: Schema.String })
 export const PruneResult = Schema.Struct({ dry_run: Schema.Boolean, items: Schema.Array(PruneItem) })

@@ -1,7 +1,11 @@
 import { Schema } from "effect"
 import { Int } from "./primitives.js"
 
-export const McpInstall = Schema.Struct({ client: Schema.String, path: Schema.optional(Schema.String), json: Schema.String })
+export const McpInstall = Schema.Struct({
+  client: Schema.String,
+  path: Schema.optional(Schema.String),
+  json: Schema.String
+})
 export const McpClient = Schema.Struct({
   client: Schema.String,
   path: Schema.optional(Schema.String),

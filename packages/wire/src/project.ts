@@ -1,7 +1,11 @@
 import { Schema } from "effect"
 import { ErrorCode } from "./errors.js"
 
-export const InitResult = Schema.Struct({ path: Schema.String, project: Schema.String, gitignore_updated: Schema.Boolean })
+export const InitResult = Schema.Struct({
+  path: Schema.String,
+  project: Schema.String,
+  gitignore_updated: Schema.Boolean
+})
 export const Drift = Schema.Struct({
   field: Schema.String,
   from: Schema.String,

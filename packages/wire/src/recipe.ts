@@ -90,7 +90,11 @@ export const ApplyResult = Schema.Struct({
 export const RecipePlan = Schema.Struct({ vm: Schema.String, plan: Schema.Array(ApplyPlan) })
 export const RecipeRefreshList = Schema.Struct({ files: Schema.Array(RecipeRefreshed) })
 export const RecipeCreated = Schema.Struct({ path: Schema.String })
-export const ApplyDryRun = Schema.Struct({ vm: Schema.String, dry_run: Schema.Literal(true), plan: Schema.Array(ApplyPlan) })
+export const ApplyDryRun = Schema.Struct({
+  vm: Schema.String,
+  dry_run: Schema.Literal(true),
+  plan: Schema.Array(ApplyPlan)
+})
 
 /** `recipe search` / search_recipes. */
 export const RecipeSearchResult = Schema.Struct({ recipes: Schema.Array(IndexEntry) })
@@ -99,6 +103,9 @@ export const RecipePins = Schema.Struct({ recipes: Schema.Array(RecipeAdded) })
 /** add_recipe: the pin added (the CLI's RecipeAdded) and the recipe catalog after it (the tool's RecipeCatalog). */
 export const RecipeAddResult = Schema.Struct({ ...RecipeAdded.fields, recipes: Schema.Array(RecipeSummary) })
 /** update_recipe: the pins re-resolved and the recipe catalog after them. */
-export const RecipeUpdateResult = Schema.Struct({ updated: Schema.Array(RecipeAdded), recipes: Schema.Array(RecipeSummary) })
+export const RecipeUpdateResult = Schema.Struct({
+  updated: Schema.Array(RecipeAdded),
+  recipes: Schema.Array(RecipeSummary)
+})
 /** remove_recipe: what was removed (the CLI's RecipeRemoved) and the recipe catalog after it. */
 export const RecipeRemoveResult = Schema.Struct({ ...RecipeRemoved.fields, recipes: Schema.Array(RecipeSummary) })

@@ -3,16 +3,37 @@ import { describe, expect, it } from "vitest"
 import * as wire from "../src/index.js"
 
 /** Every exported schema of the contract, found by shape so a new DTO is covered without editing this list. */
-const schemas = Object.entries(wire).filter(([, value]) => Schema.isSchema(value)) as Array<[string, Schema.Schema<unknown, unknown, never>]>
+const schemas = Object.entries(wire).filter(([, value]) => Schema.isSchema(value)) as Array<
+  [string, Schema.Schema<unknown, unknown, never>]
+>
 
 /** A `__proto__` own key cannot survive any plain-object round trip; generated values with one are not DTOs. */
 const hasProtoKey = (value: unknown): boolean =>
-  typeof value === "object" && value !== null && (Object.hasOwn(value, "__proto__") || Object.values(value).some(hasProtoKey))
+  typeof value === "object" &&
+  value !== null &&
+  (Object.hasOwn(value, "__proto__") || Object.values(value).some(hasProtoKey))
 
 describe("wire DTOs", () => {
   it("exports the DTOs the contract names", () => {
     const names = schemas.map(([name]) => name)
-    for (const dto of ["Vm", "VmStatus", "Image", "Snapshot", "HostCheck", "DoctorReport", "RecipeSchema", "RecipeEntry", "Guest", "ExecResult", "ProjectStatus", "ProjectRun", "McpDoctor", "CapabilityReport", "ErrorInfo", "Envelope"]) {
+    for (const dto of [
+      "Vm",
+      "VmStatus",
+      "Image",
+      "Snapshot",
+      "HostCheck",
+      "DoctorReport",
+      "RecipeSchema",
+      "RecipeEntry",
+      "Guest",
+      "ExecResult",
+      "ProjectStatus",
+      "ProjectRun",
+      "McpDoctor",
+      "CapabilityReport",
+      "ErrorInfo",
+      "Envelope"
+    ]) {
       expect(names).toContain(dto)
     }
   })
@@ -57,7 +78,12 @@ describe("envelope", () => {
   it("lists limit_reached and the error meta key", () => {
     expect(wire.ERROR_CODES).toContain("limit_reached")
     expect(wire.ERROR_META_KEY).toBe("io.github.novusedge.stoat/error")
-    const info = Schema.decodeUnknownSync(wire.ErrorInfo)({ code: "limit_reached", message: "m", needed_mb: 4096, available_mb: 100 })
+    const info = Schema.decodeUnknownSync(wire.ErrorInfo)({
+      code: "limit_reached",
+      message: "m",
+      needed_mb: 4096,
+      available_mb: 100
+    })
     expect(info.needed_mb).toBe(4096)
   })
 })

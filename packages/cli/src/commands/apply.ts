@@ -9,7 +9,9 @@ export default class Apply extends StoatCommand {
   static override description =
     "Run the VM's recipes in dependency order, streaming the apply log. Once-recipes whose script and params are unchanged are skipped; --only names a subset (and runs manual recipes). --dry-run shows the plan without running anything."
   static override aliases = ["provision"]
-  static override args = { vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" }) }
+  static override args = {
+    vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" })
+  }
   static override flags = {
     only: recipesFlag("apply only these of the VM's recipes (comma-separated or repeated)"),
     "dry-run": Flags.boolean({ description: "show what would run, run nothing" })
@@ -18,7 +20,8 @@ export default class Apply extends StoatCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Apply)
     if (args.vm === undefined) {
-      if (flags.only || flags["dry-run"]) return this.failWith({ code: "usage", message: "--only and --dry-run need a VM name" })
+      if (flags.only || flags["dry-run"])
+        return this.failWith({ code: "usage", message: "--only and --dry-run need a VM name" })
       return this.runProject(projectApply, {}, "applied", { showProgress: !flags.quiet })
     }
     const input = { vm: args.vm, ...(flags.only ? { only: recipeNames(flags.only) } : {}) }
@@ -28,7 +31,11 @@ export default class Apply extends StoatCommand {
     }
     const result = await this.call(applyRecipes, input, { showProgress: !flags.quiet })
     this.emit(result, () =>
-      this.line(result.skipped_reason !== "" ? `${result.vm}: nothing applied (${result.skipped_reason})` : `${result.vm}: applied ${result.applied.join(", ") || "nothing new"}`)
+      this.line(
+        result.skipped_reason !== ""
+          ? `${result.vm}: nothing applied (${result.skipped_reason})`
+          : `${result.vm}: applied ${result.applied.join(", ") || "nothing new"}`
+      )
     )
   }
 }

@@ -5,7 +5,8 @@ import { table } from "../render.js"
 
 export default class Capabilities extends StoatCommand {
   static override summary = "Report what this host and build can do"
-  static override description = "Report capabilities, limits and unavailable features for the host, or for one VM's stored metadata. Never starts or connects to a VM."
+  static override description =
+    "Report capabilities, limits and unavailable features for the host, or for one VM's stored metadata. Never starts or connects to a VM."
   static override args = { vm: Args.string({ description: "VM name" }) }
 
   async run(): Promise<void> {

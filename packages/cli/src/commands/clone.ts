@@ -4,7 +4,8 @@ import { StoatCommand } from "../base.js"
 
 export default class Clone extends StoatCommand {
   static override summary = "Clone a stopped VM"
-  static override description = "Make a new VM from a stopped one with a copy-on-write disk overlay, a fresh SSH port and no port forwards."
+  static override description =
+    "Make a new VM from a stopped one with a copy-on-write disk overlay, a fresh SSH port and no port forwards."
   static override args = {
     source: Args.string({ description: "VM to copy", required: true }),
     name: Args.string({ description: "new VM name", required: true })

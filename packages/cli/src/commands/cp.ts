@@ -37,18 +37,30 @@ export default class Cp extends StoatCommand {
     const named = [flags.vm, flags.direction, flags.local, flags.remote].filter((value) => value !== undefined).length
     let request: { vm: string; toGuest: boolean; local: string; remote: string }
     if (named > 0) {
-      if (named < 4 || args.src !== undefined) return this.failWith({ code: "usage", message: "--vm, --direction, --local and --remote go together, without operands" })
+      if (named < 4 || args.src !== undefined)
+        return this.failWith({
+          code: "usage",
+          message: "--vm, --direction, --local and --remote go together, without operands"
+        })
       request = { vm: flags.vm!, toGuest: flags.direction === "to", local: flags.local!, remote: flags.remote! }
     } else {
-      if (args.src === undefined || args.dst === undefined) return this.failWith({ code: "usage", message: "usage: stoat cp <src> <dst> (one of them <vm>:<path>)" })
+      if (args.src === undefined || args.dst === undefined)
+        return this.failWith({ code: "usage", message: "usage: stoat cp <src> <dst> (one of them <vm>:<path>)" })
       const from = guestSide(args.src)
       const to = guestSide(args.dst)
-      if ((from === undefined) === (to === undefined)) return this.failWith({ code: "usage", message: "exactly one of <src> and <dst> must be <vm>:<path>" })
-      request = to ? { vm: to.vm, toGuest: true, local: args.src, remote: to.path } : { vm: from!.vm, toGuest: false, local: args.dst, remote: from!.path }
+      if ((from === undefined) === (to === undefined))
+        return this.failWith({ code: "usage", message: "exactly one of <src> and <dst> must be <vm>:<path>" })
+      request = to
+        ? { vm: to.vm, toGuest: true, local: args.src, remote: to.path }
+        : { vm: from!.vm, toGuest: false, local: args.dst, remote: from!.path }
     }
     const input = { vm: request.vm, local: resolve(request.local), remote: request.remote, unconfined: true }
     await this.show(request.toGuest ? copyTo : copyFrom, input, (copied) =>
-      this.line(copied.to_remote ? `copied ${copied.local} to ${copied.vm}:${copied.remote}` : `copied ${copied.vm}:${copied.remote} to ${copied.local}`)
+      this.line(
+        copied.to_remote
+          ? `copied ${copied.local} to ${copied.vm}:${copied.remote}`
+          : `copied ${copied.vm}:${copied.remote} to ${copied.local}`
+      )
     )
   }
 }

@@ -12,10 +12,17 @@ export default class Create extends StoatCommand {
   static override description =
     "Create a VM from a catalog image. `--image tiny` builds the tiny busybox guest from Debian packages on first use (no download) and boots to SSH in seconds. The VM is not started: run stoat up <name>."
   static override aliases = ["new"]
-  static override examples = ["stoat create dev --image tiny", "stoat create box --image tiny --ram 512 --disk 2G --agent-access exec", "stoat create lv --image tiny --provider libvirt"]
+  static override examples = [
+    "stoat create dev --image tiny",
+    "stoat create box --image tiny --ram 512 --disk 2G --agent-access exec",
+    "stoat create lv --image tiny --provider libvirt"
+  ]
   static override args = { name: Args.string({ description: "new VM name", required: true }) }
   static override flags = {
-    image: Flags.string({ description: "catalog image id (see stoat images), or the path of your own image file", required: true }),
+    image: Flags.string({
+      description: "catalog image id (see stoat images), or the path of your own image file",
+      required: true
+    }),
     os: field.string("os", "guest definition to use (default: from the image)"),
     backend: field.string("backend", "provisioning backend"),
     mode: field.string("mode", "live or disk, for images that offer both"),
@@ -34,14 +41,17 @@ export default class Create extends StoatCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Create)
-    const access = flags["agent-access"] ?? (flags["allow-exec"] === undefined ? undefined : flags["allow-exec"] ? "exec" : "manage")
+    const access =
+      flags["agent-access"] ?? (flags["allow-exec"] === undefined ? undefined : flags["allow-exec"] ? "exec" : "manage")
     await this.show(
       createVm,
       {
         name: args.name,
         global: flags.global === true,
         // A path (anything with a slash, or an existing file) is your own image; otherwise a catalog id.
-        ...(flags.image.includes("/") || existsSync(flags.image) ? { image_path: resolve(flags.image) } : { image: flags.image }),
+        ...(flags.image.includes("/") || existsSync(flags.image)
+          ? { image_path: resolve(flags.image) }
+          : { image: flags.image }),
         ...inputOf(Create.flags, flags),
         ...(flags.recipes ? { recipes: recipeNames(flags.recipes) } : {}),
         ...(access ? { agent_access: access } : {})

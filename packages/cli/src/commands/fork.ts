@@ -19,10 +19,18 @@ export default class Fork extends StoatCommand {
     if (at <= 0 || at === args.source.length - 1) {
       return this.failWith({ code: "usage", message: `expected <vm>@<checkpoint>, got ${JSON.stringify(args.source)}` })
     }
-    const input = { vm: args.source.slice(0, at), checkpoint: args.source.slice(at + 1), name: args.name, ...(flags.count !== undefined ? { count: flags.count } : {}) }
+    const input = {
+      vm: args.source.slice(0, at),
+      checkpoint: args.source.slice(at + 1),
+      name: args.name,
+      ...(flags.count !== undefined ? { count: flags.count } : {})
+    }
     const result = await this.call(forkCheckpoint, input, { showProgress: true })
     this.emit(result, () => {
-      for (const fork of result.forks) this.line(`forked ${fork.vm.name} from ${result.source}@${result.checkpoint} (ssh port ${fork.vm.ssh_port}, ready in ${fork.ready_ms} ms)`)
+      for (const fork of result.forks)
+        this.line(
+          `forked ${fork.vm.name} from ${result.source}@${result.checkpoint} (ssh port ${fork.vm.ssh_port}, ready in ${fork.ready_ms} ms)`
+        )
     })
   }
 }

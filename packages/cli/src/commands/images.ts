@@ -18,7 +18,13 @@ export default class Images extends StoatCommand {
       this.line(
         table(
           ["ID", "OS", "VARIANT", "SIZE", "STATE"],
-          images.map((image) => [image.id || image.file, image.os, image.variant, size(image.bytes, image.bytes_exact), image.byo ? "byo" : image.downloaded ? "downloaded" : "-"])
+          images.map((image) => [
+            image.id || image.file,
+            image.os,
+            image.variant,
+            size(image.bytes, image.bytes_exact),
+            image.byo ? "byo" : image.downloaded ? "downloaded" : "-"
+          ])
         )
       )
     )

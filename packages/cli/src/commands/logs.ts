@@ -19,16 +19,20 @@ export default class Logs extends StoatCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Logs)
     if (flags.follow && this.json) return this.failWith({ code: "usage", message: "-f cannot be used with --json" })
-    if (args.vm === undefined && flags.which !== undefined) return this.failWith({ code: "usage", message: "--which needs a VM: stoat logs <vm> --which apply" })
+    if (args.vm === undefined && flags.which !== undefined)
+      return this.failWith({ code: "usage", message: "--which needs a VM: stoat logs <vm> --which apply" })
     const n = flags.lines <= 0 ? 0 : Math.min(flags.lines, 2000)
     const which = (flags.which ?? "console") as "console" | "apply"
-    const result = args.vm === undefined ? await this.call(stoatLog, { n }) : await this.call(vmLogs, { vm: args.vm, which, n })
+    const result =
+      args.vm === undefined ? await this.call(stoatLog, { n }) : await this.call(vmLogs, { vm: args.vm, which, n })
     this.emit(result, () => {
       for (const line of result.lines) this.line(line)
     })
     if (!flags.follow) return
     // The tail named the VM (a project key resolved to its name); what is appended follows it until Ctrl-C.
-    const followed = await runLive(Stream.runForEach(followLog({ vm: result.vm, which }), (bytes) => Effect.sync(() => process.stdout.write(bytes))))
+    const followed = await runLive(
+      Stream.runForEach(followLog({ vm: result.vm, which }), (bytes) => Effect.sync(() => process.stdout.write(bytes)))
+    )
     await disposeRuntime()
     // Only Ctrl-C ends it: then the exit status a shell expects of an interrupted command.
     if (!followed.ok && followed.error.code !== "canceled") return this.failWith(followed.error)

@@ -5,7 +5,8 @@ import { renderVmList } from "../views/ls.js"
 
 export default class Ls extends StoatCommand {
   static override summary = "List VMs"
-  static override description = "List every VM with its mode, state, size and SSH port. Broken VMs are listed with the reason."
+  static override description =
+    "List every VM with its mode, state, size and SSH port. Broken VMs are listed with the reason."
   static override aliases = ["list"]
   static override flags = {
     project: Flags.boolean({ description: "Only the VMs declared by ./stoat.toml." })

@@ -17,7 +17,8 @@ export default class Prune extends StoatCommand {
     const result = await this.call(prune, { apply: flags.apply, broken: flags.broken, images: flags.images })
     this.emit(result, () => {
       if (result.items.length === 0) return this.line("nothing to prune")
-      for (const item of result.items) this.line(`${result.dry_run ? "would remove" : "removed"} ${item.class}: ${item.path}`)
+      for (const item of result.items)
+        this.line(`${result.dry_run ? "would remove" : "removed"} ${item.class}: ${item.path}`)
       if (result.dry_run) this.line("dry run; pass --apply to remove")
     })
   }

@@ -5,7 +5,8 @@ import { table } from "../render.js"
 
 export default class RecipesCommand extends StoatCommand {
   static override summary = "List recipes"
-  static override description = "List the recipes every recipe root declares; with --os only those that run on that guest OS. --backend is accepted but is not a filter."
+  static override description =
+    "List the recipes every recipe root declares; with --os only those that run on that guest OS. --backend is accepted but is not a filter."
   static override flags = {
     os: Flags.string({ description: "only recipes that run on this guest OS" }),
     backend: Flags.string({ description: "accepted for compatibility; not a filter" })
@@ -13,7 +14,17 @@ export default class RecipesCommand extends StoatCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(RecipesCommand)
-    const { recipes } = await this.call(listRecipes, { ...(flags.os ? { os: flags.os } : {}), ...(flags.backend ? { backend: flags.backend } : {}) })
-    this.emit({ recipes }, () => this.line(table(["NAME", "DESCRIPTION"], recipes.map((recipe) => [recipe.name, recipe.description]))))
+    const { recipes } = await this.call(listRecipes, {
+      ...(flags.os ? { os: flags.os } : {}),
+      ...(flags.backend ? { backend: flags.backend } : {})
+    })
+    this.emit({ recipes }, () =>
+      this.line(
+        table(
+          ["NAME", "DESCRIPTION"],
+          recipes.map((recipe) => [recipe.name, recipe.description])
+        )
+      )
+    )
   }
 }

@@ -9,7 +9,9 @@ export default class Rm extends StoatCommand {
   static override description =
     "Delete a stopped VM with its disk, snapshots, checkpoints and shared folder. Asks first, and again naming them when checkpoints or VMs forked or cloned from it depend on it (those get their own copy of its data); without a terminal (or with --json/-q) pass -y."
   static override aliases = ["delete", "destroy"]
-  static override args = { vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" }) }
+  static override args = {
+    vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" })
+  }
   static override flags = { yes: Flags.boolean({ char: "y", description: "do not ask (dependents included)" }) }
 
   async run(): Promise<void> {
@@ -17,8 +19,12 @@ export default class Rm extends StoatCommand {
     if (args.vm === undefined) {
       // Outside a project there is nothing to ask about: the VM's name is what is missing.
       if (!existsSync(join(process.cwd(), PROJECT_FILE)))
-        return this.failWith({ code: "usage", message: `name the VM to delete: stoat rm <vm> (there is no ${PROJECT_FILE} here, so no project whose VMs rm would delete)` })
-      if (!flags.yes) await this.confirmOrExit("delete every VM of this project and their disks?", "stoat.toml", flags.quiet)
+        return this.failWith({
+          code: "usage",
+          message: `name the VM to delete: stoat rm <vm> (there is no ${PROJECT_FILE} here, so no project whose VMs rm would delete)`
+        })
+      if (!flags.yes)
+        await this.confirmOrExit("delete every VM of this project and their disks?", "stoat.toml", flags.quiet)
       return this.runProject(projectRm, { detach_dependents: true }, "deleted")
     }
     let detach = flags.yes

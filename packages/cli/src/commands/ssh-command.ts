@@ -8,7 +8,11 @@ export default class SshCommand extends StoatCommand {
   static override description =
     "Print the system ssh command that reaches the VM: loopback, its port, stoat's key, no host-key checks (the VM's keys are fresh), BatchMode for scripts. --json gives it as an argv array."
   static override args = { vm: Args.string({ description: "VM name", required: true }) }
-  static override examples = ["stoat ssh-command dev", "$(stoat ssh-command dev) uname -a", "stoat ssh-command --json dev"]
+  static override examples = [
+    "stoat ssh-command dev",
+    "$(stoat ssh-command dev) uname -a",
+    "stoat ssh-command --json dev"
+  ]
 
   async run(): Promise<void> {
     const { args } = await this.parse(SshCommand)

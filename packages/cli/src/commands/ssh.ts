@@ -14,7 +14,11 @@ export default class Ssh extends StoatCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(Ssh)
-    if (this.json) return this.failWith({ code: "usage", message: "ssh has no --json form; use stoat ssh-command --json for the command line" })
+    if (this.json)
+      return this.failWith({
+        code: "usage",
+        message: "ssh has no --json form; use stoat ssh-command --json for the command line"
+      })
     const { argv } = await this.call(sshCommand, { vm: args.vm, interactive: true })
     const [program, ...options] = argv
     const child = spawn(program!, [...options, ...(cliState.guest ?? [])], { stdio: "inherit" })
@@ -26,7 +30,9 @@ export default class Ssh extends StoatCommand {
         process.stderr.write(`stoat: ssh: cannot run ${program}: ${error.message} (install openssh-client)\n`)
         resolveCode(1)
       })
-      child.on("exit", (status, signal) => resolveCode(status ?? 128 + ((signal ? constants.signals[signal] : undefined) ?? 0)))
+      child.on("exit", (status, signal) =>
+        resolveCode(status ?? 128 + ((signal ? constants.signals[signal] : undefined) ?? 0))
+      )
     })
     process.off("SIGINT", ignore)
     this.exit(code)

@@ -23,7 +23,9 @@ export default class Svc extends GuestCommand {
       this.emit(status, () => {
         process.stdout.write(status.stdout)
         process.stderr.write(status.stderr)
-        this.line(`${args.name}: ${status.active ? "active" : "inactive"}, ${status.enabled ? "enabled" : "not enabled"}`)
+        this.line(
+          `${args.name}: ${status.active ? "active" : "inactive"}, ${status.enabled ? "enabled" : "not enabled"}`
+        )
       })
       return
     }

@@ -12,7 +12,11 @@ export default class Tail extends StoatCommand {
     path: Flags.string({ description: "absolute path of a log file", exclusive: ["unit"] }),
     lines: Flags.integer({ char: "n", description: "lines to show (max 2000)", default: 50, min: 1, max: 2000 })
   }
-  static override examples = ["stoat tail dev --unit nginx", "stoat tail dev --path /var/log/app.log -n 200", "stoat tail dev"]
+  static override examples = [
+    "stoat tail dev --unit nginx",
+    "stoat tail dev --path /var/log/app.log -n 200",
+    "stoat tail dev"
+  ]
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Tail)

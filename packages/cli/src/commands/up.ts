@@ -9,7 +9,9 @@ export default class Up extends StoatCommand {
   static override description =
     "Start a VM and apply its recipes (unless --no-apply). When stdout is not a terminal, or with --json or --wait, waits until SSH answers. A running VM is fine (exit 0). -y ignores the host-memory floor (never the configured RAM limit)."
   static override aliases = ["start"]
-  static override args = { vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares (reconciled first)" }) }
+  static override args = {
+    vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares (reconciled first)" })
+  }
   static override flags = {
     yes: Flags.boolean({ char: "y", description: "start even if the host has less free memory than the VM's RAM" }),
     wait: Flags.boolean({ allowNo: true, description: "wait until SSH answers (default when not a terminal)" }),
@@ -21,11 +23,25 @@ export default class Up extends StoatCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Up)
     const wait = flags.wait ?? (this.json || process.stdout.isTTY !== true)
-    const common = { wait, ...(flags.timeout ? { timeout_seconds: flags.timeout } : {}), ...(flags.yes ? { force: true } : {}), apply: !flags["no-apply"] }
-    if (args.vm === undefined) {
-      return this.runProject(projectUp, { ...common, ...(flags.parallel ? { parallel: flags.parallel } : {}) }, wait ? "running; ssh is up" : "running", { showProgress: !flags.quiet })
+    const common = {
+      wait,
+      ...(flags.timeout ? { timeout_seconds: flags.timeout } : {}),
+      ...(flags.yes ? { force: true } : {}),
+      apply: !flags["no-apply"]
     }
-    if (flags.parallel) return this.failWith({ code: "usage", message: "--parallel is for the project fan-out (stoat up with no VM name)" })
+    if (args.vm === undefined) {
+      return this.runProject(
+        projectUp,
+        { ...common, ...(flags.parallel ? { parallel: flags.parallel } : {}) },
+        wait ? "running; ssh is up" : "running",
+        { showProgress: !flags.quiet }
+      )
+    }
+    if (flags.parallel)
+      return this.failWith({
+        code: "usage",
+        message: "--parallel is for the project fan-out (stoat up with no VM name)"
+      })
     await this.show(startVm, { vm: args.vm, ...common }, (vm) => this.line(renderUp(vm, wait)), {
       showProgress: !flags.quiet
     })

@@ -67,7 +67,9 @@ describe("a host whose KVM never runs a guest", () => {
     const exec = result((await stoat(["--json", "exec", "vm", "--", "echo", "ok"], env)).stdout)
     expect(exec).toMatchObject({ ok: true, data: { exit_code: 0, stdout: "ok\n" } })
     const doctor = result((await stoat(["--json", "doctor"], env)).stdout)
-    const kvm = (doctor["data"]["checks"] as Array<{ name: string; ok: boolean; detail: string }>).find((check) => check.name === "kvm")
+    const kvm = (doctor["data"]["checks"] as Array<{ name: string; ok: boolean; detail: string }>).find(
+      (check) => check.name === "kvm"
+    )
     expect(kvm?.ok).toBe(false)
     expect(kvm?.detail).toMatch(/^KVM (present but a 64-bit guest does not run: no console output in 4 s|unusable \()/)
   })
@@ -79,7 +81,9 @@ describe("a host whose KVM never runs a guest", () => {
     const lines = envelopes(up.stdout)
     expect(lines.at(-1)).toMatchObject({ ok: true, data: { vm: { state: "running" } } })
     const notice = lines.find((line) => line["type"] === "log")
-    expect(notice?.["data"]["line"]).toMatch(/^VM "vm" did not run under KVM \((no console output in 4 s|QEMU failed under KVM: .*)\); restarted it under TCG/)
+    expect(notice?.["data"]["line"]).toMatch(
+      /^VM "vm" did not run under KVM \((no console output in 4 s|QEMU failed under KVM: .*)\); restarted it under TCG/
+    )
     // People see the same on stderr.
     await stoat(["down", "vm"], env)
     writeFileSync(join(env["STOAT_HOME"]!, ".accel-probe.json"), "")

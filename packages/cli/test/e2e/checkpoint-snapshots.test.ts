@@ -4,15 +4,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { requireQemu, result, stoat, tempHome } from "../helpers.js"
 
 const home = tempHome()
-const env = { STOAT_HOME: home, STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image") }
+const env = {
+  STOAT_HOME: home,
+  STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image")
+}
 const run = async (args: ReadonlyArray<string>) => result((await stoat(["--json", ...args], env)).stdout)
 const json = async (...args: string[]) => {
   const envelope = await run(args)
   if (!envelope["ok"]) throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}`)
   return envelope["data"]
 }
-const sh = async (vm: string, script: string) => (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
-const tags = async (vm: string) => ((await json("snapshot", vm)).snapshots as Array<{ tag: string }>).map((snapshot) => snapshot.tag).sort()
+const sh = async (vm: string, script: string) =>
+  (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
+const tags = async (vm: string) =>
+  ((await json("snapshot", vm)).snapshots as Array<{ tag: string }>).map((snapshot) => snapshot.tag).sort()
 const VMS = ["src", "late", "kept"]
 
 describe("snapshots and clocks across a checkpoint of the tiny guest", () => {
@@ -57,8 +62,15 @@ describe("snapshots and clocks across a checkpoint of the tiny guest", () => {
 
     // The checkpoint's frozen disk did not change: its fork reads what it read, and it still forks.
     expect((await sh("kept", "cat /data/v")).stdout).toBe("two\n")
-    expect((await json("checkpoint", "ls", "src")).checkpoints.find((checkpoint: { name: string }) => checkpoint.name === "ready")).toMatchObject({ usable: true, dependents: ["kept"] })
-    expect((await run(["snapshot", "src", "before-ck", "--delete"]))["error"]).toMatchObject({ code: "in_use", subject: "before-ck" })
+    expect(
+      (await json("checkpoint", "ls", "src")).checkpoints.find(
+        (checkpoint: { name: string }) => checkpoint.name === "ready"
+      )
+    ).toMatchObject({ usable: true, dependents: ["kept"] })
+    expect((await run(["snapshot", "src", "before-ck", "--delete"]))["error"]).toMatchObject({
+      code: "in_use",
+      subject: "before-ck"
+    })
 
     await json("down", "src")
     await json("snapshot", "src", "after-ck", "--restore")

@@ -56,10 +56,17 @@ describe("a data root on a full file system", () => {
     expect((await run("ls"))["data"]["vms"]).toMatchObject([{ name: "keep", state: "stopped" }])
     const doctor = (await run("doctor"))["data"]
     expect(doctor.healthy).toBe(false)
-    expect(doctor.checks.find((check: { name: string }) => check.name === "data-root")).toMatchObject({ ok: false, optional: false, detail: `${home}: 0 MiB free of 8 MiB; under 256 MiB, VMs cannot start or write` })
+    expect(doctor.checks.find((check: { name: string }) => check.name === "data-root")).toMatchObject({
+      ok: false,
+      optional: false,
+      detail: `${home}: 0 MiB free of 8 MiB; under 256 MiB, VMs cannot start or write`
+    })
 
-    expect((await run("prune", "--apply", "--broken", "--images"))).toMatchObject({ ok: true, data: { dry_run: false, items: [] } })
-    expect((await run("rm", "keep", "-y"))).toMatchObject({ ok: true, data: { deleted: true, name: "keep" } })
+    expect(await run("prune", "--apply", "--broken", "--images")).toMatchObject({
+      ok: true,
+      data: { dry_run: false, items: [] }
+    })
+    expect(await run("rm", "keep", "-y")).toMatchObject({ ok: true, data: { deleted: true, name: "keep" } })
     expect(existsSync(join(home, "keep"))).toBe(false)
     // The lock file nobody was told to delete is still there.
     expect(existsSync(join(home, ".lock"))).toBe(true)

@@ -15,7 +15,8 @@ const json = async (...args: string[]) => {
   if (!envelope["ok"]) throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}`)
   return envelope["data"]
 }
-const listed = async (name: string) => ((await json("ls")).vms as Array<Record<string, any>>).find((vm) => vm.name === name)
+const listed = async (name: string) =>
+  ((await json("ls")).vms as Array<Record<string, any>>).find((vm) => vm.name === name)
 const pidfile = (vm: string) => join(home, vm, "qemu.pid")
 
 /** The processes running QEMU for this VM, found the way a person would: by the pidfile argument on their command line. */
@@ -33,10 +34,14 @@ const qemuOf = (vm: string): number[] =>
     .map(Number)
 
 const gone = async (pid: number) => {
-  while (existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8") !== "") await new Promise((resolve) => setTimeout(resolve, 50))
+  while (existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8") !== "")
+    await new Promise((resolve) => setTimeout(resolve, 50))
 }
 
-const vmsCheck = async () => ((await json("doctor")).checks as Array<{ name: string; ok: boolean; detail: string; fix: string[] }>).find((check) => check.name === "vms")!
+const vmsCheck = async () =>
+  ((await json("doctor")).checks as Array<{ name: string; ok: boolean; detail: string; fix: string[] }>).find(
+    (check) => check.name === "vms"
+  )!
 
 describe("fault recovery with the tiny guest", () => {
   beforeAll(() => requireQemu())
@@ -84,7 +89,9 @@ describe("fault recovery with the tiny guest", () => {
     expect((await run("rm", "brittle", "-y"))["error"]).toMatchObject({ code: "already_running" })
     expect((await vmsCheck()).detail).toContain("brittle runs but its vm.toml is broken")
     // prune never takes a running VM's folder.
-    expect(((await json("prune", "--broken")).items as Array<{ path: string }>).map((item) => item.path)).not.toContain(join(home, "brittle"))
+    expect(((await json("prune", "--broken")).items as Array<{ path: string }>).map((item) => item.path)).not.toContain(
+      join(home, "brittle")
+    )
 
     expect((await json("down", "brittle")).vm).toMatchObject({ name: "brittle", state: "broken" })
     await gone(pid!)
@@ -106,7 +113,10 @@ describe("fault recovery with the tiny guest", () => {
     expect((await json("get", "crashy")).vm).toMatchObject({ state: "stopped", health: "failed" })
     expect((await vmsCheck()).detail).toContain("crashy's QEMU ended without a shutdown")
     const leftovers = ["boot.json", "qemu.pid", "qmp.sock", "vnc.sock"].map((file) => join(home, "crashy", file))
-    expect(await json("prune")).toEqual({ dry_run: true, items: leftovers.map((path) => ({ class: "crash_leftover", path })) })
+    expect(await json("prune")).toEqual({
+      dry_run: true,
+      items: leftovers.map((path) => ({ class: "crash_leftover", path }))
+    })
     for (const path of leftovers) expect(existsSync(path)).toBe(true)
 
     expect((await json("prune", "--apply")).items).toHaveLength(4)

@@ -6,14 +6,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { requireQemu, result, stoat, tempHome } from "../helpers.js"
 
 const home = tempHome()
-const env = { STOAT_HOME: home, STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image") }
-const run = async (args: ReadonlyArray<string>, extra: Record<string, string> = {}) => result((await stoat(["--json", ...args], { ...env, ...extra })).stdout)
+const env = {
+  STOAT_HOME: home,
+  STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image")
+}
+const run = async (args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
+  result((await stoat(["--json", ...args], { ...env, ...extra })).stdout)
 const json = async (...args: string[]) => {
   const envelope = await run(args)
   if (!envelope["ok"]) throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}`)
   return envelope["data"]
 }
-const sh = async (vm: string, script: string) => (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
+const sh = async (vm: string, script: string) =>
+  (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
 const FORKS = ["try-1", "try-2", "try-3"]
 
 describe("checkpoint a running tiny guest and fork warm copies", () => {
@@ -28,7 +33,10 @@ describe("checkpoint a running tiny guest and fork warm copies", () => {
 
   it("checkpoints the source, which keeps running through it with its share mounted again", async () => {
     // A ticker in the guest: it must go on across the checkpoint, in the same process.
-    await sh("src", "echo before > /data/mark; echo shared > /mnt/work/seen; sync; (while :; do date +%s >> /tmp/ticks; sleep 0.2; done) > /dev/null 2>&1 & echo $! > /tmp/ticker")
+    await sh(
+      "src",
+      "echo before > /data/mark; echo shared > /mnt/work/seen; sync; (while :; do date +%s >> /tmp/ticks; sleep 0.2; done) > /dev/null 2>&1 & echo $! > /tmp/ticker"
+    )
     const taken = await json("checkpoint", "src", "ready")
     expect(taken.checkpoint).toMatchObject({ vm: "src", name: "ready", ram_mb: 256, usable: true, dependents: [] })
     expect(taken.remounted).toEqual(["/mnt/work"])
@@ -36,7 +44,10 @@ describe("checkpoint a running tiny guest and fork warm copies", () => {
     expect(taken.checkpoint.paused_ms).toBeGreaterThan(0)
     const before = Number((await sh("src", "wc -l < /tmp/ticks")).stdout.trim())
     await new Promise((resolve) => setTimeout(resolve, 1500))
-    const after = await sh("src", "wc -l < /tmp/ticks; kill -0 $(cat /tmp/ticker) && echo alive; cat /mnt/work/seen; echo later > /data/later; sync")
+    const after = await sh(
+      "src",
+      "wc -l < /tmp/ticks; kill -0 $(cat /tmp/ticker) && echo alive; cat /mnt/work/seen; echo later > /data/later; sync"
+    )
     const [count, alive, seen] = after.stdout.trim().split("\n")
     expect(Number(count)).toBeGreaterThan(before)
     expect([alive, seen]).toEqual(["alive", "shared"])
@@ -50,7 +61,9 @@ describe("checkpoint a running tiny guest and fork warm copies", () => {
     expect(forked.forks.map((fork: { vm: { name: string } }) => fork.vm.name)).toEqual(FORKS)
     expect(new Set(forked.forks.map((fork: { vm: { ssh_port: number } }) => fork.vm.ssh_port)).size).toBe(3)
     writeFileSync(join(home, "shared", "try-2", "own"), "mine\n")
-    const outputs = await Promise.all(FORKS.map((vm) => sh(vm, "cat /data/mark; hostname; ls /data; cat /mnt/work/own 2>/dev/null || echo no-own")))
+    const outputs = await Promise.all(
+      FORKS.map((vm) => sh(vm, "cat /data/mark; hostname; ls /data; cat /mnt/work/own 2>/dev/null || echo no-own"))
+    )
     for (const [index, output] of outputs.entries()) {
       const lines = output.stdout.trim().split("\n")
       expect(lines.slice(0, 2)).toEqual(["before", FORKS[index]])
@@ -63,7 +76,8 @@ describe("checkpoint a running tiny guest and fork warm copies", () => {
 
   it("a file written in one fork is absent from its siblings and from the source", async () => {
     await sh("try-1", "echo fork-one > /data/only-in-one; sync")
-    for (const vm of ["try-2", "try-3", "src"]) expect((await sh(vm, "cat /data/only-in-one 2>/dev/null || echo absent")).stdout, vm).toBe("absent\n")
+    for (const vm of ["try-2", "try-3", "src"])
+      expect((await sh(vm, "cat /data/only-in-one 2>/dev/null || echo absent")).stdout, vm).toBe("absent\n")
     expect((await sh("try-1", "cat /data/only-in-one")).stdout).toBe("fork-one\n")
   })
 
@@ -80,9 +94,14 @@ describe("checkpoint a running tiny guest and fork warm copies", () => {
     // A qemu-system-x86_64 that refuses to resume anything, first on PATH.
     const bin = mkdtempSync(join(tmpdir(), "stoat-fake-qemu-"))
     const real = execFileSync("sh", ["-c", "command -v qemu-system-x86_64"], { encoding: "utf8" }).trim()
-    writeFileSync(join(bin, "qemu-system-x86_64"), `#!/bin/sh\ncase " $* " in *" -incoming "*) echo "qemu-system-x86_64: simulated failure to resume" >&2; exit 1 ;; esac\nexec ${real} "$@"\n`)
+    writeFileSync(
+      join(bin, "qemu-system-x86_64"),
+      `#!/bin/sh\ncase " $* " in *" -incoming "*) echo "qemu-system-x86_64: simulated failure to resume" >&2; exit 1 ;; esac\nexec ${real} "$@"\n`
+    )
     chmodSync(join(bin, "qemu-system-x86_64"), 0o755)
-    const failed = await run(["fork", "src@ready", "bad", "--count", "2"], { PATH: `${bin}:${process.env["PATH"] ?? ""}` })
+    const failed = await run(["fork", "src@ready", "bad", "--count", "2"], {
+      PATH: `${bin}:${process.env["PATH"] ?? ""}`
+    })
     expect(failed["ok"]).toBe(false)
     expect(failed["error"]).toMatchObject({ code: "qemu_start_failed" })
     expect(failed["error"]["message"]).toContain("simulated failure")
@@ -118,7 +137,9 @@ describe("checkpoint a running tiny guest and fork warm copies", () => {
     expect(await json("rm", "-y", "src")).toEqual({ deleted: true, name: "src" })
     await json("up", "try-2", "--wait", "--timeout", "300")
     expect((await sh("try-2", "cat /data/mark")).stdout).toBe("before\n")
-    const info = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", "-U", join(home, "try-2", "disk.qcow2")], { encoding: "utf8" }))
+    const info = JSON.parse(
+      execFileSync("qemu-img", ["info", "--output=json", "-U", join(home, "try-2", "disk.qcow2")], { encoding: "utf8" })
+    )
     expect(info["backing-filename"]).toBeUndefined()
   })
 })

@@ -17,7 +17,10 @@ const VM = "g1"
 /** Runs stoat with binary stdin and returns stdout as bytes. */
 const raw = (args: ReadonlyArray<string>, input: Uint8Array = new Uint8Array()) =>
   new Promise<{ code: number; stdout: Buffer; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["pipe", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
     const out: Buffer[] = []
     let stderr = ""
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
@@ -39,7 +42,8 @@ const error = async (...args: string[]) => {
   if (answer["ok"]) throw new Error(`stoat ${args.join(" ")} succeeded: ${JSON.stringify(answer["data"])}`)
   return answer["error"] as { code: string; message: string; reason?: string; subject?: string }
 }
-const sh = (script: string) => ok("exec", VM, "--", "sh", "-c", script) as Promise<{ exit_code: number; stdout: string; stderr: string }>
+const sh = (script: string) =>
+  ok("exec", VM, "--", "sh", "-c", script) as Promise<{ exit_code: number; stdout: string; stderr: string }>
 
 describe("guest tools on the tiny guest", () => {
   beforeAll(async () => {
@@ -62,7 +66,9 @@ describe("guest tools on the tiny guest", () => {
     const plain = await raw(["file", "read", VM, "/tmp/bin"])
     expect(plain.code).toBe(0)
     expect(plain.stdout.equals(bytes)).toBe(true)
-    expect((await sh("md5sum < /tmp/bin")).stdout.split(" ")[0]).toBe(execFileSync("md5sum", { input: bytes }).toString().split(" ")[0])
+    expect((await sh("md5sum < /tmp/bin")).stdout.split(" ")[0]).toBe(
+      execFileSync("md5sum", { input: bytes }).toString().split(" ")[0]
+    )
   })
 
   it("caps a read at 1 MiB with truncated, reads on from an offset, and reads exact ranges", async () => {
@@ -73,7 +79,11 @@ describe("guest tools on the tiny guest", () => {
     const rest = await ok("file", "read", VM, "/tmp/big", "--offset", String(1024 * 1024))
     expect(rest).toMatchObject({ size: 1572864, truncated: false })
     expect(rest.content.length).toBe(512 * 1024)
-    expect(await ok("file", "read", VM, "/tmp/digits", "--offset", "3", "--max-bytes", "4")).toEqual({ content: "3456", size: 10, truncated: true })
+    expect(await ok("file", "read", VM, "/tmp/digits", "--offset", "3", "--max-bytes", "4")).toEqual({
+      content: "3456",
+      size: 10,
+      truncated: true
+    })
     const human = await stoat(["file", "read", VM, "/tmp/big"], env)
     expect(human.stderr).toMatch(/read on with --offset 1048576/)
   })
@@ -88,13 +98,27 @@ describe("guest tools on the tiny guest", () => {
   })
 
   it("lists names with spaces, quotes, newlines and leading dashes verbatim, and stats a symlink itself", async () => {
-    await sh("mkdir -p /tmp/odd && cd /tmp/odd && : > 'a b' && : > \"it's\" && : > \"$(printf 'new\\nline')\" && : > -rf && : > '$(id)' && ln -sf /nowhere link && mkdir -p sub && chmod 0700 sub")
+    await sh(
+      "mkdir -p /tmp/odd && cd /tmp/odd && : > 'a b' && : > \"it's\" && : > \"$(printf 'new\\nline')\" && : > -rf && : > '$(id)' && ln -sf /nowhere link && mkdir -p sub && chmod 0700 sub"
+    )
     const listing = await ok("file", "ls", VM, "/tmp/odd")
     const names = listing.entries.map((entry: { name: string }) => entry.name).sort()
     expect(names).toEqual(["$(id)", "-rf", "a b", "it's", "link", "new\nline", "sub"].sort())
-    expect(listing.entries.find((entry: { name: string }) => entry.name === "sub")).toMatchObject({ type: "dir", mode: "0700" })
-    expect(await ok("file", "stat", VM, "/tmp/odd/link")).toMatchObject({ name: "link", type: "symlink", owner: "root" })
-    expect(await ok("file", "stat", VM, "/etc/passwd")).toMatchObject({ name: "passwd", type: "file", mode: "0644", owner: "root" })
+    expect(listing.entries.find((entry: { name: string }) => entry.name === "sub")).toMatchObject({
+      type: "dir",
+      mode: "0700"
+    })
+    expect(await ok("file", "stat", VM, "/tmp/odd/link")).toMatchObject({
+      name: "link",
+      type: "symlink",
+      owner: "root"
+    })
+    expect(await ok("file", "stat", VM, "/etc/passwd")).toMatchObject({
+      name: "passwd",
+      type: "file",
+      mode: "0644",
+      owner: "root"
+    })
   })
 
   it("ps shows init and dropbear (busybox ps: no elapsed column)", async () => {
@@ -107,7 +131,11 @@ describe("guest tools on the tiny guest", () => {
   })
 
   it("writes with mode, append and parents", async () => {
-    expect(await ok("file", "write", VM, "/tmp/w/x/y", "--parents", "--mode", "0600", "--content", "one")).toEqual({ path: "/tmp/w/x/y", bytes: 3, mode: "0600" })
+    expect(await ok("file", "write", VM, "/tmp/w/x/y", "--parents", "--mode", "0600", "--content", "one")).toEqual({
+      path: "/tmp/w/x/y",
+      bytes: 3,
+      mode: "0600"
+    })
     await ok("file", "write", VM, "/tmp/w/x/y", "--append", "--mode", "0600", "--content", "two")
     expect(await ok("file", "read", VM, "/tmp/w/x/y")).toMatchObject({ content: "onetwo" })
     expect(await ok("file", "stat", VM, "/tmp/w/x/y")).toMatchObject({ mode: "0600", size: 6 })
@@ -123,7 +151,9 @@ describe("guest tools on the tiny guest", () => {
     expect(await error("file", "read", VM, "/tmp")).toMatchObject({ code: "usage" })
     // The ssh user is root; sysfs refuses to open a write-only attribute for reading and a read-only one for writing, even to root.
     expect(await error("file", "read", VM, "/sys/bus/pci/rescan")).toMatchObject({ code: "access_denied" })
-    expect(await error("file", "write", VM, "/sys/kernel/notes", "--content", "x")).toMatchObject({ code: "access_denied" })
+    expect(await error("file", "write", VM, "/sys/kernel/notes", "--content", "x")).toMatchObject({
+      code: "access_denied"
+    })
     const human = await stoat(["file", "read", VM, "/nope"], env)
     expect(human.code).toBe(1)
     expect(human.stderr).toMatch(/^stoat: file: no such file or directory: \/nope/)
@@ -147,15 +177,33 @@ describe("guest tools on the tiny guest", () => {
   it("writes non-UTF-8 exec output as raw bytes, and as base64 with --json", async () => {
     const plain = await raw(["exec", VM, "--", "printf", "\\377\\376A"])
     expect([...plain.stdout]).toEqual([0xff, 0xfe, 0x41])
-    expect(await ok("exec", VM, "--", "printf", "\\377\\376A")).toEqual({ vm: VM, exit_code: 0, stdout_base64: "//5B", stdout_encoding: "base64", stderr: "" })
+    expect(await ok("exec", VM, "--", "printf", "\\377\\376A")).toEqual({
+      vm: VM,
+      exit_code: 0,
+      stdout_base64: "//5B",
+      stdout_encoding: "base64",
+      stderr: ""
+    })
     expect(await ok("exec", VM, "--", "printf", "héllo")).toEqual({ vm: VM, exit_code: 0, stdout: "héllo", stderr: "" })
   })
 
   it("svc, pkg, useradd and tail_log name what the tiny guest lacks: capability_unavailable", async () => {
-    expect(await error("svc", "status", VM, "sshd")).toMatchObject({ code: "capability_unavailable", reason: "svc.status" })
-    expect(await error("svc", "restart", VM, "sshd")).toMatchObject({ code: "capability_unavailable", reason: "svc.restart" })
-    expect(await error("pkg", "install", VM, "curl")).toMatchObject({ code: "capability_unavailable", reason: "package_manager" })
-    expect(await error("user", "add", VM, "alice")).toMatchObject({ code: "capability_unavailable", reason: "cmd.useradd" })
+    expect(await error("svc", "status", VM, "sshd")).toMatchObject({
+      code: "capability_unavailable",
+      reason: "svc.status"
+    })
+    expect(await error("svc", "restart", VM, "sshd")).toMatchObject({
+      code: "capability_unavailable",
+      reason: "svc.restart"
+    })
+    expect(await error("pkg", "install", VM, "curl")).toMatchObject({
+      code: "capability_unavailable",
+      reason: "package_manager"
+    })
+    expect(await error("user", "add", VM, "alice")).toMatchObject({
+      code: "capability_unavailable",
+      reason: "cmd.useradd"
+    })
     const unit = await error("tail", VM, "--unit", "sshd")
     expect(unit).toMatchObject({ code: "capability_unavailable", reason: "systemd" })
     expect(unit.message).toMatch(/no systemd/)
@@ -167,7 +215,11 @@ describe("guest tools on the tiny guest", () => {
     await sh("mv /usr/lib/sftp-server /usr/lib/sftp-server.off")
     try {
       const bytes = Buffer.concat([Buffer.from([0x00, 0xff]), randomBytes(50_000)])
-      expect(result((await raw(["--json", "file", "write", VM, "/tmp/nosftp", "--mode", "0640"], bytes)).stdout.toString())["data"]).toEqual({
+      expect(
+        result((await raw(["--json", "file", "write", VM, "/tmp/nosftp", "--mode", "0640"], bytes)).stdout.toString())[
+          "data"
+        ]
+      ).toEqual({
         path: "/tmp/nosftp",
         bytes: bytes.length,
         mode: "0640"
@@ -176,7 +228,11 @@ describe("guest tools on the tiny guest", () => {
       const read = await ok("file", "read", VM, "/tmp/nosftp")
       expect(read).toMatchObject({ encoding: "base64", size: bytes.length + 4, truncated: false })
       expect(Buffer.from(read.content, "base64").equals(Buffer.concat([bytes, Buffer.from("tail")]))).toBe(true)
-      expect(await ok("file", "read", VM, "/tmp/digits", "--offset", "8")).toEqual({ content: "89", size: 10, truncated: false })
+      expect(await ok("file", "read", VM, "/tmp/digits", "--offset", "8")).toEqual({
+        content: "89",
+        size: 10,
+        truncated: false
+      })
       expect(await error("file", "read", VM, "/nope")).toMatchObject({ code: "not_found" })
       expect(await error("file", "read", VM, "/sys/bus/pci/rescan")).toMatchObject({ code: "access_denied" })
       expect(await ok("file", "stat", VM, "/tmp/nosftp")).toMatchObject({ mode: "0640" })

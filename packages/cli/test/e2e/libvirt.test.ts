@@ -41,7 +41,9 @@ const freePort = () =>
     server.once("error", reject)
     server.listen(0, "127.0.0.1", () => {
       const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+      server.close(() =>
+        typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))
+      )
     })
   })
 
@@ -50,7 +52,8 @@ const env = e2eEnv(home)
 const json = async (...args: string[]) => {
   const run = await stoat(["--json", ...args], env)
   const envelope = result(run.stdout)
-  if (!envelope["ok"]) throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${run.stderr}`)
+  if (!envelope["ok"])
+    throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${run.stderr}`)
   return envelope["data"]
 }
 const failure = async (...args: string[]) => {
@@ -59,7 +62,8 @@ const failure = async (...args: string[]) => {
   if (envelope["ok"]) throw new Error(`stoat ${args.join(" ")} succeeded`)
   return envelope["error"] as { code: string; message: string }
 }
-const sh = async (vm: string, script: string) => (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
+const sh = async (vm: string, script: string) =>
+  (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
 
 describe("a libvirt VM with the tiny guest", () => {
   beforeAll(() => requireLibvirt())
@@ -68,7 +72,8 @@ describe("a libvirt VM with the tiny guest", () => {
   })
 
   it("is created, started as a libvirt domain, reached, copied to, snapshotted, stopped and removed", async () => {
-    const created = (await json("create", "lva", "--image", "tiny", "--provider", "libvirt", "--agent-access", "exec")).vm
+    const created = (await json("create", "lva", "--image", "tiny", "--provider", "libvirt", "--agent-access", "exec"))
+      .vm
     expect(created).toMatchObject({ name: "lva", state: "stopped", provider: "libvirt" })
     expect(readFileSync(join(home, "lva", "vm.toml"), "utf8")).toMatch(/provider = "libvirt"/)
     const started = (await json("up", "lva", "--wait")).vm
@@ -77,7 +82,10 @@ describe("a libvirt VM with the tiny guest", () => {
     expect(domainsOf("lva")).toHaveLength(1)
     const listed = await stoat(["ls"], env)
     expect(listed.stdout).toMatch(/^lva\s+disk\s+running\s+libvirt:qemu:\/\/\/system\s/m)
-    expect(await sh("lva", "uname -s; echo persisted > /data/marker; sync")).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
+    expect(await sh("lva", "uname -s; echo persisted > /data/marker; sync")).toMatchObject({
+      exit_code: 0,
+      stdout: "Linux\n"
+    })
 
     const local = join(home, "upload.txt")
     writeFileSync(local, "from the host\n")
@@ -95,7 +103,10 @@ describe("a libvirt VM with the tiny guest", () => {
     // A stopped libvirt VM leaves no domain behind (domains are transient).
     expect(domainsOf("lva")).toEqual([])
     await json("snapshot", "lva", "cold1")
-    expect((await json("snapshot", "lva")).snapshots.map((s: { tag: string }) => s.tag).sort()).toEqual(["cold1", "live1"])
+    expect((await json("snapshot", "lva")).snapshots.map((s: { tag: string }) => s.tag).sort()).toEqual([
+      "cold1",
+      "live1"
+    ])
     await json("snapshot", "lva", "live1", "--restore")
     await json("up", "lva", "--wait")
     expect((await sh("lva", "cat /data/marker")).stdout).toBe("persisted\n")
@@ -126,7 +137,16 @@ describe("a libvirt VM with the tiny guest", () => {
   })
 
   it("a libvirt host that does not answer is cannot_reach, saying what to do", async () => {
-    await json("create", "lvfar", "--image", "tiny", "--provider", "libvirt", "--host", "qemu+unix:///system?socket=/nonexistent/libvirt-sock")
+    await json(
+      "create",
+      "lvfar",
+      "--image",
+      "tiny",
+      "--provider",
+      "libvirt",
+      "--host",
+      "qemu+unix:///system?socket=/nonexistent/libvirt-sock"
+    )
     const refused = await failure("up", "lvfar")
     expect(refused.code).toBe("cannot_reach")
     expect(refused.message).toMatch(/refused the connection.*start the daemon/)
@@ -151,13 +171,26 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
     const port = await freePort()
     writeFileSync(
       join(dir, "sshd_config"),
-      [`Port ${port}`, "ListenAddress 127.0.0.1", `HostKey ${join(dir, "host_key")}`, `AuthorizedKeysFile ${join(dir, "authorized_keys")}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", `PidFile ${join(dir, "sshd.pid")}`, "StrictModes no", "UsePAM no", ""].join("\n")
+      [
+        `Port ${port}`,
+        "ListenAddress 127.0.0.1",
+        `HostKey ${join(dir, "host_key")}`,
+        `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
+        "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no",
+        `PidFile ${join(dir, "sshd.pid")}`,
+        "StrictModes no",
+        "UsePAM no",
+        ""
+      ].join("\n")
     )
     mkdirSync("/run/sshd", { recursive: true })
     try {
       execFileSync("/usr/sbin/sshd", ["-f", join(dir, "sshd_config"), "-E", join(dir, "sshd.log")], { stdio: "pipe" })
     } catch (error) {
-      throw new Error(`this suite runs its own sshd and could not (${String((error as { stderr?: Buffer }).stderr ?? error)}): apt-get install openssh-server, run as root`)
+      throw new Error(
+        `this suite runs its own sshd and could not (${String((error as { stderr?: Buffer }).stderr ?? error)}): apt-get install openssh-server, run as root`
+      )
     }
     for (let tries = 0; sshdPid === undefined && tries < 50; tries++) {
       try {
@@ -174,7 +207,9 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
   })
 
   it("is created on the host, started, reached, snapshotted, stopped and removed", async () => {
-    const created = (await json("create", "lvr", "--image", "tiny", "--provider", "libvirt", "--host", uri, "--agent-access", "exec")).vm
+    const created = (
+      await json("create", "lvr", "--image", "tiny", "--provider", "libvirt", "--host", uri, "--agent-access", "exec")
+    ).vm
     expect(created).toMatchObject({ name: "lvr", provider: "libvirt", host: uri })
     expect((await json("up", "lvr", "--wait")).vm.state).toBe("running")
     expect(domainsOf("lvr")).toHaveLength(1)
@@ -199,7 +234,9 @@ describe("the libvirt provider keeps the Hypervisor contract", () => {
     image = await buildTinyGuest({ cacheDir: join(tinyCacheDir, "debs"), outDir: join(tinyCacheDir, "image") })
   }, 600_000)
 
-  const layer = Layer.merge(makeLibvirtHypervisor({ tinyCacheDir }), LibvirtGuestSignalsLive).pipe(Layer.provide(dataRootAt(root)))
+  const layer = Layer.merge(makeLibvirtHypervisor({ tinyCacheDir }), LibvirtGuestSignalsLive).pipe(
+    Layer.provide(dataRootAt(root))
+  )
   const cases = hypervisorContract(layer, {
     plan: async (name) => {
       const plan = await tinyGuestPlan(root, image, name)

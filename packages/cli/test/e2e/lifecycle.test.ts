@@ -11,10 +11,12 @@ const json = async (...args: string[]) => {
   // --json first: after `exec <vm>` it would belong to the guest command.
   const run = await stoat(["--json", ...args], env)
   const envelope = result(run.stdout)
-  if (!envelope["ok"]) throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${run.stderr}`)
+  if (!envelope["ok"])
+    throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${run.stderr}`)
   return envelope["data"]
 }
-const sh = async (vm: string, script: string) => (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
+const sh = async (vm: string, script: string) =>
+  (await json("exec", vm, "--", "sh", "-c", script)) as { exit_code: number; stdout: string; stderr: string }
 
 /** Sends a line to a host port and returns what comes back, or "" when nothing answers. */
 const talk = (port: number, line: string) =>
@@ -54,7 +56,10 @@ describe("VM lifecycle with the tiny guest", () => {
     expect(saved).toMatchObject({ applies_at: "next_start", forwards: [{ host_port: 18080, guest_port: 8080 }] })
     await json("down", "alpha")
     await json("up", "alpha")
-    await sh("alpha", "mkdir -p /tmp/www && echo forwarded > /tmp/www/index.html && (busybox httpd -p 8080 -h /tmp/www &) ; sleep 1")
+    await sh(
+      "alpha",
+      "mkdir -p /tmp/www && echo forwarded > /tmp/www/index.html && (busybox httpd -p 8080 -h /tmp/www &) ; sleep 1"
+    )
     const answer = await talk(18080, "GET /index.html HTTP/1.0\r\n\r\n")
     expect(answer).toContain("forwarded")
   })
@@ -87,7 +92,9 @@ describe("VM lifecycle with the tiny guest", () => {
     expect(cloned).toMatchObject({ forwards_copied: false, source: "alpha", vm: { name: "beta", forwards: [] } })
     const source = (await json("get", "alpha")).vm
     expect(cloned.vm.ssh_port).not.toBe(source.ssh_port)
-    const info = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", "-U", join(home, "beta", "disk.qcow2")], { encoding: "utf8" }))
+    const info = JSON.parse(
+      execFileSync("qemu-img", ["info", "--output=json", "-U", join(home, "beta", "disk.qcow2")], { encoding: "utf8" })
+    )
     expect(info["backing-filename"]).toBe(join(home, "alpha", "disk.qcow2"))
     // The clone reads the source's disk as its backing file, so QEMU's image locks let one run at a time.
     await json("up", "beta")
@@ -122,7 +129,9 @@ describe("VM lifecycle with the tiny guest", () => {
     writeFileSync(join(home, "half", "disk.qcow2"), "")
     mkdirSync(join(home, "corrupt"))
     writeFileSync(join(home, "corrupt", "vm.toml"), "sshport = 2290\nthis is not toml")
-    const racing = await Promise.all(["r1", "r2", "r3"].map((name) => stoat(["create", name, "--image", "tiny", "--json"], env)))
+    const racing = await Promise.all(
+      ["r1", "r2", "r3"].map((name) => stoat(["create", name, "--image", "tiny", "--json"], env))
+    )
     const ports = racing.map((run) => result(run.stdout)["data"]["vm"]["ssh_port"] as number)
     expect(new Set(ports).size).toBe(3)
     expect(ports).not.toContain(2290)
@@ -142,7 +151,11 @@ describe("VM lifecycle with the tiny guest", () => {
     expect(existsSync(join(home, "cloudy", "disk.qcow2"))).toBe(false)
     // The blank base boots no OS, so ask only for the process, not for SSH.
     await json("up", "cloudy", "--no-wait")
-    const info = JSON.parse(execFileSync("qemu-img", ["info", "--output=json", "-U", join(home, "cloudy", "disk.qcow2")], { encoding: "utf8" }))
+    const info = JSON.parse(
+      execFileSync("qemu-img", ["info", "--output=json", "-U", join(home, "cloudy", "disk.qcow2")], {
+        encoding: "utf8"
+      })
+    )
     expect(info["backing-filename"]).toBe(base)
     expect(info["virtual-size"]).toBe(8 * 1024 ** 3)
     const seed = join(home, "cloudy", "ovl", "seed.iso")
@@ -150,11 +163,17 @@ describe("VM lifecycle with the tiny guest", () => {
     const userData = execFileSync("isoinfo", ["-J", "-x", "/user-data", "-i", seed], { encoding: "utf8" })
     expect(userData).toContain(readFileSync(join(home, "id_stoat.pub"), "utf8").trim())
     expect(userData).toMatch(/plain_text_passwd: "[0-9a-f]{32}"/)
-    expect(execFileSync("isoinfo", ["-J", "-x", "/meta-data", "-i", seed], { encoding: "utf8" })).toContain("stoat-cloudy")
+    expect(execFileSync("isoinfo", ["-J", "-x", "/meta-data", "-i", seed], { encoding: "utf8" })).toContain(
+      "stoat-cloudy"
+    )
     await json("down", "cloudy")
     await json("clone", "cloudy", "cloudy2")
     await json("up", "cloudy2", "--no-wait")
-    const cloneSeed = execFileSync("isoinfo", ["-J", "-x", "/meta-data", "-i", join(home, "cloudy2", "ovl", "seed.iso")], { encoding: "utf8" })
+    const cloneSeed = execFileSync(
+      "isoinfo",
+      ["-J", "-x", "/meta-data", "-i", join(home, "cloudy2", "ovl", "seed.iso")],
+      { encoding: "utf8" }
+    )
     expect(cloneSeed).toContain("stoat-cloudy2")
     await json("down", "cloudy2")
   })

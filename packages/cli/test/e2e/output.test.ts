@@ -15,7 +15,9 @@ const MiB = 1024 * 1024
 /** Runs a shell pipeline with `stoat` meaning the real binary (stdout and stderr are pipes, never a terminal). */
 const pipeline = (script: string) =>
   new Promise<{ code: number; stdout: Buffer; stderr: string }>((resolve, reject) => {
-    const child = spawn("sh", ["-c", `stoat() { "${process.execPath}" "${BIN}" "$@"; }\n${script}`], { env: { ...process.env, NO_COLOR: "1", ...env } })
+    const child = spawn("sh", ["-c", `stoat() { "${process.execPath}" "${BIN}" "$@"; }\n${script}`], {
+      env: { ...process.env, NO_COLOR: "1", ...env }
+    })
     const out: Buffer[] = []
     let stderr = ""
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
@@ -30,7 +32,10 @@ const pipeline = (script: string) =>
  */
 const feed = (args: ReadonlyArray<string>, total: number) =>
   new Promise<{ code: number; stdout: string; stderr: string; taken: number }>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["pipe", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
     let stdout = ""
     let stderr = ""
     let taken = 0
@@ -61,9 +66,13 @@ const feed = (args: ReadonlyArray<string>, total: number) =>
 describe("output through pipes on the tiny guest", () => {
   beforeAll(async () => {
     requireQemu()
-    expect(result((await stoat(["--json", "create", VM, "--image", "tiny", "--agent-access", "exec"], env)).stdout)["ok"]).toBe(true)
+    expect(
+      result((await stoat(["--json", "create", VM, "--image", "tiny", "--agent-access", "exec"], env)).stdout)["ok"]
+    ).toBe(true)
     expect(result((await stoat(["--json", "up", VM], env)).stdout)["ok"]).toBe(true)
-    expect(result((await stoat(["--json", "wait", VM, "--until", "reachable", "--timeout", "2m"], env)).stdout)["ok"]).toBe(true)
+    expect(
+      result((await stoat(["--json", "wait", VM, "--until", "reachable", "--timeout", "2m"], env)).stdout)["ok"]
+    ).toBe(true)
   })
   afterAll(async () => {
     await stoat(["down", VM], env)
@@ -74,7 +83,9 @@ describe("output through pipes on the tiny guest", () => {
     expect(failing.stdout.toString()).toBe("900000\n")
     const status = await pipeline(`stoat exec ${VM} -- sh -c 'head -c 900000 /dev/zero; exit 3' > /dev/null; echo $?`)
     expect(status.stdout.toString()).toBe("3\n")
-    const both = await pipeline(`stoat exec ${VM} -- sh -c 'head -c 800000 /dev/zero; head -c 700000 /dev/zero >&2; exit 5' 2>&1 >/dev/null | wc -c`)
+    const both = await pipeline(
+      `stoat exec ${VM} -- sh -c 'head -c 800000 /dev/zero; head -c 700000 /dev/zero >&2; exit 5' 2>&1 >/dev/null | wc -c`
+    )
     expect(both.stdout.toString()).toBe("700000\n")
   })
 
@@ -82,7 +93,9 @@ describe("output through pipes on the tiny guest", () => {
     for (const command of ["head -c 5000000 /dev/urandom", "head -c 5000000 /dev/urandom; exit 4"]) {
       const run = await pipeline(`stoat exec ${VM} -- sh -c '${command}' | wc -c`)
       expect(run.stdout.toString()).toBe(`${MiB}\n`)
-      expect(run.stderr).toMatch(/^stoat: exec: output cut at 1 MiB per stream; for all of it run stoat ssh out1 -- <cmd>/m)
+      expect(run.stderr).toMatch(
+        /^stoat: exec: output cut at 1 MiB per stream; for all of it run stoat ssh out1 -- <cmd>/m
+      )
     }
   })
 
@@ -110,15 +123,22 @@ describe("output through pipes on the tiny guest", () => {
     const exact = await feed(["--json", "file", "write", VM, "/tmp/exact"], 16 * MiB)
     expect(result(exact.stdout)["data"]).toEqual({ path: "/tmp/exact", bytes: 16 * MiB, mode: "0644" })
     const help = await stoat(["file", "write", "--help"], env)
-    expect(help.stdout.replace(/\s+/g, " ")).toMatch(/At most 16 MiB per write \(more is refused before it is read in\)/)
+    expect(help.stdout.replace(/\s+/g, " ")).toMatch(
+      /At most 16 MiB per write \(more is refused before it is read in\)/
+    )
   })
 
   it("file write to a folder says it is a directory; file read of an endless device claims no size", async () => {
     const folder = await stoat(["file", "write", VM, "/tmp", "--content", "x"], env)
-    expect(folder).toMatchObject({ code: 2, stderr: "stoat: file: /tmp is a directory (VM out1); write to a file path inside it\n" })
+    expect(folder).toMatchObject({
+      code: 2,
+      stderr: "stoat: file: /tmp is a directory (VM out1); write to a file path inside it\n"
+    })
     const zero = await pipeline(`stoat file read ${VM} /dev/zero | wc -c`)
     expect(zero.stdout.toString()).toBe(`${MiB}\n`)
-    expect(zero.stderr).toBe(`stoat: file: printed ${MiB} bytes of /dev/zero; more follows; read on with --offset ${MiB}\n`)
+    expect(zero.stderr).toBe(
+      `stoat: file: printed ${MiB} bytes of /dev/zero; more follows; read on with --offset ${MiB}\n`
+    )
   })
 
   it("snapshot ls and rm take the VM like checkpoint ls and rm do", async () => {
@@ -134,6 +154,9 @@ describe("output through pipes on the tiny guest", () => {
     const pulled = result((await stoat(["--json", "pull", "tiny"], env)).stdout)
     expect(pulled["data"]).toMatchObject({ id: "tiny", downloaded: true })
     const images = result((await stoat(["--json", "images"], env)).stdout)["data"]["images"]
-    expect(images.find((image: { id: string }) => image.id === "tiny")).toMatchObject({ downloaded: true, bytes_exact: true })
+    expect(images.find((image: { id: string }) => image.id === "tiny")).toMatchObject({
+      downloaded: true,
+      bytes_exact: true
+    })
   })
 })

@@ -15,7 +15,8 @@ const inProject = async (...args: string[]) => {
 }
 const data = async (...args: string[]) => {
   const { envelope, stderr, code } = await inProject(...args)
-  if (!envelope["ok"] || code !== 0) throw new Error(`stoat ${args.join(" ")} (exit ${code}) failed: ${JSON.stringify(envelope)}\n${stderr}`)
+  if (!envelope["ok"] || code !== 0)
+    throw new Error(`stoat ${args.join(" ")} (exit ${code}) failed: ${JSON.stringify(envelope)}\n${stderr}`)
   return envelope["data"]
 }
 const timed = async (...args: string[]) => {
@@ -24,11 +25,17 @@ const timed = async (...args: string[]) => {
   return { out, seconds: (performance.now() - started) / 1000 }
 }
 const declare = (db: string) =>
-  writeFileSync(join(dir, "stoat.toml"), `schema = 1\n[project]\nname = "e2e"\n[vms.web]\nimage = "tiny"\nram = 256\ncpus = 1\nshares = ["."]\n[vms.db]\nimage = "tiny"\n${db}\n`)
+  writeFileSync(
+    join(dir, "stoat.toml"),
+    `schema = 1\n[project]\nname = "e2e"\n[vms.web]\nimage = "tiny"\nram = 256\ncpus = 1\nshares = ["."]\n[vms.db]\nimage = "tiny"\n${db}\n`
+  )
 
 const bothOk = (run: { project: string; vms: Array<{ key: string; status: string }> }) => {
   expect(run.project).toBe("e2e")
-  expect(run.vms.map((vm) => [vm.key, vm.status])).toEqual([["web", "ok"], ["db", "ok"]])
+  expect(run.vms.map((vm) => [vm.key, vm.status])).toEqual([
+    ["web", "ok"],
+    ["db", "ok"]
+  ])
 }
 
 describe("a two-VM project on the tiny guest", () => {
@@ -46,7 +53,10 @@ describe("a two-VM project on the tiny guest", () => {
     // A VM outside the project needs --global here.
     const refused = await inProject("create", "loose", "--image", "tiny")
     expect(refused.code).toBe(1)
-    expect(refused.envelope["error"]).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("--global") })
+    expect(refused.envelope["error"]).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining("--global")
+    })
 
     const first = await timed("up")
     bothOk(first.out)
@@ -60,7 +70,9 @@ describe("a two-VM project on the tiny guest", () => {
     expect((await data("exec", "web", "--", "hostname")).stdout.trim()).toBe("e2e-web")
     // The declared share (the project folder) is mounted in the guest, live both ways.
     expect((await data("exec", "web", "--", "cat", "/mnt/share0/stoat.toml")).stdout).toContain('name = "e2e"')
-    expect((await data("exec", "web", "--", "sh", "-c", "echo from-guest > /mnt/share0/guest-wrote.txt")).exit_code).toBe(0)
+    expect(
+      (await data("exec", "web", "--", "sh", "-c", "echo from-guest > /mnt/share0/guest-wrote.txt")).exit_code
+    ).toBe(0)
     expect(readFileSync(join(dir, "guest-wrote.txt"), "utf8")).toBe("from-guest\n")
     expect((await data("ls", "--project")).vms.map((vm: { name: string }) => vm.name)).toEqual(["e2e-web", "e2e-db"])
 
@@ -90,7 +102,9 @@ describe("a two-VM project on the tiny guest", () => {
     bothOk(await data("apply"))
     expect((await data("exec", "web", "--", "true")).exit_code).toBe(0)
     expect((await data("exec", "db", "--", "true")).exit_code).toBe(0)
-    console.log(`project up: first (create + boot) ${first.seconds.toFixed(1)} s; serial restart ${serial.seconds.toFixed(1)} s; --parallel 2 ${parallel.seconds.toFixed(1)} s (ratio ${(parallel.seconds / serial.seconds).toFixed(2)})`)
+    console.log(
+      `project up: first (create + boot) ${first.seconds.toFixed(1)} s; serial restart ${serial.seconds.toFixed(1)} s; --parallel 2 ${parallel.seconds.toFixed(1)} s (ratio ${(parallel.seconds / serial.seconds).toFixed(2)})`
+    )
 
     // rm refuses running VMs (the first stops the run), then works after down.
     const early = await inProject("rm", "-y")

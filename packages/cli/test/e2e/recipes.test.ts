@@ -25,10 +25,12 @@ const run = (...args: string[]) => stoat(["--json", ...args], env)
 const json = async (...args: string[]) => {
   const out = await run(...args)
   const envelope = result(out.stdout)
-  if (!envelope["ok"]) throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${out.stderr}`)
+  if (!envelope["ok"])
+    throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${out.stderr}`)
   return envelope["data"]
 }
-const guest = async (script: string) => ((await json("exec", "box", "--", "sh", "-c", script)) as { stdout: string }).stdout
+const guest = async (script: string) =>
+  ((await json("exec", "box", "--", "sh", "-c", script)) as { stdout: string }).stdout
 const applyLog = () => readFileSync(join(home, "box", "last-provision.log"), "utf8")
 const stoatLog = () => readFileSync(join(home, "logs", "stoat.log"), "utf8")
 
@@ -53,7 +55,8 @@ required = true
 [outputs]
 greeting = "what was said"
 `
-const greetScript = (suffix = "") => `i=0
+const greetScript = (suffix = "") =>
+  `i=0
 while [ $i -lt $STOAT_PARAM_TIMES ]; do echo "hello $STOAT_PARAM_WHO$suffix"; i=$((i+1)); done
 echo "token is $STOAT_PARAM_TOKEN"
 printf '%s' "$STOAT_PARAM_TOKEN" > /tmp/token-seen
@@ -89,7 +92,13 @@ describe("recipes on the tiny guest", () => {
     const applied = await run("apply", "box")
     const data = result(applied.stdout)["data"]
     expect(data).toMatchObject({ vm: "box", applied: ["greet"], skipped_reason: "" })
-    expect(data.recipes_detail[0]).toMatchObject({ name: "greet", applied: true, version: "1.0", health: "ok", outputs: { greeting: "hello stoat" } })
+    expect(data.recipes_detail[0]).toMatchObject({
+      name: "greet",
+      applied: true,
+      version: "1.0",
+      health: "ok",
+      outputs: { greeting: "hello stoat" }
+    })
     const lines = applyLog().trimEnd().split("\n")
     expect(lines[0]).toMatch(/^waiting for ssh on port \d+…$/)
     expect(lines.slice(1)).toEqual(["=== recipe greet ===", "hello stoat", "hello stoat", "token is <secret>", "done"])
@@ -114,7 +123,10 @@ describe("recipes on the tiny guest", () => {
     expect(applyLog()).toContain("hello stoat!")
     await json("update", "box", "--set", "greet.times=1")
     expect((await json("plan", "box")).plan[0]).toMatchObject({ action: "run", reason: "params changed" })
-    expect((await json("apply", "box", "--dry-run"))).toMatchObject({ dry_run: true, plan: [{ name: "greet", action: "run" }] })
+    expect(await json("apply", "box", "--dry-run")).toMatchObject({
+      dry_run: true,
+      plan: [{ name: "greet", action: "run" }]
+    })
     expect((await json("apply", "box")).applied).toEqual(["greet"])
     expect(await guest("wc -l < /tmp/greet-runs")).toMatch(/^\s*3\s*$/)
   })
@@ -141,7 +153,10 @@ describe("recipes on the tiny guest", () => {
     expect(envelope["error"].message).toContain("sick-check-output")
     const detail = (await json("get", "box")).vm
     expect(detail.health).toBe("failed")
-    expect(detail.recipes_detail.find((r: { name: string }) => r.name === "sick")).toMatchObject({ applied: true, health: "failed" })
+    expect(detail.recipes_detail.find((r: { name: string }) => r.name === "sick")).toMatchObject({
+      applied: true,
+      health: "failed"
+    })
     expect(applyLog().trimEnd().split("\n").at(-1)).toMatch(/^FAILED: health check failed: sick/)
     const healthy = result((await run("wait", "box", "--healthy", "--timeout", "30s")).stdout)
     expect(healthy["ok"]).toBe(false)
@@ -165,9 +180,13 @@ describe("recipes on the tiny guest", () => {
   it("Ctrl-C of apply stops everything the recipe started in the guest, not only its first process", async () => {
     recipe("hang", "", "sh -c 'sleep 321' &\necho hang-started\nwait\n")
     await json("update", "box", "--recipes", "hang")
-    const apply = spawn(process.execPath, [BIN, "--json", "apply", "box"], { env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const apply = spawn(process.execPath, [BIN, "--json", "apply", "box"], {
+      env: { ...process.env, NO_COLOR: "1", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     const exited = new Promise<number | null>((resolve) => apply.once("exit", (code) => resolve(code)))
-    const sleeping = async () => (await guest("ps -o pid,args 2>/dev/null | grep '[s]leep 321' || ps | grep '[s]leep 321' || true")).trim()
+    const sleeping = async () =>
+      (await guest("ps -o pid,args 2>/dev/null | grep '[s]leep 321' || ps | grep '[s]leep 321' || true")).trim()
     for (let i = 0; i < 240 && (await sleeping()) === ""; i++) await new Promise((resolve) => setTimeout(resolve, 250))
     expect(await sleeping()).not.toBe("")
     apply.kill("SIGINT")

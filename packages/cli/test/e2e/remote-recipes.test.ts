@@ -16,7 +16,8 @@ const run = (...args: string[]) => stoat(["--json", ...args], env, "", project)
 const json = async (...args: string[]) => {
   const out = await run(...args)
   const envelope = result(out.stdout)
-  if (!envelope["ok"]) throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${out.stderr}`)
+  if (!envelope["ok"])
+    throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${out.stderr}`)
   return envelope["data"]
 }
 const failure = async (...args: string[]) => {
@@ -41,9 +42,17 @@ describe("remote recipes from a local git index, applied on the tiny guest", () 
   })
 
   it("search finds the index entry; add pins it in the project; lock and sync agree", async () => {
-    expect(await json("recipe", "search", "hello")).toEqual({ recipes: [{ name: "hello", source, description: "hello for tests", os: [] }] })
+    expect(await json("recipe", "search", "hello")).toEqual({
+      recipes: [{ name: "hello", source, description: "hello for tests", os: [] }]
+    })
     const v1 = gitIn(source, "rev-parse", "HEAD")
-    expect(await json("recipe", "add", "hello")).toMatchObject({ name: "hello", source, ref: "main", commit: v1, scope: "project" })
+    expect(await json("recipe", "add", "hello")).toMatchObject({
+      name: "hello",
+      source,
+      ref: "main",
+      commit: v1,
+      scope: "project"
+    })
     expect(readFileSync(join(project, "stoat.toml"), "utf8")).toContain('[recipes]\nhello = "main"\n')
     expect(readFileSync(join(project, ".gitignore"), "utf8")).toBe(".stoat/\n")
     const pinned = [{ name: "hello", source, ref: "main", commit: v1, scope: "project" }]
@@ -52,12 +61,27 @@ describe("remote recipes from a local git index, applied on the tiny guest", () 
     expect(await json("recipe", "sync")).toEqual({ recipes: pinned })
     expect(gitIn(checkout, "rev-parse", "HEAD")).toBe(v1)
     const listed = (await json("recipe", "list")) as { recipes: Array<{ name: string; scope: string; commit: string }> }
-    expect(listed.recipes.find((recipe) => recipe.name === "hello")).toMatchObject({ scope: "project", commit: v1.slice(0, 7) })
+    expect(listed.recipes.find((recipe) => recipe.name === "hello")).toMatchObject({
+      scope: "project",
+      commit: v1.slice(0, 7)
+    })
   })
 
   it("applies the pinned recipe to a real VM, and again after update moves it to a new commit", async () => {
     // A VM of its own (--global: this folder's stoat.toml declares no VMs) using the project's recipe checkout.
-    await json("create", "box", "--global", "--image", "tiny", "--ram", "256", "--agent-access", "exec", "--recipes", "hello")
+    await json(
+      "create",
+      "box",
+      "--global",
+      "--image",
+      "tiny",
+      "--ram",
+      "256",
+      "--agent-access",
+      "exec",
+      "--recipes",
+      "hello"
+    )
     await json("up", "box", "--wait", "--timeout", "300")
     expect(await guestFile("/tmp/hello.out")).toBe("remote-v1\n")
     const v2 = commitFile(source, "run.sh", "echo remote-v2 > /tmp/hello.out\n")

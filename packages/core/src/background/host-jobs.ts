@@ -48,10 +48,20 @@ export interface HostJobOutput {
 
 export interface HostJobsApi {
   /** Takes over a running call: it goes on after its caller stops waiting, under a new job id. */
-  readonly adopt: (fiber: Fiber.RuntimeFiber<unknown, unknown>, tool: string, vms: ReadonlyArray<string>) => Effect.Effect<string>
+  readonly adopt: (
+    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    tool: string,
+    vms: ReadonlyArray<string>
+  ) => Effect.Effect<string>
   readonly status: (vm: string, id: string) => Effect.Effect<typeof JobStatus.Type, NotFound>
   readonly wait: (vm: string, id: string, seconds: number) => Effect.Effect<typeof JobWaited.Type, NotFound>
-  readonly output: (vm: string, id: string, stream: "stdout" | "stderr", offset: number, maxBytes: number) => Effect.Effect<HostJobOutput, NotFound>
+  readonly output: (
+    vm: string,
+    id: string,
+    stream: "stdout" | "stderr",
+    offset: number,
+    maxBytes: number
+  ) => Effect.Effect<HostJobOutput, NotFound>
   /** Interrupts the call (its work releases what it holds, as on a cancel). */
   readonly kill: (vm: string, id: string) => Effect.Effect<typeof JobKilled.Type, NotFound>
   readonly list: (vm: string) => Effect.Effect<ReadonlyArray<typeof JobInfo.Type>>
@@ -62,7 +72,12 @@ export class HostJobs extends Context.Tag("@stoat/core/HostJobs")<HostJobs, Host
 
 const outcomeOf = (exit: Exit.Exit<unknown, unknown>, killed: boolean, at: number): Finished => {
   if (Exit.isSuccess(exit)) return { exitCode: 0, stdout: `${JSON.stringify(exit.value)}\n`, stderr: "", at }
-  return { exitCode: killed ? KILLED_EXIT_CODE : 1, stdout: "", stderr: `${JSON.stringify(toErrorInfo(exit.cause))}\n`, at }
+  return {
+    exitCode: killed ? KILLED_EXIT_CODE : 1,
+    stdout: "",
+    stderr: `${JSON.stringify(toErrorInfo(exit.cause))}\n`,
+    at
+  }
 }
 
 const tail = (text: string): string => {
@@ -73,12 +88,19 @@ const tail = (text: string): string => {
 const make = Effect.gen(function* () {
   const jobs = new Map<string, HostJob>()
 
-  const outcome = (job: HostJob) => Effect.flatMap(Deferred.poll(job.finished), (done) => (done._tag === "Some" ? Effect.asSome(done.value) : Effect.succeedNone))
+  const outcome = (job: HostJob) =>
+    Effect.flatMap(Deferred.poll(job.finished), (done) =>
+      done._tag === "Some" ? Effect.asSome(done.value) : Effect.succeedNone
+    )
 
   const forgetOld = (now: number) =>
     Effect.forEach(
       [...jobs.values()],
-      (job) => Effect.map(outcome(job), (done) => Option.exists(done, (d) => now - d.at > Duration.toMillis(KEEP_FINISHED)) && jobs.delete(job.id)),
+      (job) =>
+        Effect.map(
+          outcome(job),
+          (done) => Option.exists(done, (d) => now - d.at > Duration.toMillis(KEEP_FINISHED)) && jobs.delete(job.id)
+        ),
       { discard: true }
     )
 
@@ -98,7 +120,9 @@ const make = Effect.gen(function* () {
       })
     )
 
-  yield* Effect.addFinalizer(() => Effect.forEach([...jobs.values()], (job) => Fiber.interrupt(job.fiber), { discard: true }))
+  yield* Effect.addFinalizer(() =>
+    Effect.forEach([...jobs.values()], (job) => Fiber.interrupt(job.fiber), { discard: true })
+  )
 
   return HostJobs.of({
     adopt: (fiber, tool, vms) =>
@@ -135,14 +159,23 @@ const make = Effect.gen(function* () {
         const done = yield* Deferred.await(job.finished).pipe(Effect.timeoutOption(Duration.seconds(seconds)))
         return Option.match(done, {
           onNone: () => ({ job_id: job.id, state: "running" as const, stdout_tail: "", stderr_tail: "" }),
-          onSome: (d) => ({ job_id: job.id, state: "exited" as const, exit_code: d.exitCode, stdout_tail: tail(d.stdout), stderr_tail: tail(d.stderr) })
+          onSome: (d) => ({
+            job_id: job.id,
+            state: "exited" as const,
+            exit_code: d.exitCode,
+            stdout_tail: tail(d.stdout),
+            stderr_tail: tail(d.stderr)
+          })
         })
       }),
     output: (vm, id, stream, offset, maxBytes) =>
       Effect.gen(function* () {
         const job = yield* find(vm, id)
         const done = yield* outcome(job)
-        const text = Option.match(done, { onNone: () => "", onSome: (d) => (stream === "stdout" ? d.stdout : d.stderr) })
+        const text = Option.match(done, {
+          onNone: () => "",
+          onSome: (d) => (stream === "stdout" ? d.stdout : d.stderr)
+        })
         const bytes = Buffer.from(text)
         const end = maxBytes === 0 ? bytes.length : Math.min(bytes.length, offset + maxBytes)
         const data = bytes.subarray(Math.min(offset, bytes.length), end)
@@ -162,7 +195,14 @@ const make = Effect.gen(function* () {
     list: (vm) =>
       Effect.forEach(
         [...jobs.values()].filter((job) => job.vms.includes(vm)),
-        (job) => Effect.map(stateOf(job), ({ state }) => ({ job_id: job.id, argv: [job.tool], user: "(host)", started: job.started, state }))
+        (job) =>
+          Effect.map(stateOf(job), ({ state }) => ({
+            job_id: job.id,
+            argv: [job.tool],
+            user: "(host)",
+            started: job.started,
+            state
+          }))
       )
   })
 })

@@ -95,15 +95,26 @@ const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
 
 /** Runs a script; the transport reports its true exit status or a typed error. */
 const run = (shell: RootShell, script: GuestScript, args: ReadonlyArray<string>) =>
-  Effect.flatMap(GuestTransport, (transport) => transport.exec(shell.target, scriptArgv(shell, script, args), { timeoutMs: 30_000, maxOutputBytes: 65_536 }))
+  Effect.flatMap(GuestTransport, (transport) =>
+    transport.exec(shell.target, scriptArgv(shell, script, args), { timeoutMs: 30_000, maxOutputBytes: 65_536 })
+  )
 
 const triples = (mounts: ReadonlyArray<GuestMount>) => mounts.flatMap((mount) => [mount.tag, mount.dir, mount.options])
 
-const failedScript = (target: SshTarget, what: string, output: { readonly exitCode: number; readonly stderr: Uint8Array }) =>
-  new CannotReach({ message: `VM "${target.vm}": ${what} (exit ${output.exitCode}: ${text(output.stderr).trim().slice(0, 300)})`, subject: target.vm })
+const failedScript = (
+  target: SshTarget,
+  what: string,
+  output: { readonly exitCode: number; readonly stderr: Uint8Array }
+) =>
+  new CannotReach({
+    message: `VM "${target.vm}": ${what} (exit ${output.exitCode}: ${text(output.stderr).trim().slice(0, 300)})`,
+    subject: target.vm
+  })
 
 /** Unmounts the guest's 9p shares; a busy one is capability_unavailable naming it. */
-export const unmountShares = (shell: RootShell): Effect.Effect<ReadonlyArray<GuestMount>, CapabilityUnavailable | CannotReach | Timeout, GuestTransport> =>
+export const unmountShares = (
+  shell: RootShell
+): Effect.Effect<ReadonlyArray<GuestMount>, CapabilityUnavailable | CannotReach | Timeout, GuestTransport> =>
   Effect.gen(function* () {
     const { target } = shell
     const output = yield* run(shell, "stoat-unmount-shares", [])
@@ -136,7 +147,9 @@ export const mountShares = (shell: RootShell, mounts: ReadonlyArray<GuestMount>)
         Effect.zipRight(
           transport.release(shell.target.vm),
           Effect.flatMap(run(shell, "stoat-mount-shares", triples(mounts)), (output) =>
-            output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(shell.target, "cannot mount its shares again", output))
+            output.exitCode === 0
+              ? Effect.void
+              : Effect.fail(failedScript(shell.target, "cannot mount its shares again", output))
           )
         )
       )
@@ -149,8 +162,16 @@ export const clockArgs = (epochMs: number): [string, string] => [
 
 /** Gives a fork its own hostname and machine id and mounts its own shares where the source had them. */
 export const setForkIdentity = (shell: RootShell, mounts: ReadonlyArray<GuestMount>) =>
-  Effect.flatMap(run(shell, "stoat-fork-identity", [guestHostname(shell.target.vm), randomBytes(16).toString("hex"), ...triples(mounts)]), (output) =>
-    output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(shell.target, "cannot take its own identity", output))
+  Effect.flatMap(
+    run(shell, "stoat-fork-identity", [
+      guestHostname(shell.target.vm),
+      randomBytes(16).toString("hex"),
+      ...triples(mounts)
+    ]),
+    (output) =>
+      output.exitCode === 0
+        ? Effect.void
+        : Effect.fail(failedScript(shell.target, "cannot take its own identity", output))
   )
 
 /**
@@ -160,5 +181,6 @@ export const setForkIdentity = (shell: RootShell, mounts: ReadonlyArray<GuestMou
 export const setGuestClock = (shell: RootShell) =>
   Effect.flatMap(
     Effect.flatMap(Clock.currentTimeMillis, (now) => run(shell, "stoat-set-clock", clockArgs(now))),
-    (output) => (output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(shell.target, "cannot set its clock", output)))
+    (output) =>
+      output.exitCode === 0 ? Effect.void : Effect.fail(failedScript(shell.target, "cannot set its clock", output))
   )

@@ -23,13 +23,18 @@ export const TEMP_PREFIX = ".tmp-"
 export const CHECKPOINT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 export const CheckpointName = Schema.String.pipe(
-  Schema.pattern(CHECKPOINT_NAME, { message: () => "checkpoint names are 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit" })
+  Schema.pattern(CHECKPOINT_NAME, {
+    message: () => "checkpoint names are 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+  })
 ).annotations({ description: "Checkpoint name" })
 
 export const validateCheckpointName = (name: string): InvalidSpec | undefined =>
   CHECKPOINT_NAME.test(name)
     ? undefined
-    : new InvalidSpec({ message: `invalid checkpoint name ${JSON.stringify(name.slice(0, 80))}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`, subject: "name" })
+    : new InvalidSpec({
+        message: `invalid checkpoint name ${JSON.stringify(name.slice(0, 80))}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+        subject: "name"
+      })
 
 /** checkpoint.json: what core needs to list, verify and fork a checkpoint. */
 export const CheckpointFile = Schema.Struct({
@@ -67,14 +72,23 @@ export const readCheckpoint = (folder: string): Effect.Effect<Either.Either<Chec
 
 /** The checkpoint folders of a VM (names, sorted), temp folders of checkpoints being taken left out. */
 export const checkpointNames = (vmDir: string): Effect.Effect<ReadonlyArray<string>> =>
-  Effect.map(Effect.orElseSucceed(fs.listDirectoryEntries(checkpointsDir(vmDir)), () => []), (entries) =>
-    entries.filter((entry) => entry.isDirectory() && !entry.name.startsWith(".")).map((entry) => entry.name).sort()
+  Effect.map(
+    Effect.orElseSucceed(fs.listDirectoryEntries(checkpointsDir(vmDir)), () => []),
+    (entries) =>
+      entries
+        .filter((entry) => entry.isDirectory() && !entry.name.startsWith("."))
+        .map((entry) => entry.name)
+        .sort()
   )
 
 /** Why a checkpoint can no longer be forked (its disk layer or state changed or vanished), or undefined. */
 export const checkpointProblem = (checkpoint: CheckpointFile): Effect.Effect<string | undefined> =>
   Effect.gen(function* () {
-    const stat = (path: string) => Effect.map(Effect.orElseSucceed(fs.statIfExists(path), () => Option.none()), Option.getOrUndefined)
+    const stat = (path: string) =>
+      Effect.map(
+        Effect.orElseSucceed(fs.statIfExists(path), () => Option.none()),
+        Option.getOrUndefined
+      )
     const layer = yield* stat(checkpoint.layer)
     if (layer === undefined) return `its disk layer ${checkpoint.layer} vanished`
     if (layer.size !== checkpoint.layer_bytes || Math.abs(layer.mtimeMs - checkpoint.layer_mtime_ms) > 1) {
@@ -82,6 +96,7 @@ export const checkpointProblem = (checkpoint: CheckpointFile): Effect.Effect<str
     }
     const state = yield* stat(checkpoint.state)
     if (state === undefined) return `its saved state ${checkpoint.state} vanished`
-    if (state.size !== checkpoint.state_bytes) return `its saved state ${checkpoint.state} changed (was ${checkpoint.state_bytes} bytes, now ${state.size})`
+    if (state.size !== checkpoint.state_bytes)
+      return `its saved state ${checkpoint.state} changed (was ${checkpoint.state_bytes} bytes, now ${state.size})`
     return undefined
   })

@@ -90,10 +90,13 @@ interface ChainLayer {
 }
 type Chain = ReadonlyArray<ChainLayer>
 
-const readsThrough = (chain: Chain | undefined, path: string): boolean => chain?.some((layer) => layer.path === path) ?? false
+const readsThrough = (chain: Chain | undefined, path: string): boolean =>
+  chain?.some((layer) => layer.path === path) ?? false
 
 const make = Effect.gen(function* () {
-  const context = yield* Effect.context<DataRoot | VmStore | GuestDefinitions | Hypervisor | GuestTransport | Locks | HostProbe>()
+  const context = yield* Effect.context<
+    DataRoot | VmStore | GuestDefinitions | Hypervisor | GuestTransport | Locks | HostProbe
+  >()
   const root = yield* DataRoot
   const store = yield* VmStore
   const hypervisor = yield* Hypervisor
@@ -102,7 +105,8 @@ const make = Effect.gen(function* () {
 
   const exists = (path: string) => Effect.orElseSucceed(fs.exists(path), () => false)
 
-  const inFolder = (folder: string) => (path: string) => path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`)
+  const inFolder = (folder: string) => (path: string) =>
+    path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`)
 
   /** The disks under a VM's disk, nearest first; undefined when some layer cannot be read. */
   const backingChain = (record: OkRecord): Effect.Effect<Chain | undefined> =>
@@ -131,11 +135,26 @@ const make = Effect.gen(function* () {
     return found
   })
 
-  const view = (record: OkRecord, name: string, all: ReadonlyArray<{ readonly record: OkRecord; readonly chain: Chain | undefined }>) =>
+  const view = (
+    record: OkRecord,
+    name: string,
+    all: ReadonlyArray<{ readonly record: OkRecord; readonly chain: Chain | undefined }>
+  ) =>
     Effect.gen(function* () {
       const read = yield* readCheckpoint(checkpointDir(record.dir, name))
       if (Either.isLeft(read)) {
-        return { vm: record.name, name, created: "", ram_mb: 0, cpus: 0, state_bytes: 0, paused_ms: 0, dependents: [], usable: false, problem: read.left } satisfies Checkpoint
+        return {
+          vm: record.name,
+          name,
+          created: "",
+          ram_mb: 0,
+          cpus: 0,
+          state_bytes: 0,
+          paused_ms: 0,
+          dependents: [],
+          usable: false,
+          problem: read.left
+        } satisfies Checkpoint
       }
       const file = read.right
       const problem = yield* checkpointProblem(file)
@@ -147,7 +166,9 @@ const make = Effect.gen(function* () {
         cpus: file.cpus,
         state_bytes: file.state_bytes,
         paused_ms: file.paused_ms,
-        dependents: all.filter((entry) => entry.record.name !== record.name && readsThrough(entry.chain, file.layer)).map((entry) => entry.record.name),
+        dependents: all
+          .filter((entry) => entry.record.name !== record.name && readsThrough(entry.chain, file.layer))
+          .map((entry) => entry.record.name),
         usable: problem === undefined,
         ...(problem !== undefined ? { problem } : {})
       } satisfies Checkpoint
@@ -155,7 +176,12 @@ const make = Effect.gen(function* () {
 
   const notFoundCheckpoint = (record: OkRecord, name: string) =>
     Effect.flatMap(checkpointNames(record.dir), (names) =>
-      Effect.fail(new NotFound({ message: `VM "${record.name}" has no checkpoint "${name}"; its checkpoints: ${names.join(", ") || "(none)"}`, subject: name }))
+      Effect.fail(
+        new NotFound({
+          message: `VM "${record.name}" has no checkpoint "${name}"; its checkpoints: ${names.join(", ") || "(none)"}`,
+          subject: name
+        })
+      )
     )
 
   /** The VM's ssh target and its guest's words for root (capability_unavailable when it has none and the user is not root). */
@@ -168,7 +194,9 @@ const make = Effect.gen(function* () {
 
   const withDisk = (vm: string) =>
     Effect.flatMap(loadVm(vm), (record) =>
-      record.config.mode === "live" ? Effect.fail(new NoDisk({ message: `VM "${vm}" is a live VM: it has no disk to checkpoint`, subject: vm })) : Effect.succeed(record)
+      record.config.mode === "live"
+        ? Effect.fail(new NoDisk({ message: `VM "${vm}" is a live VM: it has no disk to checkpoint`, subject: vm }))
+        : Effect.succeed(record)
     )
 
   const create = (vm: string, name: string) =>
@@ -185,7 +213,10 @@ const make = Effect.gen(function* () {
           Effect.gen(function* () {
             const folder = checkpointDir(record.dir, name)
             if (yield* exists(folder)) {
-              return yield* new NameTaken({ message: `VM "${vm}" already has a checkpoint "${name}"; delete it first (stoat checkpoint rm ${vm} ${name})`, subject: name })
+              return yield* new NameTaken({
+                message: `VM "${vm}" already has a checkpoint "${name}"; delete it first (stoat checkpoint rm ${vm} ${name})`,
+                subject: name
+              })
             }
             yield* fs.makeDirectory(checkpointsDir(record.dir))
             yield* fs.makeDirectory(layersDir(record.dir))
@@ -193,12 +224,18 @@ const make = Effect.gen(function* () {
             const id = basename(top, ".qcow2")
             // Taken in a temp folder and renamed into place: a failure or Ctrl-C leaves no half-made checkpoint.
             const temp = yield* Effect.acquireRelease(
-              Effect.as(fs.makeDirectory(join(checkpointsDir(record.dir), `${TEMP_PREFIX}${name}-${id}`)), join(checkpointsDir(record.dir), `${TEMP_PREFIX}${name}-${id}`)),
+              Effect.as(
+                fs.makeDirectory(join(checkpointsDir(record.dir), `${TEMP_PREFIX}${name}-${id}`)),
+                join(checkpointsDir(record.dir), `${TEMP_PREFIX}${name}-${id}`)
+              ),
               (path) => Effect.ignore(fs.remove(path))
             )
             const layer = diskPath(record)
             const mounts = yield* unmountShares(shell)
-            if (mounts.length > 0) yield* progressLine(`unmounted ${mounts.map((mount) => mount.dir).join(", ")} in the guest (QEMU cannot save a guest with a 9p share mounted)`)
+            if (mounts.length > 0)
+              yield* progressLine(
+                `unmounted ${mounts.map((mount) => mount.dir).join(", ")} in the guest (QEMU cannot save a guest with a 9p share mounted)`
+              )
             const remount = mountShares(shell, mounts).pipe(
               Effect.catchAll((error) => progressLine(`warning: ${error.message}`))
             )
@@ -209,9 +246,12 @@ const make = Effect.gen(function* () {
               folder: relative(record.dir, temp)
             }
             const taken = yield* Effect.ensuring(hypervisor.checkpoint(vmRef(record), request), remount)
-            yield* progressLine(`checkpoint ${vm}@${name}: paused ${taken.pausedMs} ms, ${taken.stateBytes} bytes of state`)
+            yield* progressLine(
+              `checkpoint ${vm}@${name}: paused ${taken.pausedMs} ms, ${taken.stateBytes} bytes of state`
+            )
             const layerInfo = yield* fs.statIfExists(layer)
-            if (Option.isNone(layerInfo)) return yield* Effect.die(new Error(`the hypervisor left no disk layer at ${layer}`))
+            if (Option.isNone(layerInfo))
+              return yield* Effect.die(new Error(`the hypervisor left no disk layer at ${layer}`))
             const saved: CheckpointFile = {
               version: 1,
               vm,
@@ -240,10 +280,14 @@ const make = Effect.gen(function* () {
 
   const list = (vm?: string) =>
     Effect.gen(function* () {
-      const records = vm === undefined ? (yield* store.list).filter((record): record is OkRecord => record.kind === "ok") : [yield* loadVm(vm)]
+      const records =
+        vm === undefined
+          ? (yield* store.list).filter((record): record is OkRecord => record.kind === "ok")
+          : [yield* loadVm(vm)]
       const all = yield* chains
       const views: Checkpoint[] = []
-      for (const record of records) for (const name of yield* checkpointNames(record.dir)) views.push(yield* view(record, name, all))
+      for (const record of records)
+        for (const name of yield* checkpointNames(record.dir)) views.push(yield* view(record, name, all))
       return views
     })
 
@@ -254,7 +298,8 @@ const make = Effect.gen(function* () {
         vm,
         Effect.gen(function* () {
           const folder = checkpointDir(record.dir, name)
-          if (validateCheckpointName(name) !== undefined || !(yield* exists(folder))) return yield* notFoundCheckpoint(record, name)
+          if (validateCheckpointName(name) !== undefined || !(yield* exists(folder)))
+            return yield* notFoundCheckpoint(record, name)
           yield* fs.remove(folder)
         })
       )
@@ -264,7 +309,8 @@ const make = Effect.gen(function* () {
   const usableCheckpoint = (record: OkRecord, name: string) =>
     Effect.gen(function* () {
       const folder = checkpointDir(record.dir, name)
-      if (validateCheckpointName(name) !== undefined || !(yield* exists(folder))) return yield* notFoundCheckpoint(record, name)
+      if (validateCheckpointName(name) !== undefined || !(yield* exists(folder)))
+        return yield* notFoundCheckpoint(record, name)
       const read = yield* readCheckpoint(folder)
       const problem = Either.isLeft(read) ? read.left : yield* checkpointProblem(read.right)
       if (problem !== undefined || Either.isLeft(read)) {
@@ -290,7 +336,12 @@ const make = Effect.gen(function* () {
       { discard: true }
     )
 
-  const fork = (vm: string, checkpoint: string, names: ReadonlyArray<string>, options: { readonly readyTimeoutMs?: number } = {}) =>
+  const fork = (
+    vm: string,
+    checkpoint: string,
+    names: ReadonlyArray<string>,
+    options: { readonly readyTimeoutMs?: number } = {}
+  ) =>
     Effect.gen(function* () {
       for (const name of names) {
         const invalid = validateVmName(name)
@@ -306,14 +357,30 @@ const make = Effect.gen(function* () {
         const added = yield* locks.withRootLock(
           Effect.zipRight(
             checkMemory(
-              { subject: names[0] ?? vm, neededMb: file.ram_mb * names.length, what: `forking ${names.length} VM${names.length > 1 ? "s" : ""} of ${file.ram_mb} MiB`, fix: "fork fewer" },
+              {
+                subject: names[0] ?? vm,
+                neededMb: file.ram_mb * names.length,
+                what: `forking ${names.length} VM${names.length > 1 ? "s" : ""} of ${file.ram_mb} MiB`,
+                fix: "fork fewer"
+              },
               false
             ),
             addVms(
               names.map((name) => ({
                 name,
                 // Applied recipes stay applied: the fork is the source's guest as it was.
-                config: (sshport: number): VmConfig => ({ ...copied, applied, name, sshport, forwards: [], project: "", key: "", ram: file.ram_mb, cpus: file.cpus, disk: file.disk }),
+                config: (sshport: number): VmConfig => ({
+                  ...copied,
+                  applied,
+                  name,
+                  sshport,
+                  forwards: [],
+                  project: "",
+                  key: "",
+                  ram: file.ram_mb,
+                  cpus: file.cpus,
+                  disk: file.disk
+                }),
                 fill: (dir: string) => hypervisor.createDisk(firstDisk({ name, dir }), "", layer)
               })),
               (name) => made.push(name)
@@ -322,32 +389,54 @@ const make = Effect.gen(function* () {
         )
         const timeoutMs = options.readyTimeoutMs ?? FORK_READY_TIMEOUT_MS
         const saved = { vm: vmRef(source), folder: relative(source.dir, folder) }
-        return yield* Effect.forEach(added, (record) => startFork(record, saved, file, `${vm}@${checkpoint}`, timeoutMs), { concurrency: "unbounded" })
+        return yield* Effect.forEach(
+          added,
+          (record) => startFork(record, saved, file, `${vm}@${checkpoint}`, timeoutMs),
+          { concurrency: "unbounded" }
+        )
       })
       // All or nothing: one fork that fails (or a Ctrl-C) takes the others of this call with it.
       const forks = yield* Effect.onExit(program, (exit) => (Exit.isSuccess(exit) ? Effect.void : discard(made)))
       return { forks, tookMs: yield* elapsedSince(started) }
     })
 
-  const startFork = (record: OkRecord, saved: { readonly vm: VmRef; readonly folder: string }, file: CheckpointFile, from: string, timeoutMs: number) =>
+  const startFork = (
+    record: OkRecord,
+    saved: { readonly vm: VmRef; readonly folder: string },
+    file: CheckpointFile,
+    from: string,
+    timeoutMs: number
+  ) =>
     Effect.gen(function* () {
       const { name } = record
       const started = yield* Clock.currentTimeMillis
       yield* locks.withVmLock(
         name,
-        hypervisor.resume(saved, { vm: vmRef(record), sshPort: record.config.sshport, disk: diskFile(record), workShare: root.sharedDir(name) })
+        hypervisor.resume(saved, {
+          vm: vmRef(record),
+          sshPort: record.config.sshport,
+          disk: diskFile(record),
+          workShare: root.sharedDir(name)
+        })
       )
       yield* progressLine(`fork ${name}: running from ${from} (${yield* elapsedSince(started)} ms)`)
       // A resumed guest's network is up already: connect at once (no separate banner probe), and
       // try again only while its sshd is not answering yet.
       const shell = yield* rootShell(record, "fork")
       yield* setForkIdentity(shell, file.mounts).pipe(
-        Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)), while: (error) => error._tag === "CannotReach" }),
+        Effect.retry({
+          schedule: Schedule.spaced(Duration.millis(100)),
+          while: (error) => error._tag === "CannotReach"
+        }),
         // Its clock still reads the checkpoint's time.
         Effect.zipRight(setGuestClock(shell)),
         Effect.timeoutFail({
           duration: Duration.millis(timeoutMs),
-          onTimeout: () => new Timeout({ message: `fork "${name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: name })
+          onTimeout: () =>
+            new Timeout({
+              message: `fork "${name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`,
+              subject: name
+            })
         })
       )
       const readyMs = yield* elapsedSince(started)
@@ -360,7 +449,12 @@ const make = Effect.gen(function* () {
       const under = inFolder(record.dir)
       const found: Array<{ readonly record: OkRecord; readonly chain: Chain }> = []
       for (const entry of yield* chains) {
-        if (entry.record.name === record.name || entry.chain === undefined || !entry.chain.some((layer) => under(layer.path))) continue
+        if (
+          entry.record.name === record.name ||
+          entry.chain === undefined ||
+          !entry.chain.some((layer) => under(layer.path))
+        )
+          continue
         found.push({ record: entry.record, chain: entry.chain })
       }
       return found
@@ -369,7 +463,8 @@ const make = Effect.gen(function* () {
   const dependents = (record: OkRecord) =>
     Effect.gen(function* () {
       const vms: Array<{ name: string; running: boolean }> = []
-      for (const entry of yield* dependentVms(record)) vms.push({ name: entry.record.name, running: yield* isRunning(entry.record) })
+      for (const entry of yield* dependentVms(record))
+        vms.push({ name: entry.record.name, running: yield* isRunning(entry.record) })
       return { checkpoints: yield* checkpointNames(record.dir), vms }
     })
 
@@ -380,13 +475,17 @@ const make = Effect.gen(function* () {
       const running: string[] = []
       for (const entry of first) if (yield* isRunning(entry.record)) running.push(entry.record.name)
       if (running.length > 0) {
-        return yield* new InUse({ message: `VM${running.length > 1 ? "s" : ""} ${running.join(", ")} run on disks built on VM "${record.name}"; stop ${running.length > 1 ? "them" : "it"} first`, subject: running[0]! })
+        return yield* new InUse({
+          message: `VM${running.length > 1 ? "s" : ""} ${running.join(", ")} run on disks built on VM "${record.name}"; stop ${running.length > 1 ? "them" : "it"} first`,
+          subject: running[0]!
+        })
       }
       const detached: string[] = []
       // One at a time, nearest first: detaching a fork may free a clone of it as well.
       for (let left = first.length; left > 0; left--) {
         const remaining = yield* dependentVms(record)
-        const next = remaining.find((entry) => entry.chain[0] !== undefined && under(entry.chain[0].path)) ?? remaining[0]
+        const next =
+          remaining.find((entry) => entry.chain[0] !== undefined && under(entry.chain[0].path)) ?? remaining[0]
         if (next === undefined) break
         const lastInside = next.chain.findLastIndex((layer) => under(layer.path))
         yield* hypervisor.rebaseDisk(vmDisk(next.record), next.chain[lastInside + 1]?.disk)
@@ -422,7 +521,9 @@ const make = Effect.gen(function* () {
     return found.sort()
   })
 
-  const provided = <A, E>(effect: Effect.Effect<A, E, DataRoot | VmStore | GuestDefinitions | Hypervisor | GuestTransport | Locks | HostProbe>) => Effect.provide(effect, context)
+  const provided = <A, E>(
+    effect: Effect.Effect<A, E, DataRoot | VmStore | GuestDefinitions | Hypervisor | GuestTransport | Locks | HostProbe>
+  ) => Effect.provide(effect, context)
   return Checkpoints.of({
     create: (vm, name) => provided(create(vm, name)),
     list: (vm) => provided(list(vm)),

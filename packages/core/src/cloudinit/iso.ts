@@ -78,7 +78,13 @@ const longDate = (date: Date | undefined): Buffer => {
   return out
 }
 
-const directoryRecord = (identifier: Buffer, extent: number, size: number, directory: boolean, date: Buffer): Buffer => {
+const directoryRecord = (
+  identifier: Buffer,
+  extent: number,
+  size: number,
+  directory: boolean,
+  date: Buffer
+): Buffer => {
   // Records have even length: a padding byte follows an even-length identifier.
   const length = 33 + identifier.length + (identifier.length % 2 === 0 ? 1 : 0)
   const record = Buffer.alloc(length)
@@ -147,7 +153,13 @@ const validate = (files: ReadonlyArray<IsoFile>, options: IsoOptions) => {
   const seen = new Set<string>()
   for (const file of files) {
     // Joliet allows 64 UCS-2 characters; `;` would be read as a version separator.
-    if (file.name === "" || file.name.length > 64 || /[/\\;\0]/.test(file.name) || file.name === "." || file.name === "..") {
+    if (
+      file.name === "" ||
+      file.name.length > 64 ||
+      /[/\\;\0]/.test(file.name) ||
+      file.name === "." ||
+      file.name === ".."
+    ) {
       throw new Error(`invalid ISO file name "${file.name}"`)
     }
     if (/[^\u0020-\uffff]/.test(file.name)) throw new Error(`invalid ISO file name "${file.name}"`)
@@ -203,7 +215,9 @@ export const buildIso = (files: ReadonlyArray<IsoFile>, options: IsoOptions): Ui
   validate(files, options)
   const date = options.date ?? new Date()
   const stamp = shortDate(date)
-  const contents = files.map((file) => (typeof file.data === "string" ? Buffer.from(file.data, "utf8") : Buffer.from(file.data)))
+  const contents = files.map((file) =>
+    typeof file.data === "string" ? Buffer.from(file.data, "utf8") : Buffer.from(file.data)
+  )
   const primary = primaryNames(files.map((file) => file.name))
 
   // Directory sizes depend only on the names, so they are measured with placeholder extents first.
@@ -247,15 +261,26 @@ export const buildIso = (files: ReadonlyArray<IsoFile>, options: IsoOptions): Ui
   pathTable(jolietRoot, false).copy(image, (FIRST_PATH_TABLE + 2) * SECTOR)
   pathTable(jolietRoot, true).copy(image, (FIRST_PATH_TABLE + 3) * SECTOR)
 
-  const rootRecord = (extent: number, sectors: number) => directoryRecord(Buffer.from([0]), extent, sectors * SECTOR, true, stamp)
-  volumeDescriptor(1, options, totalSectors, FIRST_PATH_TABLE, FIRST_PATH_TABLE + 1, rootRecord(primaryRoot, primarySectors), date).copy(
-    image,
-    PVD_SECTOR * SECTOR
-  )
-  volumeDescriptor(2, options, totalSectors, FIRST_PATH_TABLE + 2, FIRST_PATH_TABLE + 3, rootRecord(jolietRoot, jolietSectors), date).copy(
-    image,
-    (PVD_SECTOR + 1) * SECTOR
-  )
+  const rootRecord = (extent: number, sectors: number) =>
+    directoryRecord(Buffer.from([0]), extent, sectors * SECTOR, true, stamp)
+  volumeDescriptor(
+    1,
+    options,
+    totalSectors,
+    FIRST_PATH_TABLE,
+    FIRST_PATH_TABLE + 1,
+    rootRecord(primaryRoot, primarySectors),
+    date
+  ).copy(image, PVD_SECTOR * SECTOR)
+  volumeDescriptor(
+    2,
+    options,
+    totalSectors,
+    FIRST_PATH_TABLE + 2,
+    FIRST_PATH_TABLE + 3,
+    rootRecord(jolietRoot, jolietSectors),
+    date
+  ).copy(image, (PVD_SECTOR + 1) * SECTOR)
   const terminator = Buffer.alloc(SECTOR)
   terminator[0] = 255
   terminator.write("CD001", 1, "latin1")
@@ -265,5 +290,8 @@ export const buildIso = (files: ReadonlyArray<IsoFile>, options: IsoOptions): Ui
 }
 
 /** Writes the image atomically (temp file, fsync, rename), so a crash never leaves a torn seed. */
-export const writeIso = (path: string, files: ReadonlyArray<IsoFile>, options: IsoOptions & { readonly mode?: number }): Promise<void> =>
-  writeFileAtomic(path, buildIso(files, options), options.mode ?? 0o644)
+export const writeIso = (
+  path: string,
+  files: ReadonlyArray<IsoFile>,
+  options: IsoOptions & { readonly mode?: number }
+): Promise<void> => writeFileAtomic(path, buildIso(files, options), options.mode ?? 0o644)

@@ -14,7 +14,11 @@ export const DEFAULT_CONSOLE_PASSWORD = "stoat"
  */
 export const resolveConsolePassword = (setting: string | undefined): Redacted.Redacted<string> =>
   Redacted.make(
-    setting === undefined || setting === "" ? DEFAULT_CONSOLE_PASSWORD : setting === "random" ? randomBytes(16).toString("hex") : setting
+    setting === undefined || setting === ""
+      ? DEFAULT_CONSOLE_PASSWORD
+      : setting === "random"
+        ? randomBytes(16).toString("hex")
+        : setting
   )
 
 /**
@@ -23,7 +27,10 @@ export const resolveConsolePassword = (setting: string | undefined): Redacted.Re
  * out of its line.
  */
 export const yamlString = (value: string): string =>
-  JSON.stringify(value).replace(/[\u007f-\u009f\u2028\u2029\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  JSON.stringify(value).replace(
+    /[\u007f-\u009f\u2028\u2029\ufeff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+  )
 
 export interface UserDataOptions {
   readonly user: string
@@ -43,12 +50,17 @@ export interface UserDataOptions {
 const USER_NAME = /^[a-z_][a-z0-9_-]{0,31}$/
 
 const checkUserData = (options: UserDataOptions): InvalidSpec | undefined => {
-  if (!USER_NAME.test(options.user)) return new InvalidSpec({ message: `invalid seed user name "${options.user}"`, subject: "user" })
+  if (!USER_NAME.test(options.user))
+    return new InvalidSpec({ message: `invalid seed user name "${options.user}"`, subject: "user" })
   if (!options.shell.startsWith("/") || /\s/.test(options.shell)) {
-    return new InvalidSpec({ message: `invalid login shell "${options.shell}": expected an absolute path`, subject: "shell" })
+    return new InvalidSpec({
+      message: `invalid login shell "${options.shell}": expected an absolute path`,
+      subject: "shell"
+    })
   }
   const key = options.authorizedKey.trim()
-  if (key === "" || /[\r\n]/.test(key)) return new InvalidSpec({ message: "the authorized key must be one non-empty line", subject: "authorized_key" })
+  if (key === "" || /[\r\n]/.test(key))
+    return new InvalidSpec({ message: "the authorized key must be one non-empty line", subject: "authorized_key" })
   return undefined
 }
 
@@ -62,14 +74,21 @@ const MERGE_TYPE = "list(append)+dict(no_replace,recurse_list)+str()"
 export const renderUserData = (options: UserDataOptions): string => {
   const invalid = checkUserData(options)
   if (invalid) throw invalid
-  const password = options.consolePassword === undefined ? undefined : Redacted.isRedacted(options.consolePassword) ? Redacted.value(options.consolePassword) : options.consolePassword
+  const password =
+    options.consolePassword === undefined
+      ? undefined
+      : Redacted.isRedacted(options.consolePassword)
+        ? Redacted.value(options.consolePassword)
+        : options.consolePassword
   const lines = [
     "#cloud-config",
     "users:",
     `  - name: ${yamlString(options.user)}`,
     `    shell: ${yamlString(options.shell)}`,
     `    sudo: ${yamlString("ALL=(ALL) NOPASSWD:ALL")}`,
-    ...(password !== undefined ? ["    lock_passwd: false", `    plain_text_passwd: ${yamlString(password)}`] : ["    lock_passwd: true"]),
+    ...(password !== undefined
+      ? ["    lock_passwd: false", `    plain_text_passwd: ${yamlString(password)}`]
+      : ["    lock_passwd: true"]),
     "    ssh_authorized_keys:",
     `      - ${yamlString(options.authorizedKey.trim())}`,
     "ssh_pwauth: false",
@@ -79,7 +98,8 @@ export const renderUserData = (options: UserDataOptions): string => {
   const extra = options.userDataExtra ?? []
   if (extra.length === 0) return base
   const parts = [base, ...extra].map(
-    (content) => `- type: ${yamlString("text/cloud-config")}\n  Merge-Type: ${yamlString(MERGE_TYPE)}\n  content: ${yamlString(content)}\n`
+    (content) =>
+      `- type: ${yamlString("text/cloud-config")}\n  Merge-Type: ${yamlString(MERGE_TYPE)}\n  content: ${yamlString(content)}\n`
   )
   return `#cloud-config-archive\n${parts.join("")}`
 }
@@ -124,7 +144,11 @@ export const writeSeedIso = (options: SeedOptions): Effect.Effect<void, InvalidS
           const dir = options.seedDir
           for (const file of files) await writeFileAtomic(join(dir, file.name), file.data, 0o600)
         }
-        await writeIso(options.path, files, { volumeId: "CIDATA", mode: 0o600, ...(options.date ? { date: options.date } : {}) })
+        await writeIso(options.path, files, {
+          volumeId: "CIDATA",
+          mode: 0o600,
+          ...(options.date ? { date: options.date } : {})
+        })
       },
       catch: (cause) =>
         new Internal({

@@ -14,10 +14,19 @@ const policyFor = (caller: Caller["Type"]): AccessPolicy["Type"] => ({
   requireAccessChange: (vm, current, wanted) =>
     caller.mayRaiseAccess || !below(current, wanted)
       ? Effect.void
-      : Effect.fail(new AccessDenied({ message: `update may only lower agent_access (now ${current}); ask a person to raise it with stoat update`, subject: vm })),
-  requireGranted: (vm, granted, needed, message) => (caller.enforcesAccess && below(granted, needed) ? Effect.fail(new AccessDenied({ message, subject: vm })) : Effect.void),
+      : Effect.fail(
+          new AccessDenied({
+            message: `update may only lower agent_access (now ${current}); ask a person to raise it with stoat update`,
+            subject: vm
+          })
+        ),
+  requireGranted: (vm, granted, needed, message) =>
+    caller.enforcesAccess && below(granted, needed)
+      ? Effect.fail(new AccessDenied({ message, subject: vm }))
+      : Effect.void,
   overridesMemoryFloor: (requested) => requested && caller.mayOverrideMemoryFloor,
-  memoryFloorHint: (fix) => (caller.mayOverrideMemoryFloor ? `${fix} or pass -y` : `${fix}, or ask a person to run stoat up -y`)
+  memoryFloorHint: (fix) =>
+    caller.mayOverrideMemoryFloor ? `${fix} or pass -y` : `${fix}, or ask a person to run stoat up -y`
 })
 
 /** What the current `Caller` may do: the one place frontend policy is decided. */
@@ -25,9 +34,18 @@ export class AccessPolicy extends Context.Tag("stoat/AccessPolicy")<
   AccessPolicy,
   {
     /** access_denied when the caller may not raise `vm`'s agent_access from `current` to `wanted`. */
-    readonly requireAccessChange: (vm: string, current: AccessLevel, wanted: AccessLevel) => Effect.Effect<void, AccessDenied>
+    readonly requireAccessChange: (
+      vm: string,
+      current: AccessLevel,
+      wanted: AccessLevel
+    ) => Effect.Effect<void, AccessDenied>
     /** access_denied (the message given) when the caller is bound by access levels and `granted` is below `needed`. */
-    readonly requireGranted: (vm: string, granted: AccessLevel, needed: AccessLevel, message: string) => Effect.Effect<void, AccessDenied>
+    readonly requireGranted: (
+      vm: string,
+      granted: AccessLevel,
+      needed: AccessLevel,
+      message: string
+    ) => Effect.Effect<void, AccessDenied>
     /** Whether a requested override of the host-memory floor (`force`) counts for this caller. */
     readonly overridesMemoryFloor: (requested: boolean) => boolean
     /** What to tell the caller when the host lacks memory, after `fix` (what they can change themselves). */

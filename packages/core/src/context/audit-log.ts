@@ -17,7 +17,10 @@ export interface AuditEntry {
 }
 
 /** Where every operation call leaves its line (`logs/stoat.log` of the data root). */
-export class AuditLog extends Context.Tag("stoat/AuditLog")<AuditLog, { readonly record: (entry: AuditEntry) => Effect.Effect<void> }>() {}
+export class AuditLog extends Context.Tag("stoat/AuditLog")<
+  AuditLog,
+  { readonly record: (entry: AuditEntry) => Effect.Effect<void> }
+>() {}
 
 /** How often a held log handle is checked for a file deleted under it (a person clearing the log). */
 const RECHECK_MS = 1_000

@@ -30,8 +30,20 @@ export const CALLERS = {
     enforcesAccess: false,
     interactive: options.interactive
   }),
-  mcp: { kind: "mcp", mayRaiseAccess: false, mayOverrideMemoryFloor: false, enforcesAccess: true, interactive: false } satisfies Caller["Type"],
-  toolkit: { kind: "toolkit", mayRaiseAccess: true, mayOverrideMemoryFloor: false, enforcesAccess: false, interactive: false } satisfies Caller["Type"]
+  mcp: {
+    kind: "mcp",
+    mayRaiseAccess: false,
+    mayOverrideMemoryFloor: false,
+    enforcesAccess: true,
+    interactive: false
+  } satisfies Caller["Type"],
+  toolkit: {
+    kind: "toolkit",
+    mayRaiseAccess: true,
+    mayOverrideMemoryFloor: false,
+    enforcesAccess: false,
+    interactive: false
+  } satisfies Caller["Type"]
 } as const
 
 export const cliCaller = (options: { readonly interactive: boolean }) => Layer.succeed(Caller, CALLERS.cli(options))

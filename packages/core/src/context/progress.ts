@@ -13,10 +13,16 @@ export class Progress extends Context.Reference<Progress>()("stoat/Progress", {
 }) {}
 
 /** A plain callback that reports each line it is given (for work that reports outside Effect, like an image build). */
-export const stageReporter: Effect.Effect<(line: string) => void> = Effect.map(Progress, (progress) => (line: string) => progress.emit({ type: "log", data: { line } }))
+export const stageReporter: Effect.Effect<(line: string) => void> = Effect.map(
+  Progress,
+  (progress) => (line: string) => progress.emit({ type: "log", data: { line } })
+)
 
 /** Reports one line of the work's log. */
 export const progressLine = (line: string): Effect.Effect<void> => Effect.map(stageReporter, (report) => report(line))
 
 /** A plain callback that reports a download's bytes so far as a `progress` event. */
-export const progressReporter: Effect.Effect<(data: ProgressData) => void> = Effect.map(Progress, (progress) => (data: ProgressData) => progress.emit({ type: "progress", data }))
+export const progressReporter: Effect.Effect<(data: ProgressData) => void> = Effect.map(
+  Progress,
+  (progress) => (data: ProgressData) => progress.emit({ type: "progress", data })
+)

@@ -86,13 +86,22 @@ export const BUNDLED_GUESTS: ReadonlyArray<GuestDef> = [
     log_path: "/var/log/messages"
   },
   systemdGuest("ubuntu", apt, { filename_hints: ["ubuntu", "noble", "jammy", "focal"], skip_9p: false }),
-  systemdGuest("debian", apt, { aliases: ["debian-family"], filename_hints: ["debian", "trixie", "bookworm"], skip_9p: true }),
+  systemdGuest("debian", apt, {
+    aliases: ["debian-family"],
+    filename_hints: ["debian", "trixie", "bookworm"],
+    skip_9p: true
+  }),
   systemdGuest("fedora", dnf, { aliases: ["rpm-family"], filename_hints: ["fedora"], skip_9p: false }),
   systemdGuest("almalinux", dnf, { aliases: ["rpm-family"], filename_hints: ["almalinux", "alma"], skip_9p: true }),
   systemdGuest("rocky", dnf, { aliases: ["rpm-family"], filename_hints: ["rocky"], skip_9p: true }),
   systemdGuest(
     "arch",
-    { setup: "pacman -Sy --noconfirm", install: ["pacman", "-S", "--noconfirm", "--needed"], env: {}, runtime_packages: { python3: "python" } },
+    {
+      setup: "pacman -Sy --noconfirm",
+      install: ["pacman", "-S", "--noconfirm", "--needed"],
+      env: {},
+      runtime_packages: { python3: "python" }
+    },
     { filename_hints: ["arch"], skip_9p: false }
   ),
   systemdGuest(
@@ -138,7 +147,13 @@ const PkgTable = Schema.Struct({
   runtime_packages: StringMap,
   env: Schema.optional(StringMap)
 })
-const SvcTable = Schema.Struct({ enable: Template, start: Template, stop: Template, restart: Template, status: Template })
+const SvcTable = Schema.Struct({
+  enable: Template,
+  start: Template,
+  stop: Template,
+  restart: Template,
+  status: Template
+})
 
 /** guest.toml for a new guest: every required field; unknown keys are errors. */
 export const GuestFile = Schema.Struct({
@@ -158,10 +173,14 @@ export const GuestFile = Schema.Struct({
   filename_hints: Schema.optional(StringList),
   log_path: Schema.optional(Schema.String),
   cmd: Schema.optional(Schema.Struct({ download: Schema.optional(Template), useradd: Schema.optional(Template) })),
-  backend: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Json }) }))
+  backend: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Json }) })
+  )
 })
 /** A user file whose name matches a bundled guest overrides only what it sets. */
-const GuestOverride = Schema.partial(GuestFile.pipe(Schema.omit("name"))).pipe(Schema.extend(Schema.Struct({ name: Schema.String })))
+const GuestOverride = Schema.partial(GuestFile.pipe(Schema.omit("name"))).pipe(
+  Schema.extend(Schema.Struct({ name: Schema.String }))
+)
 
 const decodeOptions = { onExcessProperty: "error", errors: "first" } as const
 
@@ -216,9 +235,16 @@ const fromFile = (file: GuestFileType): GuestDef => ({
   aliases: file.aliases ?? [],
   filename_hints: file.filename_hints ?? [],
   seed_packages: file.seed_packages,
-  pkg: { setup: file.pkg.setup, install: file.pkg.install, env: file.pkg.env ?? {}, runtime_packages: file.pkg.runtime_packages },
+  pkg: {
+    setup: file.pkg.setup,
+    install: file.pkg.install,
+    env: file.pkg.env ?? {},
+    runtime_packages: file.pkg.runtime_packages
+  },
   svc: file.svc,
-  cmd: Object.fromEntries(Object.entries(file.cmd ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+  cmd: Object.fromEntries(
+    Object.entries(file.cmd ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)
+  ),
   backend: file.backend ?? {},
   ...(file.log_path !== undefined ? { log_path: file.log_path } : {})
 })
@@ -261,7 +287,10 @@ export class GuestDefinitions extends Context.Tag("stoat/GuestDefinitions")<
 >() {}
 
 const bundledMap = new Map(BUNDLED_GUESTS.map((guest) => [guest.name, guest]))
-const bundledLoaded: ReadonlyArray<LoadedGuest> = BUNDLED_GUESTS.map((guest) => ({ ...guest, source: "bundled" as const })).sort(byName)
+const bundledLoaded: ReadonlyArray<LoadedGuest> = BUNDLED_GUESTS.map((guest) => ({
+  ...guest,
+  source: "bundled" as const
+})).sort(byName)
 
 export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<LoadedGuest>, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
@@ -276,7 +305,10 @@ export const loadGuests = (dir: string): Effect.Effect<ReadonlyArray<LoadedGuest
       const text = yield* fs.readFileString(path)
       const loaded = loadGuestFile(path, text, bundledMap)
       if (Either.isLeft(loaded)) return yield* loaded.left
-      result.set(loaded.right.guest.name, { ...loaded.right.guest, source: loaded.right.merged ? "bundled+user" : "user" })
+      result.set(loaded.right.guest.name, {
+        ...loaded.right.guest,
+        source: loaded.right.merged ? "bundled+user" : "user"
+      })
     }
     return [...result.values()].sort(byName)
   })
@@ -291,7 +323,10 @@ export const GuestDefinitionsLive = Layer.effect(
         Effect.flatMap(list, (guests) => {
           const found = guests.find((guest) => guest.name === name || guest.aliases.includes(name))
           if (found) return Effect.succeed(found)
-          const hint = closest(name, guests.map((guest) => guest.name))
+          const hint = closest(
+            name,
+            guests.map((guest) => guest.name)
+          )
           return Effect.fail(
             new NotFound({
               message: `no guest "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}`,

@@ -21,12 +21,24 @@ export type ConfineError = AccessDenied | NotFound | Usage | fs.FsError
 const errno = (cause: unknown) => (cause as { code?: unknown } | null)?.code
 
 const outside = (local: string, shared: string) =>
-  new AccessDenied({ message: `host path ${local} is outside the VM's shared folder ${shared}; copy tools only reach files under it`, subject: local })
+  new AccessDenied({
+    message: `host path ${local} is outside the VM's shared folder ${shared}; copy tools only reach files under it`,
+    subject: local
+  })
 
-export const isInside = (base: string, path: string): boolean => path === base || path.startsWith(base.endsWith(sep) ? base : `${base}${sep}`)
+export const isInside = (base: string, path: string): boolean =>
+  path === base || path.startsWith(base.endsWith(sep) ? base : `${base}${sep}`)
 
 const kindOf = (info: Stats) =>
-  info.isDirectory() ? "a directory" : info.isFIFO() ? "a FIFO" : info.isCharacterDevice() || info.isBlockDevice() ? "a device" : info.isSocket() ? "a socket" : "not a regular file"
+  info.isDirectory()
+    ? "a directory"
+    : info.isFIFO()
+      ? "a FIFO"
+      : info.isCharacterDevice() || info.isBlockDevice()
+        ? "a device"
+        : info.isSocket()
+          ? "a socket"
+          : "not a regular file"
 
 /**
  * `local` made absolute (relative to the shared folder when confined, else it must already be
@@ -35,8 +47,10 @@ const kindOf = (info: Stats) =>
  */
 export const resolveHostPath = (local: string, shared: string | undefined): Effect.Effect<string, ConfineError> =>
   Effect.gen(function* () {
-    if (local === "" || local.includes("\0")) return yield* new Usage({ message: "the host path is empty or contains NUL", subject: "local" })
-    if (shared === undefined && !isAbsolute(local)) return yield* new Usage({ message: `host path ${local} must be absolute`, subject: local })
+    if (local === "" || local.includes("\0"))
+      return yield* new Usage({ message: "the host path is empty or contains NUL", subject: "local" })
+    if (shared === undefined && !isAbsolute(local))
+      return yield* new Usage({ message: `host path ${local} must be absolute`, subject: local })
     const base = shared === undefined ? undefined : yield* fs.attempt("resolve", shared, () => realpath(shared))
     const candidate = shared === undefined ? resolve(local) : resolve(shared, local)
     // The deepest part that exists (as anything, a dangling symlink included), and the names below it.
@@ -45,7 +59,10 @@ export const resolveHostPath = (local: string, shared: string | undefined): Effe
     for (;;) {
       const found = yield* Effect.tryPromise({ try: () => lstat(head), catch: (cause) => cause }).pipe(
         Effect.map(() => true),
-        Effect.catchIf((cause) => errno(cause) === "ENOENT" || errno(cause) === "ENOTDIR", () => Effect.succeed(false)),
+        Effect.catchIf(
+          (cause) => errno(cause) === "ENOENT" || errno(cause) === "ENOTDIR",
+          () => Effect.succeed(false)
+        ),
         Effect.catchAll((cause) => fs.fsError("inspect", head, cause))
       )
       if (found || head === dirname(head)) break
@@ -57,8 +74,14 @@ export const resolveHostPath = (local: string, shared: string | undefined): Effe
         errno(cause) === "ENOENT" || errno(cause) === "ELOOP"
           ? Effect.fail(
               shared === undefined
-                ? new NotFound({ message: `host path ${local} goes through a dangling symlink (${head})`, subject: local })
-                : new AccessDenied({ message: `host path ${local} goes through a dangling symlink (${head}); copy tools refuse it`, subject: local })
+                ? new NotFound({
+                    message: `host path ${local} goes through a dangling symlink (${head})`,
+                    subject: local
+                  })
+                : new AccessDenied({
+                    message: `host path ${local} goes through a dangling symlink (${head}); copy tools refuse it`,
+                    subject: local
+                  })
             )
           : fs.fsError("resolve", head, cause)
       )
@@ -77,12 +100,22 @@ const verifyOpened = (handle: FileHandle, local: string, shared: string | undefi
     if (!isInside(base, real)) return yield* outside(local, shared)
   })
 
-const openHandle = (path: string, flags: number, local: string, shared: string | undefined): Effect.Effect<FileHandle, ConfineError, Scope.Scope> =>
+const openHandle = (
+  path: string,
+  flags: number,
+  local: string,
+  shared: string | undefined
+): Effect.Effect<FileHandle, ConfineError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.tryPromise({ try: () => open(path, flags), catch: (cause) => cause }).pipe(
       Effect.catchAll((cause) =>
         errno(cause) === "ELOOP" && shared !== undefined
-          ? Effect.fail(new AccessDenied({ message: `host path ${local} became a symlink while it was being copied; refused`, subject: local }))
+          ? Effect.fail(
+              new AccessDenied({
+                message: `host path ${local} became a symlink while it was being copied; refused`,
+                subject: local
+              })
+            )
           : fs.fsError("open", local, cause)
       )
     ),
@@ -93,12 +126,25 @@ const openHandle = (path: string, flags: number, local: string, shared: string |
  * Opens a resolved host file for reading: a regular file, re-checked through its descriptor.
  * Returns the /proc path to read it by (the same open file, whatever the name points to now).
  */
-export const openForRead = (resolved: string, local: string, shared: string | undefined): Effect.Effect<{ readonly path: string; readonly size: number }, ConfineError, Scope.Scope> =>
+export const openForRead = (
+  resolved: string,
+  local: string,
+  shared: string | undefined
+): Effect.Effect<{ readonly path: string; readonly size: number }, ConfineError, Scope.Scope> =>
   Effect.gen(function* () {
     // O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.
-    const handle = yield* openHandle(resolved, constants.O_RDONLY | constants.O_NONBLOCK | (shared === undefined ? 0 : constants.O_NOFOLLOW), local, shared)
+    const handle = yield* openHandle(
+      resolved,
+      constants.O_RDONLY | constants.O_NONBLOCK | (shared === undefined ? 0 : constants.O_NOFOLLOW),
+      local,
+      shared
+    )
     const info = yield* fs.attempt("inspect", local, () => handle.stat())
-    if (!info.isFile()) return yield* new Usage({ message: `host path ${local} is ${kindOf(info)}; only regular files are copied`, subject: local })
+    if (!info.isFile())
+      return yield* new Usage({
+        message: `host path ${local} is ${kindOf(info)}; only regular files are copied`,
+        subject: local
+      })
     yield* verifyOpened(handle, local, shared)
     return { path: `/proc/self/fd/${handle.fd}`, size: info.size }
   })
@@ -109,14 +155,26 @@ export const openForRead = (resolved: string, local: string, shared: string | un
  * write by: the name inside the opened folder, reached through /proc so a folder swapped for a
  * symlink afterwards is not followed. (The transport writes a temp file there and renames it.)
  */
-export const openForWrite = (resolved: string, local: string, shared: string | undefined): Effect.Effect<string, ConfineError, Scope.Scope> =>
+export const openForWrite = (
+  resolved: string,
+  local: string,
+  shared: string | undefined
+): Effect.Effect<string, ConfineError, Scope.Scope> =>
   Effect.gen(function* () {
     const folder = dirname(resolved)
-    const handle = yield* openHandle(folder, constants.O_RDONLY | constants.O_DIRECTORY | (shared === undefined ? 0 : constants.O_NOFOLLOW), local, shared)
+    const handle = yield* openHandle(
+      folder,
+      constants.O_RDONLY | constants.O_DIRECTORY | (shared === undefined ? 0 : constants.O_NOFOLLOW),
+      local,
+      shared
+    )
     yield* verifyOpened(handle, local, shared)
     const path = `/proc/self/fd/${handle.fd}/${basename(resolved)}`
     const existing = yield* fs.statIfExists(path)
     if (existing._tag === "Some" && !existing.value.isFile())
-      return yield* new Usage({ message: `host path ${local} is ${kindOf(existing.value)}; copy_from writes regular files`, subject: local })
+      return yield* new Usage({
+        message: `host path ${local} is ${kindOf(existing.value)}; copy_from writes regular files`,
+        subject: local
+      })
     return path
   })

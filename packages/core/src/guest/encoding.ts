@@ -24,7 +24,9 @@ export const textOrBase64 = (bytes: Uint8Array): { content: string; encoding?: "
 /** One exec stream: `{stdout}` for UTF-8, else `{stdout_base64, stdout_encoding: "base64"}` (ExecResult's shape). */
 export const bytesField = <N extends "stdout" | "stderr">(name: N, bytes: Uint8Array) => {
   const text = utf8Text(bytes)
-  return text !== undefined ? { [name]: text } : { [`${name}_base64`]: Buffer.from(bytes).toString("base64"), [`${name}_encoding`]: "base64" as const }
+  return text !== undefined
+    ? { [name]: text }
+    : { [`${name}_base64`]: Buffer.from(bytes).toString("base64"), [`${name}_encoding`]: "base64" as const }
 }
 
 /** The bytes of an exec stream as ExecResult carries it (text or base64). */

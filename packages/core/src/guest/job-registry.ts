@@ -21,7 +21,9 @@ const JobsFile = Schema.Struct({
   schema: Schema.Literal(1),
   // A refined key schema would drop a non-matching key silently; a key that is no job id is corruption.
   jobs: Schema.optionalWith(
-    Schema.Record({ key: Schema.String, value: JobRecord }).pipe(Schema.filter((jobs) => Object.keys(jobs).every((id) => JOB_ID.test(id)))),
+    Schema.Record({ key: Schema.String, value: JobRecord }).pipe(
+      Schema.filter((jobs) => Object.keys(jobs).every((id) => JOB_ID.test(id)))
+    ),
     { default: () => ({}) }
   )
 })
@@ -30,22 +32,34 @@ export const jobsFilePath = (vmDir: string): string => join(vmDir, "jobs.toml")
 const HEADER = "# written by stoat; do not edit\n"
 
 const corrupt = (path: string, why: string) =>
-  new InvalidSpec({ message: `the job registry ${path} is corrupted (${why}); move it away to start a new one`, subject: path })
+  new InvalidSpec({
+    message: `the job registry ${path} is corrupted (${why}); move it away to start a new one`,
+    subject: path
+  })
 
 /** The jobs recorded for one VM, in the order they were started. A missing file is no jobs. */
-export const readJobs = (vmDir: string): Effect.Effect<ReadonlyArray<readonly [string, JobRecord]>, InvalidSpec | fs.FsError> =>
+export const readJobs = (
+  vmDir: string
+): Effect.Effect<ReadonlyArray<readonly [string, JobRecord]>, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
     const path = jobsFilePath(vmDir)
     const text = yield* fs.readFileStringIfExists(path)
     if (Option.isNone(text)) return []
-    const table = yield* Effect.try({ try: () => parse(text.value), catch: () => corrupt(path, "it does not parse as TOML") })
-    const decoded = yield* Schema.decodeUnknown(JobsFile)(table).pipe(Effect.mapError(() => corrupt(path, "its entries are not jobs stoat wrote")))
+    const table = yield* Effect.try({
+      try: () => parse(text.value),
+      catch: () => corrupt(path, "it does not parse as TOML")
+    })
+    const decoded = yield* Schema.decodeUnknown(JobsFile)(table).pipe(
+      Effect.mapError(() => corrupt(path, "its entries are not jobs stoat wrote"))
+    )
     return Object.entries(decoded.jobs)
   })
 
 /** How long a registry change waits for another process's change to the same VM's registry. */
 const LOCK_WAIT = Duration.seconds(10)
-const LOCK_RETRY = Schedule.union(Schedule.exponential(Duration.millis(5)), Schedule.spaced(Duration.millis(50))).pipe(Schedule.upTo(LOCK_WAIT))
+const LOCK_RETRY = Schedule.union(Schedule.exponential(Duration.millis(5)), Schedule.spaced(Duration.millis(50))).pipe(
+  Schedule.upTo(LOCK_WAIT)
+)
 
 /**
  * Read-modify-write of the registry under `<vm>/.jobs.lock` (a cross-process lock, so parallel
@@ -65,7 +79,12 @@ export const updateJobs = (
     yield* locks.tryLock(join(vmDir, ".jobs.lock"), `a job registry change for ${path}`, write).pipe(
       Effect.retry({ schedule: LOCK_RETRY, while: (error) => error._tag === "InUse" }),
       Effect.catchTag("InUse", (error: InUse) =>
-        Effect.fail(new Timeout({ message: `timed out waiting for the job registry lock of ${path}`, subject: error.subject ?? path }))
+        Effect.fail(
+          new Timeout({
+            message: `timed out waiting for the job registry lock of ${path}`,
+            subject: error.subject ?? path
+          })
+        )
       )
     )
   })

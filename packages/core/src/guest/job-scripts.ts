@@ -26,10 +26,10 @@ export const LAUNCH_NO_CWD = 91
  * `$1` = job folder, the rest = argv.
  */
 export const JOB_WRAPPER = [
-  'd=$1; shift',
+  "d=$1; shift",
   // Under setsid argv runs through `sh -c '"$@"'`: setsid would read a leading `-x` word as its own option.
   `if command -v setsid >/dev/null 2>&1; then setsid sh -c '"$@"' stoat_run "$@" </dev/null >"$d/out" 2>"$d/err" & else "$@" </dev/null >"$d/out" 2>"$d/err" & fi`,
-  'p=$!',
+  "p=$!",
   'echo "$p" >"$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid"',
   'wait "$p"; s=$?',
   'echo "$s" >"$d/exit.tmp" && mv "$d/exit.tmp" "$d/exit"'
@@ -42,11 +42,11 @@ export const JOB_WRAPPER = [
  * `$1` = wrapper body, `$2` = job folder, `$3` = working directory or "", the rest = argv.
  */
 export const JOB_LAUNCHER = [
-  'w=$1; d=$2; c=$3; shift 3',
+  "w=$1; d=$2; c=$3; shift 3",
   `mkdir -p "$d" || exit ${LAUNCH_NO_DIR}`,
   `if [ -n "$c" ]; then cd "$c" || exit ${LAUNCH_NO_CWD}; fi`,
   "trap '' HUP",
-  's=; command -v setsid >/dev/null 2>&1 && s=setsid',
+  "s=; command -v setsid >/dev/null 2>&1 && s=setsid",
   '$s sh -c "$w" stoat_job "$d" "$@" </dev/null >/dev/null 2>&1 &',
   `echo ${LAUNCHED}`
 ].join("\n")
@@ -62,8 +62,8 @@ export const JOB_FACTS = [
   '  p=$(cat "$d/pid" 2>/dev/null); case $p in ""|*[!0-9]*) p= ;; esac',
   '  a=0; [ -n "$p" ] && kill -0 "$p" 2>/dev/null && a=1',
   '  e=$(cat "$d/exit" 2>/dev/null); case $e in ""|*[!0-9]*) e= ;; esac',
-  "  printf '%s\\t%s\\t%s\\t%s\\n' \"$h\" \"$a\" \"${p:--}\" \"${e:--}\"",
-  'done'
+  '  printf \'%s\\t%s\\t%s\\t%s\\n\' "$h" "$a" "${p:--}" "${e:--}"',
+  "done"
 ].join("\n")
 
 /** Exit code of JOB_SIGNAL when `kill` refused the signal name. */

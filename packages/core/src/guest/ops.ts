@@ -1,6 +1,16 @@
 import { posix } from "node:path"
 import { Clock, Context, Effect, Layer } from "effect"
-import type { CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessList, SvcStatus, TailLines, WriteFileResult } from "@stoat/wire"
+import type {
+  CommandResult,
+  DirEntry,
+  DirListing,
+  ExecResult,
+  FileContent,
+  ProcessList,
+  SvcStatus,
+  TailLines,
+  WriteFileResult
+} from "@stoat/wire"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Timeout, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput } from "../ports/guest-transport.js"
 import { bytesField, lossyText, textOrBase64 } from "./encoding.js"
@@ -90,16 +100,24 @@ export class GuestOps extends Context.Tag("stoat/GuestOps")<
     readonly stat: (session: GuestSession, path: string) => Effect.Effect<DirEntry, GuestError>
     readonly ps: (session: GuestSession) => Effect.Effect<ProcessList, GuestError>
     readonly svcStatus: (session: GuestSession, name: string) => Effect.Effect<SvcStatus, GuestError>
-    readonly svc: (session: GuestSession, name: string, action: ServiceAction) => Effect.Effect<CommandResult, GuestError>
+    readonly svc: (
+      session: GuestSession,
+      name: string,
+      action: ServiceAction
+    ) => Effect.Effect<CommandResult, GuestError>
     readonly tailLog: (session: GuestSession, request: TailRequest) => Effect.Effect<TailLines, GuestError>
-    readonly pkgInstall: (session: GuestSession, packages: ReadonlyArray<string>) => Effect.Effect<CommandResult, GuestError>
+    readonly pkgInstall: (
+      session: GuestSession,
+      packages: ReadonlyArray<string>
+    ) => Effect.Effect<CommandResult, GuestError>
     readonly useradd: (session: GuestSession, name: string) => Effect.Effect<CommandResult, GuestError>
   }
 >() {}
 
 /** The command a shell reported missing (`sh: foo: not found`, `bash: foo: command not found`, `env: 'foo': No such file…`). */
 export const missingCommand = (stderr: string): string | undefined => {
-  const match = /([^\s:'"`]+)'?: (?:command )?not found/.exec(stderr) ?? /env: '([^']+)': No such file or directory/.exec(stderr)
+  const match =
+    /([^\s:'"`]+)'?: (?:command )?not found/.exec(stderr) ?? /env: '([^']+)': No such file or directory/.exec(stderr)
   return match?.[1]
 }
 
@@ -110,14 +128,29 @@ const firstLine = (text: string) => text.trim().split("\n")[0] ?? ""
  * finished in time (`timeout`), its program is missing (`capability_unavailable` naming it), or
  * the guest refused to escalate (`access_denied`).
  */
-export const notRunnable = (session: GuestSession, out: ExecOutput, subject: string, what: string): GuestError | undefined => {
+export const notRunnable = (
+  session: GuestSession,
+  out: ExecOutput,
+  subject: string,
+  what: string
+): GuestError | undefined => {
   const stderr = lossyText(out.stderr)
   if (out.timedOut) return new Timeout({ message: `${what} on VM ${session.vm} did not finish in time`, subject })
   const missing = out.exitCode === 127 ? missingCommand(stderr) : undefined
   if (missing !== undefined)
-    return new CapabilityUnavailable({ reason: missing, message: `${what} needs ${missing}, which VM ${session.vm} does not have`, subject: session.vm })
-  if (out.exitCode !== 0 && /password is required|not in the sudoers|not allowed to (execute|run)|may not run sudo/i.test(stderr))
-    return new AccessDenied({ message: `${what}: VM ${session.vm} refused to run it as root (${session.guest.escalate.join(" ")}): ${firstLine(stderr)}`, subject })
+    return new CapabilityUnavailable({
+      reason: missing,
+      message: `${what} needs ${missing}, which VM ${session.vm} does not have`,
+      subject: session.vm
+    })
+  if (
+    out.exitCode !== 0 &&
+    /password is required|not in the sudoers|not allowed to (execute|run)|may not run sudo/i.test(stderr)
+  )
+    return new AccessDenied({
+      message: `${what}: VM ${session.vm} refused to run it as root (${session.guest.escalate.join(" ")}): ${firstLine(stderr)}`,
+      subject
+    })
   return undefined
 }
 
@@ -132,9 +165,14 @@ export const helperFailure = (session: GuestSession, out: ExecOutput, subject: s
   const stderr = lossyText(out.stderr)
   if (/Permission denied|Operation not permitted|Read-only file system/i.test(stderr))
     return new AccessDenied({ message: `permission denied: ${subject} (VM ${vm}, user ${target.user})`, subject })
-  if (/No such file|Not a directory|does not exist|Directory nonexistent|nonexistent directory/i.test(stderr)) return new NotFound({ message: `no such file or directory: ${subject} (VM ${vm})`, subject })
-  if (/Is a directory/i.test(stderr)) return new Usage({ message: `${subject} is a directory (VM ${vm}); use list_dir`, subject })
-  return new Internal({ message: `${what} on VM ${vm} failed with exit status ${out.exitCode}: ${firstLine(stderr) || "no error output"}`, subject })
+  if (/No such file|Not a directory|does not exist|Directory nonexistent|nonexistent directory/i.test(stderr))
+    return new NotFound({ message: `no such file or directory: ${subject} (VM ${vm})`, subject })
+  if (/Is a directory/i.test(stderr))
+    return new Usage({ message: `${subject} is a directory (VM ${vm}); use list_dir`, subject })
+  return new Internal({
+    message: `${what} on VM ${vm} failed with exit status ${out.exitCode}: ${firstLine(stderr) || "no error output"}`,
+    subject
+  })
 }
 
 const FILE_TYPES: ReadonlyArray<[number, string]> = [
@@ -158,11 +196,20 @@ export const parseStatLine = (name: string, line: string): DirEntry | undefined 
   const seconds = Number(mtime)
   if (!/^\d+$/.test(size) || Number.isNaN(mode) || !Number.isFinite(seconds)) return undefined
   const type = FILE_TYPES.find(([bits]) => (mode & 0o170000) === bits)?.[1] ?? "other"
-  return { name, type, size: Number(size), mode: octalMode(mode), mtime: new Date(seconds * 1000).toISOString().replace(".000Z", "Z"), owner }
+  return {
+    name,
+    type,
+    size: Number(size),
+    mode: octalMode(mode),
+    mtime: new Date(seconds * 1000).toISOString().replace(".000Z", "Z"),
+    owner
+  }
 }
 
 /** LIST_SCRIPT's output: names (NUL-separated, an empty one ends them), the total, then stat lines. */
-export const parseListing = (bytes: Uint8Array): { names: Array<string>; total: number; lines: Array<string> } | undefined => {
+export const parseListing = (
+  bytes: Uint8Array
+): { names: Array<string>; total: number; lines: Array<string> } | undefined => {
   const buffer = Buffer.from(bytes)
   const names: Array<string> = []
   let at = 0
@@ -177,7 +224,14 @@ export const parseListing = (bytes: Uint8Array): { names: Array<string>; total: 
   const newline = rest.indexOf("\n")
   const total = Number(rest.slice(0, newline))
   if (newline < 0 || !Number.isInteger(total)) return undefined
-  return { names, total, lines: rest.slice(newline + 1).split("\n").filter((line) => line !== "") }
+  return {
+    names,
+    total,
+    lines: rest
+      .slice(newline + 1)
+      .split("\n")
+      .filter((line) => line !== "")
+  }
 }
 
 /** `ps` output (procps with ELAPSED, or busybox without) as rows; the header names the columns. */
@@ -190,33 +244,66 @@ export const parsePs = (text: string, cap: number): ProcessList => {
     if (!match) return []
     const [, pid, ppid, user] = match
     const command = (withElapsed ? match[5] : match[4]) ?? ""
-    return [{ pid: Number(pid), ppid: Number(ppid), user: user ?? "", ...(withElapsed ? { elapsed: match[4] ?? "" } : {}), command }]
+    return [
+      {
+        pid: Number(pid),
+        ppid: Number(ppid),
+        user: user ?? "",
+        ...(withElapsed ? { elapsed: match[4] ?? "" } : {}),
+        command
+      }
+    ]
   })
   return { processes: processes.slice(0, cap), truncated: processes.length > cap }
 }
 
-const commandResult = (out: ExecOutput): CommandResult => ({ stdout: lossyText(out.stdout), stderr: lossyText(out.stderr), exit_code: out.exitCode })
+const commandResult = (out: ExecOutput): CommandResult => ({
+  stdout: lossyText(out.stdout),
+  stderr: lossyText(out.stderr),
+  exit_code: out.exitCode
+})
 
-const isSystemd = (session: GuestSession) => session.guest.init === "systemd" || session.guest.capabilities.includes("systemd")
+const isSystemd = (session: GuestSession) =>
+  session.guest.init === "systemd" || session.guest.capabilities.includes("systemd")
 
 /** `name=value` words for `env`. */
-const envWords = (env: Readonly<Record<string, string>>) => Object.entries(env).map(([name, value]) => `${name}=${value}`)
+const envWords = (env: Readonly<Record<string, string>>) =>
+  Object.entries(env).map(([name, value]) => `${name}=${value}`)
 
 export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Context.Tag.Service<GuestOps> => {
   const run = (session: GuestSession, argv: ReadonlyArray<string>, options: ExecOptions = {}) =>
-    transport.exec(session.target, argv, { timeoutMs: HELPER_TIMEOUT_MS, maxOutputBytes: HELPER_OUTPUT_BYTES, ...options })
+    transport.exec(session.target, argv, {
+      timeoutMs: HELPER_TIMEOUT_MS,
+      maxOutputBytes: HELPER_OUTPUT_BYTES,
+      ...options
+    })
 
   /** Runs a helper and returns its stdout; a non-zero exit is the typed error its stderr names. */
-  const helper = (session: GuestSession, argv: ReadonlyArray<string>, subject: string, what: string, options: ExecOptions = {}) =>
+  const helper = (
+    session: GuestSession,
+    argv: ReadonlyArray<string>,
+    subject: string,
+    what: string,
+    options: ExecOptions = {}
+  ) =>
     Effect.flatMap(run(session, argv, options), (out) =>
-      out.exitCode === 0 && !out.timedOut ? Effect.succeed(out) : Effect.fail(helperFailure(session, out, subject, what))
+      out.exitCode === 0 && !out.timedOut
+        ? Effect.succeed(out)
+        : Effect.fail(helperFailure(session, out, subject, what))
     )
 
   /** argv as root in this session's guest (see asRoot: a guest without escalate words is capability_unavailable). */
-  const rooted = (session: GuestSession, argv: ReadonlyArray<string>, what: string) => asRoot(session.target, session.guest, argv, what)
+  const rooted = (session: GuestSession, argv: ReadonlyArray<string>, what: string) =>
+    asRoot(session.target, session.guest, argv, what)
 
   /** A command whose result the caller gets (svc, pkg_install, useradd): its exit status is data, unless it could not run at all. */
-  const rootCommand = (session: GuestSession, argv: ReadonlyArray<string>, subject: string, what: string, options: ExecOptions = {}) =>
+  const rootCommand = (
+    session: GuestSession,
+    argv: ReadonlyArray<string>,
+    subject: string,
+    what: string,
+    options: ExecOptions = {}
+  ) =>
     Effect.flatMap(rooted(session, argv, what), (rooted) =>
       Effect.flatMap(run(session, rooted, options), (out) => {
         const failure = notRunnable(session, out, subject, what)
@@ -224,38 +311,59 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       })
     )
 
-  const unavailable = (session: GuestSession, reason: string, message: string) => new CapabilityUnavailable({ reason, message, subject: session.vm })
+  const unavailable = (session: GuestSession, reason: string, message: string) =>
+    new CapabilityUnavailable({ reason, message, subject: session.vm })
 
   const template = (session: GuestSession, text: string | undefined, reason: string, what: string) =>
     text === undefined || text.trim() === ""
-      ? Effect.fail(unavailable(session, reason, `${what} is not available on VM ${session.vm}: guest ${session.guest.name || "(unknown)"} defines no ${reason} command`))
+      ? Effect.fail(
+          unavailable(
+            session,
+            reason,
+            `${what} is not available on VM ${session.vm}: guest ${session.guest.name || "(unknown)"} defines no ${reason} command`
+          )
+        )
       : Effect.succeed(templateScript(text))
 
   /** SFTP first; a guest that refuses the sftp subsystem gets the shell fallback. */
   const orShell = <A, E, E2>(sftp: Effect.Effect<A, E | CapabilityUnavailable>, shell: Effect.Effect<A, E2>) =>
-    Effect.catchIf(sftp, (error): error is CapabilityUnavailable => error instanceof CapabilityUnavailable && error.reason === "sftp", () => shell)
+    Effect.catchIf(
+      sftp,
+      (error): error is CapabilityUnavailable => error instanceof CapabilityUnavailable && error.reason === "sftp",
+      () => shell
+    )
 
   const readViaShell = (session: GuestSession, path: string, offset: number, count: number) =>
-    Effect.flatMap(helper(session, script("read", READ_SCRIPT, [path, String(offset), String(count)]), path, "read_file"), (out) => {
-      const buffer = Buffer.from(out.stdout)
-      const newline = buffer.indexOf(0x0a)
-      const size = Number(buffer.subarray(0, Math.max(newline, 0)).toString("latin1"))
-      if (newline < 0 || !Number.isInteger(size)) return Effect.fail(new Internal({ message: `read_file on VM ${session.vm}: unexpected output from the guest`, subject: path }))
-      return Effect.succeed({ data: new Uint8Array(buffer.subarray(newline + 1)), size })
-    })
+    Effect.flatMap(
+      helper(session, script("read", READ_SCRIPT, [path, String(offset), String(count)]), path, "read_file"),
+      (out) => {
+        const buffer = Buffer.from(out.stdout)
+        const newline = buffer.indexOf(0x0a)
+        const size = Number(buffer.subarray(0, Math.max(newline, 0)).toString("latin1"))
+        if (newline < 0 || !Number.isInteger(size))
+          return Effect.fail(
+            new Internal({ message: `read_file on VM ${session.vm}: unexpected output from the guest`, subject: path })
+          )
+        return Effect.succeed({ data: new Uint8Array(buffer.subarray(newline + 1)), size })
+      }
+    )
 
   const exec: Context.Tag.Service<GuestOps>["exec"] = (session, request) =>
     Effect.gen(function* () {
       const seconds = request.timeoutSeconds
       const started = yield* Clock.currentTimeMillis
-      const out = yield* transport.exec(session.target, script("timeout", TIMEOUT_SCRIPT, [String(seconds), ...request.argv]), {
-        // At the deadline the transport TERMs the wrapper, which ends the command's whole process group.
-        timeoutMs: seconds * 1000,
-        maxOutputBytes: GUEST_CAPS.execOutputBytes,
-        ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
-        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
-        ...(request.env !== undefined ? { env: request.env } : {})
-      })
+      const out = yield* transport.exec(
+        session.target,
+        script("timeout", TIMEOUT_SCRIPT, [String(seconds), ...request.argv]),
+        {
+          // At the deadline the transport TERMs the wrapper, which ends the command's whole process group.
+          timeoutMs: seconds * 1000,
+          maxOutputBytes: GUEST_CAPS.execOutputBytes,
+          ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+          ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+          ...(request.env !== undefined ? { env: request.env } : {})
+        }
+      )
       const elapsed = (yield* Clock.currentTimeMillis) - started
       // A command that exits 124 or by TERM/KILL before its deadline did so on its own.
       const timedOut = out.timedOut || (GUEST_TIMEOUT_EXITS.has(out.exitCode) && elapsed >= seconds * 1000)
@@ -264,7 +372,10 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
         ...bytesField("stdout", out.stdout),
         ...bytesField("stderr", out.stderr),
         ...(timedOut
-          ? { timed_out: true, message: `stopped after ${seconds} s (timeout_seconds); the output is what it wrote until then. Run long commands with exec_bg and poll job_status/job_output.` }
+          ? {
+              timed_out: true,
+              message: `stopped after ${seconds} s (timeout_seconds); the output is what it wrote until then. Run long commands with exec_bg and poll job_status/job_output.`
+            }
           : {}),
         ...(out.truncated ? { truncated: true } : {})
       }
@@ -273,9 +384,15 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
   const readFile: Context.Tag.Service<GuestOps>["readFile"] = (session, request) =>
     Effect.gen(function* () {
       const offset = request.offset ?? 0
-      const limit = request.maxBytes === undefined || request.maxBytes === 0 ? GUEST_CAPS.readBytes : Math.min(request.maxBytes, GUEST_CAPS.readBytes)
+      const limit =
+        request.maxBytes === undefined || request.maxBytes === 0
+          ? GUEST_CAPS.readBytes
+          : Math.min(request.maxBytes, GUEST_CAPS.readBytes)
       // One byte past the limit tells a file that goes on (even one whose stat size is 0, as in /proc) from one that ends there.
-      const read = yield* orShell(transport.readFile(session.target, request.path, { offset, maxBytes: limit + 1 }), readViaShell(session, request.path, offset, limit + 1))
+      const read = yield* orShell(
+        transport.readFile(session.target, request.path, { offset, maxBytes: limit + 1 }),
+        readViaShell(session, request.path, offset, limit + 1)
+      )
       const data = read.data.subarray(0, limit)
       // A stat size of 0 with bytes read is a /proc-like file: count what was read.
       const size = read.data.length > 0 ? Math.max(read.size, offset + read.data.length) : read.size
@@ -287,7 +404,8 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       const mode = Number.parseInt(request.mode, 8)
       const result = { path: request.path, bytes: request.content.length, mode: octalMode(mode) }
       const shellArgs = [request.path, request.append ? "a" : "w", octalMode(mode), request.parents ? "p" : ""]
-      const viaShell = (argv: ReadonlyArray<string>) => helper(session, argv, request.path, "write_file", { stdin: request.content })
+      const viaShell = (argv: ReadonlyArray<string>) =>
+        helper(session, argv, request.path, "write_file", { stdin: request.content })
       if (request.asRoot && session.target.user !== "root") {
         yield* viaShell(yield* rooted(session, script("write", WRITE_SCRIPT, shellArgs), "write_file as_root"))
         return result
@@ -303,10 +421,17 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
           Effect.catchIf(
             (error): error is Internal => error instanceof Internal,
             (error) =>
-              Effect.flatMap(Effect.option(stat(session, request.path)), (entry): Effect.Effect<never, Internal | Usage> =>
-                entry._tag === "Some" && entry.value.type === "dir"
-                  ? Effect.fail(new Usage({ message: `${request.path} is a directory (VM ${session.vm}); write to a file path inside it`, subject: request.path }))
-                  : Effect.fail(error)
+              Effect.flatMap(
+                Effect.option(stat(session, request.path)),
+                (entry): Effect.Effect<never, Internal | Usage> =>
+                  entry._tag === "Some" && entry.value.type === "dir"
+                    ? Effect.fail(
+                        new Usage({
+                          message: `${request.path} is a directory (VM ${session.vm}); write to a file path inside it`,
+                          subject: request.path
+                        })
+                      )
+                    : Effect.fail(error)
               )
           )
         ),
@@ -319,7 +444,8 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
     Effect.flatMap(run(session, script("ls", LIST_SCRIPT, [path, String(GUEST_CAPS.listEntries)])), (out) => {
       const listing = parseListing(out.stdout)
       // stat of an entry removed meanwhile fails, but the listing itself is still there.
-      if (listing === undefined) return Effect.fail(helperFailure(session, out.exitCode === 0 ? { ...out, exitCode: 1 } : out, path, "list_dir"))
+      if (listing === undefined)
+        return Effect.fail(helperFailure(session, out.exitCode === 0 ? { ...out, exitCode: 1 } : out, path, "list_dir"))
       return Effect.succeed(listing)
     })
 
@@ -329,7 +455,10 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       // Entries added or removed between the two passes shift the stat lines: list once more.
       if (listing.lines.length !== listing.names.length) listing = yield* listOnce(session, path)
       if (listing.lines.length !== listing.names.length)
-        return yield* new Internal({ message: `list_dir on VM ${session.vm}: ${path} kept changing while it was listed; try again`, subject: path })
+        return yield* new Internal({
+          message: `list_dir on VM ${session.vm}: ${path} kept changing while it was listed; try again`,
+          subject: path
+        })
       const entries = listing.names.flatMap((name, index) => {
         const entry = parseStatLine(name, listing.lines[index] ?? "")
         return entry ? [entry] : []
@@ -340,11 +469,17 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
   const stat: Context.Tag.Service<GuestOps>["stat"] = (session, path) =>
     Effect.flatMap(helper(session, script("stat", STAT_SCRIPT, [path]), path, "stat"), (out) => {
       const entry = parseStatLine(path === "/" ? "/" : posix.basename(path), lossyText(out.stdout).trim())
-      return entry ? Effect.succeed(entry) : Effect.fail(new Internal({ message: `stat on VM ${session.vm}: unexpected output from the guest`, subject: path }))
+      return entry
+        ? Effect.succeed(entry)
+        : Effect.fail(
+            new Internal({ message: `stat on VM ${session.vm}: unexpected output from the guest`, subject: path })
+          )
     })
 
   const ps: Context.Tag.Service<GuestOps>["ps"] = (session) =>
-    Effect.map(helper(session, script("ps", PS_SCRIPT), session.vm, "ps"), (out) => parsePs(lossyText(out.stdout), GUEST_CAPS.psRows))
+    Effect.map(helper(session, script("ps", PS_SCRIPT), session.vm, "ps"), (out) =>
+      parsePs(lossyText(out.stdout), GUEST_CAPS.psRows)
+    )
 
   const svcStatus: Context.Tag.Service<GuestOps>["svcStatus"] = (session, name) =>
     Effect.gen(function* () {
@@ -353,14 +488,17 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
       const [status, enabled] = yield* Effect.all(
         [
           run(session, script("svc", body, [name])),
-          enabledScript === undefined ? Effect.succeed(undefined) : run(session, script("enabled", enabledScript, [name]))
+          enabledScript === undefined
+            ? Effect.succeed(undefined)
+            : run(session, script("enabled", enabledScript, [name]))
         ],
         { concurrency: 2 }
       )
       const failure = notRunnable(session, status, name, "svc_status")
       if (failure !== undefined) return yield* failure
       // systemctl: 4 = no such unit.
-      if (isSystemd(session) && status.exitCode === 4) return yield* new NotFound({ message: `no service ${name} on VM ${session.vm}`, subject: name })
+      if (isSystemd(session) && status.exitCode === 4)
+        return yield* new NotFound({ message: `no service ${name} on VM ${session.vm}`, subject: name })
       return { ...commandResult(status), active: status.exitCode === 0, enabled: enabled?.exitCode === 0 }
     })
 
@@ -378,8 +516,13 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
   })
 
   const journal = (session: GuestSession, count: number, unit?: string) =>
-    Effect.flatMap(rooted(session, ["journalctl", "--no-pager", "--quiet", "-n", String(count), ...(unit === undefined ? [] : ["-u", unit])], "tail_log"), (argv) =>
-      helper(session, argv, unit ?? "journal", "tail_log")
+    Effect.flatMap(
+      rooted(
+        session,
+        ["journalctl", "--no-pager", "--quiet", "-n", String(count), ...(unit === undefined ? [] : ["-u", unit])],
+        "tail_log"
+      ),
+      (argv) => helper(session, argv, unit ?? "journal", "tail_log")
     )
 
   const tailLog: Context.Tag.Service<GuestOps>["tailLog"] = (session, request) =>
@@ -396,7 +539,11 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
           )
         return lines(yield* journal(session, count, request.unit), count)
       }
-      if (request.path !== undefined) return lines(yield* helper(session, script("tail", TAIL_SCRIPT, [request.path, String(count)]), request.path, "tail_log"), count)
+      if (request.path !== undefined)
+        return lines(
+          yield* helper(session, script("tail", TAIL_SCRIPT, [request.path, String(count)]), request.path, "tail_log"),
+          count
+        )
       const logPath = session.guest.log_path
       if (logPath !== undefined && logPath !== "") {
         const argv = yield* rooted(session, script("tail", TAIL_SCRIPT, [logPath, String(count)]), "tail_log")
@@ -414,17 +561,36 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
     Effect.gen(function* () {
       const { pkg } = session.guest
       if (pkg.install.length === 0)
-        return yield* unavailable(session, "package_manager", `pkg_install is not available on VM ${session.vm}: guest ${session.guest.name || "(unknown)"} has no package manager`)
+        return yield* unavailable(
+          session,
+          "package_manager",
+          `pkg_install is not available on VM ${session.vm}: guest ${session.guest.name || "(unknown)"} has no package manager`
+        )
       const env = envWords(pkg.env)
       const withEnv = (argv: ReadonlyArray<string>) => (env.length === 0 ? argv : ["env", ...env, ...argv])
       const options = { timeoutMs: PACKAGE_TIMEOUT_MS }
       const subject = packages.join(" ")
-      const setup = pkg.setup.trim() === "" ? undefined : yield* rootCommand(session, withEnv(script("pkg_setup", pkg.setup)), subject, "pkg_install (setup)", options)
+      const setup =
+        pkg.setup.trim() === ""
+          ? undefined
+          : yield* rootCommand(
+              session,
+              withEnv(script("pkg_setup", pkg.setup)),
+              subject,
+              "pkg_install (setup)",
+              options
+            )
       if (setup !== undefined && setup.exitCode !== 0) return commandResult(setup)
-      const install = commandResult(yield* rootCommand(session, withEnv([...pkg.install, ...packages]), subject, "pkg_install", options))
+      const install = commandResult(
+        yield* rootCommand(session, withEnv([...pkg.install, ...packages]), subject, "pkg_install", options)
+      )
       if (setup === undefined) return install
       const before = commandResult(setup)
-      return { stdout: before.stdout + install.stdout, stderr: before.stderr + install.stderr, exit_code: install.exit_code }
+      return {
+        stdout: before.stdout + install.stdout,
+        stderr: before.stderr + install.stderr,
+        exit_code: install.exit_code
+      }
     })
 
   const useradd: Context.Tag.Service<GuestOps>["useradd"] = (session, name) =>
@@ -436,4 +602,7 @@ export const makeGuestOps = (transport: Context.Tag.Service<GuestTransport>): Co
 }
 
 /** GuestOps over whatever GuestTransport is provided (ssh2 live, or the fake). */
-export const GuestOpsLive: Layer.Layer<GuestOps, never, GuestTransport> = Layer.effect(GuestOps, Effect.map(GuestTransport, makeGuestOps))
+export const GuestOpsLive: Layer.Layer<GuestOps, never, GuestTransport> = Layer.effect(
+  GuestOps,
+  Effect.map(GuestTransport, makeGuestOps)
+)

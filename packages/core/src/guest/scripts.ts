@@ -6,7 +6,13 @@
  */
 
 /** `sh -c` of a constant script with its arguments as `$1…`; `$0` names the helper in guest error messages. */
-export const script = (name: string, body: string, args: ReadonlyArray<string> = []): Array<string> => ["sh", "-c", body, `stoat_${name}`, ...args]
+export const script = (name: string, body: string, args: ReadonlyArray<string> = []): Array<string> => [
+  "sh",
+  "-c",
+  body,
+  `stoat_${name}`,
+  ...args
+]
 
 /**
  * Runs `$2…` in a session, so a process group, of its own; a TERM to this wrapper (the
@@ -66,7 +72,7 @@ export const LIST_SCRIPT = [
 export const READ_SCRIPT = [
   'if [ -d "$1" ]; then echo "$1: Is a directory" >&2; exit 1; fi',
   'exec 3<"$1" || exit 1',
-  "size=$(stat -L -c %s -- \"$1\") || exit 1",
+  'size=$(stat -L -c %s -- "$1") || exit 1',
   'printf "%s\\n" "$size"',
   'tail -c +"$(($2 + 1))" <&3 | head -c "$3"'
 ].join("\n")

@@ -42,13 +42,20 @@ const runningVm = (vm: string) =>
   })
 
 /** How to reach the running VM `vm`: `not_found`, `broken` or `not_running` otherwise. */
-export const runningTarget = (vm: string): Effect.Effect<SshTarget, StoatError, VmStore | GuestDefinitions | Hypervisor | DataRoot> =>
+export const runningTarget = (
+  vm: string
+): Effect.Effect<SshTarget, StoatError, VmStore | GuestDefinitions | Hypervisor | DataRoot> =>
   Effect.map(runningVm(vm), ({ target }) => target)
 
 /** The running VM `vm` as a guest session: `not_found`, `broken` or `not_running` otherwise. */
-export const guestSession = (vm: string): Effect.Effect<GuestSession, StoatError, VmStore | GuestDefinitions | Hypervisor | DataRoot> =>
+export const guestSession = (
+  vm: string
+): Effect.Effect<GuestSession, StoatError, VmStore | GuestDefinitions | Hypervisor | DataRoot> =>
   Effect.gen(function* () {
     const { record, target } = yield* runningVm(vm)
-    const guest = record.config.os === "" ? UNKNOWN_GUEST : yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os))
+    const guest =
+      record.config.os === ""
+        ? UNKNOWN_GUEST
+        : yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os))
     return { vm: record.name, target, guest }
   })

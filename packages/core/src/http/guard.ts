@@ -78,7 +78,12 @@ export interface RequestHeaders {
 
 export type GuardVerdict =
   | { readonly ok: true }
-  | { readonly ok: false; readonly status: 401 | 403; readonly message: string; readonly headers: Readonly<Record<string, string>> }
+  | {
+      readonly ok: false
+      readonly status: 401 | 403
+      readonly message: string
+      readonly headers: Readonly<Record<string, string>>
+    }
 
 const sameSecret = (given: string, expected: string): boolean => {
   const a = Buffer.from(given)
@@ -90,7 +95,12 @@ const sameSecret = (given: string, expected: string): boolean => {
 export const checkRequest = (headers: RequestHeaders, options: GuardOptions = {}): GuardVerdict => {
   if (options.allowRemote === true) return checkToken(headers, options)
   if (headers.host === undefined || !isLoopbackHost(hostOfHeader(headers.host))) {
-    return { ok: false, status: 403, message: `Forbidden: Host ${JSON.stringify(headers.host ?? "")} is not a loopback name`, headers: {} }
+    return {
+      ok: false,
+      status: 403,
+      message: `Forbidden: Host ${JSON.stringify(headers.host ?? "")} is not a loopback name`,
+      headers: {}
+    }
   }
   if (headers.origin !== undefined) {
     let hostname = ""
@@ -100,7 +110,12 @@ export const checkRequest = (headers: RequestHeaders, options: GuardOptions = {}
       hostname = ""
     }
     if (!isLoopbackHost(hostname)) {
-      return { ok: false, status: 403, message: `Forbidden: Origin ${JSON.stringify(headers.origin)} is not a loopback origin`, headers: {} }
+      return {
+        ok: false,
+        status: 403,
+        message: `Forbidden: Origin ${JSON.stringify(headers.origin)} is not a loopback origin`,
+        headers: {}
+      }
     }
   }
   return checkToken(headers, options)
@@ -110,7 +125,12 @@ const checkToken = (headers: RequestHeaders, options: GuardOptions): GuardVerdic
   if (options.token !== undefined) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? "")
     if (!match || !sameSecret(match[1]!, options.token)) {
-      return { ok: false, status: 401, message: "Unauthorized: this server needs Authorization: Bearer <token>", headers: { "www-authenticate": "Bearer" } }
+      return {
+        ok: false,
+        status: 401,
+        message: "Unauthorized: this server needs Authorization: Bearer <token>",
+        headers: { "www-authenticate": "Bearer" }
+      }
     }
   }
   return { ok: true }

@@ -1,1 +1,9 @@
-export { checkRequest, isLoopbackHost, parseLoopbackAddress, type GuardOptions, type GuardVerdict, type ListenAddress, type RequestHeaders } from "./guard.js"
+export {
+  checkRequest,
+  isLoopbackHost,
+  parseLoopbackAddress,
+  type GuardOptions,
+  type GuardVerdict,
+  type ListenAddress,
+  type RequestHeaders
+} from "./guard.js"

@@ -10,7 +10,13 @@ export type DigestAlgorithm = "sha256" | "sha512"
 
 /** The algorithm is chosen by the digest's length, not by the file's name: 64 hex = sha256, 128 = sha512. */
 export const algorithmOf = (digest: string): DigestAlgorithm | undefined =>
-  /^[0-9a-fA-F]+$/.test(digest) ? (digest.length === 64 ? "sha256" : digest.length === 128 ? "sha512" : undefined) : undefined
+  /^[0-9a-fA-F]+$/.test(digest)
+    ? digest.length === 64
+      ? "sha256"
+      : digest.length === 128
+        ? "sha512"
+        : undefined
+    : undefined
 
 // `<hex>  <file>` (text mode) or `<hex> *<file>` (binary mode), as sha256sum/sha512sum print.
 const GNU = /^([0-9a-fA-F]+) [ *](.+)$/s
@@ -20,7 +26,8 @@ const BARE = /^([0-9a-fA-F]+)$/
 // Both use the `s` flag: a name may hold U+2028/U+2029, which `.` would not match otherwise.
 
 /** coreutils prefixes a line with `\` when the name holds a backslash or newline, then escapes those. */
-const unescapeName = (name: string): string => name.replace(/\\(\\|n|r)/g, (_, c: string) => (c === "n" ? "\n" : c === "r" ? "\r" : "\\"))
+const unescapeName = (name: string): string =>
+  name.replace(/\\(\\|n|r)/g, (_, c: string) => (c === "n" ? "\n" : c === "r" ? "\r" : "\\"))
 
 const cleanName = (name: string): string => (name.startsWith("./") ? name.slice(2) : name)
 
@@ -68,7 +75,11 @@ export const parseChecksumFile = (text: string): ReadonlyArray<ChecksumLine> => 
  * digest (or a bare hex line, as some mirrors publish) that digest is used even if the name it
  * gives differs, e.g. a versioned name behind a "latest" alias.
  */
-export const findChecksum = (text: string, file: string, options: { readonly sidecar?: boolean } = {}): string | undefined => {
+export const findChecksum = (
+  text: string,
+  file: string,
+  options: { readonly sidecar?: boolean } = {}
+): string | undefined => {
   const lines = parseChecksumFile(text)
   const match = lines.find((line) => line.file === file)
   if (match) return match.digest

@@ -7,7 +7,15 @@ import type { ProgressData, PullResult } from "@stoat/wire"
 import { Canceled, ChecksumMismatch, DownloadFailed, DownloadStalled, InvalidSpec } from "../errors.js"
 import type { KnownImage } from "./known.js"
 import { algorithmOf, findChecksum } from "./checksum.js"
-import { AbortedError, DEFAULT_TIMEOUTS, TransferError, fetchText, openGet, readBody, type DownloadTimeouts } from "./http.js"
+import {
+  AbortedError,
+  DEFAULT_TIMEOUTS,
+  TransferError,
+  fetchText,
+  openGet,
+  readBody,
+  type DownloadTimeouts
+} from "./http.js"
 
 export { DEFAULT_TIMEOUTS, type DownloadTimeouts } from "./http.js"
 
@@ -34,20 +42,34 @@ const safeFileName = (file: string): boolean => file !== "" && file !== "." && f
 
 const resolveTarget = async (entry: KnownImage, signal: AbortSignal, timeouts: DownloadTimeouts): Promise<Target> => {
   const source = entry.source
-  if (source.kind === "local") throw new InvalidSpec({ message: `image ${entry.id} is built locally by stoat; there is nothing to pull`, subject: entry.id })
-  if (!safeFileName(source.file)) throw new InvalidSpec({ message: `image ${entry.id} has no usable file name`, subject: entry.id })
+  if (source.kind === "local")
+    throw new InvalidSpec({
+      message: `image ${entry.id} is built locally by stoat; there is nothing to pull`,
+      subject: entry.id
+    })
+  if (!safeFileName(source.file))
+    throw new InvalidSpec({ message: `image ${entry.id} has no usable file name`, subject: entry.id })
   if (!source.checksum) return { file: source.file, url: source.url, digest: undefined }
-  const sums = await fetchText(source.checksum.url, signal, timeouts).catch(failed(entry, `could not read the checksum file ${source.checksum.url}`))
+  const sums = await fetchText(source.checksum.url, signal, timeouts).catch(
+    failed(entry, `could not read the checksum file ${source.checksum.url}`)
+  )
   const digest = findChecksum(sums, source.file, { sidecar: source.checksum.format === "sidecar" })
-  if (!digest) throw new DownloadFailed({ message: `the checksum file ${source.checksum.url} lists no digest for ${source.file}`, subject: entry.id })
+  if (!digest)
+    throw new DownloadFailed({
+      message: `the checksum file ${source.checksum.url} lists no digest for ${source.file}`,
+      subject: entry.id
+    })
   return { file: source.file, url: source.url, digest }
 }
 
 /** Wraps a metadata fetch failure with context; aborts and stalls pass through to `classify`. */
-const failed = (entry: KnownImage, context: string) => (error: unknown): never => {
-  if (error instanceof TransferError && !error.stalled) throw new DownloadFailed({ message: `${context}: ${error.message}`, subject: entry.id })
-  throw error
-}
+const failed =
+  (entry: KnownImage, context: string) =>
+  (error: unknown): never => {
+    if (error instanceof TransferError && !error.stalled)
+      throw new DownloadFailed({ message: `${context}: ${error.message}`, subject: entry.id })
+    throw error
+  }
 
 const hashFile = async (path: string, algorithm: string, signal: AbortSignal): Promise<string | undefined> => {
   const info = await stat(path).catch(() => undefined)
@@ -143,9 +165,13 @@ const classify = (entry: KnownImage, error: unknown): PullError => {
   ) {
     return error
   }
-  if (error instanceof AbortedError) return new Canceled({ message: `pull of ${entry.id} was canceled`, subject: entry.id })
+  if (error instanceof AbortedError)
+    return new Canceled({ message: `pull of ${entry.id} was canceled`, subject: entry.id })
   if (error instanceof TransferError && error.stalled) {
-    return new DownloadStalled({ message: `download of ${entry.id} stalled: ${error.message}; the partial file was removed`, subject: entry.id })
+    return new DownloadStalled({
+      message: `download of ${entry.id} stalled: ${error.message}; the partial file was removed`,
+      subject: entry.id
+    })
   }
   const reason = error instanceof Error ? error.message : String(error)
   return new DownloadFailed({ message: `download of ${entry.id} failed: ${reason}`, subject: entry.id })

@@ -58,7 +58,9 @@ export const openGet = async (
     }
     if (status < 200 || status >= 300) {
       response.destroy()
-      throw new TransferError(`HTTP ${status}${response.statusMessage ? ` ${response.statusMessage}` : ""} from ${current}`)
+      throw new TransferError(
+        `HTTP ${status}${response.statusMessage ? ` ${response.statusMessage}` : ""} from ${current}`
+      )
     }
     return { response, url: current }
   }
@@ -67,7 +69,8 @@ export const openGet = async (
 
 const requestOnce = async (href: string, signal: AbortSignal, timeouts: DownloadTimeouts): Promise<IncomingMessage> => {
   const target = new URL(href)
-  if (target.protocol !== "http:" && target.protocol !== "https:") throw new TransferError(`unsupported URL scheme in ${href}`)
+  if (target.protocol !== "http:" && target.protocol !== "https:")
+    throw new TransferError(`unsupported URL scheme in ${href}`)
   const secure = target.protocol === "https:"
   const transport = secure ? await import("node:https") : await import("node:http")
   if (signal.aborted) throw new AbortedError("aborted")
@@ -98,15 +101,27 @@ const requestOnce = async (href: string, signal: AbortSignal, timeouts: Download
     }
     const onAbort = () => request.destroy(new AbortedError("aborted"))
     signal.addEventListener("abort", onAbort, { once: true })
-    arm(timeouts.connectMs, () => new TransferError(`timed out connecting to ${target.host} after ${timeouts.connectMs} ms`))
+    arm(
+      timeouts.connectMs,
+      () => new TransferError(`timed out connecting to ${target.host} after ${timeouts.connectMs} ms`)
+    )
     request.on("socket", (socket) => {
       socket.once(secure ? "secureConnect" : "connect", () =>
-        arm(timeouts.headersMs, () => new TransferError(`no response from ${target.host} within ${timeouts.headersMs} ms`))
+        arm(
+          timeouts.headersMs,
+          () => new TransferError(`no response from ${target.host} within ${timeouts.headersMs} ms`)
+        )
       )
     })
     request.on("response", (response) => finish(undefined, response))
     // Stays attached after the response so a late socket error is never an unhandled event.
-    request.on("error", (error) => finish(error instanceof AbortedError || error instanceof TransferError ? error : new TransferError(`${target.host}: ${describe(error)}`)))
+    request.on("error", (error) =>
+      finish(
+        error instanceof AbortedError || error instanceof TransferError
+          ? error
+          : new TransferError(`${target.host}: ${describe(error)}`)
+      )
+    )
     request.end()
   })
 }
@@ -127,7 +142,10 @@ export const readBody = async (
   const arm = () => {
     if (timer) clearTimeout(timer)
     timer = setTimeout(
-      () => response.destroy(new TransferError(`no data received for ${Math.round(stallMs / 1000) || stallMs / 1000} s`, true)),
+      () =>
+        response.destroy(
+          new TransferError(`no data received for ${Math.round(stallMs / 1000) || stallMs / 1000} s`, true)
+        ),
       stallMs
     )
   }
@@ -160,7 +178,12 @@ export const readBody = async (
 }
 
 /** A small text resource (checksum file, release index), capped so a wrong URL cannot fill memory. */
-export const fetchText = async (href: string, signal: AbortSignal, timeouts: DownloadTimeouts, maxBytes = 8 * 1024 * 1024): Promise<string> => {
+export const fetchText = async (
+  href: string,
+  signal: AbortSignal,
+  timeouts: DownloadTimeouts,
+  maxBytes = 8 * 1024 * 1024
+): Promise<string> => {
   const { response } = await openGet(href, signal, timeouts)
   const chunks: Buffer[] = []
   let size = 0

@@ -101,10 +101,13 @@ export const KNOWN_IMAGES: ReadonlyArray<KnownImage> = [
     os: "fedora",
     variant: "44",
     backend: "cloudinit",
-    source: url("https://download.fedoraproject.org/pub/fedora/linux/releases/44/Cloud/x86_64/images/Fedora-Cloud-Base-Generic-44-1.7.x86_64.qcow2", {
-      url: "https://download.fedoraproject.org/pub/fedora/linux/releases/44/Cloud/x86_64/images/Fedora-Cloud-44-1.7-x86_64-CHECKSUM",
-      format: "bsd"
-    }),
+    source: url(
+      "https://download.fedoraproject.org/pub/fedora/linux/releases/44/Cloud/x86_64/images/Fedora-Cloud-Base-Generic-44-1.7.x86_64.qcow2",
+      {
+        url: "https://download.fedoraproject.org/pub/fedora/linux/releases/44/Cloud/x86_64/images/Fedora-Cloud-44-1.7-x86_64-CHECKSUM",
+        format: "bsd"
+      }
+    ),
     local: false,
     sshUser: "stoat",
     approxBytes: 557 * MiB,
@@ -131,7 +134,10 @@ export const KNOWN_IMAGES: ReadonlyArray<KnownImage> = [
     os: "alpine",
     variant: "3.24 cloud",
     backend: "cloudinit",
-    source: url("https://dl-cdn.alpinelinux.org/alpine/latest-stable/releases/cloud/generic_alpine-3.24.1-x86_64-bios-cloudinit-r0.qcow2", null),
+    source: url(
+      "https://dl-cdn.alpinelinux.org/alpine/latest-stable/releases/cloud/generic_alpine-3.24.1-x86_64-bios-cloudinit-r0.qcow2",
+      null
+    ),
     local: false,
     sshUser: "stoat",
     approxBytes: 175 * MiB,
@@ -143,10 +149,13 @@ export const KNOWN_IMAGES: ReadonlyArray<KnownImage> = [
     os: "almalinux",
     variant: "9",
     backend: "cloudinit",
-    source: url("https://repo.almalinux.org/almalinux/9/cloud/x86_64/images/AlmaLinux-9-GenericCloud-latest.x86_64.qcow2", {
-      url: "https://repo.almalinux.org/almalinux/9/cloud/x86_64/images/CHECKSUM",
-      format: "sha256sums"
-    }),
+    source: url(
+      "https://repo.almalinux.org/almalinux/9/cloud/x86_64/images/AlmaLinux-9-GenericCloud-latest.x86_64.qcow2",
+      {
+        url: "https://repo.almalinux.org/almalinux/9/cloud/x86_64/images/CHECKSUM",
+        format: "sha256sums"
+      }
+    ),
     local: false,
     sshUser: "stoat",
     approxBytes: 560 * MiB,
@@ -176,10 +185,13 @@ export const KNOWN_IMAGES: ReadonlyArray<KnownImage> = [
     os: "opensuse",
     variant: "Leap 16.0",
     backend: "cloudinit",
-    source: url("https://download.opensuse.org/distribution/leap/16.0/appliances/openSUSE-Leap-16.0-Minimal-VM.x86_64-Cloud.qcow2", {
-      url: "https://download.opensuse.org/distribution/leap/16.0/appliances/openSUSE-Leap-16.0-Minimal-VM.x86_64-Cloud.qcow2.sha256",
-      format: "sidecar"
-    }),
+    source: url(
+      "https://download.opensuse.org/distribution/leap/16.0/appliances/openSUSE-Leap-16.0-Minimal-VM.x86_64-Cloud.qcow2",
+      {
+        url: "https://download.opensuse.org/distribution/leap/16.0/appliances/openSUSE-Leap-16.0-Minimal-VM.x86_64-Cloud.qcow2.sha256",
+        format: "sidecar"
+      }
+    ),
     local: false,
     sshUser: "stoat",
     approxBytes: 330 * MiB,
@@ -227,7 +239,10 @@ const IMAGE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 export const validateImageId = (id: string): InvalidSpec | undefined =>
   IMAGE_ID.test(id) && !/[/\\~]/.test(id)
     ? undefined
-    : new InvalidSpec({ message: `invalid image id "${id}": use letters, digits, '.', '_' or '-', starting with a letter or digit`, subject: id })
+    : new InvalidSpec({
+        message: `invalid image id "${id}": use letters, digits, '.', '_' or '-', starting with a letter or digit`,
+        subject: id
+      })
 
 export const findImage = (id: string): KnownImage | undefined => KNOWN_IMAGES.find((entry) => entry.id === id)
 
@@ -271,7 +286,12 @@ export const inferByo = (
     }
   }
   if (os === "alpine" && lower.endsWith(".iso")) return { os, backend: "apkovl" }
-  if (lower.includes("cloudimg") || lower.includes("genericcloud") || lower.endsWith(".qcow2") || lower.endsWith(".img")) {
+  if (
+    lower.includes("cloudimg") ||
+    lower.includes("genericcloud") ||
+    lower.endsWith(".qcow2") ||
+    lower.endsWith(".img")
+  ) {
     return { os, backend: "cloudinit" }
   }
   return { os, backend: "ssh" }

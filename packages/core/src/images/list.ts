@@ -22,7 +22,8 @@ const sizeOf = async (path: string): Promise<number | undefined> => {
 }
 
 /** The bare file name under isos/ that a known image is (or would be) stored as. */
-export const knownImageFile = (entry: KnownImage): string => (entry.source.kind === "url" ? entry.source.file : entry.source.dir)
+export const knownImageFile = (entry: KnownImage): string =>
+  entry.source.kind === "url" ? entry.source.file : entry.source.dir
 
 /** Bytes of the tiny guest build: its regular files, once the builder's manifest is in place. */
 /**

@@ -35,7 +35,9 @@ export class Images extends Context.Tag("stoat/Images")<
       report: { readonly onStage: (line: string) => void; readonly onProgress: (event: ProgressData) => void }
     ) => Effect.Effect<PullResult, StoatError>
     /** Partial downloads untouched for two minutes; with `unreferenced`, also images no VM names. */
-    readonly stale: (options: { readonly unreferenced: boolean }) => Effect.Effect<ReadonlyArray<StaleImageFile>, StoatError>
+    readonly stale: (options: {
+      readonly unreferenced: boolean
+    }) => Effect.Effect<ReadonlyArray<StaleImageFile>, StoatError>
   }
 >() {}
 
@@ -67,8 +69,9 @@ const make = Effect.gen(function* () {
   const imageFiles = Effect.orElseSucceed(fs.listDirectory(root.isos), () => [] as ReadonlyArray<string>)
   // A file that vanished meanwhile (another prune) is simply not stale.
   const fileAge = (path: string, now: number) =>
-    Effect.map(Effect.orElseSucceed(fs.statIfExists(path), () => Option.none()), (info) =>
-      Option.isSome(info) ? { file: info.value.isFile(), age: now - info.value.mtimeMs } : undefined
+    Effect.map(
+      Effect.orElseSucceed(fs.statIfExists(path), () => Option.none()),
+      (info) => (Option.isSome(info) ? { file: info.value.isFile(), age: now - info.value.mtimeMs } : undefined)
     )
 
   return Images.of({
@@ -109,11 +112,13 @@ const make = Effect.gen(function* () {
         const referenced = yield* referencedImages(yield* store.list, files)
         for (const file of files) {
           if (file.endsWith(".part") || file.startsWith(".") || referenced.has(file)) continue
-          if ((yield* fileAge(join(root.isos, file), now))?.file) found.push({ class: "orphaned_image", path: join(root.isos, file) })
+          if ((yield* fileAge(join(root.isos, file), now))?.file)
+            found.push({ class: "orphaned_image", path: join(root.isos, file) })
         }
         return found
       })
   })
 })
 
-export const ImagesLive: Layer.Layer<Images, never, DataRoot | VmStore | GuestDefinitions | ImageBuilder> = Layer.effect(Images, make)
+export const ImagesLive: Layer.Layer<Images, never, DataRoot | VmStore | GuestDefinitions | ImageBuilder> =
+  Layer.effect(Images, make)

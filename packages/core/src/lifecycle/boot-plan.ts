@@ -17,7 +17,10 @@ import { vmRef, type OkRecord } from "../vm/records.js"
 import { diskFile, diskPath, vmDisk } from "../vm/disks.js"
 
 /** What to boot: vm.toml plus the image, keys and shares, resolved to paths for the provider. */
-export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | ImageBuilder | GuestDefinitions | Recipes | VmStore> =>
+export const bootPlan = (
+  record: OkRecord,
+  display: "window" | "vnc"
+): Effect.Effect<BootPlan, StoatError, DataRoot | Hypervisor | ImageBuilder | GuestDefinitions | Recipes | VmStore> =>
   Effect.gen(function* () {
     const root = yield* DataRoot
     const hypervisor = yield* Hypervisor
@@ -33,26 +36,39 @@ export const bootPlan = (record: OkRecord, display: "window" | "vnc"): Effect.Ef
       workShare,
       display,
       ...(config.share !== "" ? { hostShare: config.share } : {}),
-      ...(config.shares.length > 0 ? { extraShares: config.shares.map((share) => ({ tag: share.tag, host: share.host })) } : {}),
+      ...(config.shares.length > 0
+        ? { extraShares: config.shares.map((share) => ({ tag: share.tag, host: share.host })) }
+        : {}),
       ...(config.cpu_model ? { cpuModel: config.cpu_model } : {}),
       ...(config.mode !== "live" ? { disk: diskFile(record) } : {})
     }
     if (config.backend === "direct") {
       // A VM with a base boots the build its disk was made from (its kernel matches the disk's modules).
-      const image = yield* (yield* ImageBuilder).build(config.image === "" ? "tiny" : config.image, config.base !== "" ? { rootDisk: config.base } : undefined)
+      const image = yield* (yield* ImageBuilder).build(
+        config.image === "" ? "tiny" : config.image,
+        config.base !== "" ? { rootDisk: config.base } : undefined
+      )
       const keys = yield* clientKeyPair(root)
       const hostKey = yield* fs.readFileString((yield* guestHostKeyPair(root)).privateKeyPath)
       return {
         ...base,
         kernel: { path: image.kernel, initrd: image.initrd, append: image.append },
-        guestIdentity: { authorizedKeys: keys.publicKey, hostKey: Redacted.make(hostKey), hostname: guestHostname(record.name) }
+        guestIdentity: {
+          authorizedKeys: keys.publicKey,
+          hostKey: Redacted.make(hostKey),
+          hostname: guestHostname(record.name)
+        }
       }
     }
     if (config.mode === "cloud") {
       // The overlay on the shared base is made at first start, so a never-started VM costs nothing.
       const exists = yield* fs.isPresent(diskPath(record))
       if (!exists) {
-        if (config.base === "") return yield* new Broken({ message: `VM "${record.name}" is a cloud VM without a base image`, subject: record.name })
+        if (config.base === "")
+          return yield* new Broken({
+            message: `VM "${record.name}" is a cloud VM without a base image`,
+            subject: record.name
+          })
         const baseImage = { image: config.base }
         const baseSize = (yield* hypervisor.diskInfo(baseImage)).virtualSize
         yield* hypervisor.createDisk(vmDisk(record), String(Math.max(baseSize, diskSizeBytes(config.disk))), baseImage)

@@ -8,7 +8,17 @@ import { dirname, join } from "node:path"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
-import { adviseFirst, AlreadyRunning, ConfirmationRequired, DiskShrink, ImmutableField, InvalidSpec, NoDisk, ScreenshotFailed, type StoatError } from "../errors.js"
+import {
+  adviseFirst,
+  AlreadyRunning,
+  ConfirmationRequired,
+  DiskShrink,
+  ImmutableField,
+  InvalidSpec,
+  NoDisk,
+  ScreenshotFailed,
+  type StoatError
+} from "../errors.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { Caller } from "../context/caller.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
@@ -142,7 +152,8 @@ const checkDiskSize = (disk: string | undefined) => {
 }
 
 /** vm.toml's `[[shares]]` for host folders: tags `share0`, `share1`, … (host and work are reserved). */
-const sharesOf = (hosts: ReadonlyArray<string>): VmConfig["shares"] => hosts.map((host, index) => ({ tag: `share${index}`, host, guest: `/mnt/share${index}` }))
+const sharesOf = (hosts: ReadonlyArray<string>): VmConfig["shares"] =>
+  hosts.map((host, index) => ({ tag: `share${index}`, host, guest: `/mnt/share${index}` }))
 
 /** `create` from the CLI inside a project is refused: the project's VMs belong in stoat.toml. */
 const refuseInsideProject = Effect.gen(function* () {
@@ -197,7 +208,8 @@ type UpdatableField = Exclude<keyof UpdateSpec, (typeof IMMUTABLE_FIELDS)[number
 
 const IMMUTABLE_FIELDS = ["name", "os", "backend", "mode"] as const
 
-const sameList = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean => a.length === b.length && a.every((item, i) => item === b[i])
+const sameList = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
+  a.length === b.length && a.every((item, i) => item === b[i])
 
 const sameParams = (a: Params, b: Params): boolean => {
   const recipes = Object.keys(a)
@@ -205,13 +217,22 @@ const sameParams = (a: Params, b: Params): boolean => {
     recipes.length === Object.keys(b).length &&
     recipes.every((recipe) => {
       const [x, y] = [a[recipe] ?? {}, b[recipe]]
-      return y !== undefined && Object.keys(x).length === Object.keys(y).length && Object.entries(x).every(([key, value]) => y[key] === value)
+      return (
+        y !== undefined &&
+        Object.keys(x).length === Object.keys(y).length &&
+        Object.entries(x).every(([key, value]) => y[key] === value)
+      )
     })
   )
 }
 
 /** A plain setting: differs when not equal, applied by setting it. */
-const setting = <V>(reports: string, bootTime: boolean, differs: (value: V, config: VmConfig) => boolean, set: (value: V, config: VmConfig) => VmConfig): FieldUpdater<V> => ({
+const setting = <V>(
+  reports: string,
+  bootTime: boolean,
+  differs: (value: V, config: VmConfig) => boolean,
+  set: (value: V, config: VmConfig) => VmConfig
+): FieldUpdater<V> => ({
   reports,
   bootTime,
   differs,
@@ -230,8 +251,18 @@ const FIELD_UPDATERS: { readonly [K in UpdatableField]-?: FieldUpdater<NonNullab
         return { ...config, agent_access: level, allow_exec: level === "exec" }
       })
   },
-  ram_mb: setting("ram", true, (ram, config) => ram !== config.ram, (ram, config) => ({ ...config, ram })),
-  cpus: setting("cpus", true, (cpus, config) => cpus !== config.cpus, (cpus, config) => ({ ...config, cpus })),
+  ram_mb: setting(
+    "ram",
+    true,
+    (ram, config) => ram !== config.ram,
+    (ram, config) => ({ ...config, ram })
+  ),
+  cpus: setting(
+    "cpus",
+    true,
+    (cpus, config) => cpus !== config.cpus,
+    (cpus, config) => ({ ...config, cpus })
+  ),
   ssh_port: {
     reports: "ssh_port",
     bootTime: true,
@@ -240,31 +271,63 @@ const FIELD_UPDATERS: { readonly [K in UpdatableField]-?: FieldUpdater<NonNullab
       Effect.gen(function* () {
         const others = (yield* (yield* VmStore).list).filter((vm) => vm.name !== record.name)
         if (config.forwards.some((forward) => forward.hostport === port)) {
-          return yield* new InvalidSpec({ message: `ssh_port: host port ${port} is one of this VM's forwards`, subject: "ssh_port" })
+          return yield* new InvalidSpec({
+            message: `ssh_port: host port ${port} is one of this VM's forwards`,
+            subject: "ssh_port"
+          })
         }
         const clash = validateForwards(record.name, -1, [`${port}:22`], others)
-        if (clash instanceof InvalidSpec) return yield* new InvalidSpec({ message: clash.message.replace(/^forward "[^"]*": /, "ssh_port: "), subject: "ssh_port" })
+        if (clash instanceof InvalidSpec)
+          return yield* new InvalidSpec({
+            message: clash.message.replace(/^forward "[^"]*": /, "ssh_port: "),
+            subject: "ssh_port"
+          })
         return { ...config, sshport: port }
       })
   },
   // An empty display preference means auto.
-  display: setting("display", true, (display, config) => display !== (config.display || "auto"), (display, config) => ({ ...config, display })),
-  share: setting("share", true, (share, config) => share !== config.share, (share, config) => ({ ...config, share })),
+  display: setting(
+    "display",
+    true,
+    (display, config) => display !== (config.display || "auto"),
+    (display, config) => ({ ...config, display })
+  ),
+  share: setting(
+    "share",
+    true,
+    (share, config) => share !== config.share,
+    (share, config) => ({ ...config, share })
+  ),
   shares: setting(
     "shares",
     true,
-    (hosts, config) => !sameList(hosts, config.shares.map((share) => share.host)),
+    (hosts, config) =>
+      !sameList(
+        hosts,
+        config.shares.map((share) => share.host)
+      ),
     (hosts, config) => ({ ...config, shares: sharesOf(hosts) })
   ),
-  installed: setting("installed", false, (installed, config) => installed !== config.installed, (installed, config) => ({ ...config, installed })),
+  installed: setting(
+    "installed",
+    false,
+    (installed, config) => installed !== config.installed,
+    (installed, config) => ({ ...config, installed })
+  ),
   recipes: {
     reports: "recipes",
     bootTime: false,
     differs: (recipes, config) => !sameList(recipes, config.recipes),
-    apply: (recipes, { config }) => Effect.as(requireKnownRecipes(recipes, config.os), { ...config, recipes: [...recipes] })
+    apply: (recipes, { config }) =>
+      Effect.as(requireKnownRecipes(recipes, config.os), { ...config, recipes: [...recipes] })
   },
   // Params merge into the table vm.toml has.
-  params: setting("params", false, (params, config) => !sameParams({ ...config.params, ...params }, config.params), (params, config) => ({ ...config, params: { ...config.params, ...params } })),
+  params: setting(
+    "params",
+    false,
+    (params, config) => !sameParams({ ...config.params, ...params }, config.params),
+    (params, config) => ({ ...config, params: { ...config.params, ...params } })
+  ),
   secrets: {
     reports: "params",
     bootTime: false,
@@ -279,8 +342,16 @@ const FIELD_UPDATERS: { readonly [K in UpdatableField]-?: FieldUpdater<NonNullab
     differs: (disk, config) => diskSizeBytes(disk) !== diskSizeBytes(config.disk),
     apply: (disk, { record, config }) =>
       Effect.gen(function* () {
-        if (diskSizeBytes(disk) < diskSizeBytes(config.disk)) return yield* new DiskShrink({ message: `disk can only grow (now ${config.disk}, asked ${disk})`, subject: "disk" })
-        if (config.mode === "live") return yield* new NoDisk({ message: `VM "${record.name}" is a live VM and has no disk`, subject: record.name })
+        if (diskSizeBytes(disk) < diskSizeBytes(config.disk))
+          return yield* new DiskShrink({
+            message: `disk can only grow (now ${config.disk}, asked ${disk})`,
+            subject: "disk"
+          })
+        if (config.mode === "live")
+          return yield* new NoDisk({
+            message: `VM "${record.name}" is a live VM and has no disk`,
+            subject: record.name
+          })
         // A cloud VM's disk is made at first start, at the size vm.toml then names.
         if (yield* fs.isPresent(diskPath(record))) yield* (yield* Hypervisor).resizeDisk(vmDisk(record), disk)
         return { ...config, disk }
@@ -293,8 +364,13 @@ const updateSettings = (name: string, spec: UpdateSpec) =>
     // An unknown VM answers not_found before anything about the request itself.
     yield* loadVm(name)
     const immutable = IMMUTABLE_FIELDS.find((field) => spec[field] !== undefined)
-    if (immutable !== undefined) return yield* new ImmutableField({ message: `${immutable} cannot be changed; create a new VM instead`, subject: immutable })
-    if (Object.values(spec).every((value) => value === undefined)) return yield* new InvalidSpec({ message: "nothing to change: give at least one setting" })
+    if (immutable !== undefined)
+      return yield* new ImmutableField({
+        message: `${immutable} cannot be changed; create a new VM instead`,
+        subject: immutable
+      })
+    if (Object.values(spec).every((value) => value === undefined))
+      return yield* new InvalidSpec({ message: "nothing to change: give at least one setting" })
     yield* checkDiskSize(spec.disk)
     return yield* (yield* Locks).withRootLock(
       Effect.gen(function* () {
@@ -303,10 +379,16 @@ const updateSettings = (name: string, spec: UpdateSpec) =>
         let config = record.config
         const changed: string[] = []
         const pendingRestart: string[] = []
-        for (const [field, updater] of Object.entries(FIELD_UPDATERS) as Array<[UpdatableField, FieldUpdater<unknown>]>) {
+        for (const [field, updater] of Object.entries(FIELD_UPDATERS) as Array<
+          [UpdatableField, FieldUpdater<unknown>]
+        >) {
           const value = spec[field]
           if (value === undefined || !updater.differs(value, config)) continue
-          if (updater.needsStopped !== undefined && running) return yield* new AlreadyRunning({ message: `stop VM "${name}" before ${updater.needsStopped}`, subject: name })
+          if (updater.needsStopped !== undefined && running)
+            return yield* new AlreadyRunning({
+              message: `stop VM "${name}" before ${updater.needsStopped}`,
+              subject: name
+            })
           config = yield* updater.apply(value, { record, config })
           if (!changed.includes(updater.reports)) changed.push(updater.reports)
           if (updater.bootTime && running) pendingRestart.push(updater.reports)
@@ -328,24 +410,38 @@ function makeVms(): Vms["Type"] {
       if (spec.global === false) yield* refuseInsideProject
       yield* checkDiskSize(spec.disk)
       if (spec.host !== undefined && spec.provider !== "libvirt") {
-        return yield* new InvalidSpec({ message: "a host is a libvirt URI: give --provider libvirt with --host", subject: "host" })
+        return yield* new InvalidSpec({
+          message: "a host is a libvirt URI: give --provider libvirt with --host",
+          subject: "host"
+        })
       }
       yield* (yield* DataRoot).ensure
       const hypervisor = yield* Hypervisor
       const resolved = yield* resolveTemplate(spec.image, spec.image_path)
       if (spec.mode !== undefined && spec.mode !== resolved.mode) {
-        return yield* new InvalidSpec({ message: `image ${resolved.image} makes ${resolved.mode} VMs; mode ${spec.mode} contradicts it`, subject: "mode" })
+        return yield* new InvalidSpec({
+          message: `image ${resolved.image} makes ${resolved.mode} VMs; mode ${spec.mode} contradicts it`,
+          subject: "mode"
+        })
       }
       const os = spec.os ?? resolved.os
-      if (os === "") return yield* new InvalidSpec({ message: `cannot tell the guest OS of ${resolved.image}; pass --os`, subject: "os" })
+      if (os === "")
+        return yield* new InvalidSpec({
+          message: `cannot tell the guest OS of ${resolved.image}; pass --os`,
+          subject: "os"
+        })
       const guest = yield* (yield* GuestDefinitions).get(os)
       yield* requireKnownRecipes(spec.recipes, guest.name)
       // Build a local image before taking the lock: it can take a while the first time.
       const template =
         resolved.backend === "direct"
-          ? withLocalImage(resolved, yield* (yield* ImageBuilder).build(resolved.image, { onStage: yield* stageReporter }))
+          ? withLocalImage(
+              resolved,
+              yield* (yield* ImageBuilder).build(resolved.image, { onStage: yield* stageReporter })
+            )
           : resolved
-      const consolePassword = spec.console_password === "random" ? randomBytes(16).toString("hex") : (spec.console_password ?? "")
+      const consolePassword =
+        spec.console_password === "random" ? randomBytes(16).toString("hex") : (spec.console_password ?? "")
       // No terminal (or --json, or an agent): a window can't be assumed, so record VNC.
       const display = (yield* Caller).interactive ? "" : "vnc"
       const configFor = (sshport: number): VmConfig =>
@@ -372,7 +468,9 @@ function makeVms(): Vms["Type"] {
           ...(spec.share !== undefined ? { share: spec.share } : {}),
           ...(spec.project !== undefined ? { project: spec.project.dir, key: spec.project.key } : {}),
           ...(spec.shares !== undefined ? { shares: sharesOf(spec.shares) } : {}),
-          ...(spec.provider === "libvirt" ? { provider: "libvirt", ...(spec.host !== undefined ? { host: spec.host } : {}) } : {})
+          ...(spec.provider === "libvirt"
+            ? { provider: "libvirt", ...(spec.host !== undefined ? { host: spec.host } : {}) }
+            : {})
         })
       const disk = (dir: string, config: VmConfig) =>
         template.diskAtCreate === "blank"
@@ -391,12 +489,28 @@ function makeVms(): Vms["Type"] {
       return yield* (yield* Locks).withRootLock(
         Effect.gen(function* () {
           const source = yield* loadVm(sourceName)
-          if (yield* isRunning(source)) return yield* new AlreadyRunning({ message: `VM "${sourceName}" is running; stop it before cloning`, subject: sourceName })
+          if (yield* isRunning(source))
+            return yield* new AlreadyRunning({
+              message: `VM "${sourceName}" is running; stop it before cloning`,
+              subject: sourceName
+            })
           const { applied: _applied, forwards: _forwards, ...copied } = source.config
-          const configFor = (sshport: number): VmConfig => ({ ...copied, name, sshport, forwards: [], applied: {}, project: "", key: "" })
+          const configFor = (sshport: number): VmConfig => ({
+            ...copied,
+            name,
+            sshport,
+            forwards: [],
+            applied: {},
+            project: "",
+            key: ""
+          })
           const sourceDisk = diskPath(source)
           const disk = (dir: string) =>
-            Effect.flatMap(fs.isPresent(sourceDisk), (hasDisk) => (hasDisk ? hypervisor.createDisk(firstDisk({ name, dir }), source.config.disk, vmDisk(source)) : Effect.void))
+            Effect.flatMap(fs.isPresent(sourceDisk), (hasDisk) =>
+              hasDisk
+                ? hypervisor.createDisk(firstDisk({ name, dir }), source.config.disk, vmDisk(source))
+                : Effect.void
+            )
           return yield* addOne({ name, config: configFor, fill: disk })
         })
       )
@@ -418,7 +532,13 @@ function makeVms(): Vms["Type"] {
               record = yield* freePortIfTaken(record)
               const fix = "lower ram_mb with update"
               yield* checkMemory(
-                { subject: record.name, neededMb: record.config.ram, what: `starting "${record.name}"`, fix, floorFix: policy.memoryFloorHint(fix) },
+                {
+                  subject: record.name,
+                  neededMb: record.config.ram,
+                  what: `starting "${record.name}"`,
+                  fix,
+                  floorFix: policy.memoryFloorHint(fix)
+                },
                 policy.overridesMemoryFloor(force)
               )
               const graphical = yield* (yield* HostProbe).graphical
@@ -440,8 +560,12 @@ function makeVms(): Vms["Type"] {
               )
               if (record.config.sshport !== savedPort) {
                 // Nothing may run on a port vm.toml does not name: a VM whose new port cannot be saved is stopped again.
-                yield* (yield* VmStore).write(name, record.config).pipe(Effect.tapError(() => Effect.ignore(hypervisor.stop(vmRef(record), { graceMs: 0 }))))
-                yield* progressLine(`ssh port ${savedPort} is taken on this host; VM "${name}" now uses port ${record.config.sshport}`)
+                yield* (yield* VmStore)
+                  .write(name, record.config)
+                  .pipe(Effect.tapError(() => Effect.ignore(hypervisor.stop(vmRef(record), { graceMs: 0 }))))
+                yield* progressLine(
+                  `ssh port ${savedPort} is taken on this host; VM "${name}" now uses port ${record.config.sshport}`
+                )
               }
             })
           )
@@ -475,7 +599,8 @@ function makeVms(): Vms["Type"] {
 
   const wait = (name: string, options: WaitOptions) =>
     Effect.gen(function* () {
-      if (options.healthy && options.until) return yield* new InvalidSpec({ message: "healthy and until are exclusive" })
+      if (options.healthy && options.until)
+        return yield* new InvalidSpec({ message: "healthy and until are exclusive" })
       const record = yield* loadVm(name)
       const until = options.until ?? "reachable"
       const timeoutMs = (options.timeoutSeconds ?? 300) * 1000
@@ -486,7 +611,11 @@ function makeVms(): Vms["Type"] {
         return { until: "applied" as const, waitedMs: yield* elapsedSince(started), healthy }
       }
       const waitedMs =
-        until === "stopped" ? yield* waitStopped(record, timeoutMs) : until === "applied" ? yield* waitApplied(record, timeoutMs) : yield* waitReachable(record, timeoutMs)
+        until === "stopped"
+          ? yield* waitStopped(record, timeoutMs)
+          : until === "applied"
+            ? yield* waitApplied(record, timeoutMs)
+            : yield* waitReachable(record, timeoutMs)
       return { until, waitedMs }
     })
 
@@ -499,13 +628,22 @@ function makeVms(): Vms["Type"] {
           // Looked up under the lock: a parallel rm that got there first has already removed it (not_found).
           const record = yield* store.get(name)
           // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
-          if (yield* isRunning(record)) return yield* new AlreadyRunning({ message: `VM "${name}" is running`, subject: name, hint: adviseFirst("stop it", { operation: "vm.stop", input: { vm: name } }) })
+          if (yield* isRunning(record))
+            return yield* new AlreadyRunning({
+              message: `VM "${name}" is running`,
+              subject: name,
+              hint: adviseFirst("stop it", { operation: "vm.stop", input: { vm: name } })
+            })
           if (record.kind === "ok") {
             const dependents = yield* checkpoints.dependents(record)
             if ((dependents.checkpoints.length > 0 || dependents.vms.length > 0) && options.detachDependents !== true) {
               const parts = [
                 ...(dependents.checkpoints.length > 0 ? [`checkpoints ${dependents.checkpoints.join(", ")}`] : []),
-                ...(dependents.vms.length > 0 ? [`VMs built on its disk: ${dependents.vms.map((vm) => `${vm.name}${vm.running ? " (running)" : ""}`).join(", ")}`] : [])
+                ...(dependents.vms.length > 0
+                  ? [
+                      `VMs built on its disk: ${dependents.vms.map((vm) => `${vm.name}${vm.running ? " (running)" : ""}`).join(", ")}`
+                    ]
+                  : [])
               ]
               return yield* new ConfirmationRequired({
                 message: `VM "${name}" has ${parts.join("; ")}. Deleting it deletes its checkpoints${dependents.vms.length > 0 ? " and copies into those VMs the data they read from it" : ""}; confirm with detach_dependents=true (stoat rm -y ${name})`,
@@ -525,7 +663,8 @@ function makeVms(): Vms["Type"] {
         Effect.gen(function* () {
           const store = yield* VmStore
           const record = yield* loadVm(name)
-          const forwards = pairs.length === 0 ? [] : validateForwards(name, record.config.sshport, pairs, yield* store.list)
+          const forwards =
+            pairs.length === 0 ? [] : validateForwards(name, record.config.sshport, pairs, yield* store.list)
           if (forwards instanceof InvalidSpec) return yield* forwards
           yield* store.write(name, { ...record.config, forwards })
           return yield* loadVm(name)
@@ -546,13 +685,19 @@ function makeVms(): Vms["Type"] {
       const record = yield* loadVm(name)
       const folder = join(record.dir, "screenshots")
       yield* fs.makeDirectory(folder)
-      const stamp = new Date(yield* Clock.currentTimeMillis).toISOString().replace(/[:]/g, "").replace(/\.\d+Z$/, "Z")
+      const stamp = new Date(yield* Clock.currentTimeMillis)
+        .toISOString()
+        .replace(/[:]/g, "")
+        .replace(/\.\d+Z$/, "Z")
       let file = path ?? join(folder, `${stamp}.png`)
       for (let n = 2; path === undefined && (yield* fs.exists(file)); n++) file = join(folder, `${stamp}-${n}.png`)
       const shot = yield* (yield* Hypervisor).screenshot(vmRef(record))
       // Written here, not by the provider: the file lands where the user asked, on this host.
       yield* Effect.zipRight(fs.makeDirectory(dirname(file)), fs.writeFileAtomic(file, shot.png)).pipe(
-        Effect.mapError((error) => new ScreenshotFailed({ message: `screenshot of VM "${name}" failed: ${error.message}`, subject: name }))
+        Effect.mapError(
+          (error) =>
+            new ScreenshotFailed({ message: `screenshot of VM "${name}" failed: ${error.message}`, subject: name })
+        )
       )
       return { path: file, width: shot.width, height: shot.height, bytes: shot.png.byteLength }
     })
@@ -574,16 +719,26 @@ export class Vms extends Context.Tag("stoat/Vms")<
     /** A new VM on a copy-on-write overlay of a stopped VM's disk, with a fresh ssh port and no forwards. */
     readonly clone: (source: string, name: string) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Deletes a stopped VM; `detachDependents` also deletes its checkpoints and detaches VMs built on its disk. */
-    readonly destroy: (name: string, options: { readonly detachDependents?: boolean | undefined }) => Effect.Effect<void, StoatError, LifecycleServices | Checkpoints>
+    readonly destroy: (
+      name: string,
+      options: { readonly detachDependents?: boolean | undefined }
+    ) => Effect.Effect<void, StoatError, LifecycleServices | Checkpoints>
     /** Replaces a VM's host→guest port forwards ("8080:80" pairs; none clears them); a running VM takes them at its next start. */
-    readonly setForwards: (name: string, pairs: ReadonlyArray<string>) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    readonly setForwards: (
+      name: string,
+      pairs: ReadonlyArray<string>
+    ) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
     /** Applies a running VM's recipes (all, or `only` these), rebooting it when a recipe asks. */
     readonly applyRecipes: (name: string, only: ReadonlyArray<string> | undefined) => ReturnType<typeof applyVm>
     /** A PNG of a running VM's display, at `path` or a new file of its screenshots folder. */
     readonly screenshot: (
       name: string,
       path: string | undefined
-    ) => Effect.Effect<{ readonly path: string; readonly width: number; readonly height: number; readonly bytes: number }, StoatError, LifecycleServices>
+    ) => Effect.Effect<
+      { readonly path: string; readonly width: number; readonly height: number; readonly bytes: number },
+      StoatError,
+      LifecycleServices
+    >
   }
 >() {
   static readonly make: Vms["Type"] = makeVms()

@@ -17,7 +17,9 @@ import { isRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
 const cloudInitDone = (record: OkRecord) =>
   Effect.gen(function* () {
     const root = yield* DataRoot
-    const run = yield* Effect.either((yield* GuestTransport).exec(sshTarget(root, record), ["cloud-init", "status"], { timeoutMs: 15_000 }))
+    const run = yield* Effect.either(
+      (yield* GuestTransport).exec(sshTarget(root, record), ["cloud-init", "status"], { timeoutMs: 15_000 })
+    )
     if (run._tag === "Left") return false
     const status = /status:\s*(\S+)/.exec(Buffer.from(run.right.stdout).toString("utf8"))?.[1]
     if (status === "error") {
@@ -35,7 +37,12 @@ const cloudInitDone = (record: OkRecord) =>
  * failing at once if the VM stops: first the guest's own signal, then one banner probe at a time.
  * The one readiness path: `up --wait` and @stoat/qemu's `withVm` both wait here.
  */
-export const awaitSsh = <E = never, R = never>(vm: VmRef, port: number, timeoutMs: number, ready: Effect.Effect<boolean, E, R> = Effect.succeed(true)) =>
+export const awaitSsh = <E = never, R = never>(
+  vm: VmRef,
+  port: number,
+  timeoutMs: number,
+  ready: Effect.Effect<boolean, E, R> = Effect.succeed(true)
+) =>
   Effect.gen(function* () {
     const transport = yield* GuestTransport
     const hypervisor = yield* Hypervisor
@@ -43,7 +50,11 @@ export const awaitSsh = <E = never, R = never>(vm: VmRef, port: number, timeoutM
     yield* (yield* GuestSignals).awaitSshd(vm, timeoutMs)
     const attempt = Effect.gen(function* () {
       if (!(yield* hypervisor.status(vm)).running) {
-        return yield* new CannotReach({ message: `VM "${vm.name}" is not running`, subject: vm.name, hint: startIt(vm.name) })
+        return yield* new CannotReach({
+          message: `VM "${vm.name}" is not running`,
+          subject: vm.name,
+          hint: startIt(vm.name)
+        })
       }
       // One long attempt at a time: an abandoned connection lingers in QEMU's user-mode network and
       // reaches sshd later as a stray, and dropbear refuses a guest's sixth unauthenticated connection.
@@ -55,14 +66,23 @@ export const awaitSsh = <E = never, R = never>(vm: VmRef, port: number, timeoutM
       schedule: Schedule.spaced(Duration.millis(150)),
       until: (answered) => answered,
       within: Duration.millis(Math.max(0, timeoutMs - (yield* elapsedSince(started)))),
-      onTimeout: () => new Timeout({ message: `VM "${vm.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`, subject: vm.name })
+      onTimeout: () =>
+        new Timeout({
+          message: `VM "${vm.name}" did not answer ssh within ${Math.round(timeoutMs / 1000)} s`,
+          subject: vm.name
+        })
     })
     return yield* elapsedSince(started)
   })
 
 /** Waits until the guest's sshd answers (and, for cloud guests, cloud-init is done), failing at once if the VM stops. */
 export const waitReachable = (record: OkRecord, timeoutMs: number) =>
-  awaitSsh(vmRef(record), record.config.sshport, timeoutMs, record.config.backend === "cloudinit" ? cloudInitDone(record) : Effect.succeed(true))
+  awaitSsh(
+    vmRef(record),
+    record.config.sshport,
+    timeoutMs,
+    record.config.backend === "cloudinit" ? cloudInitDone(record) : Effect.succeed(true)
+  )
 
 export const waitStopped = (record: OkRecord, timeoutMs: number) =>
   Effect.gen(function* () {
@@ -71,7 +91,11 @@ export const waitStopped = (record: OkRecord, timeoutMs: number) =>
       schedule: Schedule.spaced(Duration.millis(200)),
       until: (running) => !running,
       within: Duration.millis(timeoutMs),
-      onTimeout: () => new Timeout({ message: `VM "${record.name}" still running after ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+      onTimeout: () =>
+        new Timeout({
+          message: `VM "${record.name}" still running after ${Math.round(timeoutMs / 1000)} s`,
+          subject: record.name
+        })
     })
     return yield* elapsedSince(started)
   })
@@ -86,12 +110,16 @@ export const waitApplied = (record: OkRecord, timeoutMs: number, healthFailureIs
     const waited = yield* waitReachable(record, timeoutMs)
     if (record.config.recipes.length === 0) return waited
     const log = join(record.dir, "last-provision.log")
-    const lastLine = Effect.map(Effect.promise(() => readFile(log, "utf8").catch(() => "")), (text) => text.trimEnd().split("\n").pop() ?? "")
+    const lastLine = Effect.map(
+      Effect.promise(() => readFile(log, "utf8").catch(() => "")),
+      (text) => text.trimEnd().split("\n").pop() ?? ""
+    )
     const last = yield* pollUntil(lastLine, {
       schedule: Schedule.spaced(Duration.millis(300)),
       until: (line) => line === "done" || line.startsWith("FAILED:") || line.startsWith("CANCELLED:"),
       within: Duration.millis(Math.max(0, timeoutMs - (yield* elapsedSince(started)))),
-      onTimeout: () => new Timeout({ message: `recipes not applied within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
+      onTimeout: () =>
+        new Timeout({ message: `recipes not applied within ${Math.round(timeoutMs / 1000)} s`, subject: record.name })
     })
     const applied = last === "done" || (healthFailureIsApplied && last.startsWith(`FAILED: ${HEALTH_FAILED}`))
     if (!applied) return yield* new CannotReach({ message: `recipes did not apply: ${last}`, subject: record.name })

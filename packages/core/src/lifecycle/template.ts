@@ -31,7 +31,10 @@ export interface VmTemplate {
 const DEFAULTS = { ram: 4096, cpus: 4, disk: "8G" }
 
 const notBuilt = (what: string) =>
-  new CapabilityUnavailable({ message: `${what} is not supported by this build yet; use a cloud image or tiny`, reason: "not_implemented" })
+  new CapabilityUnavailable({
+    message: `${what} is not supported by this build yet; use a cloud image or tiny`,
+    reason: "not_implemented"
+  })
 
 const fromCatalog = (entry: KnownImage) =>
   Effect.gen(function* () {
@@ -53,8 +56,14 @@ const fromCatalog = (entry: KnownImage) =>
     const root = yield* DataRoot
     const file = knownImageFile(entry)
     const path = join(root.isos, file)
-    const present = yield* Effect.promise(() => stat(path).then((info) => info.isFile(), () => false))
-    if (!present) return yield* new ImageNotDownloaded({
+    const present = yield* Effect.promise(() =>
+      stat(path).then(
+        (info) => info.isFile(),
+        () => false
+      )
+    )
+    if (!present)
+      return yield* new ImageNotDownloaded({
         message: `image ${entry.id} is not downloaded`,
         subject: entry.id,
         hint: advise("download it", { operation: "image.pull", input: { id: entry.id } })
@@ -80,17 +89,46 @@ const fromCatalog = (entry: KnownImage) =>
 const fromPath = (given: string) =>
   Effect.gen(function* () {
     const path = isAbsolute(given) ? given : resolve(given)
-    const isFile = yield* Effect.promise(() => stat(path).then((info) => info.isFile(), () => false))
+    const isFile = yield* Effect.promise(() =>
+      stat(path).then(
+        (info) => info.isFile(),
+        () => false
+      )
+    )
     if (!isFile) return yield* new NotFound({ message: `image file ${path} does not exist`, subject: path })
     const inferred = inferByo(basename(path))
     const common = { image: path, os: inferred.os, ram: DEFAULTS.ram, cpus: DEFAULTS.cpus, disk: DEFAULTS.disk }
     switch (inferred.backend) {
       case "cloudinit":
-        return { ...common, backend: "cloudinit", mode: "cloud", sshuser: "stoat", installed: true, base: path, diskAtCreate: "none" } satisfies VmTemplate
+        return {
+          ...common,
+          backend: "cloudinit",
+          mode: "cloud",
+          sshuser: "stoat",
+          installed: true,
+          base: path,
+          diskAtCreate: "none"
+        } satisfies VmTemplate
       case "ssh":
         return path.toLowerCase().endsWith(".iso")
-          ? ({ ...common, backend: "ssh", mode: "disk", sshuser: "root", installed: false, iso: path, diskAtCreate: "blank" } satisfies VmTemplate)
-          : ({ ...common, backend: "ssh", mode: "disk", sshuser: "root", installed: true, base: path, diskAtCreate: "overlay" } satisfies VmTemplate)
+          ? ({
+              ...common,
+              backend: "ssh",
+              mode: "disk",
+              sshuser: "root",
+              installed: false,
+              iso: path,
+              diskAtCreate: "blank"
+            } satisfies VmTemplate)
+          : ({
+              ...common,
+              backend: "ssh",
+              mode: "disk",
+              sshuser: "root",
+              installed: true,
+              base: path,
+              diskAtCreate: "overlay"
+            } satisfies VmTemplate)
       case "apkovl":
         return yield* notBuilt("an Alpine ISO (apkovl provisioning)")
     }
@@ -101,9 +139,17 @@ export const withLocalImage = (template: VmTemplate, image: LocalImage): VmTempl
   image.rootDisk === undefined ? template : { ...template, base: image.rootDisk, diskAtCreate: "overlay" }
 
 /** Resolves a catalog id or (from the CLI) an image file to the template of a new VM. */
-export const resolveTemplate = (image: string | undefined, imagePath: string | undefined): Effect.Effect<VmTemplate, StoatError, DataRoot> =>
+export const resolveTemplate = (
+  image: string | undefined,
+  imagePath: string | undefined
+): Effect.Effect<VmTemplate, StoatError, DataRoot> =>
   imagePath !== undefined
     ? fromPath(imagePath)
     : image !== undefined
       ? Effect.flatMap(lookupImage(image), fromCatalog)
-      : Effect.fail(new InvalidSpec({ message: "give an image: a catalog id (see stoat images) or, from the CLI, an image file", subject: "image" }))
+      : Effect.fail(
+          new InvalidSpec({
+            message: "give an image: a catalog id (see stoat images) or, from the CLI, an image file",
+            subject: "image"
+          })
+        )

@@ -32,13 +32,18 @@ export const listCheckpoints = defineOperation({
   tool: "list_checkpoints",
   expose: { cli: "checkpoint ls", mcp: true },
   title: "List checkpoints",
-  description: "Checkpoints of one VM or every VM: when taken, RAM and state size, the VMs built on each, and whether it can still be forked (usable).",
+  description:
+    "Checkpoints of one VM or every VM: when taken, RAM and state size, the VMs built on each, and whether it can still be forked (usable).",
   kind: "query",
   input: Schema.Struct({ vm: Schema.optional(VmName).annotations({ description: "One VM; omit for every VM" }) }),
   output: CheckpointList,
   annotations: READ,
   access: null,
-  run: (input) => Effect.map(Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.list(input.vm)), (found) => ({ checkpoints: [...found] }))
+  run: (input) =>
+    Effect.map(
+      Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.list(input.vm)),
+      (found) => ({ checkpoints: [...found] })
+    )
 })
 
 export const deleteCheckpoint = defineOperation({
@@ -67,21 +72,29 @@ export const forkCheckpoint = defineOperation({
   longRunning: true,
   expose: { cli: "fork", mcp: true },
   title: "Fork warm VMs from a checkpoint",
-  description: "Start new VMs from a checkpoint, warm: each resumes its saved RAM on its own copy-on-write disk, with its own SSH port and hostname, and is returned once SSH answers. All or nothing.",
+  description:
+    "Start new VMs from a checkpoint, warm: each resumes its saved RAM on its own copy-on-write disk, with its own SSH port and hostname, and is returned once SSH answers. All or nothing.",
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
     checkpoint: CheckpointName,
     name: Schema.String.annotations({ description: "New VM name (with count: the prefix of name-1…name-N)" }),
-    count: Schema.optional(IntRange(1, MAX_FORKS_PER_CALL)).annotations({ description: `How many forks (1..${MAX_FORKS_PER_CALL}); named name-1…name-N` }),
-    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds each fork may take to answer SSH (default 60)" })
+    count: Schema.optional(IntRange(1, MAX_FORKS_PER_CALL)).annotations({
+      description: `How many forks (1..${MAX_FORKS_PER_CALL}); named name-1…name-N`
+    }),
+    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({
+      description: "Seconds each fork may take to answer SSH (default 60)"
+    })
   }),
   output: ForkResult,
   annotations: MUTATE,
   access: null,
   run: (input) =>
     Effect.gen(function* () {
-      const names = input.count === undefined ? [input.name] : Array.from({ length: input.count }, (_, index) => `${input.name}-${index + 1}`)
+      const names =
+        input.count === undefined
+          ? [input.name]
+          : Array.from({ length: input.count }, (_, index) => `${input.name}-${index + 1}`)
       const forked = yield* (yield* Checkpoints).fork(input.vm, input.checkpoint, names, {
         ...(input.timeout_seconds !== undefined ? { readyTimeoutMs: input.timeout_seconds * 1000 } : {})
       })

@@ -26,9 +26,13 @@ const copy = (input: CopyInput, toRemote: boolean) =>
     const record = yield* loadVm(input.vm)
     yield* requireRunning(record)
     const root = yield* DataRoot
-    const request = { local: input.local, remote: input.remote, shared: input.unconfined === true ? undefined : root.sharedDir(input.vm) }
+    const request = {
+      local: input.local,
+      remote: input.remote,
+      shared: input.unconfined === true ? undefined : root.sharedDir(input.vm)
+    }
     const target = sshTarget(root, record)
-    const local = yield* (toRemote ? copyToGuest(target, request) : copyFromGuest(target, request))
+    const local = yield* toRemote ? copyToGuest(target, request) : copyFromGuest(target, request)
     return { vm: input.vm, local, remote: input.remote, to_remote: toRemote }
   })
 

@@ -1,5 +1,16 @@
 import { Effect, Schema } from "effect"
-import { CliExecResult, CommandResult, DirEntry, DirListing, ExecResult, FileContent, ProcessList, SvcStatus, TailLines, WriteFileResult } from "@stoat/wire"
+import {
+  CliExecResult,
+  CommandResult,
+  DirEntry,
+  DirListing,
+  ExecResult,
+  FileContent,
+  ProcessList,
+  SvcStatus,
+  TailLines,
+  WriteFileResult
+} from "@stoat/wire"
 import { Usage } from "../errors.js"
 import { GUEST_CAPS, GuestOps } from "../guest/ops.js"
 import { guestSession, type GuestSession } from "../guest/session.js"
@@ -10,29 +21,38 @@ import { defineOperation, EXEC, READ } from "./operation.js"
 /** Service, unit and user names (reference §5 Guards): never an option, never shell syntax. */
 const GuestName = (what: string) =>
   Schema.String.pipe(
-    Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._@-]*$/, { message: () => `${what} names start with a letter or digit and use letters, digits, '.', '_', '@' and '-'` }),
+    Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._@-]*$/, {
+      message: () => `${what} names start with a letter or digit and use letters, digits, '.', '_', '@' and '-'`
+    }),
     Schema.maxLength(256)
   ).annotations({ description: `${what[0]!.toUpperCase()}${what.slice(1)} name` })
 const PackageName = Schema.String.pipe(
-  Schema.pattern(/^[^\s\0-][^\s\0]*$/, { message: () => "package names are non-empty, have no spaces and do not start with '-'" }),
+  Schema.pattern(/^[^\s\0-][^\s\0]*$/, {
+    message: () => "package names are non-empty, have no spaces and do not start with '-'"
+  }),
   Schema.maxLength(256)
 )
-const Mode = Schema.String.pipe(Schema.pattern(/^0?[0-7]{3}$/, { message: () => "mode is octal permission bits such as 0644" }))
+const Mode = Schema.String.pipe(
+  Schema.pattern(/^0?[0-7]{3}$/, { message: () => "mode is octal permission bits such as 0644" })
+)
 /** The bytes one write_file (or exec's stdin) may carry: enough for configs and scripts; bigger files go through copy_to. */
 export const MAX_WRITE_BYTES = 16 * 1024 * 1024
 /** write_file's content as sent: the cap's bytes as base64 (text is checked in bytes once decoded). */
 const MAX_CONTENT_CHARS = Math.ceil(MAX_WRITE_BYTES / 3) * 4
-const overTheCap = (size: string) => `is ${size}; the cap is ${MAX_WRITE_BYTES} bytes (16 MiB) per call (use copy_to for bigger files)`
+const overTheCap = (size: string) =>
+  `is ${size}; the cap is ${MAX_WRITE_BYTES} bytes (16 MiB) per call (use copy_to for bigger files)`
 /** A payload field: over its cap the error names its size and the limit, never the payload. */
 const Payload = (maxChars: number) =>
   Schema.String.pipe(
     Schema.maxLength(maxChars, {
       // The annotation also words a value that is no string at all (null): say that, not a size.
-      message: (issue) => (typeof issue.actual === "string" ? overTheCap(`${issue.actual.length} characters`) : "must be a string")
+      message: (issue) =>
+        typeof issue.actual === "string" ? overTheCap(`${issue.actual.length} characters`) : "must be a string"
     })
   )
 /** Padded base64 (checked without a repeated group, which overflows the regexp stack on megabytes). */
-const isBase64 = (text: string) => text.length % 4 === 0 && /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(text)
+const isBase64 = (text: string) =>
+  text.length % 4 === 0 && /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(text)
 
 /** Resolves the running VM and hands its session to one GuestOps call. */
 const inGuest = <A, E, R>(vm: string, use: (ops: GuestOps["Type"], session: GuestSession) => Effect.Effect<A, E, R>) =>
@@ -52,10 +72,18 @@ export const execInGuest = defineOperation({
     argv: Schema.NonEmptyArray(Schema.String.pipe(Schema.maxLength(128 * 1024)))
       .pipe(Schema.maxItems(4096))
       .annotations({ description: 'Command and arguments, e.g. ["sh","-c","..."]; at most 4096 words of 128 KiB' }),
-    stdin: Schema.optional(Payload(MAX_WRITE_BYTES)).annotations({ description: "Text fed to the command's stdin (max 16 MiB; default none)" }),
-    cwd: Schema.optional(GuestPath).annotations({ description: "Absolute working folder (default the ssh user's home)" }),
-    env: Schema.optional(Schema.Record({ key: EnvName, value: Schema.String })).annotations({ description: "Extra environment variables, {NAME: value}" }),
-    timeout_seconds: Schema.optional(IntRange(1, GUEST_CAPS.execTimeoutSeconds)).annotations({ description: `Seconds before it stops (default 60, max ${GUEST_CAPS.execTimeoutSeconds})` })
+    stdin: Schema.optional(Payload(MAX_WRITE_BYTES)).annotations({
+      description: "Text fed to the command's stdin (max 16 MiB; default none)"
+    }),
+    cwd: Schema.optional(GuestPath).annotations({
+      description: "Absolute working folder (default the ssh user's home)"
+    }),
+    env: Schema.optional(Schema.Record({ key: EnvName, value: Schema.String })).annotations({
+      description: "Extra environment variables, {NAME: value}"
+    }),
+    timeout_seconds: Schema.optional(IntRange(1, GUEST_CAPS.execTimeoutSeconds)).annotations({
+      description: `Seconds before it stops (default 60, max ${GUEST_CAPS.execTimeoutSeconds})`
+    })
   }),
   output: ExecResult,
   cliView: (result, { vm }): typeof CliExecResult.Type => ({ vm, ...result }),
@@ -80,20 +108,26 @@ export const readFileOp = defineOperation({
   expose: { cli: "file read", mcp: true },
   title: "Read a file in a VM",
   description:
-    "Read a file of a running VM as the ssh user: content (UTF-8, or base64 with encoding=\"base64\"), the file's size, and truncated=true when more follows (read on from a larger offset). Missing: not_found; unreadable: access_denied.",
+    'Read a file of a running VM as the ssh user: content (UTF-8, or base64 with encoding="base64"), the file\'s size, and truncated=true when more follows (read on from a larger offset). Missing: not_found; unreadable: access_denied.',
   kind: "query",
   input: Schema.Struct({
     vm: VmName,
     path: GuestPath,
     offset: Schema.optional(Schema.NonNegativeInt).annotations({ description: "Byte offset to read from (default 0)" }),
-    max_bytes: Schema.optional(IntRange(0, GUEST_CAPS.readBytes)).annotations({ description: "Bytes to read (default and max 1 MiB; 0 = max)" })
+    max_bytes: Schema.optional(IntRange(0, GUEST_CAPS.readBytes)).annotations({
+      description: "Bytes to read (default and max 1 MiB; 0 = max)"
+    })
   }),
   output: FileContent,
   annotations: READ,
   access: "observe",
   run: (input) =>
     inGuest(input.vm, (ops, session) =>
-      ops.readFile(session, { path: input.path, ...(input.offset !== undefined ? { offset: input.offset } : {}), ...(input.max_bytes !== undefined ? { maxBytes: input.max_bytes } : {}) })
+      ops.readFile(session, {
+        path: input.path,
+        ...(input.offset !== undefined ? { offset: input.offset } : {}),
+        ...(input.max_bytes !== undefined ? { maxBytes: input.max_bytes } : {})
+      })
     )
 })
 
@@ -108,12 +142,20 @@ export const writeFileOp = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     path: GuestPath,
-    content: Payload(MAX_CONTENT_CHARS).annotations({ description: "Text to write (max 16 MiB), or base64 with encoding" }),
-    encoding: Schema.optional(Schema.Literal("base64")).annotations({ description: "base64 when content encodes binary bytes (default text)" }),
+    content: Payload(MAX_CONTENT_CHARS).annotations({
+      description: "Text to write (max 16 MiB), or base64 with encoding"
+    }),
+    encoding: Schema.optional(Schema.Literal("base64")).annotations({
+      description: "base64 when content encodes binary bytes (default text)"
+    }),
     mode: Schema.optional(Mode).annotations({ description: "Octal permission bits (default 0644)" }),
     append: Schema.optional(Schema.Boolean).annotations({ description: "Append instead of replacing (default false)" }),
-    parents: Schema.optional(Schema.Boolean).annotations({ description: "Create missing parent folders (default false)" }),
-    as_root: Schema.optional(Schema.Boolean).annotations({ description: "Write as root through sudo -n; needs agent_access exec (default false)" })
+    parents: Schema.optional(Schema.Boolean).annotations({
+      description: "Create missing parent folders (default false)"
+    }),
+    as_root: Schema.optional(Schema.Boolean).annotations({
+      description: "Write as root through sudo -n; needs agent_access exec (default false)"
+    })
   }),
   output: WriteFileResult,
   annotations: EXEC,
@@ -121,10 +163,20 @@ export const writeFileOp = defineOperation({
   access: (input) => (input.as_root === true ? "exec" : "manage"),
   run: (input) => {
     if (input.encoding === "base64" && !isBase64(input.content))
-      return Effect.fail(new Usage({ message: "invalid input for write_file: content is not base64 (encoding=\"base64\")", subject: input.path }))
+      return Effect.fail(
+        new Usage({
+          message: 'invalid input for write_file: content is not base64 (encoding="base64")',
+          subject: input.path
+        })
+      )
     const content = Buffer.from(input.content, input.encoding === "base64" ? "base64" : "utf8")
     if (content.length > MAX_WRITE_BYTES)
-      return Effect.fail(new Usage({ message: `invalid input for write_file: content ${overTheCap(`${content.length} bytes`)}`, subject: input.path }))
+      return Effect.fail(
+        new Usage({
+          message: `invalid input for write_file: content ${overTheCap(`${content.length} bytes`)}`,
+          subject: input.path
+        })
+      )
     return inGuest(input.vm, (ops, session) =>
       ops.writeFile(session, {
         path: input.path,
@@ -213,7 +265,9 @@ export const svcOp = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     name: ServiceName,
-    action: Schema.Literal("enable", "start", "stop", "restart").annotations({ description: "What to do with the service" })
+    action: Schema.Literal("enable", "start", "stop", "restart").annotations({
+      description: "What to do with the service"
+    })
   }),
   output: CommandResult,
   annotations: EXEC,
@@ -234,14 +288,20 @@ export const tailLogOp = defineOperation({
     vm: VmName,
     unit: Schema.optional(GuestName("unit")).annotations({ description: "systemd unit whose journal to read" }),
     path: Schema.optional(GuestPath).annotations({ description: "Absolute log file to read" }),
-    lines: Schema.optional(IntRange(1, GUEST_CAPS.tailLines)).annotations({ description: `Lines (default 50, max ${GUEST_CAPS.tailLines})` })
+    lines: Schema.optional(IntRange(1, GUEST_CAPS.tailLines)).annotations({
+      description: `Lines (default 50, max ${GUEST_CAPS.tailLines})`
+    })
   }),
   output: TailLines,
   annotations: READ,
   access: "observe",
   run: (input) =>
     inGuest(input.vm, (ops, session) =>
-      ops.tailLog(session, { lines: input.lines ?? 50, ...(input.unit !== undefined ? { unit: input.unit } : {}), ...(input.path !== undefined ? { path: input.path } : {}) })
+      ops.tailLog(session, {
+        lines: input.lines ?? 50,
+        ...(input.unit !== undefined ? { unit: input.unit } : {}),
+        ...(input.path !== undefined ? { path: input.path } : {})
+      })
     )
 })
 
@@ -256,7 +316,9 @@ export const pkgInstallOp = defineOperation({
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    packages: Schema.NonEmptyArray(PackageName).pipe(Schema.maxItems(200)).annotations({ description: "Package names, not options (1..200)" })
+    packages: Schema.NonEmptyArray(PackageName)
+      .pipe(Schema.maxItems(200))
+      .annotations({ description: "Package names, not options (1..200)" })
   }),
   output: CommandResult,
   annotations: EXEC,
@@ -282,4 +344,15 @@ export const useraddOp = defineOperation({
 })
 
 /** The guest tools of reference §5, in its order. */
-export const guestOperations = [readFileOp, listDirOp, statOp, psOp, svcStatusOp, tailLogOp, writeFileOp, pkgInstallOp, svcOp, useraddOp] as const
+export const guestOperations = [
+  readFileOp,
+  listDirOp,
+  statOp,
+  psOp,
+  svcStatusOp,
+  tailLogOp,
+  writeFileOp,
+  pkgInstallOp,
+  svcOp,
+  useraddOp
+] as const

@@ -26,8 +26,12 @@ export const prune = defineOperation({
     "Find stale files (partial downloads, orphaned checkpoint files, what a crashed VM left; with broken, broken VMs; with images, unused images) and, with apply=true, delete them.",
   kind: "command",
   input: Schema.Struct({
-    apply: Schema.optional(Schema.Boolean).annotations({ description: "Delete what was found (default false: a dry run)" }),
-    broken: Schema.optional(Schema.Boolean).annotations({ description: "Include broken VMs, never a running one (default false)" }),
+    apply: Schema.optional(Schema.Boolean).annotations({
+      description: "Delete what was found (default false: a dry run)"
+    }),
+    broken: Schema.optional(Schema.Boolean).annotations({
+      description: "Include broken VMs, never a running one (default false)"
+    }),
     images: Schema.optional(Schema.Boolean).annotations({ description: "Include images no VM uses (default false)" })
   }),
   output: PruneResult,
@@ -43,7 +47,9 @@ export const prune = defineOperation({
       const hypervisor = yield* Hypervisor
       return yield* (yield* Locks).withRootLock(
         Effect.gen(function* () {
-          const items: Array<{ class: PruneClass; path: string }> = [...(yield* images.stale({ unreferenced: input.images === true }))]
+          const items: Array<{ class: PruneClass; path: string }> = [
+            ...(yield* images.stale({ unreferenced: input.images === true }))
+          ]
           for (const path of yield* (yield* Checkpoints).orphans) items.push({ class: "orphaned_checkpoint", path })
           for (const record of yield* store.list) {
             const state = yield* hypervisor.status({ name: record.name, dir: record.dir })
@@ -67,7 +73,12 @@ export const prune = defineOperation({
     })
 })
 
-const capability = (name: string, status: Capability["status"], scope: string, extra: Partial<Capability> = {}): Capability => ({
+const capability = (
+  name: string,
+  status: Capability["status"],
+  scope: string,
+  extra: Partial<Capability> = {}
+): Capability => ({
   name,
   status,
   scope,
@@ -85,7 +96,9 @@ export const capabilities = defineOperation({
   description:
     "What this host and build can do (lifecycle, snapshots, recipes, projects, MCP access levels) and what is unavailable. Reads host checks and stored metadata only.",
   kind: "query",
-  input: Schema.Struct({ vm: Schema.optional(VmName).annotations({ description: "One VM to report on; omit for host and project scope" }) }),
+  input: Schema.Struct({
+    vm: Schema.optional(VmName).annotations({ description: "One VM to report on; omit for host and project scope" })
+  }),
   output: CapabilityReport,
   annotations: READ,
   access: null,
@@ -97,10 +110,22 @@ export const capabilities = defineOperation({
       const kvm = yield* fs.isPresent("/dev/kvm")
       // The frontend's project (its working directory): a stoat.toml that does not decode is unknown.
       const project = yield* Effect.either((yield* Projects).current)
-      const projectState = project._tag === "Left" ? ("unknown" as const) : Option.isSome(project.right) ? ("available" as const) : ("absent" as const)
+      const projectState =
+        project._tag === "Left"
+          ? ("unknown" as const)
+          : Option.isSome(project.right)
+            ? ("available" as const)
+            : ("absent" as const)
       const record = input.vm === undefined ? undefined : yield* (yield* VmStore).get(input.vm)
-      const target = record?.kind === "ok" ? { name: record.name, mode: record.config.mode, agent_access: effectiveAccess(record.config) } : undefined
-      const evidence = (name: string, found: string | undefined) => ({ kind: "program", source: name, result: found ?? "missing" })
+      const target =
+        record?.kind === "ok"
+          ? { name: record.name, mode: record.config.mode, agent_access: effectiveAccess(record.config) }
+          : undefined
+      const evidence = (name: string, found: string | undefined) => ({
+        kind: "program",
+        source: name,
+        result: found ?? "missing"
+      })
       const qemuOk = qemu !== undefined && qemuImg !== undefined
       const missing = { code: "host_requirement_missing" }
       const qemuProfile = capability("qemu-x86_64", qemuOk ? (kvm ? "supported" : "limited") : "unsupported", "host", {
@@ -110,20 +135,33 @@ export const capabilities = defineOperation({
           { kind: "device", name: "/dev/kvm", value: "optional (TCG otherwise)" }
         ],
         limits: qemuOk ? [] : [missing],
-        evidence: [evidence("qemu-system-x86_64", qemu), evidence("qemu-img", qemuImg), { kind: "device", source: "/dev/kvm", result: kvm ? "present" : "absent" }]
+        evidence: [
+          evidence("qemu-system-x86_64", qemu),
+          evidence("qemu-img", qemuImg),
+          { kind: "device", source: "/dev/kvm", result: kvm ? "present" : "absent" }
+        ]
       })
       const notBuilt = { reason: { code: "not_implemented" } }
       const guestLevel = (level: "observe" | "manage" | "exec") => {
         if (!target) return capability(`mcp.guest.${level}`, "limited", "vm", { limits: [{ code: "target_required" }] })
         const allowed = ACCESS_ORDER.indexOf(target.agent_access) >= ACCESS_ORDER.indexOf(level)
-        return capability(`mcp.guest.${level}`, allowed ? "supported" : "limited", "vm", allowed ? {} : { limits: [{ code: "agent_access_required", value: level }] })
+        return capability(
+          `mcp.guest.${level}`,
+          allowed ? "supported" : "limited",
+          "vm",
+          allowed ? {} : { limits: [{ code: "agent_access_required", value: level }] }
+        )
       }
       return {
         schema: 1,
         stoat_version: STOAT_VERSION,
         host: { os: process.platform, arch: process.arch, project_state: projectState },
         ...(target ? { target } : {}),
-        access_policy: { mcp_agent_access_enforced: true, cli_agent_access_enforced: false, cli_commands: ["exec", "cp"] },
+        access_policy: {
+          mcp_agent_access_enforced: true,
+          cli_agent_access_enforced: false,
+          cli_commands: ["exec", "cp"]
+        },
         profiles: [
           qemuProfile,
           capability("recipe-sh", "supported", "host"),
@@ -139,7 +177,10 @@ export const capabilities = defineOperation({
             ? capability("vm.checkpoint", "limited", "vm", { limits: [{ code: "disk_required" }] })
             : capability("vm.checkpoint", qemuOk ? "supported" : "unsupported", target ? "vm" : "host", {
                 requirements: [{ kind: "vm_state", name: "running", value: "the source runs" }],
-                limits: [{ code: "shares_remounted", value: "9p shares are unmounted in the guest during the checkpoint" }, ...(qemuOk ? [] : [missing])]
+                limits: [
+                  { code: "shares_remounted", value: "9p shares are unmounted in the guest during the checkpoint" },
+                  ...(qemuOk ? [] : [missing])
+                ]
               }),
           target?.mode === "live"
             ? capability("vm.fork", "limited", "vm", { limits: [{ code: "disk_required" }] })
@@ -148,7 +189,10 @@ export const capabilities = defineOperation({
                 limits: [
                   { code: "max_forks_per_call", value: String(MAX_FORKS_PER_CALL) },
                   { code: "same_accelerator", value: "forks run under the accelerator the checkpoint was taken under" },
-                  { code: "same_devices", value: "forks keep the source's RAM size, vCPUs and devices at the checkpoint" },
+                  {
+                    code: "same_devices",
+                    value: "forks keep the source's RAM size, vCPUs and devices at the checkpoint"
+                  },
                   ...(qemuOk ? [] : [missing])
                 ]
               }),

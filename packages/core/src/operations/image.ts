@@ -16,7 +16,11 @@ export const listImages = defineOperation({
   output: ImageList,
   annotations: READ,
   access: null,
-  run: () => Effect.map(Effect.flatMap(Images, (images) => images.list), (images) => ({ images }))
+  run: () =>
+    Effect.map(
+      Effect.flatMap(Images, (images) => images.list),
+      (images) => ({ images })
+    )
 })
 
 export const pullImage = defineOperation({

@@ -7,8 +7,29 @@ import { listImages, pullImage } from "./image.js"
 import { capabilities, prune } from "./host.js"
 import { deleteCheckpoint, forkCheckpoint, listCheckpoints, takeCheckpoint } from "./checkpoint.js"
 import { deleteSnapshot, listSnapshots, restoreSnapshot, saveSnapshot } from "./snapshot.js"
-import { cloneVm, createVm, destroyVm, forwardPorts, screenshotVm, startVm, stopVm, stoatLog, updateVm, vmLogs, waitVm } from "./vm.js"
-import { applyRecipes, checkRecipes, listRecipeEntries, listRecipes, newRecipe, planRecipes, recipeSchema, refreshRecipes } from "./recipe.js"
+import {
+  cloneVm,
+  createVm,
+  destroyVm,
+  forwardPorts,
+  screenshotVm,
+  startVm,
+  stopVm,
+  stoatLog,
+  updateVm,
+  vmLogs,
+  waitVm
+} from "./vm.js"
+import {
+  applyRecipes,
+  checkRecipes,
+  listRecipeEntries,
+  listRecipes,
+  newRecipe,
+  planRecipes,
+  recipeSchema,
+  refreshRecipes
+} from "./recipe.js"
 import { projectOperations } from "./project.js"
 import { remoteRecipeOperations } from "./remote-recipe.js"
 import type { Operation } from "./operation.js"

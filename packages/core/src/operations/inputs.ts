@@ -32,4 +32,6 @@ export const GuestPath = Schema.String.pipe(
 ).annotations({ description: "Absolute guest path" })
 
 /** An environment variable name for a guest command (reference §5 Guards). */
-export const EnvName = Schema.String.pipe(Schema.pattern(ENV_NAME, { message: () => "environment names are letters, digits and _, not starting with a digit" }))
+export const EnvName = Schema.String.pipe(
+  Schema.pattern(ENV_NAME, { message: () => "environment names are letters, digits and _, not starting with a digit" })
+)

@@ -13,12 +13,20 @@ import { defineOperation, EXEC, READ } from "./operation.js"
 
 const NO_NUL = /^[^\0]*$/
 /** One argv word: no NUL (no C string carries one) and small enough for any guest's ARG_MAX. */
-const ArgWord = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "argv words contain no NUL" }), Schema.maxLength(16_384))
-const EnvValue = Schema.String.pipe(Schema.pattern(NO_NUL, { message: () => "environment values contain no NUL" }), Schema.maxLength(16_384))
+const ArgWord = Schema.String.pipe(
+  Schema.pattern(NO_NUL, { message: () => "argv words contain no NUL" }),
+  Schema.maxLength(16_384)
+)
+const EnvValue = Schema.String.pipe(
+  Schema.pattern(NO_NUL, { message: () => "environment values contain no NUL" }),
+  Schema.maxLength(16_384)
+)
 /** A guest job's id or a host job's: which one decides who answers. */
 const ANY_JOB_ID = new RegExp(`${JOB_ID.source}|${HOST_JOB_ID.source}`)
 const JobId = Schema.String.pipe(
-  Schema.pattern(ANY_JOB_ID, { message: () => "job ids look like j-0123abcd (from exec_bg) or h-0123abcd (a call that went on in the background)" })
+  Schema.pattern(ANY_JOB_ID, {
+    message: () => "job ids look like j-0123abcd (from exec_bg) or h-0123abcd (a call that went on in the background)"
+  })
 ).annotations({ description: "Job id: j-… from exec_bg, or h-… from a call that went on in the background" })
 /** A signal name as `kill -s` takes it: TERM, KILL, USR1, RTMIN1 … (no SIG prefix). */
 // Two checks rather than a lookahead: schema-derived arbitraries (fuzz, property tests) cannot draw from `(?!…)`.
@@ -45,8 +53,12 @@ export const execBackground = defineOperation({
     argv: Schema.NonEmptyArray(ArgWord)
       .pipe(Schema.maxItems(1024))
       .annotations({ description: 'Command and arguments, e.g. ["sh","-c","..."]; at most 1024 words of 16 KiB' }),
-    cwd: Schema.optional(GuestPath).annotations({ description: "Absolute working folder (default the ssh user's home)" }),
-    env: Schema.optional(Schema.Record({ key: EnvName, value: EnvValue })).annotations({ description: "Extra environment variables, {NAME: value}" })
+    cwd: Schema.optional(GuestPath).annotations({
+      description: "Absolute working folder (default the ssh user's home)"
+    }),
+    env: Schema.optional(Schema.Record({ key: EnvName, value: EnvValue })).annotations({
+      description: "Extra environment variables, {NAME: value}"
+    })
   }),
   output: JobStarted,
   annotations: EXEC,
@@ -55,7 +67,11 @@ export const execBackground = defineOperation({
   run: (input) =>
     Effect.flatMap(runningTarget(input.vm), (target) =>
       Effect.flatMap(Jobs, (jobs) =>
-        jobs.start(target, { argv: input.argv, ...(input.cwd !== undefined ? { cwd: input.cwd } : {}), ...(input.env !== undefined ? { env: input.env } : {}) })
+        jobs.start(target, {
+          argv: input.argv,
+          ...(input.cwd !== undefined ? { cwd: input.cwd } : {}),
+          ...(input.env !== undefined ? { env: input.env } : {})
+        })
       )
     )
 })
@@ -65,8 +81,7 @@ export const jobStatus = defineOperation({
   tool: "job_status",
   expose: { cli: "jobs status", mcp: true },
   title: "Show a background job's state",
-  description:
-    "A job's state: starting, running, then exited with exit_code; unknown after a guest reboot.",
+  description: "A job's state: starting, running, then exited with exit_code; unknown after a guest reboot.",
   kind: "query",
   input: JobInput,
   output: JobStatus,
@@ -75,7 +90,10 @@ export const jobStatus = defineOperation({
   run: (input) =>
     Effect.if(isHostJobId(input.job_id), {
       onTrue: () => Effect.flatMap(HostJobs, (host) => host.status(input.vm, input.job_id)),
-      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.status(target, input.job_id)))
+      onFalse: () =>
+        Effect.flatMap(runningTarget(input.vm), (target) =>
+          Effect.flatMap(Jobs, (jobs) => jobs.status(target, input.job_id))
+        )
     })
 })
 
@@ -91,7 +109,9 @@ export const jobWait = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     job_id: JobId,
-    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds to wait (default 300, max 600)" })
+    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({
+      description: "Seconds to wait (default 300, max 600)"
+    })
   }),
   output: JobWaited,
   annotations: READ,
@@ -99,7 +119,10 @@ export const jobWait = defineOperation({
   run: (input) =>
     Effect.if(isHostJobId(input.job_id), {
       onTrue: () => Effect.flatMap(HostJobs, (host) => host.wait(input.vm, input.job_id, input.timeout_seconds ?? 60)),
-      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.wait(target, input.job_id, input.timeout_seconds ?? 60)))
+      onFalse: () =>
+        Effect.flatMap(runningTarget(input.vm), (target) =>
+          Effect.flatMap(Jobs, (jobs) => jobs.wait(target, input.job_id, input.timeout_seconds ?? 60))
+        )
     })
 })
 
@@ -108,14 +131,19 @@ export const jobOutput = defineOperation({
   tool: "job_output",
   expose: { cli: "jobs output", mcp: true },
   title: "Read a background job's output",
-  description: "Read a job's stdout or stderr from a byte offset: content (base64 with encoding when not UTF-8), the stream's size so far, and truncated when more follows.",
+  description:
+    "Read a job's stdout or stderr from a byte offset: content (base64 with encoding when not UTF-8), the stream's size so far, and truncated when more follows.",
   kind: "query",
   input: Schema.Struct({
     vm: VmName,
     job_id: JobId,
-    stream: Schema.optional(Schema.Literal("stdout", "stderr")).annotations({ description: "Which stream (default stdout)" }),
+    stream: Schema.optional(Schema.Literal("stdout", "stderr")).annotations({
+      description: "Which stream (default stdout)"
+    }),
     offset: Schema.optional(Schema.NonNegativeInt).annotations({ description: "Byte offset to read from (default 0)" }),
-    max_bytes: Schema.optional(IntRange(0, JOB_OUTPUT_CAP)).annotations({ description: "Bytes to read (default and max 1 MiB; 0 = max)" })
+    max_bytes: Schema.optional(IntRange(0, JOB_OUTPUT_CAP)).annotations({
+      description: "Bytes to read (default and max 1 MiB; 0 = max)"
+    })
   }),
   output: FileContent,
   annotations: READ,
@@ -126,7 +154,10 @@ export const jobOutput = defineOperation({
     const maxBytes = input.max_bytes ?? 0
     const read = Effect.if(isHostJobId(input.job_id), {
       onTrue: () => Effect.flatMap(HostJobs, (host) => host.output(input.vm, input.job_id, stream, offset, maxBytes)),
-      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.output(target, input.job_id, { stream, offset, maxBytes })))
+      onFalse: () =>
+        Effect.flatMap(runningTarget(input.vm), (target) =>
+          Effect.flatMap(Jobs, (jobs) => jobs.output(target, input.job_id, { stream, offset, maxBytes }))
+        )
     })
     return Effect.map(read, (got) => fileContent(got.data, got.size, got.truncated))
   }
@@ -140,7 +171,13 @@ export const jobKill = defineOperation({
   description:
     "Signal a running job and its process group. A job that is not running is not signalled: the result has its state and signaled=false.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName, job_id: JobId, signal: Schema.optional(SignalName).annotations({ description: "Signal name without SIG, e.g. KILL (default TERM)" }) }),
+  input: Schema.Struct({
+    vm: VmName,
+    job_id: JobId,
+    signal: Schema.optional(SignalName).annotations({
+      description: "Signal name without SIG, e.g. KILL (default TERM)"
+    })
+  }),
   output: JobKilled,
   annotations: EXEC,
   touches: ["guest"],
@@ -148,7 +185,10 @@ export const jobKill = defineOperation({
   run: (input) =>
     Effect.if(isHostJobId(input.job_id), {
       onTrue: () => Effect.flatMap(HostJobs, (host) => host.kill(input.vm, input.job_id)),
-      onFalse: () => Effect.flatMap(runningTarget(input.vm), (target) => Effect.flatMap(Jobs, (jobs) => jobs.kill(target, input.job_id, input.signal ?? "TERM")))
+      onFalse: () =>
+        Effect.flatMap(runningTarget(input.vm), (target) =>
+          Effect.flatMap(Jobs, (jobs) => jobs.kill(target, input.job_id, input.signal ?? "TERM"))
+        )
     })
 })
 
@@ -169,7 +209,9 @@ export const listJobs = defineOperation({
       const record = yield* loadVm(input.vm)
       const jobs = yield* Jobs
       const target = (yield* isRunning(record)) ? sshTarget(yield* DataRoot, record) : undefined
-      const listed = yield* jobs.list(input.vm, target).pipe(Effect.catchTag("CannotReach", () => jobs.list(input.vm, undefined)))
+      const listed = yield* jobs
+        .list(input.vm, target)
+        .pipe(Effect.catchTag("CannotReach", () => jobs.list(input.vm, undefined)))
       const onHost = yield* Effect.flatMap(HostJobs, (host) => host.list(input.vm))
       return { jobs: [...listed, ...onHost] }
     })

@@ -8,7 +8,10 @@ import { logFile } from "./vm.js"
  * What is appended to the log `stoat logs` reads (a VM's console or apply log, or with no VM
  * stoat's own), as raw bytes from now on: `stoat logs -f` after the tail.
  */
-export const followLog = (input: { readonly vm?: string | undefined; readonly which?: "console" | "apply" | undefined }) =>
+export const followLog = (input: {
+  readonly vm?: string | undefined
+  readonly which?: "console" | "apply" | undefined
+}) =>
   Stream.unwrap(
     Effect.gen(function* () {
       const root = yield* DataRoot

@@ -11,10 +11,30 @@ export interface Annotations {
 }
 
 /** The four annotation classes of the original's tool table. */
-export const READ: Annotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
-export const MUTATE: Annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
-export const DESTRUCTIVE: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false }
-export const EXEC: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
+export const READ: Annotations = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false
+}
+export const MUTATE: Annotations = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: false,
+  openWorldHint: false
+}
+export const DESTRUCTIVE: Annotations = {
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: false
+}
+export const EXEC: Annotations = {
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: true
+}
 /** The read and mutate classes of operations that reach the network (issue 26: open world). */
 export const READ_NETWORK: Annotations = { ...READ, openWorldHint: true }
 export const MUTATE_NETWORK: Annotations = { ...MUTATE, openWorldHint: true }
@@ -53,18 +73,26 @@ type Field = Schema.Schema.All | Schema.PropertySignature.All
 export function hostOnly<F extends Schema.PropertySignature.All>(field: F): F
 export function hostOnly<S extends Schema.Schema.All>(field: S): Schema.propertySignature<S>
 export function hostOnly(field: Field): Schema.PropertySignature.All {
-  const signature: Schema.PropertySignature.All = Schema.isPropertySignature(field) ? field : Schema.propertySignature(field as Schema.Schema.All)
+  const signature: Schema.PropertySignature.All = Schema.isPropertySignature(field)
+    ? field
+    : Schema.propertySignature(field as Schema.Schema.All)
   // A custom key: no field of the Annotations type, so it goes in untyped.
   return signature.annotations({ [HostOnlyId]: true } as never)
 }
 
 const objectsOf = (ast: SchemaAST.AST): ReadonlyArray<SchemaAST.TypeLiteral> =>
-  SchemaAST.isTypeLiteral(ast) ? [ast] : SchemaAST.isTransformation(ast) ? [...objectsOf(ast.from), ...objectsOf(ast.to)] : []
+  SchemaAST.isTypeLiteral(ast)
+    ? [ast]
+    : SchemaAST.isTransformation(ast)
+      ? [...objectsOf(ast.from), ...objectsOf(ast.to)]
+      : []
 
 /** The input fields of a schema marked `hostOnly`, in declaration order. */
 export const hostOnlyFields = (schema: Schema.Schema.Any): ReadonlyArray<string> => {
   const names = objectsOf(schema.ast).flatMap((object) =>
-    object.propertySignatures.filter((signature) => signature.annotations[HostOnlyId] === true).map((signature) => String(signature.name))
+    object.propertySignatures
+      .filter((signature) => signature.annotations[HostOnlyId] === true)
+      .map((signature) => String(signature.name))
   )
   return [...new Set(names)]
 }
@@ -107,8 +135,9 @@ export interface Operation<I = any, O = any, R = any> {
   readonly run: (input: I) => Effect.Effect<O, StoatError, R>
 }
 
-export const defineOperation = <I, II, O, R>(operation: Operation<I, O, R> & { input: Schema.Schema<I, II> }): Operation<I, O, R> =>
-  operation
+export const defineOperation = <I, II, O, R>(
+  operation: Operation<I, O, R> & { input: Schema.Schema<I, II> }
+): Operation<I, O, R> => operation
 
 /** What the CLI prints (and `--json` carries) for this result of the operation. */
 export const cliDataOf = <I, O>(operation: Operation<I, O, any>, output: O, input: I): unknown =>

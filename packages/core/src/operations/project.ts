@@ -1,6 +1,15 @@
 import { Effect, Option, Schema } from "effect"
 import { InitResult, ProjectRun, ProjectStatus, VmList } from "@stoat/wire"
-import { advise, CapabilityUnavailable, fixOrDelete, ImmutableField, InvalidSpec, NameTaken, NotFound, type StoatError } from "../errors.js"
+import {
+  advise,
+  CapabilityUnavailable,
+  fixOrDelete,
+  ImmutableField,
+  InvalidSpec,
+  NameTaken,
+  NotFound,
+  type StoatError
+} from "../errors.js"
 import { driftOf, immutableMessage, recreate } from "../projects/drift.js"
 import { HintWording } from "../context/hint-wording.js"
 import { fanOut } from "../projects/fan-out.js"
@@ -49,7 +58,8 @@ export const projectStatusOf = (project: Project) =>
           const found = yield* lookup(declaration)
           if (Option.isNone(found)) return { ...base, state: "missing", health: "unknown", drift: [] }
           const record = found.value
-          if (record.kind === "broken") return { ...base, state: "broken", health: "unknown", drift: [], error: record.reason }
+          if (record.kind === "broken")
+            return { ...base, state: "broken", health: "unknown", drift: [], error: record.reason }
           const running = yield* isRunning(record)
           const state = running ? "running" : "stopped"
           const health = aggregateHealth(record)
@@ -57,7 +67,14 @@ export const projectStatusOf = (project: Project) =>
           if (foreign !== undefined) return { ...base, state, health, drift: [], error: foreign }
           const report = driftOf(declaration, record.config, running)
           // An immutable mismatch is shown instead of drift: up would refuse it anyway.
-          if (report.immutable.length > 0) return { ...base, state, health, drift: [], error: `${immutableMessage(report.immutable)}; ${words(recreate(declaration))}` }
+          if (report.immutable.length > 0)
+            return {
+              ...base,
+              state,
+              health,
+              drift: [],
+              error: `${immutableMessage(report.immutable)}; ${words(recreate(declaration))}`
+            }
           return { ...base, state, health, drift: [...report.drift] }
         }),
       { concurrency: 4 }
@@ -66,7 +83,9 @@ export const projectStatusOf = (project: Project) =>
   })
 
 const sameSecrets = (stored: SecretTable, wanted: SecretTable) =>
-  Object.entries(wanted).every(([recipe, params]) => Object.entries(params).every(([param, value]) => stored[recipe]?.[param] === value))
+  Object.entries(wanted).every(([recipe, params]) =>
+    Object.entries(params).every(([param, value]) => stored[recipe]?.[param] === value)
+  )
 
 /** The update that brings an existing VM in line with its declaration, or undefined when it already is. */
 const updateFor = (declaration: Declaration, record: OkRecord, running: boolean, secrets: SecretTable | undefined) =>
@@ -100,13 +119,16 @@ const updateFor = (declaration: Declaration, record: OkRecord, running: boolean,
 const reconcile = (project: Project, declaration: Declaration, secrets: Readonly<Record<string, SecretTable>>) =>
   Effect.gen(function* () {
     if (declaration.provider === "gce") {
-      return yield* new CapabilityUnavailable({ message: `[vms.${declaration.key}]: provider ${declaration.provider} is not supported by this build`, reason: "provider_unsupported" })
+      return yield* new CapabilityUnavailable({
+        message: `[vms.${declaration.key}]: provider ${declaration.provider} is not supported by this build`,
+        reason: "provider_unsupported"
+      })
     }
     const wantedSecrets = secrets[declaration.key]
     const vms = yield* Vms
     if (Option.isNone(yield* lookup(declaration))) {
-      const created = yield* vms.create(
-        {
+      const created = yield* vms
+        .create({
           name: declaration.name,
           ...(declaration.imageIsPath ? { image_path: declaration.image } : { image: declaration.image }),
           ...(declaration.cpus !== undefined ? { cpus: declaration.cpus } : {}),
@@ -116,19 +138,30 @@ const reconcile = (project: Project, declaration: Declaration, secrets: Readonly
           agent_access: declaration.agent_access,
           project: { dir: project.dir, key: declaration.key },
           shares: declaration.shares,
-          ...(declaration.provider === "libvirt" ? { provider: "libvirt" as const, ...(declaration.host !== undefined ? { host: declaration.host } : {}) } : {})
-        }
-      ).pipe(
-        Effect.as(true),
-        // A parallel `up` of the same project created it first: reconcile that VM like any other.
-        Effect.catchTag("NameTaken", () => Effect.succeed(false))
-      )
+          ...(declaration.provider === "libvirt"
+            ? { provider: "libvirt" as const, ...(declaration.host !== undefined ? { host: declaration.host } : {}) }
+            : {})
+        })
+        .pipe(
+          Effect.as(true),
+          // A parallel `up` of the same project created it first: reconcile that VM like any other.
+          Effect.catchTag("NameTaken", () => Effect.succeed(false))
+        )
       if (created) yield* progressLine(`${declaration.key}: created ${declaration.name}`)
     }
     const found = yield* lookup(declaration)
-    if (Option.isNone(found)) return yield* new NotFound({ message: `VM "${declaration.name}" disappeared while it was being created`, subject: declaration.name })
+    if (Option.isNone(found))
+      return yield* new NotFound({
+        message: `VM "${declaration.name}" disappeared while it was being created`,
+        subject: declaration.name
+      })
     const record = found.value
-    if (record.kind === "broken") return yield* new InvalidSpec({ message: `VM "${declaration.name}" is broken: ${record.reason}`, subject: declaration.name, hint: fixOrDelete(declaration.key) })
+    if (record.kind === "broken")
+      return yield* new InvalidSpec({
+        message: `VM "${declaration.name}" is broken: ${record.reason}`,
+        subject: declaration.name,
+        hint: fixOrDelete(declaration.key)
+      })
     const foreign = foreignOwner(project, declaration, record)
     if (foreign !== undefined) return yield* new NameTaken({ message: foreign, subject: declaration.name })
     const update = yield* updateFor(declaration, record, yield* isRunning(record), wantedSecrets)
@@ -143,23 +176,36 @@ const existing = (declaration: Declaration) =>
   Effect.flatMap(lookup(declaration), (found) =>
     Option.isSome(found)
       ? Effect.succeed(found.value.name)
-      : Effect.fail(new NotFound({
+      : Effect.fail(
+          new NotFound({
             message: `VM "${declaration.name}" ([vms.${declaration.key}]) is not created yet`,
             subject: declaration.name,
             hint: advise("create it", { operation: "project.up", input: {} })
-          }))
+          })
+        )
   )
 
 /** Runs `step` only for declared VMs that exist: a missing VM is already down, or already gone. */
-const ifPresent = <R>(step: (name: string) => Effect.Effect<unknown, StoatError, R>) => (declaration: Declaration) =>
-  Effect.flatMap(lookup(declaration), (found) => (Option.isSome(found) ? step(declaration.name) : Effect.void))
+const ifPresent =
+  <R>(step: (name: string) => Effect.Effect<unknown, StoatError, R>) =>
+  (declaration: Declaration) =>
+    Effect.flatMap(lookup(declaration), (found) => (Option.isSome(found) ? step(declaration.name) : Effect.void))
 
 const projectOf = Effect.flatMap(Projects, (scope) => scope.require)
 
 /** What every fan-out operation shares: a command answering ProjectRun, host-side, no single target VM. */
-const FAN_OUT = { kind: "command", output: ProjectRun, annotations: MUTATE, access: null, target: () => [], longRunning: true } as const
+const FAN_OUT = {
+  kind: "command",
+  output: ProjectRun,
+  annotations: MUTATE,
+  access: null,
+  target: () => [],
+  longRunning: true
+} as const
 
-const WaitTimeout = Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({ description: "Seconds to wait per VM (default 300, max 600)" })
+const WaitTimeout = Schema.optional(Schema.Int.pipe(Schema.between(1, 600))).annotations({
+  description: "Seconds to wait per VM (default 300, max 600)"
+})
 
 export const projectStatus = defineOperation({
   key: "project.status",
@@ -183,7 +229,9 @@ export const projectUp = defineOperation({
   title: "Bring the project's VMs up",
   description: `Reconcile each declared VM (create it if missing; apply changed cpus, ram, recipes, params, shares, agent_access; refuse image, disk or provider changes) and start it.${RUN_NOTE}${PROJECT_NOTE}`,
   input: Schema.Struct({
-    parallel: Schema.optional(Schema.Int.pipe(Schema.between(1, 16))).annotations({ description: "VMs brought up at once (default 1, max 16)" }),
+    parallel: Schema.optional(Schema.Int.pipe(Schema.between(1, 16))).annotations({
+      description: "VMs brought up at once (default 1, max 16)"
+    }),
     ...StartFields
   }),
   ...FAN_OUT,
@@ -195,7 +243,10 @@ export const projectUp = defineOperation({
       return yield* fanOut(
         project,
         (declaration) =>
-          Effect.zipRight(reconcile(project, declaration, secrets), vms.start(declaration.name, { ...start, timeoutSeconds: timeout_seconds })),
+          Effect.zipRight(
+            reconcile(project, declaration, secrets),
+            vms.start(declaration.name, { ...start, timeoutSeconds: timeout_seconds })
+          ),
         { concurrency: parallel ?? 1 }
       )
     })
@@ -209,7 +260,13 @@ export const projectDown = defineOperation({
   description: `Stop each declared VM gracefully; one not created yet counts as stopped.${RUN_NOTE}${PROJECT_NOTE}`,
   input: NoInput,
   ...FAN_OUT,
-  run: () => Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) => fanOut(project, ifPresent((vm) => vms.stop(vm))))
+  run: () =>
+    Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) =>
+      fanOut(
+        project,
+        ifPresent((vm) => vms.stop(vm))
+      )
+    )
 })
 
 /**
@@ -223,7 +280,12 @@ const requireManageEverywhere = (project: Project) =>
       const found = yield* lookup(declaration)
       if (Option.isNone(found) || found.value.kind !== "ok") continue
       const level = effectiveAccess(found.value.config)
-      yield* policy.requireGranted(declaration.name, level, "manage", `vm "${declaration.name}" has agent_access = ${level}; needs manage`)
+      yield* policy.requireGranted(
+        declaration.name,
+        level,
+        "manage",
+        `vm "${declaration.name}" has agent_access = ${level}; needs manage`
+      )
     }
   })
 
@@ -243,7 +305,9 @@ export const projectApply = defineOperation({
       const project = yield* projectOf
       yield* requireManageEverywhere(project)
       const vms = yield* Vms
-      return yield* fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => vms.applyRecipes(vm, undefined)))
+      return yield* fanOut(project, (declaration) =>
+        Effect.flatMap(existing(declaration), (vm) => vms.applyRecipes(vm, undefined))
+      )
     })
 })
 
@@ -254,14 +318,20 @@ export const projectWait = defineOperation({
   title: "Wait for the project's VMs",
   description: `Wait until each declared VM is reachable over SSH (default), stopped, or has applied its recipes.${RUN_NOTE}${PROJECT_NOTE}`,
   input: Schema.Struct({
-    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")).annotations({ description: "State to wait for (default reachable)" }),
-    healthy: Schema.optional(Schema.Boolean).annotations({ description: "Wait for the applied recipes' health checks (default false)" }),
+    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")).annotations({
+      description: "State to wait for (default reachable)"
+    }),
+    healthy: Schema.optional(Schema.Boolean).annotations({
+      description: "Wait for the applied recipes' health checks (default false)"
+    }),
     timeout_seconds: WaitTimeout
   }),
   ...FAN_OUT,
   run: ({ timeout_seconds, ...options }) =>
     Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) =>
-      fanOut(project, (declaration) => Effect.flatMap(existing(declaration), (vm) => vms.wait(vm, { ...options, timeoutSeconds: timeout_seconds })))
+      fanOut(project, (declaration) =>
+        Effect.flatMap(existing(declaration), (vm) => vms.wait(vm, { ...options, timeoutSeconds: timeout_seconds }))
+      )
     )
 })
 
@@ -271,7 +341,8 @@ export const projectRm = defineOperation({
   // Deleting a whole project is a person's decision at the CLI.
   expose: { cli: "rm", mcp: false },
   title: "Delete the project's VMs",
-  description: "Delete each declared VM, in declaration order: each must be stopped (stoat down); one not created is already gone. The first failure stops the run and later VMs are skipped.",
+  description:
+    "Delete each declared VM, in declaration order: each must be stopped (stoat down); one not created is already gone. The first failure stops the run and later VMs are skipped.",
   kind: "command",
   input: Schema.Struct({ detach_dependents: Schema.optional(Schema.Boolean) }),
   output: ProjectRun,
@@ -280,7 +351,12 @@ export const projectRm = defineOperation({
   access: null,
   target: () => [],
   run: (input) =>
-    Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) => fanOut(project, ifPresent((vm) => vms.destroy(vm, { detachDependents: input.detach_dependents }))))
+    Effect.flatMap(Effect.all([projectOf, Vms]), ([project, vms]) =>
+      fanOut(
+        project,
+        ifPresent((vm) => vms.destroy(vm, { detachDependents: input.detach_dependents }))
+      )
+    )
 })
 
 export const projectInit = defineOperation({
@@ -288,10 +364,16 @@ export const projectInit = defineOperation({
   tool: "project_init",
   expose: { cli: "init", mcp: false },
   title: "Start a project",
-  description: "Write an annotated stoat.toml with one [vms.dev] in the working directory (never over an existing one); in a git checkout add .stoat/ to .gitignore.",
+  description:
+    "Write an annotated stoat.toml with one [vms.dev] in the working directory (never over an existing one); in a git checkout add .stoat/ to .gitignore.",
   kind: "command",
   input: Schema.Struct({
-    name: Schema.optional(Schema.String.pipe(Schema.pattern(DECLARATION_KEY, { message: () => "project names use lower-case letters, digits and '-'" }), Schema.maxLength(64)))
+    name: Schema.optional(
+      Schema.String.pipe(
+        Schema.pattern(DECLARATION_KEY, { message: () => "project names use lower-case letters, digits and '-'" }),
+        Schema.maxLength(64)
+      )
+    )
   }),
   output: InitResult,
   annotations: MUTATE,
@@ -329,4 +411,13 @@ export const projectVms = defineOperation({
     })
 })
 
-export const projectOperations = [projectStatus, projectUp, projectDown, projectApply, projectWait, projectRm, projectInit, projectVms] as const
+export const projectOperations = [
+  projectStatus,
+  projectUp,
+  projectDown,
+  projectApply,
+  projectWait,
+  projectRm,
+  projectInit,
+  projectVms
+] as const

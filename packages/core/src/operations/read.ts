@@ -1,7 +1,19 @@
 import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Schema } from "effect"
-import { DoctorReport, GuestList, Guest, GuestShow, VersionInfo, VmGet, VmList, VmStatus, CONTRACT_VERSION, type HostCheck, type Vm } from "@stoat/wire"
+import {
+  DoctorReport,
+  GuestList,
+  Guest,
+  GuestShow,
+  VersionInfo,
+  VmGet,
+  VmList,
+  VmStatus,
+  CONTRACT_VERSION,
+  type HostCheck,
+  type Vm
+} from "@stoat/wire"
 import { HintWording } from "../context/hint-wording.js"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
@@ -20,7 +32,9 @@ import { defineOperation, READ } from "./operation.js"
  * after another: a status is state the provider keeps at hand (the port says so), and a fiber per
  * record cost more than the status itself.
  */
-export const viewVms = (records: ReadonlyArray<VmRecord>): Effect.Effect<Vm[], never, DataRoot | Hypervisor | GuestDefinitions | HostProbe> =>
+export const viewVms = (
+  records: ReadonlyArray<VmRecord>
+): Effect.Effect<Vm[], never, DataRoot | Hypervisor | GuestDefinitions | HostProbe> =>
   records.length === 0 ? Effect.succeed([]) : viewSome(records)
 
 const viewSome = (records: ReadonlyArray<VmRecord>) =>
@@ -38,7 +52,15 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
     const views: Vm[] = []
     for (const record of records) {
       const state = yield* hypervisor.status(record)
-      views.push(toVm(record, { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 }, byName, root, words))
+      views.push(
+        toVm(
+          record,
+          { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 },
+          byName,
+          root,
+          words
+        )
+      )
     }
     // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
     // project, however many of its VMs are listed.
@@ -104,7 +126,11 @@ export const listGuests = defineOperation({
   output: GuestList,
   annotations: READ,
   access: null,
-  run: () => Effect.map(Effect.flatMap(GuestDefinitions, (guests) => guests.list), (guests) => ({ guests: guests.map(toWireGuest) }))
+  run: () =>
+    Effect.map(
+      Effect.flatMap(GuestDefinitions, (guests) => guests.list),
+      (guests) => ({ guests: guests.map(toWireGuest) })
+    )
 })
 
 export const guestInfo = defineOperation({
@@ -114,12 +140,20 @@ export const guestInfo = defineOperation({
   title: "Show a guest definition",
   description: "One guest definition: init system, package manager, service templates.",
   kind: "query",
-  input: Schema.Struct({ name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)).annotations({ description: "Guest definition name from list_guests" }) }),
+  input: Schema.Struct({
+    name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)).annotations({
+      description: "Guest definition name from list_guests"
+    })
+  }),
   output: Guest,
   cliView: (guest): typeof GuestShow.Type => ({ guest }),
   annotations: READ,
   access: null,
-  run: ({ name }) => Effect.map(Effect.flatMap(GuestDefinitions, (guests) => guests.get(name)), toWireGuest)
+  run: ({ name }) =>
+    Effect.map(
+      Effect.flatMap(GuestDefinitions, (guests) => guests.get(name)),
+      toWireGuest
+    )
 })
 
 const APT = "sudo apt-get install -y"
@@ -187,13 +221,25 @@ const sizeText = (mb: number) => (mb >= 10 * 1024 ? `${Math.round(mb / 1024)} Gi
 const dataRootCheck = Effect.gen(function* () {
   const root = (yield* DataRoot).root
   const space = (yield* fs.spaceOf(root)) ?? (yield* fs.spaceOf(dirname(root)))
-  if (space === undefined) return { name: "data-root", ok: false, detail: `cannot tell the free space of ${root}`, fix: [], optional: true } satisfies HostCheck
+  if (space === undefined)
+    return {
+      name: "data-root",
+      ok: false,
+      detail: `cannot tell the free space of ${root}`,
+      fix: [],
+      optional: true
+    } satisfies HostCheck
   const low = space.freeMb < MIN_FREE_MB
   return {
     name: "data-root",
     ok: !low,
     detail: `${root}: ${sizeText(space.freeMb)} free of ${sizeText(space.totalMb)}${low ? `; under ${MIN_FREE_MB} MiB, VMs cannot start or write` : ""}`,
-    fix: low ? ["stoat prune --apply --broken --images  # partial downloads, broken VMs, images no VM uses", "stoat rm <vm>  # a VM you no longer need"] : [],
+    fix: low
+      ? [
+          "stoat prune --apply --broken --images  # partial downloads, broken VMs, images no VM uses",
+          "stoat rm <vm>  # a VM you no longer need"
+        ]
+      : [],
     optional: false
   } satisfies HostCheck
 })
@@ -221,7 +267,8 @@ const vmRunsCheck = Effect.gen(function* () {
   return {
     name: "vms",
     ok: problems.length === 0,
-    detail: problems.length === 0 ? `${count}; none crashed, orphaned or running with a broken vm.toml` : problems.join("; "),
+    detail:
+      problems.length === 0 ? `${count}; none crashed, orphaned or running with a broken vm.toml` : problems.join("; "),
     fix,
     optional: true
   } satisfies HostCheck
@@ -232,7 +279,10 @@ const kvmFixes = (probe: Acceleration): ReadonlyArray<string> => {
   if (probe.accel === "kvm" || probe.detail.startsWith("STOAT_ACCEL=")) return []
   // KVM opens but cannot run a 64-bit guest (nested kvm-pvm): no group or firmware switch helps.
   if (probe.detail.includes("does not run")) return ["export STOAT_ACCEL=tcg  # skip the KVM probe on this host"]
-  return ["sudo usermod -aG kvm $USER  # then log in again", "enable virtualisation (VT-x/AMD-V) in firmware or nested virtualisation in the host"]
+  return [
+    "sudo usermod -aG kvm $USER  # then log in again",
+    "enable virtualisation (VT-x/AMD-V) in firmware or nested virtualisation in the host"
+  ]
 }
 
 export const version = defineOperation({

@@ -1,5 +1,16 @@
 import { Effect, Schema } from "effect"
-import { ApplyDryRun, ApplyResult, CheckRecipesResult, RecipeCatalog, RecipeSummary, RecipeCreated, RecipeList, RecipePlan, RecipeRefreshList, RecipeSchema } from "@stoat/wire"
+import {
+  ApplyDryRun,
+  ApplyResult,
+  CheckRecipesResult,
+  RecipeCatalog,
+  RecipeSummary,
+  RecipeCreated,
+  RecipeList,
+  RecipePlan,
+  RecipeRefreshList,
+  RecipeSchema
+} from "@stoat/wire"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { planApply, planView } from "../recipes/steps.js"
 import { RECIPE_NAME } from "../platform/names.js"
@@ -9,14 +20,24 @@ import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, EXEC, MUTATE, READ } from "./operation.js"
 import { Vms } from "../lifecycle/lifecycle.js"
 
-export const RecipeName = Schema.String.pipe(Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }), Schema.maxLength(64)).annotations({
+export const RecipeName = Schema.String.pipe(
+  Schema.pattern(RECIPE_NAME, { message: () => "recipe names use lower-case letters, digits and '-'" }),
+  Schema.maxLength(64)
+).annotations({
   description: "Recipe name"
 })
-const OsName = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/, { message: () => "OS names use lower-case letters, digits and '-'" }), Schema.maxLength(64)).annotations({
+const OsName = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9][a-z0-9-]*$/, { message: () => "OS names use lower-case letters, digits and '-'" }),
+  Schema.maxLength(64)
+).annotations({
   description: "Guest OS name, e.g. debian"
 })
-const Backend = Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({ description: "Accepted for compatibility; not a filter" })
-const Only = Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256))).annotations({ description: "Apply only these of the VM's recipes (and run manual ones)" })
+const Backend = Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({
+  description: "Accepted for compatibility; not a filter"
+})
+const Only = Schema.optional(Schema.Array(RecipeName).pipe(Schema.maxItems(256))).annotations({
+  description: "Apply only these of the VM's recipes (and run manual ones)"
+})
 
 /** The full contract of one recipe (`recipe show`, `recipe_schema`): params and outputs sorted. */
 export const recipeSchemaView = (recipe: LoadedRecipe): typeof RecipeSchema.Type => {
@@ -56,7 +77,10 @@ export const listRecipes = defineOperation({
   description:
     "Recipes every recipe root declares (bundled, local, remote); has_health tells whether one has a health check.",
   kind: "query",
-  input: Schema.Struct({ os: Schema.optional(OsName).annotations({ description: "Only recipes that run on this guest OS" }), backend: Backend }),
+  input: Schema.Struct({
+    os: Schema.optional(OsName).annotations({ description: "Only recipes that run on this guest OS" }),
+    backend: Backend
+  }),
   output: RecipeCatalog,
   annotations: READ,
   access: null,
@@ -64,7 +88,8 @@ export const listRecipes = defineOperation({
     Effect.gen(function* () {
       const all = yield* (yield* Recipes).list
       const guest = input.os === undefined ? undefined : yield* (yield* GuestDefinitions).get(input.os)
-      const shown = guest === undefined ? all : all.filter((recipe) => applicabilityProblem(recipe.manifest, guest) === undefined)
+      const shown =
+        guest === undefined ? all : all.filter((recipe) => applicabilityProblem(recipe.manifest, guest) === undefined)
       return { recipes: shown.map(recipeSummary) }
     })
 })
@@ -104,14 +129,19 @@ export const recipeSchema = defineOperation({
   tool: "recipe_schema",
   expose: { cli: "recipe show", mcp: true },
   title: "Show a recipe's contract",
-  description: "One recipe's contract: runtime, depends, params (type, default, required, values), outputs and health check.",
+  description:
+    "One recipe's contract: runtime, depends, params (type, default, required, values), outputs and health check.",
   kind: "query",
   input: Schema.Struct({ name: RecipeName }),
   output: RecipeSchema,
   cliView: (recipe) => ({ recipe }),
   annotations: READ,
   access: null,
-  run: (input) => Effect.map(Effect.flatMap(Recipes, (recipes) => recipes.get(input.name)), recipeSchemaView)
+  run: (input) =>
+    Effect.map(
+      Effect.flatMap(Recipes, (recipes) => recipes.get(input.name)),
+      recipeSchemaView
+    )
 })
 
 export const checkRecipes = defineOperation({
@@ -119,10 +149,13 @@ export const checkRecipes = defineOperation({
   tool: "check_recipes",
   expose: { cli: "check-recipes", mcp: true },
   title: "Check recipes against a guest OS",
-  description: "Whether recipes can run on a guest OS; each one that cannot is listed with the reason (a result, not a failure).",
+  description:
+    "Whether recipes can run on a guest OS; each one that cannot is listed with the reason (a result, not a failure).",
   kind: "query",
   input: Schema.Struct({
-    recipes: Schema.NonEmptyArray(RecipeName).pipe(Schema.maxItems(256)).annotations({ description: "Recipe names to check (1..256)" }),
+    recipes: Schema.NonEmptyArray(RecipeName)
+      .pipe(Schema.maxItems(256))
+      .annotations({ description: "Recipe names to check (1..256)" }),
     os: OsName,
     backend: Backend
   }),
@@ -167,7 +200,11 @@ export const planRecipes = defineOperation({
  * `stoat apply VM --dry-run`: a second CLI view of plan_recipes (whose own command, `plan`,
  * shows the result as it is), marked so a script can tell it from an apply's result.
  */
-export const applyDryRunView = (planned: typeof RecipePlan.Type): typeof ApplyDryRun.Type => ({ vm: planned.vm, dry_run: true, plan: planned.plan })
+export const applyDryRunView = (planned: typeof RecipePlan.Type): typeof ApplyDryRun.Type => ({
+  vm: planned.vm,
+  dry_run: true,
+  plan: planned.plan
+})
 
 export const applyRecipes = defineOperation({
   key: "recipe.apply",
@@ -209,11 +246,16 @@ export const refreshRecipes = defineOperation({
   tool: "refresh_recipes",
   expose: { cli: "recipe refresh", mcp: false },
   title: "Rewrite bundled recipes",
-  description: "Rewrite bundled recipe files from this build's copies; a hand-edited file is kept beside it as .bak. Statuses: refreshed, backed_up, current, orphan.",
+  description:
+    "Rewrite bundled recipe files from this build's copies; a hand-edited file is kept beside it as .bak. Statuses: refreshed, backed_up, current, orphan.",
   kind: "command",
   input: Schema.Struct({ names: Schema.optional(Schema.Array(RecipeName)) }),
   output: RecipeRefreshList,
   annotations: MUTATE,
   access: null,
-  run: (input) => Effect.map(Effect.flatMap(Recipes, (recipes) => recipes.refresh(input.names ?? [])), (files) => ({ files: [...files] }))
+  run: (input) =>
+    Effect.map(
+      Effect.flatMap(Recipes, (recipes) => recipes.refresh(input.names ?? [])),
+      (files) => ({ files: [...files] })
+    )
 })

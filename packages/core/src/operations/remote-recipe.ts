@@ -10,9 +10,15 @@ import { RecipeName, recipeSummary } from "./recipe.js"
 const INDEX_REF = /^[a-z0-9][a-z0-9-]*(@[A-Za-z0-9][A-Za-z0-9._/-]*)?$/
 const IndexRef = Schema.String.pipe(
   Schema.maxLength(264),
-  Schema.pattern(INDEX_REF, { message: () => "a curated index name: name or name@ref (a ref uses letters, digits, ., _, / and -); Git URLs are refused here" })
+  Schema.pattern(INDEX_REF, {
+    message: () =>
+      "a curated index name: name or name@ref (a ref uses letters, digits, ., _, / and -); Git URLs are refused here"
+  })
 ).annotations({ description: "A curated index name, optionally name@ref (see search_recipes). Git URLs are refused." })
-const Ref = Schema.String.pipe(Schema.maxLength(200), Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, { message: () => "a tag, branch or commit" })).annotations({
+const Ref = Schema.String.pipe(
+  Schema.maxLength(200),
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, { message: () => "a tag, branch or commit" })
+).annotations({
   description: "A tag, branch or commit (no ranges); default the source's default branch"
 })
 const Global = Schema.optional(Schema.Boolean).annotations({ description: "Global scope even inside a project" })
@@ -30,8 +36,12 @@ export const searchRecipes = defineOperation({
     "Search the curated recipe index by words in names and descriptions (no term: every entry). The local index clone is refreshed when older than 24 hours.",
   kind: "query",
   input: Schema.Struct({
-    term: Schema.optional(Schema.String.pipe(Schema.maxLength(200))).annotations({ description: "Words every listed entry's name or description holds" }),
-    refresh: Schema.optional(Schema.Boolean).annotations({ description: "Fetch the index again even when the clone is recent" })
+    term: Schema.optional(Schema.String.pipe(Schema.maxLength(200))).annotations({
+      description: "Words every listed entry's name or description holds"
+    }),
+    refresh: Schema.optional(Schema.Boolean).annotations({
+      description: "Fetch the index again even when the clone is recent"
+    })
   }),
   output: RecipeSearchResult,
   annotations: READ_NETWORK,
@@ -41,7 +51,9 @@ export const searchRecipes = defineOperation({
   target: noVms,
   run: (input) =>
     Effect.map(
-      Effect.flatMap(RemoteRecipes, (remote) => remote.search(input.term === undefined ? [] : [input.term], input.refresh ?? false)),
+      Effect.flatMap(RemoteRecipes, (remote) =>
+        remote.search(input.term === undefined ? [] : [input.term], input.refresh ?? false)
+      ),
       (entries) => ({ recipes: entries.map((entry) => ({ ...entry, os: [...entry.os] })) })
     )
 })
@@ -57,10 +69,20 @@ export const addRecipe = defineOperation({
   input: Schema.Struct({
     name: Schema.optional(IndexRef),
     ref: Schema.optional(Ref),
-    source: hostOnly(Schema.optional(Schema.String.pipe(Schema.maxLength(1000))).annotations({ description: "A Git URL or path instead of an index name (URL[@ref])" })),
+    source: hostOnly(
+      Schema.optional(Schema.String.pipe(Schema.maxLength(1000))).annotations({
+        description: "A Git URL or path instead of an index name (URL[@ref])"
+      })
+    ),
     global: hostOnly(Global),
-    force: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Re-pin, or shadow a bundled, local or global recipe of the same name" })),
-    preview: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Resolve and validate only; write nothing" }))
+    force: hostOnly(
+      Schema.optional(Schema.Boolean).annotations({
+        description: "Re-pin, or shadow a bundled, local or global recipe of the same name"
+      })
+    ),
+    preview: hostOnly(
+      Schema.optional(Schema.Boolean).annotations({ description: "Resolve and validate only; write nothing" })
+    )
   }),
   output: RecipeAddResult,
   annotations: MUTATE_NETWORK,
@@ -71,7 +93,10 @@ export const addRecipe = defineOperation({
   run: (input) =>
     Effect.gen(function* () {
       if ((input.name === undefined) === (input.source === undefined)) {
-        return yield* new Usage({ message: "give a recipe: an index name (name or name@ref) or a Git URL", subject: "name" })
+        return yield* new Usage({
+          message: "give a recipe: an index name (name or name@ref) or a Git URL",
+          subject: "name"
+        })
       }
       const added = yield* (yield* RemoteRecipes).add({
         ...(input.name !== undefined ? { name: input.name } : {}),
@@ -102,7 +127,11 @@ const pinsOperation = (step: "lock" | "sync", title: string, description: string
     access: null,
     // Recipe names and Git sources are never VMs.
     target: noVms,
-    run: (input) => Effect.map(Effect.flatMap(RemoteRecipes, (remote) => remote[step](input.global ?? false)), pins)
+    run: (input) =>
+      Effect.map(
+        Effect.flatMap(RemoteRecipes, (remote) => remote[step](input.global ?? false)),
+        pins
+      )
   })
 
 export const lockRecipes = pinsOperation(
@@ -162,9 +191,19 @@ export const removeRecipe = defineOperation({
   target: noVms,
   run: (input) =>
     Effect.gen(function* () {
-      const removed = yield* (yield* RemoteRecipes).remove(input.name, { global: input.global ?? false, force: input.force ?? false })
+      const removed = yield* (yield* RemoteRecipes).remove(input.name, {
+        global: input.global ?? false,
+        force: input.force ?? false
+      })
       return { ...removed, recipes: yield* catalogNow }
     })
 })
 
-export const remoteRecipeOperations = [searchRecipes, addRecipe, lockRecipes, syncRecipes, updateRecipe, removeRecipe] as const
+export const remoteRecipeOperations = [
+  searchRecipes,
+  addRecipe,
+  lockRecipes,
+  syncRecipes,
+  updateRecipe,
+  removeRecipe
+] as const

@@ -17,7 +17,8 @@ const ECHO_LIMIT = 60
 
 /** A value as a message quotes it: JSON, or its length when longer than ECHO_LIMIT. */
 const quoted = (text: string): string => (text.length > ECHO_LIMIT ? `a value of ${text.length} characters` : text)
-const shown = (value: unknown): string => quoted(value === undefined ? "nothing" : (JSON.stringify(value) ?? String(value)))
+const shown = (value: unknown): string =>
+  quoted(value === undefined ? "nothing" : (JSON.stringify(value) ?? String(value)))
 
 /** "a string" → "strings", for "an array of strings". */
 const plural = (words: string): string => (/^an? /.test(words) ? `${words.replace(/^an? /, "")}s` : `values (${words})`)
@@ -38,7 +39,8 @@ const expectedOf = (ast: SchemaAST.AST): string => {
       return "an object"
     case "Union": {
       const members = ast.types.filter((member) => member._tag !== "UndefinedKeyword")
-      if (members.length > 1 && members.every((member) => member._tag === "Literal")) return `one of ${members.map(expectedOf).join(", ")}`
+      if (members.length > 1 && members.every((member) => member._tag === "Literal"))
+        return `one of ${members.map(expectedOf).join(", ")}`
       return members.map(expectedOf).join(" or ")
     }
     case "TupleType": {
@@ -47,7 +49,9 @@ const expectedOf = (ast: SchemaAST.AST): string => {
       return `${ast.elements.length > 0 ? "a non-empty" : "an"} array of ${plural(expectedOf(item.type))}`
     }
     case "Refinement":
-      return Option.getOrUndefined(SchemaAST.getIdentifierAnnotation(ast))?.endsWith("Int") ? "an integer" : expectedOf(ast.from)
+      return Option.getOrUndefined(SchemaAST.getIdentifierAnnotation(ast))?.endsWith("Int")
+        ? "an integer"
+        : expectedOf(ast.from)
     case "Transformation":
       return expectedOf(ast.from)
     case "Suspend":
@@ -58,7 +62,9 @@ const expectedOf = (ast: SchemaAST.AST): string => {
 }
 
 /** Effect's wording of one issue, made a person's: "must be X, got Y", "is required", "unknown argument". */
-const effectMessages = (issue: ParseResult.ParseIssue): ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> =>
+const effectMessages = (
+  issue: ParseResult.ParseIssue
+): ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> =>
   ParseResult.ArrayFormatter.formatIssueSync(issue).map(({ path, message }) => {
     if (message.startsWith("is unexpected")) return { path, message: "unknown argument" }
     if (message.startsWith("is missing")) return { path, message: "is required" }
@@ -69,15 +75,23 @@ const effectMessages = (issue: ParseResult.ParseIssue): ReadonlyArray<{ readonly
 
 /** A union issue in which no member took the value's type: one message naming what it takes, not one per member. */
 const noMemberMatched = (issue: ParseResult.ParseIssue): boolean =>
-  issue._tag === "Type" || (issue._tag === "Composite" && !SchemaAST.isTypeLiteral(issue.ast) && !SchemaAST.isTupleType(issue.ast) && (Array.isArray(issue.issues) ? issue.issues : [issue.issues]).every(noMemberMatched))
+  issue._tag === "Type" ||
+  (issue._tag === "Composite" &&
+    !SchemaAST.isTypeLiteral(issue.ast) &&
+    !SchemaAST.isTupleType(issue.ast) &&
+    (Array.isArray(issue.issues) ? issue.issues : [issue.issues]).every(noMemberMatched))
 
 /** The (path, message) of each mistake an issue holds. */
-const mistakes = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>): ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> => {
+const mistakes = (
+  issue: ParseResult.ParseIssue,
+  path: ReadonlyArray<PropertyKey>
+): ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> => {
   switch (issue._tag) {
     case "Pointer":
       return mistakes(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path])])
     case "Composite": {
-      if (SchemaAST.isUnion(issue.ast) && noMemberMatched(issue)) return [{ path, message: `must be ${expectedOf(issue.ast)}, got ${shown(issue.actual)}` }]
+      if (SchemaAST.isUnion(issue.ast) && noMemberMatched(issue))
+        return [{ path, message: `must be ${expectedOf(issue.ast)}, got ${shown(issue.actual)}` }]
       const inner = Array.isArray(issue.issues) ? issue.issues : [issue.issues]
       // An optional field fails as "X or undefined"; the undefined half says nothing a person needs.
       const useful = inner.filter((member) => !(member._tag === "Type" && member.ast._tag === "UndefinedKeyword"))
@@ -86,7 +100,13 @@ const mistakes = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey
     case "Missing": {
       const last = path.at(-1)
       // A non-empty array given empty: Effect points at its first, missing, item.
-      if (typeof last === "number") return [{ path: path.slice(0, -1), message: last === 0 ? "must not be empty" : `must have at least ${last + 1} items` }]
+      if (typeof last === "number")
+        return [
+          {
+            path: path.slice(0, -1),
+            message: last === 0 ? "must not be empty" : `must have at least ${last + 1} items`
+          }
+        ]
       return [{ path, message: "is required" }]
     }
     case "Type": {
@@ -97,7 +117,9 @@ const mistakes = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey
     }
     case "Refinement":
       // The value's type was wrong before any rule was checked: say which type it takes.
-      return issue.kind === "From" ? mistakes(issue.issue, path) : effectMessages(issue).map((found) => ({ path: [...path, ...found.path], message: found.message }))
+      return issue.kind === "From"
+        ? mistakes(issue.issue, path)
+        : effectMessages(issue).map((found) => ({ path: [...path, ...found.path], message: found.message }))
     case "Transformation":
       return mistakes(issue.issue, path)
     default:
@@ -129,7 +151,9 @@ const memoized = <F>(make: (schema: Schema.Schema.Any) => F) => {
     return found
   }
 }
-const inputDecoder = memoized((schema) => Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { onExcessProperty: "error", errors: "all" }))
+const inputDecoder = memoized((schema) =>
+  Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { onExcessProperty: "error", errors: "all" })
+)
 const outputEncoder = memoized((schema) => Schema.encodeEither(schema as Schema.Schema<unknown, unknown>))
 
 /** Input its operation's schema refused (unknown keys included), every mistake named. */
@@ -152,13 +176,30 @@ const auditEntry = (
   vm: string | undefined,
   ms: number,
   outcome: string
-): AuditEntry => ({ at, operation: operation.key, tool: operation.tool, entrypoint: caller.kind, requestId: context.requestId, vm, ms, outcome })
+): AuditEntry => ({
+  at,
+  operation: operation.key,
+  tool: operation.tool,
+  entrypoint: caller.kind,
+  requestId: context.requestId,
+  vm,
+  ms,
+  outcome
+})
 
 /** Records one call in stoat.log (also used by the MCP server for calls refused before they run). */
-export const auditCall = (context: ExecutionContext, operation: Pick<Operation, "key" | "tool">, vm: string | undefined, ms: number, outcome: string) =>
+export const auditCall = (
+  context: ExecutionContext,
+  operation: Pick<Operation, "key" | "tool">,
+  vm: string | undefined,
+  ms: number,
+  outcome: string
+) =>
   Effect.flatMap(Caller, (caller) =>
     Effect.flatMap(AuditLog, (log) =>
-      Effect.clockWith((clock) => log.record(auditEntry(clock.unsafeCurrentTimeMillis(), caller, context, operation, vm, ms, outcome)))
+      Effect.clockWith((clock) =>
+        log.record(auditEntry(clock.unsafeCurrentTimeMillis(), caller, context, operation, vm, ms, outcome))
+      )
     )
   )
 
@@ -166,18 +207,26 @@ export const auditCall = (context: ExecutionContext, operation: Pick<Operation, 
 const VM_FIELDS = ["vm", "source"] as const
 
 const namedVmFields = (input: unknown): ReadonlyArray<(typeof VM_FIELDS)[number]> =>
-  typeof input === "object" && input !== null ? VM_FIELDS.filter((field) => typeof (input as Record<string, unknown>)[field] === "string") : []
+  typeof input === "object" && input !== null
+    ? VM_FIELDS.filter((field) => typeof (input as Record<string, unknown>)[field] === "string")
+    : []
 
 /**
  * Bare VM arguments resolve to a declaration key of the frontend's project first, then to a VM
  * name as given: `stoat get dev` for `[vms.dev]`. Done here once, so every command, tool, access
  * check and audit line sees the VM's real name.
  */
-const resolveDeclarationKeys = <I>(input: I, named: ReadonlyArray<(typeof VM_FIELDS)[number]>): Effect.Effect<I, StoatError, VmStore> =>
+const resolveDeclarationKeys = <I>(
+  input: I,
+  named: ReadonlyArray<(typeof VM_FIELDS)[number]>
+): Effect.Effect<I, StoatError, VmStore> =>
   Effect.gen(function* () {
     const record = input as Record<string, unknown>
     const resolved: Record<string, unknown> = { ...record }
-    for (const field of named) resolved[field] = yield* resolveVmArgument(record[field] as string).pipe(Effect.catchAll((error) => existingVmOr(record[field] as string, error)))
+    for (const field of named)
+      resolved[field] = yield* resolveVmArgument(record[field] as string).pipe(
+        Effect.catchAll((error) => existingVmOr(record[field] as string, error))
+      )
     return resolved as I
   })
 
@@ -198,7 +247,11 @@ const existingVmOr = (name: string, error: StoatError): Effect.Effect<string, St
  * bound, so it reads nothing here). A VM whose vm.toml is missing or broken fails the check with
  * that error, never open.
  */
-const requireAccess = <I>(operation: Operation<I, any, any>, input: I, caller: Caller["Type"]): Effect.Effect<void, StoatError, AccessPolicy | VmStore | GuestDefinitions> | undefined => {
+const requireAccess = <I>(
+  operation: Operation<I, any, any>,
+  input: I,
+  caller: Caller["Type"]
+): Effect.Effect<void, StoatError, AccessPolicy | VmStore | GuestDefinitions> | undefined => {
   const needed = accessOf(operation, input)
   if (!caller.enforcesAccess || needed === null || needed === "none") return undefined
   return Effect.gen(function* () {
@@ -214,9 +267,13 @@ const requireAccess = <I>(operation: Operation<I, any, any>, input: I, caller: C
  * The result as its schema encodes it: known fields only, each checked. `Operation.output` is a
  * `Schema<O>` (encoded type = type: plain data), so the encoding is still an `O`.
  */
-const encodeOutput = <O>(operation: Pick<Operation<any, O>, "tool" | "output">, output: O): Effect.Effect<O, Internal> =>
+const encodeOutput = <O>(
+  operation: Pick<Operation<any, O>, "tool" | "output">,
+  output: O
+): Effect.Effect<O, Internal> =>
   Either.mapBoth(outputEncoder(operation.output)(output), {
-    onLeft: (error) => new Internal({ message: `${operation.tool} produced a result that does not match its schema: ${error.message}` }),
+    onLeft: (error) =>
+      new Internal({ message: `${operation.tool} produced a result that does not match its schema: ${error.message}` }),
     onRight: (encoded) => encoded as O
   })
 
@@ -257,7 +314,9 @@ export const runOperation = <I, O, R, R2 = never>(
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     const started = clock.unsafeCurrentTimeMillis()
     let vm = subjectOf(raw)
-    const body = (decodedInput: I): Effect.Effect<O, StoatError, R | R2 | AccessPolicy | VmStore | GuestDefinitions> => {
+    const body = (
+      decodedInput: I
+    ): Effect.Effect<O, StoatError, R | R2 | AccessPolicy | VmStore | GuestDefinitions> => {
       const input = options.adjust ? options.adjust(decodedInput) : decodedInput
       vm = targetsOf(operation, input)[0] ?? vm
       const work = operation.run(input)

@@ -8,14 +8,21 @@ import { defineOperation, DESTRUCTIVE, MUTATE, READ } from "./operation.js"
 const answer = <E>(call: (snapshots: Context.Tag.Service<Snapshots>) => Effect.Effect<ReadonlyArray<Snapshot>, E>) =>
   Effect.map(Effect.flatMap(Snapshots, call), (snapshots) => ({ snapshots }))
 
-const Tag = Schema.String.pipe(Schema.pattern(/^\S+$/, { message: () => "snapshot tags are non-empty and contain no whitespace" }), Schema.maxLength(128)).annotations({
+const Tag = Schema.String.pipe(
+  Schema.pattern(/^\S+$/, { message: () => "snapshot tags are non-empty and contain no whitespace" }),
+  Schema.maxLength(128)
+).annotations({
   description: "Snapshot tag: no whitespace, at most 128"
 })
 
 /** `stoat snapshot <vm> <tag>` answers what it did, not the resulting list (reference §4). */
 const snapshotAction =
   (action: (typeof SnapshotAction.Type)["action"]) =>
-  (_: unknown, input: { readonly vm: string; readonly tag: string }): typeof SnapshotAction.Type => ({ vm: input.vm, tag: input.tag, action })
+  (_: unknown, input: { readonly vm: string; readonly tag: string }): typeof SnapshotAction.Type => ({
+    vm: input.vm,
+    tag: input.tag,
+    action
+  })
 
 export const listSnapshots = defineOperation({
   key: "snapshot.list",
@@ -52,7 +59,8 @@ export const restoreSnapshot = defineOperation({
   tool: "restore",
   expose: { cli: "snapshot", mcp: true },
   title: "Restore a snapshot",
-  description: "Roll a stopped VM's disk back to a snapshot; later changes are lost. Unknown tag: not_found listing the tags.",
+  description:
+    "Roll a stopped VM's disk back to a snapshot; later changes are lost. Unknown tag: not_found listing the tags.",
   kind: "command",
   input: Schema.Struct({ vm: VmName, tag: Tag }),
   output: SnapshotsResult,

@@ -10,7 +10,10 @@ import { defineOperation, READ } from "./operation.js"
  * no host-key checking or recording (local VMs get fresh host keys), quiet, a short connect
  * timeout. Scripts get BatchMode (never prompt); an interactive session leaves it out.
  */
-export const sshArgv = (target: { readonly port: number; readonly user: string; readonly privateKeyPath: string }, interactive: boolean): string[] => [
+export const sshArgv = (
+  target: { readonly port: number; readonly user: string; readonly privateKeyPath: string },
+  interactive: boolean
+): string[] => [
   "ssh",
   "-p",
   String(target.port),

@@ -1,6 +1,18 @@
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
-import { CliUpdateResult, CloneResult, DestroyResult, ForwardResult, LogLines, RmResult, ScreenshotResult, UpdateResult, Vm, VmResult, WaitResult } from "@stoat/wire"
+import {
+  CliUpdateResult,
+  CloneResult,
+  DestroyResult,
+  ForwardResult,
+  LogLines,
+  RmResult,
+  ScreenshotResult,
+  UpdateResult,
+  Vm,
+  VmResult,
+  WaitResult
+} from "@stoat/wire"
 import { DataRoot, type DataRootPaths } from "../platform/data-root.js"
 import { readFileTail } from "../platform/fs.js"
 import { InvalidSpec } from "../errors.js"
@@ -24,7 +36,11 @@ const vmResult = (vm: Vm): typeof VmResult.Type => ({ vm })
 
 /** Project shares: absolute host folders (checked against the project by its reader), mounted writable. */
 const HostShares = hostOnly(
-  Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^\/[^\0]*$/))).annotations({ description: "Host folders shared writable at /mnt/share<N> (project up only)" }))
+  Schema.optional(
+    Schema.Array(Schema.String.pipe(Schema.pattern(/^\/[^\0]*$/))).annotations({
+      description: "Host folders shared writable at /mnt/share<N> (project up only)"
+    })
+  )
 )
 
 const CreateInput = Schema.Struct({
@@ -33,23 +49,52 @@ const CreateInput = Schema.Struct({
     description: "Catalog image id from list_images, e.g. tiny (built locally); a cloud image must be downloaded first"
   }),
   image_path: hostOnly(Schema.optional(Schema.String).annotations({ description: "Your own image file (CLI only)" })),
-  os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({ description: "Guest OS definition (see list_guests); default: the image's" }),
-  backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")).annotations({ description: "Provisioning backend; default: the image's" }),
-  mode: Schema.optional(Schema.Literal("live", "disk")).annotations({ description: "For an image that offers both; default: the image's" }),
+  os: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/))).annotations({
+    description: "Guest OS definition (see list_guests); default: the image's"
+  }),
+  backend: Schema.optional(Schema.Literal("apkovl", "cloudinit", "ssh", "direct")).annotations({
+    description: "Provisioning backend; default: the image's"
+  }),
+  mode: Schema.optional(Schema.Literal("live", "disk")).annotations({
+    description: "For an image that offers both; default: the image's"
+  }),
   ram_mb: Schema.optional(RamMb).annotations({ description: "RAM in MiB (default 4096; tiny: 256)" }),
   cpus: Schema.optional(Cpus).annotations({ description: "vCPUs (default 4; tiny: 1)" }),
-  disk: Schema.optional(DiskSizeInput).annotations({ description: `Absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max}, e.g. 8G (default 8G)` }),
-  recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))).annotations({ description: "Recipe names to apply (see list_recipes); default none" }),
-  agent_access: Schema.optional(AccessLevel).annotations({ description: "Guest access for MCP agents (default manage)" }),
-  share: hostOnly(Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" })),
-  console_password: hostOnly(Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })),
-  global: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "false: refuse when the working directory has a stoat.toml (CLI only: create without --global)" })),
-  project: hostOnly(Schema.optional(Schema.Struct({ dir: Schema.String, key: Schema.String })).annotations({ description: "The project declaration this VM is made for (project up only)" })),
+  disk: Schema.optional(DiskSizeInput).annotations({
+    description: `Absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max}, e.g. 8G (default 8G)`
+  }),
+  recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))).annotations({
+    description: "Recipe names to apply (see list_recipes); default none"
+  }),
+  agent_access: Schema.optional(AccessLevel).annotations({
+    description: "Guest access for MCP agents (default manage)"
+  }),
+  share: hostOnly(
+    Schema.optional(Schema.String).annotations({ description: "Host folder shared read-only at /mnt/host (CLI only)" })
+  ),
+  console_password: hostOnly(
+    Schema.optional(Schema.String).annotations({ description: "Console password, or 'random' (CLI only)" })
+  ),
+  global: hostOnly(
+    Schema.optional(Schema.Boolean).annotations({
+      description: "false: refuse when the working directory has a stoat.toml (CLI only: create without --global)"
+    })
+  ),
+  project: hostOnly(
+    Schema.optional(Schema.Struct({ dir: Schema.String, key: Schema.String })).annotations({
+      description: "The project declaration this VM is made for (project up only)"
+    })
+  ),
   shares: HostShares,
-  provider: hostOnly(Schema.optional(Schema.Literal("qemu", "libvirt")).annotations({ description: "Which hypervisor runs the VM: qemu (default) or libvirt (CLI only)" })),
+  provider: hostOnly(
+    Schema.optional(Schema.Literal("qemu", "libvirt")).annotations({
+      description: "Which hypervisor runs the VM: qemu (default) or libvirt (CLI only)"
+    })
+  ),
   host: hostOnly(
     Schema.optional(Schema.String.pipe(Schema.pattern(LIBVIRT_URI))).annotations({
-      description: "The libvirt host, a URI such as qemu+ssh://user@host/system (provider libvirt; default qemu:///system) (CLI only)"
+      description:
+        "The libvirt host, a URI such as qemu+ssh://user@host/system (provider libvirt; default qemu:///system) (CLI only)"
     })
   )
 })
@@ -68,7 +113,11 @@ export const createVm = defineOperation({
   cliView: vmResult,
   annotations: MUTATE,
   access: null,
-  run: (input) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.create(input)), viewOne)
+  run: (input) =>
+    Effect.flatMap(
+      Effect.flatMap(Vms, (vms) => vms.create(input)),
+      viewOne
+    )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -76,7 +125,9 @@ export const createVm = defineOperation({
 
 const WaitFields = {
   wait: Schema.optional(Schema.Boolean).annotations({ description: "Also wait until SSH answers (default false)" }),
-  timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds to wait (default 300, max 600)" })
+  timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({
+    description: "Seconds to wait (default 300, max 600)"
+  })
 }
 
 /**
@@ -85,8 +136,14 @@ const WaitFields = {
  */
 export const StartFields = {
   ...WaitFields,
-  force: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" })),
-  apply: hostOnly(Schema.optional(Schema.Boolean).annotations({ description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)" }))
+  force: hostOnly(
+    Schema.optional(Schema.Boolean).annotations({ description: "Ignore the host-memory floor (CLI only)" })
+  ),
+  apply: hostOnly(
+    Schema.optional(Schema.Boolean).annotations({
+      description: "Apply the VM's recipes once it is up (CLI only: `up` unless --no-apply)"
+    })
+  )
 }
 
 export const startVm = defineOperation({
@@ -103,7 +160,11 @@ export const startVm = defineOperation({
   cliView: vmResult,
   annotations: MUTATE,
   access: null,
-  run: ({ vm, timeout_seconds, ...options }) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.start(vm, { ...options, timeoutSeconds: timeout_seconds })), viewOne)
+  run: ({ vm, timeout_seconds, ...options }) =>
+    Effect.flatMap(
+      Effect.flatMap(Vms, (vms) => vms.start(vm, { ...options, timeoutSeconds: timeout_seconds })),
+      viewOne
+    )
 })
 
 export const stopVm = defineOperation({
@@ -118,7 +179,11 @@ export const stopVm = defineOperation({
   cliView: vmResult,
   annotations: MUTATE,
   access: null,
-  run: (input) => Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.stop(input.vm)), viewOne)
+  run: (input) =>
+    Effect.flatMap(
+      Effect.flatMap(Vms, (vms) => vms.stop(input.vm)),
+      viewOne
+    )
 })
 
 export const waitVm = defineOperation({
@@ -132,21 +197,30 @@ export const waitVm = defineOperation({
   kind: "command",
   input: Schema.Struct({
     vm: VmName,
-    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")).annotations({ description: "State to wait for (default reachable)" }),
-    healthy: Schema.optional(Schema.Boolean).annotations({ description: "Wait for the applied recipes' health checks (default false)" }),
-    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({ description: "Seconds, not a duration string (default 300, max 600)" })
+    until: Schema.optional(Schema.Literal("reachable", "applied", "stopped")).annotations({
+      description: "State to wait for (default reachable)"
+    }),
+    healthy: Schema.optional(Schema.Boolean).annotations({
+      description: "Wait for the applied recipes' health checks (default false)"
+    }),
+    timeout_seconds: Schema.optional(IntRange(1, 600)).annotations({
+      description: "Seconds, not a duration string (default 300, max 600)"
+    })
   }),
   output: WaitResult,
   annotations: MUTATE,
   access: null,
   run: ({ vm, timeout_seconds, ...options }) =>
-    Effect.map(Effect.flatMap(Vms, (vms) => vms.wait(vm, { ...options, timeoutSeconds: timeout_seconds })), ({ until, waitedMs, healthy }) => ({
-      vm,
-      until,
-      reached: true,
-      waited_ms: waitedMs,
-      ...(healthy !== undefined ? { healthy } : {})
-    }))
+    Effect.map(
+      Effect.flatMap(Vms, (vms) => vms.wait(vm, { ...options, timeoutSeconds: timeout_seconds })),
+      ({ until, waitedMs, healthy }) => ({
+        vm,
+        until,
+        reached: true,
+        waited_ms: waitedMs,
+        ...(healthy !== undefined ? { healthy } : {})
+      })
+    )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -163,7 +237,8 @@ export const destroyVm = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     detach_dependents: Schema.optional(Schema.Boolean).annotations({
-      description: "Also delete its checkpoints and give stopped dependent VMs their own copy of its disk data (default false)"
+      description:
+        "Also delete its checkpoints and give stopped dependent VMs their own copy of its disk data (default false)"
     })
   }),
   output: DestroyResult,
@@ -178,7 +253,10 @@ export const destroyVm = defineOperation({
     )
 })
 
-const ParamTable = Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Schema.String }) })
+const ParamTable = Schema.Record({
+  key: Schema.String,
+  value: Schema.Record({ key: Schema.String, value: Schema.String })
+})
 
 export const updateVm = defineOperation({
   key: "vm.update",
@@ -193,11 +271,19 @@ export const updateVm = defineOperation({
     ram_mb: Schema.optional(RamMb).annotations({ description: "RAM in MiB" }),
     cpus: Schema.optional(Cpus).annotations({ description: "vCPUs" }),
     ssh_port: Schema.optional(SshPort).annotations({ description: "Host SSH port" }),
-    disk: Schema.optional(DiskSizeInput).annotations({ description: `New absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max} (grow only)` }),
-    recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))).annotations({ description: "The VM's recipe list, replaced" }),
+    disk: Schema.optional(DiskSizeInput).annotations({
+      description: `New absolute disk size ${DISK_RANGE.min}..${DISK_RANGE.max} (grow only)`
+    }),
+    recipes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9-]*$/)))).annotations({
+      description: "The VM's recipe list, replaced"
+    }),
     params: Schema.optional(ParamTable).annotations({ description: "Recipe parameters: {recipe: {param: value}}" }),
-    secrets: Schema.optional(ParamTable).annotations({ description: "Secret recipe parameters, {recipe: {param: value}}; never echoed" }),
-    agent_access: Schema.optional(AccessLevel).annotations({ description: "Lower the guest access for MCP agents (raising is refused)" }),
+    secrets: Schema.optional(ParamTable).annotations({
+      description: "Secret recipe parameters, {recipe: {param: value}}; never echoed"
+    }),
+    agent_access: Schema.optional(AccessLevel).annotations({
+      description: "Lower the guest access for MCP agents (raising is refused)"
+    }),
     share: hostOnly(Schema.optional(Schema.String)),
     shares: HostShares,
     display: hostOnly(Schema.optional(Schema.Literal("auto", "window", "vnc"))),
@@ -214,7 +300,12 @@ export const updateVm = defineOperation({
   run: ({ vm, ...spec }) =>
     Effect.gen(function* () {
       const { record, changed, pendingRestart } = yield* (yield* Vms).update(vm, spec)
-      return { vm: yield* viewOne(record), changed, applies_at: pendingRestart.length > 0 ? ("next_start" as const) : ("now" as const), pending_restart: pendingRestart }
+      return {
+        vm: yield* viewOne(record),
+        changed,
+        applies_at: pendingRestart.length > 0 ? ("next_start" as const) : ("now" as const),
+        pending_restart: pendingRestart
+      }
     })
 })
 
@@ -225,12 +316,21 @@ export const cloneVm = defineOperation({
   title: "Clone a VM",
   description: "Make a new VM from a stopped one: an instant copy-on-write disk, a fresh SSH port, no forwards.",
   kind: "command",
-  input: Schema.Struct({ source: VmName.annotations({ description: "Stopped VM to clone" }), name: Schema.String.annotations({ description: "New VM name" }) }),
+  input: Schema.Struct({
+    source: VmName.annotations({ description: "Stopped VM to clone" }),
+    name: Schema.String.annotations({ description: "New VM name" })
+  }),
   output: CloneResult,
   annotations: MUTATE,
   access: null,
   run: (input) =>
-    Effect.map(Effect.flatMap(Effect.flatMap(Vms, (vms) => vms.clone(input.source, input.name)), viewOne), (vm) => ({ forwards_copied: false, source: input.source, vm }))
+    Effect.map(
+      Effect.flatMap(
+        Effect.flatMap(Vms, (vms) => vms.clone(input.source, input.name)),
+        viewOne
+      ),
+      (vm) => ({ forwards_copied: false, source: input.source, vm })
+    )
 })
 
 const forwardsView = (record: OkRecord, running: boolean) => ({
@@ -250,7 +350,11 @@ export const forwardPorts = defineOperation({
   input: Schema.Struct({
     vm: VmName,
     pairs: Schema.optional(
-      Schema.Array(Schema.String.pipe(Schema.pattern(/^\d{1,5}:\d{1,5}$/, { message: () => "forwards are HOST:GUEST port pairs such as 8080:80" })))
+      Schema.Array(
+        Schema.String.pipe(
+          Schema.pattern(/^\d{1,5}:\d{1,5}$/, { message: () => "forwards are HOST:GUEST port pairs such as 8080:80" })
+        )
+      )
     ).annotations({ description: "HOST:GUEST pairs such as 8080:80, replacing the current ones; omit to show them" }),
     clear: Schema.optional(Schema.Boolean).annotations({ description: "Remove every forward (default false)" })
   }),
@@ -259,7 +363,8 @@ export const forwardPorts = defineOperation({
   access: null,
   run: (input) =>
     Effect.gen(function* () {
-      if (input.clear && input.pairs && input.pairs.length > 0) return yield* new InvalidSpec({ message: "clear takes no pairs" })
+      if (input.clear && input.pairs && input.pairs.length > 0)
+        return yield* new InvalidSpec({ message: "clear takes no pairs" })
       const record = yield* loadVm(input.vm)
       const running = yield* isRunning(record)
       if (!input.clear && (input.pairs === undefined || input.pairs.length === 0)) return forwardsView(record, running)
@@ -272,28 +377,30 @@ export const forwardPorts = defineOperation({
 // logs / screenshot
 
 const MAX_LOG_LINES = 2000
-const LogCount = Schema.optional(IntRange(0, MAX_LOG_LINES)).annotations({ description: `Lines (default 50, max ${MAX_LOG_LINES}; 0 = max)` })
+const LogCount = Schema.optional(IntRange(0, MAX_LOG_LINES)).annotations({
+  description: `Lines (default 50, max ${MAX_LOG_LINES}; 0 = max)`
+})
 
 /** The file `stoat logs` reads: a VM's console or apply log, or with no VM stoat's own log. */
 export const logFile = (root: DataRootPaths, vm?: string, which: "console" | "apply" = "console"): string =>
-  vm === undefined ? join(root.logs, "stoat.log") : join(root.vmDir(vm), which === "console" ? "console.log" : "last-provision.log")
+  vm === undefined
+    ? join(root.logs, "stoat.log")
+    : join(root.vmDir(vm), which === "console" ? "console.log" : "last-provision.log")
 
 /** Enough of a log's end for MAX_LOG_LINES lines of a chatty console (2 KiB each). */
 const LOG_TAIL_BYTES = MAX_LOG_LINES * 2048
 
 /** The last n lines of a log (n = 0: as many as the cap allows), without terminal escapes; a missing file has none. */
 const tailLines = (file: string, n = 50) =>
-  Effect.map(
-    readFileTail(file, LOG_TAIL_BYTES),
-    (text) => {
-      const lines = text.replace(ANSI, "").split("\n")
-      if (lines.at(-1) === "") lines.pop()
-      return lines.slice(-(n === 0 ? MAX_LOG_LINES : n))
-    }
-  )
+  Effect.map(readFileTail(file, LOG_TAIL_BYTES), (text) => {
+    const lines = text.replace(ANSI, "").split("\n")
+    if (lines.at(-1) === "") lines.pop()
+    return lines.slice(-(n === 0 ? MAX_LOG_LINES : n))
+  })
 
 /** Terminal control: CSI sequences, OSC strings (window titles), charset and two-character escapes, and CR. */
-const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()][A-Za-z0-9]|\u001b[@-Z\\-_0-9=>c]|\r/g
+const ANSI =
+  /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()][A-Za-z0-9]|\u001b[@-Z\\-_0-9=>c]|\r/g
 
 export const vmLogs = defineOperation({
   key: "vm.logs",
@@ -304,7 +411,9 @@ export const vmLogs = defineOperation({
   kind: "query",
   input: Schema.Struct({
     vm: VmName,
-    which: Schema.optional(Schema.Literal("console", "apply")).annotations({ description: "Serial console or last recipe apply (default console)" }),
+    which: Schema.optional(Schema.Literal("console", "apply")).annotations({
+      description: "Serial console or last recipe apply (default console)"
+    }),
     n: LogCount
   }),
   output: LogLines,
@@ -324,13 +433,18 @@ export const stoatLog = defineOperation({
   // The original keeps its own log away from agents; so do we.
   expose: { cli: "logs", mcp: false },
   title: "Read stoat's own log",
-  description: "Last lines of stoat's own log (logs/stoat.log): one line per operation with its entrypoint, VM, duration and outcome. n ≤ 2000 (default 50).",
+  description:
+    "Last lines of stoat's own log (logs/stoat.log): one line per operation with its entrypoint, VM, duration and outcome. n ≤ 2000 (default 50).",
   kind: "query",
   input: Schema.Struct({ n: LogCount }),
   output: LogLines,
   annotations: READ,
   access: null,
-  run: (input) => Effect.map(Effect.flatMap(DataRoot, (root) => tailLines(logFile(root), input.n)), (lines) => ({ lines }))
+  run: (input) =>
+    Effect.map(
+      Effect.flatMap(DataRoot, (root) => tailLines(logFile(root), input.n)),
+      (lines) => ({ lines })
+    )
 })
 
 export const screenshotVm = defineOperation({
@@ -340,10 +454,16 @@ export const screenshotVm = defineOperation({
   title: "Screenshot a VM's display",
   description: "Save a PNG of a running VM's display in its screenshots folder.",
   kind: "command",
-  input: Schema.Struct({ vm: VmName, path: hostOnly(Schema.optional(Schema.String).annotations({ description: "Output file (CLI only)" })) }),
+  input: Schema.Struct({
+    vm: VmName,
+    path: hostOnly(Schema.optional(Schema.String).annotations({ description: "Output file (CLI only)" }))
+  }),
   output: ScreenshotResult,
   annotations: MUTATE,
   access: null,
-  run: (input) => Effect.map(Effect.flatMap(Vms, (vms) => vms.screenshot(input.vm, input.path)), (shot) => ({ vm: input.vm, ...shot }))
+  run: (input) =>
+    Effect.map(
+      Effect.flatMap(Vms, (vms) => vms.screenshot(input.vm, input.path)),
+      (shot) => ({ vm: input.vm, ...shot })
+    )
 })
-

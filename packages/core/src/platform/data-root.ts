@@ -7,7 +7,10 @@ import { InvalidSpec } from "../errors.js"
 /** Directory names under the data root that are never VMs. */
 export const RESERVED_DIRS = new Set(["isos", "recipes", "shared", "logs", "index", "guests", "mcp", "v2"])
 export const isReservedDir = (name: string): boolean =>
-  RESERVED_DIRS.has(name) || name.startsWith(".") || name.startsWith(".stoat-index-stage-") || name.startsWith(".stoat-index-old-")
+  RESERVED_DIRS.has(name) ||
+  name.startsWith(".") ||
+  name.startsWith(".stoat-index-stage-") ||
+  name.startsWith(".stoat-index-old-")
 
 export interface DataRootPaths {
   readonly root: string
@@ -53,17 +56,22 @@ export class DataRoot extends Context.Tag("stoat/DataRoot")<
 >() {}
 
 const unusable = (root: string, why: string) =>
-  new InvalidSpec({ message: `data root ${root} is not usable: ${why} (set STOAT_HOME to a writable directory)`, subject: root })
+  new InvalidSpec({
+    message: `data root ${root} is not usable: ${why} (set STOAT_HOME to a writable directory)`,
+    subject: root
+  })
 
 const ensureAt = (paths: DataRootPaths): Effect.Effect<void, InvalidSpec> =>
   Effect.tryPromise({
     try: async () => {
       const existing = await stat(paths.root).catch(() => undefined)
       if (existing && !existing.isDirectory()) throw new Error("it is not a directory")
-      for (const dir of [paths.root, paths.isos, paths.recipes, paths.shared, paths.logs]) await mkdir(dir, { recursive: true })
+      for (const dir of [paths.root, paths.isos, paths.recipes, paths.shared, paths.logs])
+        await mkdir(dir, { recursive: true })
       await access(paths.root, constants.W_OK)
     },
-    catch: (cause) => unusable(paths.root, cause instanceof Error ? cause.message.replace(/^[A-Z]+: /, "") : String(cause))
+    catch: (cause) =>
+      unusable(paths.root, cause instanceof Error ? cause.message.replace(/^[A-Z]+: /, "") : String(cause))
   })
 
 export const dataRootAt = (root: string): Layer.Layer<DataRoot> => {
@@ -71,13 +79,16 @@ export const dataRootAt = (root: string): Layer.Layer<DataRoot> => {
   return Layer.succeed(DataRoot, { ...paths, ensure: ensureAt(paths) })
 }
 
-const rootFrom = (home: string | undefined): string => (home !== undefined && home !== "" ? resolve(home) : join(homedir(), ".stoat"))
+const rootFrom = (home: string | undefined): string =>
+  home !== undefined && home !== "" ? resolve(home) : join(homedir(), ".stoat")
 
 /** For code outside Effect (a CLI command's plain path helper): `$STOAT_HOME` or `~/.stoat`. */
 export const resolveDataRoot = (env: NodeJS.ProcessEnv = process.env): string => rootFrom(env["STOAT_HOME"])
 
 /** `STOAT_HOME` through `Config` (so a `ConfigProvider` can supply it); empty or unset means `~/.stoat`. */
-export const DataRootConfig: Config.Config<string> = Config.map(Config.option(Config.string("STOAT_HOME")), (home) => rootFrom(Option.getOrUndefined(home)))
+export const DataRootConfig: Config.Config<string> = Config.map(Config.option(Config.string("STOAT_HOME")), (home) =>
+  rootFrom(Option.getOrUndefined(home))
+)
 
 /** The data root named by `$STOAT_HOME`. Fails typed when it names a file rather than a folder. */
 export const DataRootLive: Layer.Layer<DataRoot, InvalidSpec> = Layer.unwrapEffect(

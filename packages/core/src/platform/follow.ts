@@ -3,7 +3,13 @@ import { open, stat } from "node:fs/promises"
 import { Duration, Effect, Option, Ref, Schedule, Stream } from "effect"
 
 /** A missing (or vanished) file has nothing in it yet. */
-const sizeOf = (path: string) => Effect.promise(() => stat(path).then((info) => info.size, () => 0))
+const sizeOf = (path: string) =>
+  Effect.promise(() =>
+    stat(path).then(
+      (info) => info.size,
+      () => 0
+    )
+  )
 
 /** Bytes `from` up to `to`; opened without blocking, so a FIFO put in the file's place cannot stall it. */
 const readRange = (path: string, from: number, to: number) =>
@@ -25,7 +31,11 @@ const readRange = (path: string, from: number, to: number) =>
  * are read per look, so a file that grows by gigabytes at once (a sparse file) is followed in
  * pieces rather than read into one buffer. Never ends by itself.
  */
-export const followFile = (path: string, every: Duration.DurationInput = Duration.millis(300), maxChunk = 1024 * 1024): Stream.Stream<Uint8Array> =>
+export const followFile = (
+  path: string,
+  every: Duration.DurationInput = Duration.millis(300),
+  maxChunk = 1024 * 1024
+): Stream.Stream<Uint8Array> =>
   Stream.unwrap(
     Effect.gen(function* () {
       const offset = yield* Ref.make(yield* sizeOf(path))

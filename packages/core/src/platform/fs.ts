@@ -11,7 +11,18 @@
  * | anything else                       | `Internal`     | `internal`      |
  */
 import * as nodeFs from "node:fs/promises"
-import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, type Dirent, type MakeDirectoryOptions, type RmOptions, type Stats } from "node:fs"
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readSync,
+  type Dirent,
+  type MakeDirectoryOptions,
+  type RmOptions,
+  type Stats
+} from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Option } from "effect"
 import { AccessDenied, Internal, InvalidSpec, LimitReached, NotFound } from "../errors.js"
@@ -41,16 +52,22 @@ const REASONS: Record<string, string> = {
 const MiB = 1024 * 1024
 
 /** Free and total space (MiB) of the file system holding `path`; undefined when it cannot be told. */
-export const spaceOf = (path: string): Effect.Effect<{ readonly freeMb: number; readonly totalMb: number } | undefined> =>
+export const spaceOf = (
+  path: string
+): Effect.Effect<{ readonly freeMb: number; readonly totalMb: number } | undefined> =>
   Effect.promise(() =>
     nodeFs.statfs(path).then(
-      (info) => ({ freeMb: Math.floor((info.bavail * info.bsize) / MiB), totalMb: Math.floor((info.blocks * info.bsize) / MiB) }),
+      (info) => ({
+        freeMb: Math.floor((info.bavail * info.bsize) / MiB),
+        totalMb: Math.floor((info.blocks * info.bsize) / MiB)
+      }),
       () => undefined
     )
   )
 
 /** Free space (MiB) of the file system holding `path`'s folder; 0 when it cannot be told. */
-const freeMb = (path: string): Effect.Effect<number> => Effect.map(spaceOf(dirname(path)), (space) => space?.freeMb ?? 0)
+const freeMb = (path: string): Effect.Effect<number> =>
+  Effect.map(spaceOf(dirname(path)), (space) => space?.freeMb ?? 0)
 
 /**
  * Whether a failure is a full file system: its errno (ENOSPC, EDQUOT), SQLite's SQLITE_FULL, or a
@@ -67,7 +84,11 @@ export const isDiskFull = (cause: unknown): boolean => {
  * The file system is full (ENOSPC, EDQUOT, SQLite's SQLITE_FULL): `limit_reached` with the free
  * space, said as such, so nobody deletes a good file believing it damaged. `message` says what failed.
  */
-export const diskFull = (message: string, path: string, options: { readonly neededBytes?: number; readonly errno?: string } = {}): Effect.Effect<LimitReached> =>
+export const diskFull = (
+  message: string,
+  path: string,
+  options: { readonly neededBytes?: number; readonly errno?: string } = {}
+): Effect.Effect<LimitReached> =>
   Effect.map(
     freeMb(path),
     (available) =>
@@ -86,7 +107,8 @@ export const diskFull = (message: string, path: string, options: { readonly need
  */
 export const fsError = (what: string, path: string, cause: unknown, bytes = 0): Effect.Effect<never, FsError> => {
   const errno = errnoOf(cause)
-  const reason = (errno !== undefined ? REASONS[errno] : undefined) ?? (cause instanceof Error ? cause.message : String(cause))
+  const reason =
+    (errno !== undefined ? REASONS[errno] : undefined) ?? (cause instanceof Error ? cause.message : String(cause))
   const message = `cannot ${what} ${path}: ${reason}${errno !== undefined ? ` (${errno})` : ""}`
   const fields = { message, subject: path, ...(errno !== undefined ? { errno } : {}) }
   switch (errno) {
@@ -104,7 +126,10 @@ export const fsError = (what: string, path: string, cause: unknown, bytes = 0): 
       return Effect.fail(new InvalidSpec(fields))
     case "ENOSPC":
     case "EDQUOT":
-      return Effect.flatMap(diskFull(`cannot ${what} ${path} (${errno})`, path, { neededBytes: bytes, errno }), Effect.fail)
+      return Effect.flatMap(
+        diskFull(`cannot ${what} ${path} (${errno})`, path, { neededBytes: bytes, errno }),
+        Effect.fail
+      )
     default:
       return Effect.fail(new Internal(fields))
   }
@@ -112,14 +137,14 @@ export const fsError = (what: string, path: string, cause: unknown, bytes = 0): 
 
 /** Runs one promise-returning fs call, its failure typed by `fsError`. */
 export const attempt = <A>(what: string, path: string, run: () => Promise<A>, bytes = 0): Effect.Effect<A, FsError> =>
-  Effect.catchAll(
-    Effect.tryPromise({ try: run, catch: (cause) => cause }),
-    (cause) => fsError(what, path, cause, bytes)
+  Effect.catchAll(Effect.tryPromise({ try: run, catch: (cause) => cause }), (cause) =>
+    fsError(what, path, cause, bytes)
   )
 
 const isMissing = (error: FsError) => error.errno === "ENOENT" || error.errno === "ENOTDIR"
 
-export const readFileString = (path: string): Effect.Effect<string, FsError> => attempt("read", path, () => nodeFs.readFile(path, "utf8"))
+export const readFileString = (path: string): Effect.Effect<string, FsError> =>
+  attempt("read", path, () => nodeFs.readFile(path, "utf8"))
 
 /** The file's text, or none when it does not exist. */
 export const readFileStringIfExists = (path: string): Effect.Effect<Option.Option<string>, FsError> =>
@@ -133,9 +158,11 @@ export const readFileStringIfExists = (path: string): Effect.Effect<Option.Optio
  * call that no special file can stall (a FIFO is ENOTDIR at once), where the round trip through
  * libuv's thread pool was the largest part of an MCP list_vms.
  */
-export const listDirectory = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> => listed(path, () => readdirSync(path))
+export const listDirectory = (path: string): Effect.Effect<ReadonlyArray<string>, FsError> =>
+  listed(path, () => readdirSync(path))
 
-export const listDirectoryEntries = (path: string): Effect.Effect<ReadonlyArray<Dirent>, FsError> => listed(path, () => readdirSync(path, { withFileTypes: true }))
+export const listDirectoryEntries = (path: string): Effect.Effect<ReadonlyArray<Dirent>, FsError> =>
+  listed(path, () => readdirSync(path, { withFileTypes: true }))
 
 /** A missing folder lists empty, decided on Node's error (no typed error made only to be caught). */
 const listed = <A>(path: string, read: () => A[]): Effect.Effect<ReadonlyArray<A>, FsError> =>
@@ -207,15 +234,18 @@ export const readFileTail = (path: string, maxBytes: number): Effect.Effect<stri
     } catch (cause) {
       const errno = errnoOf(cause)
       if (errno === "ENOENT") return Effect.succeed("")
-      if (errno === NOT_REGULAR || errno === "EISDIR") return Effect.fail(new InvalidSpec({ message: `cannot read ${path}: not a regular file`, subject: path }))
+      if (errno === NOT_REGULAR || errno === "EISDIR")
+        return Effect.fail(new InvalidSpec({ message: `cannot read ${path}: not a regular file`, subject: path }))
       return fsError("read", path, cause)
     } finally {
       if (fd !== undefined) closeSync(fd)
     }
   })
 
-export const makeDirectory = (path: string, options: MakeDirectoryOptions = { recursive: true }): Effect.Effect<void, FsError> =>
-  Effect.asVoid(attempt("create the folder", path, () => nodeFs.mkdir(path, options)))
+export const makeDirectory = (
+  path: string,
+  options: MakeDirectoryOptions = { recursive: true }
+): Effect.Effect<void, FsError> => Effect.asVoid(attempt("create the folder", path, () => nodeFs.mkdir(path, options)))
 
 /** Stats, or none when nothing is at `path`. */
 export const statIfExists = (path: string): Effect.Effect<Option.Option<Stats>, FsError> =>
@@ -227,26 +257,45 @@ export const statIfExists = (path: string): Effect.Effect<Option.Option<Stats>, 
 export const exists = (path: string): Effect.Effect<boolean, FsError> => Effect.map(statIfExists(path), Option.isSome)
 
 /** Whether anything is at `path`, where a failure to look (EACCES, …) counts as nothing there. */
-export const isPresent = (path: string): Effect.Effect<boolean> => Effect.promise(() => nodeFs.stat(path).then(() => true, () => false))
+export const isPresent = (path: string): Effect.Effect<boolean> =>
+  Effect.promise(() =>
+    nodeFs.stat(path).then(
+      () => true,
+      () => false
+    )
+  )
 
-export const remove = (path: string, options: RmOptions = { recursive: true, force: true }): Effect.Effect<void, FsError> =>
-  attempt("remove", path, () => nodeFs.rm(path, options))
+export const remove = (
+  path: string,
+  options: RmOptions = { recursive: true, force: true }
+): Effect.Effect<void, FsError> => attempt("remove", path, () => nodeFs.rm(path, options))
 
 /** Replaces `path` atomically (temp file, fsync, rename): readers see the old or the new content. */
 export const writeFileAtomic = (path: string, data: string | Uint8Array, mode?: number): Effect.Effect<void, FsError> =>
-  attempt("write", path, () => writeAtomicPromise(path, data, mode), typeof data === "string" ? Buffer.byteLength(data) : data.byteLength)
+  attempt(
+    "write",
+    path,
+    () => writeAtomicPromise(path, data, mode),
+    typeof data === "string" ? Buffer.byteLength(data) : data.byteLength
+  )
 
 /**
  * Puts the folder `staged` at `dest` and runs `then` (the writes that name it): when `then` fails,
  * the folder that was at `dest` before is back and the staged one is gone; when it succeeds, the
  * old folder is removed. One change as far as a reader after a failure can tell.
  */
-export const replaceDirectoryThen = <A, E, R>(staged: string, dest: string, then: Effect.Effect<A, E, R>): Effect.Effect<A, E | FsError, R> =>
+export const replaceDirectoryThen = <A, E, R>(
+  staged: string,
+  dest: string,
+  then: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | FsError, R> =>
   Effect.gen(function* () {
     const previous = `${dest}.replaced-${process.pid}-${Date.now().toString(36)}`
     const hadPrevious = yield* exists(dest)
     if (hadPrevious) yield* attempt("move aside", dest, () => nodeFs.rename(dest, previous))
-    const putBack = hadPrevious ? attempt("restore", dest, () => nodeFs.rename(previous, dest)).pipe(Effect.ignore) : Effect.void
+    const putBack = hadPrevious
+      ? attempt("restore", dest, () => nodeFs.rename(previous, dest)).pipe(Effect.ignore)
+      : Effect.void
     yield* attempt("install", dest, () => nodeFs.rename(staged, dest)).pipe(Effect.tapError(() => putBack))
     const result = yield* then.pipe(Effect.tapError(() => Effect.zipRight(remove(dest).pipe(Effect.ignore), putBack)))
     if (hadPrevious) yield* remove(previous).pipe(Effect.ignore)

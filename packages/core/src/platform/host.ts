@@ -26,7 +26,11 @@ export const findOnPath = async (program: string, path = process.env["PATH"] ?? 
   return undefined
 }
 
-const optional = (name: string) => Config.map(Config.option(Config.string(name)), Option.getOrElse(() => ""))
+const optional = (name: string) =>
+  Config.map(
+    Config.option(Config.string(name)),
+    Option.getOrElse(() => "")
+  )
 
 /** `$PATH` through `Config`. */
 const PathConfig: Config.Config<string> = optional("PATH")
@@ -41,7 +45,8 @@ export const GraphicalConfig: Config.Config<boolean> = Config.map(
 export const HostProbeLive = Layer.effect(
   HostProbe,
   Effect.map(Effect.orDie(GraphicalConfig), (graphical) => ({
-    which: (program: string) => Effect.flatMap(Effect.orDie(PathConfig), (path) => Effect.promise(() => findOnPath(program, path))),
+    which: (program: string) =>
+      Effect.flatMap(Effect.orDie(PathConfig), (path) => Effect.promise(() => findOnPath(program, path))),
     memAvailableMb: Effect.promise(async () => {
       const text = await readFile("/proc/meminfo", "utf8").catch(() => "")
       const match = /^MemAvailable:\s+(\d+) kB/m.exec(text)

@@ -18,12 +18,19 @@ export interface KeyPair {
 /** How long a caller waits for another process that is generating the same key. */
 const KEYGEN_WAIT = Duration.seconds(60)
 
-const exists = (path: string) => stat(path).then(() => true, () => false)
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false
+  )
 
 /** The pair when both halves are on disk; the private file is written last, so it marks completion. */
 const completePair = async (privateKeyPath: string): Promise<KeyPair | undefined> => {
   if (!(await exists(privateKeyPath))) return undefined
-  const publicKey = await readFile(`${privateKeyPath}.pub`, "utf8").then((text) => text.trim(), () => "")
+  const publicKey = await readFile(`${privateKeyPath}.pub`, "utf8").then(
+    (text) => text.trim(),
+    () => ""
+  )
   return publicKey === "" ? undefined : { privateKeyPath, publicKey }
 }
 
@@ -31,7 +38,8 @@ const sshKeygen = (args: ReadonlyArray<string>) =>
   new Promise<string>((resolve, reject) => {
     execFile("ssh-keygen", [...args], { encoding: "utf8" }, (error, stdout, stderr) => {
       if (error === null) return resolve(stdout)
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return reject(new Error("ssh-keygen is not installed (install openssh-client)"))
+      if ((error as NodeJS.ErrnoException).code === "ENOENT")
+        return reject(new Error("ssh-keygen is not installed (install openssh-client)"))
       reject(new Error(`ssh-keygen ${args.join(" ")} failed: ${stderr.trim() || error.message}`))
     })
   })
@@ -70,15 +78,24 @@ const generate = async (privateKeyPath: string, comment: string): Promise<KeyPai
   return made
 }
 
-const ensurePair = (root: DataRootPaths, privateKeyPath: string, comment: string): Effect.Effect<KeyPair, Internal | Timeout | LockError> => {
+const ensurePair = (
+  root: DataRootPaths,
+  privateKeyPath: string,
+  comment: string
+): Effect.Effect<KeyPair, Internal | Timeout | LockError> => {
   const failed = (cause: unknown) =>
-    new Internal({ message: `cannot create ssh key ${privateKeyPath}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: privateKeyPath })
+    new Internal({
+      message: `cannot create ssh key ${privateKeyPath}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      subject: privateKeyPath
+    })
   const fast = Effect.tryPromise({ try: () => completePair(privateKeyPath), catch: failed })
   // A full file system is said as such (rm and prune free space), like any write of stoat's.
   const locked = Effect.catchAll(
     Effect.tryPromise({ try: () => generate(privateKeyPath, comment), catch: (cause) => cause }),
     (cause): Effect.Effect<never, Internal | LimitReached> =>
-      isDiskFull(cause) ? Effect.flatMap(diskFull(`cannot create ssh key ${privateKeyPath}`, privateKeyPath), Effect.fail) : Effect.fail(failed(cause))
+      isDiskFull(cause)
+        ? Effect.flatMap(diskFull(`cannot create ssh key ${privateKeyPath}`, privateKeyPath), Effect.fail)
+        : Effect.fail(failed(cause))
   )
   // The SQLite lock is released by the kernel if the holder dies, unlike an O_EXCL lock file.
   const locks = makeLocks(root.keysLock, () => root.keysLock, KEYGEN_WAIT)
@@ -86,10 +103,12 @@ const ensurePair = (root: DataRootPaths, privateKeyPath: string, comment: string
 }
 
 /** `<root>/id_stoat` (+ `.pub`): the client key every VM trusts. Created once, under `<root>/.keys.lock`. */
-export const clientKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | LockError> => ensurePair(root, root.clientKey, "stoat")
+export const clientKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | LockError> =>
+  ensurePair(root, root.clientKey, "stoat")
 
 /** `<root>/guest_host_ed25519_key` (+ `.pub`): the stable sshd host key baked into guests (OpenSSH format). */
-export const guestHostKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | LockError> => ensurePair(root, root.hostKey, "stoat")
+export const guestHostKeyPair = (root: DataRootPaths): Effect.Effect<KeyPair, Internal | Timeout | LockError> =>
+  ensurePair(root, root.hostKey, "stoat")
 
 /** Promise form for non-Effect callers; rejects with the typed error itself (`Internal`, `Timeout` or `InvalidSpec`). */
 const runTyped = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {

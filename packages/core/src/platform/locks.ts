@@ -19,11 +19,22 @@ export class Locks extends Context.Tag("stoat/Locks")<
     /** Serialises create/clone/destroy/prune/update and "count running + start" across processes. */
     readonly withRootLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | LockError, R>
     /** Serialises state changes of one VM (start/stop/snapshot/update). */
-    readonly withVmLock: <A, E, R>(vm: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | LockError, R>
+    readonly withVmLock: <A, E, R>(
+      vm: string,
+      effect: Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E | Timeout | LockError, R>
     /** Serialises changes to one file-backed state other than a VM (`what` names it in a timeout). */
-    readonly withLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Timeout | LockError, R>
+    readonly withLock: <A, E, R>(
+      path: string,
+      what: string,
+      effect: Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E | Timeout | LockError, R>
     /** A lock that is never waited for: busy ⇒ `in_use` (a second apply on one VM). */
-    readonly tryLock: <A, E, R>(path: string, what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InUse | LockError, R>
+    readonly tryLock: <A, E, R>(
+      path: string,
+      what: string,
+      effect: Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E | InUse | LockError, R>
   }
 >() {}
 
@@ -38,18 +49,27 @@ export type LockError = InvalidSpec | LimitReached
  * a full file system is said as such, never as a damaged lock file someone would then delete.
  */
 const unusableLock = (path: string, cause: unknown): Effect.Effect<never, LockError> =>
-  isDiskFull(cause) ? Effect.flatMap(diskFull(`cannot take the lock ${path}`, path), Effect.fail) : Effect.fail(damagedLock(path, cause))
+  isDiskFull(cause)
+    ? Effect.flatMap(diskFull(`cannot take the lock ${path}`, path), Effect.fail)
+    : Effect.fail(damagedLock(path, cause))
 
 const damagedLock = (path: string, cause: unknown): InvalidSpec => {
   const kind = (() => {
     try {
       const info = statSync(path)
-      return info.isDirectory() ? "it is a directory" : info.isFile() ? "it is not a lock file stoat can open" : "it is not a regular file"
+      return info.isDirectory()
+        ? "it is a directory"
+        : info.isFile()
+          ? "it is not a lock file stoat can open"
+          : "it is not a regular file"
     } catch {
       return cause instanceof Error ? cause.message : String(cause)
     }
   })()
-  return new InvalidSpec({ message: `cannot use the lock file ${path}: ${kind}; remove it and stoat will recreate it`, subject: path })
+  return new InvalidSpec({
+    message: `cannot use the lock file ${path}: ${kind}; remove it and stoat will recreate it`,
+    subject: path
+  })
 }
 
 const tryAcquire = (db: Database, path: string): Effect.Effect<boolean, LockError> =>
@@ -105,7 +125,11 @@ const acquireBlocking = (path: string, what: string, wait: Duration.Duration) =>
     })
   )
 
-export const makeLocks = (rootLock: string, vmLock: (vm: string) => string, wait = Duration.minutes(2)): Context.Tag.Service<Locks> => ({
+export const makeLocks = (
+  rootLock: string,
+  vmLock: (vm: string) => string,
+  wait = Duration.minutes(2)
+): Context.Tag.Service<Locks> => ({
   withRootLock: (effect) => Effect.scoped(Effect.zipRight(acquireBlocking(rootLock, "data-root", wait), effect)),
   withVmLock: (vm, effect) => Effect.scoped(Effect.zipRight(acquireBlocking(vmLock(vm), `VM ${vm}`, wait), effect)),
   withLock: (path, what, effect) => Effect.scoped(Effect.zipRight(acquireBlocking(path, what, wait), effect)),
@@ -115,7 +139,12 @@ export const makeLocks = (rootLock: string, vmLock: (vm: string) => string, wait
         Effect.acquireRelease(
           Effect.flatMap(open(path), (db) =>
             Effect.flatMap(tryAcquire(db, path), (acquired) =>
-              acquired ? Effect.succeed(db) : Effect.zipRight(release(db), Effect.fail(new InUse({ message: `${what} in progress`, subject: path })))
+              acquired
+                ? Effect.succeed(db)
+                : Effect.zipRight(
+                    release(db),
+                    Effect.fail(new InUse({ message: `${what} in progress`, subject: path }))
+                  )
             )
           ),
           release

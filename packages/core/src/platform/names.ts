@@ -4,7 +4,10 @@ import { Order } from "effect"
  * Lists of VMs and guests are in code-unit order of their names, as the original's sort.Strings
  * orders them; `localeCompare` would also cost every command ICU's collator start-up (~8 ms).
  */
-export const byName: Order.Order<{ readonly name: string }> = Order.mapInput(Order.string, (item: { readonly name: string }) => item.name)
+export const byName: Order.Order<{ readonly name: string }> = Order.mapInput(
+  Order.string,
+  (item: { readonly name: string }) => item.name
+)
 
 /** Edit distance, for "did you mean" hints. */
 export const levenshtein = (a: string, b: string): number => {

@@ -16,14 +16,26 @@ export interface PollOptions<A, E2> {
  * little time is left). Time comes from the `Clock`, so `TestClock` drives a wait without any
  * real waiting. A failure of `check` ends the wait at once.
  */
-export const pollUntil = <A, E, R, E2>(check: Effect.Effect<A, E, R>, options: PollOptions<A, E2>): Effect.Effect<A, E | E2, R> => {
-  const again = options.schedule.pipe(Schedule.passthrough, Schedule.whileInput((value: A) => !options.until(value)))
+export const pollUntil = <A, E, R, E2>(
+  check: Effect.Effect<A, E, R>,
+  options: PollOptions<A, E2>
+): Effect.Effect<A, E | E2, R> => {
+  const again = options.schedule.pipe(
+    Schedule.passthrough,
+    Schedule.whileInput((value: A) => !options.until(value))
+  )
   return Effect.flatMap(check, (first) =>
     options.until(first)
       ? Effect.succeed(first)
-      : Effect.scheduleFrom(check, first, again).pipe(Effect.timeoutFail({ duration: options.within, onTimeout: options.onTimeout }))
+      : Effect.scheduleFrom(check, first, again).pipe(
+          Effect.timeoutFail({ duration: options.within, onTimeout: options.onTimeout })
+        )
   )
 }
 
 /** Milliseconds since `start` (a `Clock.currentTimeMillis` reading). */
-export const elapsedSince = (start: number) => Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => now - start)
+export const elapsedSince = (start: number) =>
+  Effect.map(
+    Effect.clockWith((clock) => clock.currentTimeMillis),
+    (now) => now - start
+  )

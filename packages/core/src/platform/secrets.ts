@@ -10,14 +10,21 @@ export type SecretTable = Readonly<Record<string, Readonly<Record<string, string
  * `<vm>/secrets.toml` parsed, or none when absent. The file must be exactly 0600; a wider one is
  * refused rather than trusted. Errors never quote a value.
  */
-const readSecretFile = (path: string, label = "secrets.toml"): Effect.Effect<Option.Option<Record<string, unknown>>, InvalidSpec | fs.FsError> =>
+const readSecretFile = (
+  path: string,
+  label = "secrets.toml"
+): Effect.Effect<Option.Option<Record<string, unknown>>, InvalidSpec | fs.FsError> =>
   Effect.gen(function* () {
     const info = yield* fs.statIfExists(path)
     if (Option.isNone(info)) return Option.none()
     // Only a regular file is read: a FIFO would block, a folder is a mistake.
     if (!info.value.isFile()) return yield* new InvalidSpec({ message: `${label}: not a regular file`, subject: path })
     const mode = info.value.mode & 0o777
-    if (mode !== 0o600) return yield* new InvalidSpec({ message: `${label}: mode ${mode.toString(8).padStart(4, "0")}, want 0600`, subject: path })
+    if (mode !== 0o600)
+      return yield* new InvalidSpec({
+        message: `${label}: mode ${mode.toString(8).padStart(4, "0")}, want 0600`,
+        subject: path
+      })
     const text = yield* fs.readFileString(path)
     // The parser's message may quote a value: say only that the file does not parse.
     return Option.some(
@@ -33,7 +40,9 @@ const tablesOf = (raw: Record<string, unknown>): Record<string, Record<string, s
   const secrets: Record<string, Record<string, string>> = {}
   for (const [recipe, params] of Object.entries(raw)) {
     if (typeof params !== "object" || params === null) continue
-    secrets[recipe] = Object.fromEntries(Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === "string"))
+    secrets[recipe] = Object.fromEntries(
+      Object.entries(params).filter((entry): entry is [string, string] => typeof entry[1] === "string")
+    )
   }
   return secrets
 }
@@ -55,11 +64,14 @@ export const readSecrets = (vmDir: string): Effect.Effect<SecretTable, InvalidSp
  * A project's `.stoat/secrets.toml`: `[<key>.<recipe>] <param> = "value"`, per declaration key,
  * under the same 0600 rule as a VM's own file.
  */
-export const readProjectSecrets = (projectDir: string): Effect.Effect<Readonly<Record<string, SecretTable>>, InvalidSpec | fs.FsError> =>
+export const readProjectSecrets = (
+  projectDir: string
+): Effect.Effect<Readonly<Record<string, SecretTable>>, InvalidSpec | fs.FsError> =>
   Effect.map(readSecretFile(join(projectDir, ".stoat", "secrets.toml"), ".stoat/secrets.toml"), (raw) => {
     const byKey: Record<string, SecretTable> = {}
     for (const [key, recipes] of Object.entries(Option.getOrElse(raw, () => ({})))) {
-      if (typeof recipes === "object" && recipes !== null && !Array.isArray(recipes)) byKey[key] = tablesOf(recipes as Record<string, unknown>)
+      if (typeof recipes === "object" && recipes !== null && !Array.isArray(recipes))
+        byKey[key] = tablesOf(recipes as Record<string, unknown>)
     }
     return byKey
   })

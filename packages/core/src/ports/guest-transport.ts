@@ -43,7 +43,11 @@ export type SftpError = CannotReach | NotFound | AccessDenied | CapabilityUnavai
 export class GuestTransport extends Context.Tag("stoat/GuestTransport")<
   GuestTransport,
   {
-    readonly exec: (target: SshTarget, argv: ReadonlyArray<string>, options?: ExecOptions) => Effect.Effect<ExecOutput, CannotReach | Timeout>
+    readonly exec: (
+      target: SshTarget,
+      argv: ReadonlyArray<string>,
+      options?: ExecOptions
+    ) => Effect.Effect<ExecOutput, CannotReach | Timeout>
     readonly readFile: (
       target: SshTarget,
       path: string,

@@ -101,7 +101,11 @@ export interface BootPlan {
    * Identity baked into a direct-boot guest at start: who may log in, its sshd host key (OpenSSH
    * private key text, redacted so a plan written to a file or a log never carries it), its name.
    */
-  readonly guestIdentity?: { readonly authorizedKeys: string; readonly hostKey: Redacted.Redacted<string>; readonly hostname: string }
+  readonly guestIdentity?: {
+    readonly authorizedKeys: string
+    readonly hostKey: Redacted.Redacted<string>
+    readonly hostname: string
+  }
 }
 
 /**
@@ -187,7 +191,19 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
      * Checks the plan first (invalid_spec for one the provider cannot run), then boots it; limit_reached when the VM's files do not fit on the disk.
      * A provider on another host: cannot_reach when the host or its daemon does not answer, kvm_unusable when KVM is demanded and the host has none.
      */
-    readonly start: (plan: BootPlan) => Effect.Effect<StartedVm, ProviderMissing | ProviderStartFailed | AlreadyRunning | ShareInvalid | InvalidSpec | LimitReached | CannotReach | AcceleratorUnusable>
+    readonly start: (
+      plan: BootPlan
+    ) => Effect.Effect<
+      StartedVm,
+      | ProviderMissing
+      | ProviderStartFailed
+      | AlreadyRunning
+      | ShareInvalid
+      | InvalidSpec
+      | LimitReached
+      | CannotReach
+      | AcceleratorUnusable
+    >
     /** Graceful power-down, then SIGTERM, then SIGKILL; returns once the process is gone. */
     readonly stop: (vm: VmRef, options?: { readonly graceMs?: number }) => Effect.Effect<void, NotRunning | CannotReach>
     /**
@@ -197,25 +213,45 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly acceleration: Effect.Effect<Acceleration, ProviderMissing | InvalidSpec>
     /** Makes `disk`, of `size` (empty: the backing's size) and optionally an overlay of `backing`. */
     /** A full file system is limit_reached (as for any write). */
-    readonly createDisk: (disk: VmDisk, size: string, backing?: DiskRef) => Effect.Effect<void, Internal | ProviderMissing | LimitReached>
-    readonly resizeDisk: (disk: VmDisk, size: string) => Effect.Effect<void, Internal | DiskShrink | ProviderMissing | LimitReached>
+    readonly createDisk: (
+      disk: VmDisk,
+      size: string,
+      backing?: DiskRef
+    ) => Effect.Effect<void, Internal | ProviderMissing | LimitReached>
+    readonly resizeDisk: (
+      disk: VmDisk,
+      size: string
+    ) => Effect.Effect<void, Internal | DiskShrink | ProviderMissing | LimitReached>
     readonly diskInfo: (disk: DiskRef) => Effect.Effect<DiskInfo, Internal | NotFound | ProviderMissing>
     /*
      * Snapshot mechanisms only (the rules, such as replacing a tag or restoring only a stopped VM,
      * are the Snapshots service's). no_disk when the disk does not exist.
      */
-    readonly listSnapshots: (disk: VmDisk) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | ControlUnreachable>
+    readonly listSnapshots: (
+      disk: VmDisk
+    ) => Effect.Effect<ReadonlyArray<Snapshot>, Internal | NoDisk | ControlUnreachable>
     /** Adds a snapshot named `tag`, on a running VM disk-only. */
-    readonly saveSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected>
+    readonly saveSnapshot: (
+      disk: VmDisk,
+      tag: string
+    ) => Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected>
     /** Rolls a stopped VM's disk back to the snapshot named `tag`. */
     readonly restoreSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk>
     /** Deletes every snapshot named `tag` (none: nothing to do). */
-    readonly deleteSnapshot: (disk: VmDisk, tag: string) => Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected>
+    readonly deleteSnapshot: (
+      disk: VmDisk,
+      tag: string
+    ) => Effect.Effect<void, Internal | NoDisk | ControlUnreachable | ControlRejected>
     /**
      * Makes the new file `disk` an overlay of `backing` that reads as snapshot `tag` of `source`,
      * a disk below `backing` in its chain. No existing file changes. None of them may be written by a running VM.
      */
-    readonly snapshotOverlay: (source: VmDisk, tag: string, disk: VmDisk, backing: VmDisk) => Effect.Effect<void, Internal | NoDisk>
+    readonly snapshotOverlay: (
+      source: VmDisk,
+      tag: string,
+      disk: VmDisk,
+      backing: VmDisk
+    ) => Effect.Effect<void, Internal | NoDisk>
     readonly screenshot: (vm: VmRef) => Effect.Effect<Screenshot, ScreenshotFailed | NotRunning>
     /**
      * Pauses a running VM as briefly as it can, switches it from `request.disk` onto a fresh
@@ -225,7 +261,10 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
     readonly checkpoint: (
       vm: VmRef,
       request: CheckpointRequest
-    ) => Effect.Effect<CheckpointTaken, NotRunning | CapabilityUnavailable | ControlUnreachable | ControlRejected | Internal | ProviderMissing>
+    ) => Effect.Effect<
+      CheckpointTaken,
+      NotRunning | CapabilityUnavailable | ControlUnreachable | ControlRejected | Internal | ProviderMissing
+    >
     /**
      * Starts a new VM running from a checkpoint (`folder`, relative to the checkpointed VM's
      * folder), warm: same devices, its own disk, port and share.

@@ -24,7 +24,10 @@ export interface BuildOptions {
 export class ImageBuilder extends Context.Tag("stoat/ImageBuilder")<
   ImageBuilder,
   {
-    readonly build: (id: string, options?: BuildOptions) => Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec>
+    readonly build: (
+      id: string,
+      options?: BuildOptions
+    ) => Effect.Effect<LocalImage, Internal | NotFound | CapabilityUnavailable | CannotReach | InvalidSpec>
     /** The bytes of the finished build `build` would reuse, or undefined when there is none (what `images` reports). */
     readonly built: (id: string) => Effect.Effect<number | undefined>
   }

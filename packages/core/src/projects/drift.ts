@@ -32,18 +32,24 @@ export const driftOf = (declaration: Declaration, config: VmConfig, running: boo
   if (declaration.ram !== undefined) add("ram", String(config.ram), String(declaration.ram), true)
   add("recipes", list(config.recipes), list(declaration.recipes), false)
   for (const [recipe, params] of Object.entries(declaration.params)) {
-    for (const [param, value] of Object.entries(params)) add(`params.${recipe}.${param}`, config.params[recipe]?.[param] ?? "", value, false)
+    for (const [param, value] of Object.entries(params))
+      add(`params.${recipe}.${param}`, config.params[recipe]?.[param] ?? "", value, false)
   }
   add("shares", list(config.shares.map((share) => share.host)), list(declaration.shares), true)
   add("agent_access", effectiveAccess(config), declaration.agent_access, false)
   const immutable: ImmutableChange[] = []
   if (config.image !== declaration.image) immutable.push({ field: "image", from: config.image, to: declaration.image })
-  if (declaration.disk !== undefined && config.mode !== "live" && diskSizeBytes(config.disk) !== diskSizeBytes(declaration.disk)) {
+  if (
+    declaration.disk !== undefined &&
+    config.mode !== "live" &&
+    diskSizeBytes(config.disk) !== diskSizeBytes(declaration.disk)
+  ) {
     immutable.push({ field: "disk", from: config.disk, to: declaration.disk })
   }
   const provider = config.provider === "" ? "qemu" : config.provider
   if (provider !== declaration.provider) immutable.push({ field: "provider", from: provider, to: declaration.provider })
-  else if ((config.host ?? "") !== (declaration.host ?? "")) immutable.push({ field: "host", from: config.host ?? "", to: declaration.host ?? "" })
+  else if ((config.host ?? "") !== (declaration.host ?? ""))
+    immutable.push({ field: "host", from: config.host ?? "", to: declaration.host ?? "" })
   return { drift, immutable }
 }
 
@@ -53,4 +59,8 @@ export const immutableMessage = (changes: ReadonlyArray<ImmutableChange>): strin
 
 /** What an immutable change needs: the VM deleted and the project brought up again. */
 export const recreate = (declaration: Declaration): Hint =>
-  advise("recreate it", { operation: "vm.destroy", input: { vm: declaration.key } }, { operation: "project.up", input: {} })
+  advise(
+    "recreate it",
+    { operation: "vm.destroy", input: { vm: declaration.key } },
+    { operation: "project.up", input: {} }
+  )

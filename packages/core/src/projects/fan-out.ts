@@ -30,7 +30,12 @@ export const fanOut = <R>(
           Effect.as({ ...base, status: "ok" as const }),
           Effect.catchAll((error) => {
             const info = toErrorInfo(error, words)
-            return Effect.as(Ref.set(failed, true), { ...base, status: "error" as const, error: info.message, code: info.code })
+            return Effect.as(Ref.set(failed, true), {
+              ...base,
+              status: "error" as const,
+              error: info.message,
+              code: info.code
+            })
           })
         )
       })

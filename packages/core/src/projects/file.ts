@@ -39,20 +39,27 @@ const VmDeclaration = Schema.Struct({
   provider: Schema.optional(Schema.Literal("qemu", "gce", "libvirt")),
   /** For provider libvirt: the host's libvirt URI (default qemu:///system). */
   host: Schema.optional(Schema.String.pipe(Schema.pattern(LIBVIRT_URI))),
-  params: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: ParamValue }) }))
+  params: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: ParamValue }) })
+  )
 })
 
 /** `[recipes]` belongs to the remote-recipe work: read loosely here, never acted on. */
 const RecipeDeclaration = Schema.Union(
   Schema.String,
-  Schema.Struct({ source: Schema.String, ref: Schema.optional(Schema.String) }, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  Schema.Struct(
+    { source: Schema.String, ref: Schema.optional(Schema.String) },
+    Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  )
 )
 
 const ProjectToml = Schema.Struct({
   schema: Schema.Int,
   project: Schema.optional(Schema.Struct({ name: Schema.optional(Schema.String) })),
   recipes: Schema.optional(Schema.Record({ key: Schema.String, value: RecipeDeclaration })),
-  limits: Schema.optional(Schema.Struct({ max_vms: Schema.optional(PositiveInt), max_ram_mb: Schema.optional(PositiveInt) })),
+  limits: Schema.optional(
+    Schema.Struct({ max_vms: Schema.optional(PositiveInt), max_ram_mb: Schema.optional(PositiveInt) })
+  ),
   vms: Schema.optional(Schema.Record({ key: Schema.String, value: VmDeclaration }))
 })
 
@@ -91,16 +98,22 @@ export interface Project {
 
 /** The default project name: the folder's name lower-cased, every other character a '-'. */
 export const defaultProjectName = (dir: string): string => {
-  const name = basename(dir).toLowerCase().replace(/[^a-z0-9-]/g, "-").replace(/^-+/, "")
+  const name = basename(dir)
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, "-")
+    .replace(/^-+/, "")
   return name === "" ? "project" : name
 }
 
-const fail = (file: string, key: string, problem: string) => new InvalidSpec({ message: `${file}: ${key}: ${problem}`, subject: key })
+const fail = (file: string, key: string, problem: string) =>
+  new InvalidSpec({ message: `${file}: ${key}: ${problem}`, subject: key })
 
 const firstIssue = (file: string, error: ParseResult.ParseError): InvalidSpec => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
   const key = issue ? issue.path.map(String).join(".") : ""
-  const message = (issue?.message ?? "invalid").replace(/^Expected (.*), actual (.*)$/s, "must be $1, got $2").replace(/^is unexpected$/, "unknown key")
+  const message = (issue?.message ?? "invalid")
+    .replace(/^Expected (.*), actual (.*)$/s, "must be $1, got $2")
+    .replace(/^is unexpected$/, "unknown key")
   return key === "" ? new InvalidSpec({ message: `${file}: ${message}`, subject: file }) : fail(file, key, message)
 }
 
@@ -111,10 +124,15 @@ const firstIssue = (file: string, error: ParseResult.ParseError): InvalidSpec =>
 const declarationOrder = (text: string, keys: ReadonlyArray<string>): ReadonlyArray<string> => {
   const position = (key: string) => {
     const escaped = key.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")
-    const found = new RegExp(`^\\s*\\[\\s*vms\\s*\\.\\s*(?:"${escaped}"|'${escaped}'|${escaped})\\s*[\\].]`, "m").exec(text)
+    const found = new RegExp(`^\\s*\\[\\s*vms\\s*\\.\\s*(?:"${escaped}"|'${escaped}'|${escaped})\\s*[\\].]`, "m").exec(
+      text
+    )
     return found ? found.index : Number.MAX_SAFE_INTEGER
   }
-  return keys.map((key, index) => ({ key, index, at: position(key) })).sort((a, b) => a.at - b.at || a.index - b.index).map((entry) => entry.key)
+  return keys
+    .map((key, index) => ({ key, index, at: position(key) }))
+    .sort((a, b) => a.at - b.at || a.index - b.index)
+    .map((entry) => entry.key)
 }
 
 const isInside = (dir: string, path: string) => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep)
@@ -123,14 +141,18 @@ const isInside = (dir: string, path: string) => path === dir || path.startsWith(
 const resolveShare = (project: { dir: string; file: string }, key: string, share: string) =>
   Effect.gen(function* () {
     const at = `${key}.shares`
-    if (share.includes("\0")) return yield* new ShareInvalid({ message: `${project.file}: ${at}: a share path contains NUL`, subject: at })
+    if (share.includes("\0"))
+      return yield* new ShareInvalid({ message: `${project.file}: ${at}: a share path contains NUL`, subject: at })
     const joined = isAbsolute(share) ? share : resolve(project.dir, share)
     const real = yield* Effect.tryPromise({
       try: () => realpath(joined),
       catch: () => new ShareInvalid({ message: `${project.file}: ${at}: "${share}" does not exist`, subject: at })
     })
     if (!isInside(project.dir, real)) {
-      return yield* new ShareInvalid({ message: `${project.file}: ${at}: "${share}" is outside the project (${real}); shares must stay inside ${project.dir}`, subject: at })
+      return yield* new ShareInvalid({
+        message: `${project.file}: ${at}: "${share}" is outside the project (${real}); shares must stay inside ${project.dir}`,
+        subject: at
+      })
     }
     const info = yield* fs.statIfExists(real)
     if (Option.isNone(info) || !info.value.isDirectory()) {
@@ -140,7 +162,12 @@ const resolveShare = (project: { dir: string; file: string }, key: string, share
   })
 
 const stringParams = (params: Record<string, Record<string, string | number | boolean>> | undefined) =>
-  Object.fromEntries(Object.entries(params ?? {}).map(([recipe, table]) => [recipe, Object.fromEntries(Object.entries(table).map(([k, v]) => [k, String(v)]))]))
+  Object.fromEntries(
+    Object.entries(params ?? {}).map(([recipe, table]) => [
+      recipe,
+      Object.fromEntries(Object.entries(table).map(([k, v]) => [k, String(v)]))
+    ])
+  )
 
 /**
  * Decodes stoat.toml text of the project folder `dir` (already a real path). Reads only what
@@ -151,38 +178,52 @@ export const decodeProject = (dir: string, text: string): Effect.Effect<Project,
     const file = join(dir, PROJECT_FILE)
     const raw = yield* Effect.try({
       try: () => parse(text) as Record<string, unknown>,
-      catch: (error) => new InvalidSpec({ message: `${file}: ${(error as Error).message.split("\n")[0]}`, subject: file })
+      catch: (error) =>
+        new InvalidSpec({ message: `${file}: ${(error as Error).message.split("\n")[0]}`, subject: file })
     })
     const schema = raw["schema"]
     if (schema === undefined) return yield* fail(file, "schema", "is required (schema = 1 or 2)")
     if (typeof schema === "number" && Number.isInteger(schema) && schema > PROJECT_SCHEMA) {
       return yield* fail(file, "schema", `schema ${schema} is newer than this stoat (${PROJECT_SCHEMA})`)
     }
-    if (schema !== 1 && schema !== 2) return yield* fail(file, "schema", `must be 1 or 2, got ${JSON.stringify(schema)}`)
+    if (schema !== 1 && schema !== 2)
+      return yield* fail(file, "schema", `must be 1 or 2, got ${JSON.stringify(schema)}`)
     const decoded = Schema.decodeUnknownEither(ProjectToml, { onExcessProperty: "error", errors: "first" })(raw)
     if (Either.isLeft(decoded)) return yield* firstIssue(file, decoded.left)
     const toml = decoded.right
     const name = toml.project?.name ?? defaultProjectName(dir)
-    if (!DECLARATION_KEY.test(name)) return yield* fail(file, "project.name", `"${name}" must use lower-case letters, digits and '-'`)
+    if (!DECLARATION_KEY.test(name))
+      return yield* fail(file, "project.name", `"${name}" must use lower-case letters, digits and '-'`)
     const declared = toml.vms ?? {}
     const vms: Declaration[] = []
     const names = new Map<string, string>()
     for (const key of declarationOrder(text, Object.keys(declared))) {
       const at = `vms.${key}`
-      if (!DECLARATION_KEY.test(key)) return yield* fail(file, at, `declaration keys use lower-case letters, digits and '-', starting with a letter or digit`)
+      if (!DECLARATION_KEY.test(key))
+        return yield* fail(
+          file,
+          at,
+          `declaration keys use lower-case letters, digits and '-', starting with a letter or digit`
+        )
       const vm = declared[key]!
-      if (vm.provider !== undefined && schema === 1) return yield* fail(file, `${at}.provider`, "provider needs schema = 2")
-      if (vm.host !== undefined && vm.provider !== "libvirt") return yield* fail(file, `${at}.host`, 'a host is a libvirt URI: it needs provider = "libvirt"')
+      if (vm.provider !== undefined && schema === 1)
+        return yield* fail(file, `${at}.provider`, "provider needs schema = 2")
+      if (vm.host !== undefined && vm.provider !== "libvirt")
+        return yield* fail(file, `${at}.host`, 'a host is a libvirt URI: it needs provider = "libvirt"')
       const vmName = vm.name ?? `${name}-${key}`
       const invalid = validateVmName(vmName)
       if (invalid) return yield* fail(file, `${at}.name`, invalid.message)
       const clash = names.get(vmName)
-      if (clash !== undefined) return yield* fail(file, `${at}.name`, `VM name "${vmName}" is also declared by vms.${clash}`)
+      if (clash !== undefined)
+        return yield* fail(file, `${at}.name`, `VM name "${vmName}" is also declared by vms.${clash}`)
       names.set(vmName, key)
       // A catalog id is a bare word; anything with a slash, or a file beside stoat.toml, is an image path.
       const asPath = resolve(dir, vm.image)
-      const imageIsPath = vm.image.includes("/") || (yield* Effect.orElseSucceed(fs.statIfExists(asPath), () => Option.none())).pipe(Option.isSome)
-      if (!imageIsPath && !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(vm.image)) return yield* fail(file, `${at}.image`, `"${vm.image}" is neither a catalog id nor a path`)
+      const imageIsPath =
+        vm.image.includes("/") ||
+        (yield* Effect.orElseSucceed(fs.statIfExists(asPath), () => Option.none())).pipe(Option.isSome)
+      if (!imageIsPath && !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(vm.image))
+        return yield* fail(file, `${at}.image`, `"${vm.image}" is neither a catalog id nor a path`)
       const shares: string[] = []
       for (const share of vm.shares ?? []) shares.push(yield* resolveShare({ dir, file }, at, share))
       vms.push({
@@ -207,7 +248,10 @@ export const decodeProject = (dir: string, text: string): Effect.Effect<Project,
       file,
       name,
       schema,
-      limits: { ...(limits.max_vms !== undefined ? { max_vms: limits.max_vms } : {}), ...(limits.max_ram_mb !== undefined ? { max_ram_mb: limits.max_ram_mb } : {}) },
+      limits: {
+        ...(limits.max_vms !== undefined ? { max_vms: limits.max_vms } : {}),
+        ...(limits.max_ram_mb !== undefined ? { max_ram_mb: limits.max_ram_mb } : {})
+      },
       recipes: toml.recipes ?? {},
       vms
     } satisfies Project
@@ -222,8 +266,13 @@ export const loadProject = (dir: string): Effect.Effect<Option.Option<Project>, 
     const file = join(dir, PROJECT_FILE)
     const info = yield* fs.statIfExists(file)
     if (Option.isNone(info)) return Option.none()
-    if (!info.value.isFile()) return yield* new InvalidSpec({ message: `${file}: is not a regular file`, subject: file })
-    if (info.value.size > MAX_FILE_BYTES) return yield* new InvalidSpec({ message: `${file}: larger than ${MAX_FILE_BYTES} bytes; not a stoat.toml`, subject: file })
+    if (!info.value.isFile())
+      return yield* new InvalidSpec({ message: `${file}: is not a regular file`, subject: file })
+    if (info.value.size > MAX_FILE_BYTES)
+      return yield* new InvalidSpec({
+        message: `${file}: larger than ${MAX_FILE_BYTES} bytes; not a stoat.toml`,
+        subject: file
+      })
     const text = yield* fs.readFileString(file)
     const real = yield* Effect.orElseSucceed(
       Effect.tryPromise(() => realpath(dir)),
@@ -231,4 +280,3 @@ export const loadProject = (dir: string): Effect.Effect<Option.Option<Project>, 
     )
     return Option.some(yield* decodeProject(real, text))
   })
-

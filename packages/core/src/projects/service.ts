@@ -29,11 +29,16 @@ export const projectScopeAt = (dir: string | undefined): ProjectScope => {
   return {
     dir,
     current,
-    require: Effect.flatMap(current, Option.match({ onNone: () => Effect.fail(noProject(dir)), onSome: Effect.succeed }))
+    require: Effect.flatMap(
+      current,
+      Option.match({ onNone: () => Effect.fail(noProject(dir)), onSome: Effect.succeed })
+    )
   }
 }
 
-export class Projects extends Context.Reference<Projects>()("stoat/Projects", { defaultValue: (): ProjectScope => projectScopeAt(undefined) }) {}
+export class Projects extends Context.Reference<Projects>()("stoat/Projects", {
+  defaultValue: (): ProjectScope => projectScopeAt(undefined)
+}) {}
 
 /** The project scope of folder `dir` (a frontend's working directory). */
 export const projectsAt = (dir: string): Layer.Layer<never> => Layer.succeed(Projects, projectScopeAt(dir))
@@ -95,7 +100,10 @@ export const initProject = (dir: string, name: string | undefined) =>
     })
     const gitignoreUpdated = yield* Effect.tryPromise({
       try: async () => {
-        const isCheckout = await stat(join(dir, ".git")).then(() => true, () => false)
+        const isCheckout = await stat(join(dir, ".git")).then(
+          () => true,
+          () => false
+        )
         if (!isCheckout) return false
         const path = join(dir, ".gitignore")
         const current = await readFile(path, "utf8").catch(() => "")

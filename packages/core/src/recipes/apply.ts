@@ -42,8 +42,15 @@ const runHealthCheck = (target: SshTarget, guest: Guest, step: Pick<PlannedStep,
     const health = step.recipe.manifest.health
     if (health === null) return { ok: true, exitCode: 0, output: "" }
     const check = yield* (yield* GuestTransport)
-      .exec(target, ["sh", "-s"], { stdin: healthScript(guest, health.check, step.params), timeoutMs: durationMs(health.timeout) })
-      .pipe(Effect.catchTag("Timeout", () => Effect.succeed({ exitCode: -1, stdout: new Uint8Array(), stderr: new TextEncoder().encode("timed out") })))
+      .exec(target, ["sh", "-s"], {
+        stdin: healthScript(guest, health.check, step.params),
+        timeoutMs: durationMs(health.timeout)
+      })
+      .pipe(
+        Effect.catchTag("Timeout", () =>
+          Effect.succeed({ exitCode: -1, stdout: new Uint8Array(), stderr: new TextEncoder().encode("timed out") })
+        )
+      )
     const output = `${Buffer.from(check.stdout).toString("utf8")}${Buffer.from(check.stderr).toString("utf8")}`.trim()
     return { ok: check.exitCode === 0, exitCode: check.exitCode, output: redact(output, step.params.secretValues) }
   })
@@ -58,7 +65,12 @@ export const waitHealthy = (vm: string, deadline: number) =>
     const planned = yield* planApply(vm, undefined)
     const steps = planned.steps.filter((step) => planned.record.config.applied[step.recipe.manifest.name] !== undefined)
     const target = sshTarget(yield* DataRoot, planned.record)
-    const longest = Math.max(0, ...steps.map((step) => (step.recipe.manifest.health === null ? 0 : durationMs(step.recipe.manifest.health.timeout))))
+    const longest = Math.max(
+      0,
+      ...steps.map((step) =>
+        step.recipe.manifest.health === null ? 0 : durationMs(step.recipe.manifest.health.timeout)
+      )
+    )
     const until = Math.min(deadline, (yield* Clock.currentTimeMillis) + longest)
     const round = Effect.forEach(steps, (step) =>
       Effect.tap(runHealthCheck(target, planned.guest, step), (check) =>
@@ -69,13 +81,24 @@ export const waitHealthy = (vm: string, deadline: number) =>
       )
     )
     const allOk = (checks: ReadonlyArray<{ readonly ok: boolean }>) => checks.every((check) => check.ok)
-    const untilPass: Effect.Effect<boolean, StoatError, Effect.Effect.Context<typeof round>> = Effect.flatMap(round, (checks) =>
-      allOk(checks) ? Effect.succeed(true) : Effect.delay(Effect.suspend(() => untilPass), Duration.millis(300))
+    const untilPass: Effect.Effect<boolean, StoatError, Effect.Effect.Context<typeof round>> = Effect.flatMap(
+      round,
+      (checks) =>
+        allOk(checks)
+          ? Effect.succeed(true)
+          : Effect.delay(
+              Effect.suspend(() => untilPass),
+              Duration.millis(300)
+            )
     )
     // The first round always runs, however little time is left; the next ones 300 ms apart.
     if (allOk(yield* round)) return true
     return yield* Effect.delay(untilPass, Duration.millis(300)).pipe(
-      Effect.timeoutTo({ duration: Duration.millis(Math.max(0, until - (yield* Clock.currentTimeMillis))), onTimeout: () => false, onSuccess: (ok) => ok })
+      Effect.timeoutTo({
+        duration: Duration.millis(Math.max(0, until - (yield* Clock.currentTimeMillis))),
+        onTimeout: () => false,
+        onSuccess: (ok) => ok
+      })
     )
   })
 
@@ -107,7 +130,11 @@ const applyLog = (path: string, progress: Progress["Type"], secrets: () => Reado
   return { line, stream }
 }
 
-const parseOutputs = (text: string, declared: ReadonlyArray<{ readonly name: string }>, secrets: ReadonlyArray<string>) => {
+const parseOutputs = (
+  text: string,
+  declared: ReadonlyArray<{ readonly name: string }>,
+  secrets: ReadonlyArray<string>
+) => {
   const names = new Set(declared.map((output) => output.name))
   const outputs: Record<string, string> = {}
   for (const row of text.split("\n")) {
@@ -132,7 +159,11 @@ type AppliedEntry = OkRecord["config"]["applied"][string]
  * Read-modify-write of `[applied.<name>]` under the root lock, so a parallel update is not lost;
  * `change` answering the entry it was given (or none) writes nothing.
  */
-const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | undefined) => AppliedEntry | undefined) =>
+const recordApplied = (
+  vm: string,
+  name: string,
+  change: (entry: AppliedEntry | undefined) => AppliedEntry | undefined
+) =>
   Effect.gen(function* () {
     const store = yield* VmStore
     yield* (yield* Locks).withRootLock(
@@ -150,7 +181,19 @@ const recordApplied = (vm: string, name: string, change: (entry: AppliedEntry | 
  * The services the lifecycle hooks run on, named: start applies recipes, whose reboot starts the
  * VM again, so an inferred requirement would be circular (and leak as `any` to embedders).
  */
-export type LifecycleServices = Hypervisor | GuestSignals | ImageBuilder | HostProbe | VmStore | Locks | DataRoot | GuestTransport | GuestDefinitions | Recipes | AccessPolicy | Caller
+export type LifecycleServices =
+  | Hypervisor
+  | GuestSignals
+  | ImageBuilder
+  | HostProbe
+  | VmStore
+  | Locks
+  | DataRoot
+  | GuestTransport
+  | GuestDefinitions
+  | Recipes
+  | AccessPolicy
+  | Caller
 
 export interface ApplyHooks {
   /** Waits until the guest answers ssh (the lifecycle's own wait). */
@@ -189,18 +232,28 @@ export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, hoo
   Effect.gen(function* () {
     const first = yield* loadVm(vm)
     const lockPath = join(first.dir, "provision.lock")
-    const busy = { vm, applied: [] as string[], skipped_reason: "provision in progress", recipes_detail: yield* detailOf(vm) }
-    return yield* (yield* Locks)
-      .tryLock(lockPath, `provision of VM "${vm}"`, runApply(vm, only, hooks))
-      .pipe(Effect.catchIf((error) => error._tag === "InUse" && error.subject === lockPath, () => Effect.succeed(busy)))
+    const busy = {
+      vm,
+      applied: [] as string[],
+      skipped_reason: "provision in progress",
+      recipes_detail: yield* detailOf(vm)
+    }
+    return yield* (yield* Locks).tryLock(lockPath, `provision of VM "${vm}"`, runApply(vm, only, hooks)).pipe(
+      Effect.catchIf(
+        (error) => error._tag === "InUse" && error.subject === lockPath,
+        () => Effect.succeed(busy)
+      )
+    )
   })
 
 const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
-    if (!(yield* isRunning(record))) return yield* new NotRunning({ message: `VM "${vm}" is not running`, subject: vm, hint: startIt(vm) })
+    if (!(yield* isRunning(record)))
+      return yield* new NotRunning({ message: `VM "${vm}" is not running`, subject: vm, hint: startIt(vm) })
     let planned = yield* planApply(vm, only)
-    if (planned.steps.length === 0) return { vm, applied: [], skipped_reason: "no recipes configured", recipes_detail: [] }
+    if (planned.steps.length === 0)
+      return { vm, applied: [], skipped_reason: "no recipes configured", recipes_detail: [] }
     const { guest } = planned
     const secrets = planned.steps.flatMap((step) => step.params.secretValues)
     const root = yield* DataRoot
@@ -226,7 +279,11 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
       yield* hooks.waitReachable(record, SSH_WAIT_MS)
       // A cloud VM's first boot may have run its recipes already: record those, then plan again.
       if (record.config.mode === "cloud" && Object.keys(record.config.applied).length === 0) {
-        const markers = yield* readFirstBootMarkers(target, planned.steps.map((step) => step.recipe.manifest.name), rootArgv)
+        const markers = yield* readFirstBootMarkers(
+          target,
+          planned.steps.map((step) => step.recipe.manifest.name),
+          rootArgv
+        )
         for (const marker of markers) {
           const step = planned.steps.find((s) => s.recipe.manifest.name === marker.name)!
           yield* recordApplied(vm, marker.name, () => ({
@@ -272,9 +329,13 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
         stdout.flush()
         stderr.flush()
         // What the script left: its outputs, read and removed, and the group file.
-        const collect = transport.exec(target, rootArgv(["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1" "$2"', "stoat_output", outputPath, groupFile]), {
-          timeoutMs: 30_000
-        })
+        const collect = transport.exec(
+          target,
+          rootArgv(["sh", "-c", 'cat "$1" 2>/dev/null; rm -f "$1" "$2"', "stoat_output", outputPath, groupFile]),
+          {
+            timeoutMs: 30_000
+          }
+        )
         if (result.exitCode !== 0) {
           yield* Effect.ignore(collect)
           const last = Buffer.from(result.stderr).toString("utf8").trim().split("\n").pop() ?? ""
@@ -286,7 +347,11 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
           )
         }
         const collected = yield* collect
-        const outputs = parseOutputs(Buffer.from(collected.stdout).toString("utf8"), step.recipe.manifest.outputs, secrets)
+        const outputs = parseOutputs(
+          Buffer.from(collected.stdout).toString("utf8"),
+          step.recipe.manifest.outputs,
+          secrets
+        )
         yield* recordApplied(vm, name, () => ({
           version: step.recipe.manifest.version,
           hash: step.hash,
@@ -316,7 +381,11 @@ const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: Ap
         yield* recordApplied(vm, name, (entry) => ({ ...(entry ?? current), health: check.ok ? "ok" : "failed" }))
       }
       if (unhealthy.length > 0) {
-        return yield* failed(`${HEALTH_FAILED}: ${unhealthy.join(", ")}`, `health check failed for ${unhealthy.join(", ")}; the recipes stay applied`, unhealthy[0]!.split(" ")[0]!)
+        return yield* failed(
+          `${HEALTH_FAILED}: ${unhealthy.join(", ")}`,
+          `health check failed for ${unhealthy.join(", ")}; the recipes stay applied`,
+          unhealthy[0]!.split(" ")[0]!
+        )
       }
       log.line("done")
       return { vm, applied: ran, skipped_reason: "", recipes_detail: yield* detailOf(vm) }

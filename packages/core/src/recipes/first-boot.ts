@@ -43,9 +43,19 @@ export const firstBootUserData = (record: OkRecord) =>
       const name = step.recipe.manifest.name
       const secretNames = step.params.secretNames.map((param) => `STOAT_PARAM_${param.toUpperCase()}`)
       const plainEnv = Object.fromEntries(Object.entries(step.params.env).filter(([key]) => !secretNames.includes(key)))
-      const script = recipeScript(guest, { ...step, params: { ...step.params, env: plainEnv } }, `${MARKER_DIR}/${name}.out`)
+      const script = recipeScript(
+        guest,
+        { ...step, params: { ...step.params, env: plainEnv } },
+        `${MARKER_DIR}/${name}.out`
+      )
       const secrets = secretNames.map((key) => `export ${key}=${quoteWord(step.params.env[key]!)}\n`).join("")
-      files.push(fileEntry(`${SCRIPT_DIR}/${name}.sh`, "0700", `[ -f ${secretsFile(name)} ] && . ${secretsFile(name)}\n${script}`))
+      files.push(
+        fileEntry(
+          `${SCRIPT_DIR}/${name}.sh`,
+          "0700",
+          `[ -f ${secretsFile(name)} ] && . ${secretsFile(name)}\n${script}`
+        )
+      )
       if (secrets !== "") files.push(fileEntry(secretsFile(name), "0600", secrets))
       commands.push(
         `sh ${SCRIPT_DIR}/${name}.sh > /var/log/stoat-recipe-${name}.log 2>&1 && printf '%s\\n%s\\n' ${step.hash} ${step.scriptHash} > ${MARKER_DIR}/${name} || { rm -f /run/stoat/secrets-*.env; exit 1; }`
@@ -63,18 +73,33 @@ export interface FirstBootResult {
 }
 
 /** Reads the markers cloud-init left for these recipes (none: the recipe did not run at first boot). */
-export const readFirstBootMarkers = (target: SshTarget, names: ReadonlyArray<string>, asRoot: (argv: ReadonlyArray<string>) => ReadonlyArray<string>) =>
+export const readFirstBootMarkers = (
+  target: SshTarget,
+  names: ReadonlyArray<string>,
+  asRoot: (argv: ReadonlyArray<string>) => ReadonlyArray<string>
+) =>
   Effect.gen(function* () {
     const transport = yield* GuestTransport
     const found: FirstBootResult[] = []
     for (const name of names) {
-      const marker = yield* transport.exec(target, asRoot(["sh", "-c", 'cat "$1" 2>/dev/null && echo --- && cat "$1.out" 2>/dev/null; true', "stoat_marker", `${MARKER_DIR}/${name}`]), {
-        timeoutMs: 30_000
-      })
+      const marker = yield* transport.exec(
+        target,
+        asRoot([
+          "sh",
+          "-c",
+          'cat "$1" 2>/dev/null && echo --- && cat "$1.out" 2>/dev/null; true',
+          "stoat_marker",
+          `${MARKER_DIR}/${name}`
+        ]),
+        {
+          timeoutMs: 30_000
+        }
+      )
       const text = Buffer.from(marker.stdout).toString("utf8")
       const [head, ...rest] = text.split("\n---\n")
       const [hash, scriptHash] = (head ?? "").trim().split("\n")
-      if (hash && scriptHash && /^[0-9a-f]{64}$/.test(hash) && /^[0-9a-f]{64}$/.test(scriptHash)) found.push({ name, hash, scriptHash, outputs: rest.join("\n---\n") })
+      if (hash && scriptHash && /^[0-9a-f]{64}$/.test(hash) && /^[0-9a-f]{64}$/.test(scriptHash))
+        found.push({ name, hash, scriptHash, outputs: rest.join("\n---\n") })
     }
     return found
   })

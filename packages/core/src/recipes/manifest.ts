@@ -14,7 +14,9 @@ export const PARAM_NAME = /^[a-z][a-z0-9_]*$/
 export const DEFAULT_SOURCES = ["ssh_user", "vm_name"] as const
 
 const StringList = Schema.Array(Schema.String)
-const Duration = Schema.String.pipe(Schema.pattern(/^[1-9][0-9]*(ms|s|m)$/, { message: () => 'a duration like "30s", "2m" or "500ms"' }))
+const Duration = Schema.String.pipe(
+  Schema.pattern(/^[1-9][0-9]*(ms|s|m)$/, { message: () => 'a duration like "30s", "2m" or "500ms"' })
+)
 const Scalar = Schema.Union(Schema.String, Schema.Number, Schema.Boolean)
 
 const ParamTable = Schema.Struct({
@@ -40,7 +42,9 @@ const Common = {
   reboot: Schema.optional(Schema.Boolean),
   runtime: Schema.optional(Schema.Literal("sh", "python3")),
   depends: Schema.optional(Schema.Array(Schema.String.pipe(Schema.pattern(RECIPE_NAME)))),
-  health: Schema.optional(Schema.Struct({ check: Schema.String.pipe(Schema.minLength(1)), timeout: Schema.optional(Duration) }))
+  health: Schema.optional(
+    Schema.Struct({ check: Schema.String.pipe(Schema.minLength(1)), timeout: Schema.optional(Duration) })
+  )
 }
 const Schema2 = Schema.Struct({ schema: Schema.optional(Schema.Literal(2)), ...Common })
 const Schema3 = Schema.Struct({
@@ -107,22 +111,36 @@ const scriptPathProblem = (path: string): string | undefined => {
 const asText = (value: string | number | boolean): string => String(value)
 
 const paramProblem = (name: string, table: typeof ParamTable.Type): string | undefined => {
-  if (!PARAM_NAME.test(name)) return `params.${name}: param names use lower-case letters, digits and '_', starting with a letter`
+  if (!PARAM_NAME.test(name))
+    return `params.${name}: param names use lower-case letters, digits and '_', starting with a letter`
   const where = `params.${name}`
   if (table.type === "secret" && table.default !== undefined) return `${where}.default: a secret has no default`
-  if (table.type === "secret" && table.default_from !== undefined) return `${where}.default_from: a secret has no default`
-  if (table.type === "enum" && (table.values === undefined || table.values.length === 0)) return `${where}.values: an enum needs values`
+  if (table.type === "secret" && table.default_from !== undefined)
+    return `${where}.default_from: a secret has no default`
+  if (table.type === "enum" && (table.values === undefined || table.values.length === 0))
+    return `${where}.values: an enum needs values`
   if (table.type !== "enum" && table.values !== undefined) return `${where}.values: only an enum has values`
-  if (table.type !== "secret" && table.default === undefined && table.default_from === undefined && table.required !== true) {
+  if (
+    table.type !== "secret" &&
+    table.default === undefined &&
+    table.default_from === undefined &&
+    table.required !== true
+  ) {
     return `${where}: needs a default or required = true`
   }
   const value = table.default
   if (value !== undefined) {
-    if (table.type === "int" && !(typeof value === "number" && Number.isInteger(value)) && !(typeof value === "string" && /^-?\d+$/.test(value))) {
+    if (
+      table.type === "int" &&
+      !(typeof value === "number" && Number.isInteger(value)) &&
+      !(typeof value === "string" && /^-?\d+$/.test(value))
+    ) {
       return `${where}.default: expected an integer`
     }
-    if (table.type === "bool" && typeof value !== "boolean" && value !== "true" && value !== "false") return `${where}.default: expected true or false`
-    if (table.type === "enum" && !(table.values ?? []).includes(asText(value))) return `${where}.default: ${JSON.stringify(asText(value))} is not one of ${(table.values ?? []).join(", ")}`
+    if (table.type === "bool" && typeof value !== "boolean" && value !== "true" && value !== "false")
+      return `${where}.default: expected true or false`
+    if (table.type === "enum" && !(table.values ?? []).includes(asText(value)))
+      return `${where}.default: ${JSON.stringify(asText(value))} is not one of ${(table.values ?? []).join(", ")}`
   }
   return undefined
 }
@@ -131,8 +149,13 @@ const paramProblem = (name: string, table: typeof ParamTable.Type): string | und
  * Parses and validates recipe.toml text. `file` names the file in errors; `dirName` is the
  * recipe folder's name, which the manifest's `name` must equal.
  */
-export const parseRecipeToml = (file: string, dirName: string, text: string): Either.Either<RecipeManifest, InvalidSpec> => {
-  const fail = (why: string, key?: string) => Either.left(new InvalidSpec({ message: `${file}: ${why}`, subject: key === undefined ? file : `${file}:${key}` }))
+export const parseRecipeToml = (
+  file: string,
+  dirName: string,
+  text: string
+): Either.Either<RecipeManifest, InvalidSpec> => {
+  const fail = (why: string, key?: string) =>
+    Either.left(new InvalidSpec({ message: `${file}: ${why}`, subject: key === undefined ? file : `${file}:${key}` }))
   let raw: Record<string, unknown>
   try {
     raw = parse(text) as Record<string, unknown>
@@ -140,17 +163,20 @@ export const parseRecipeToml = (file: string, dirName: string, text: string): Ei
     return fail((error as Error).message.split("\n")[0] ?? "invalid TOML")
   }
   const version = raw["schema"] ?? 2
-  if (version !== 2 && version !== 3) return fail(`schema: ${JSON.stringify(version)} is not supported (2 or 3)`, "schema")
+  if (version !== 2 && version !== 3)
+    return fail(`schema: ${JSON.stringify(version)} is not supported (2 or 3)`, "schema")
   const options = { onExcessProperty: "error", errors: "first" } as const
   // Schema 2 is schema 3 without params and outputs, so one shape serves both.
-  const decoded: Either.Either<Omit<typeof Schema3.Type, "schema">, ParseResult.ParseError> =
-    version === 3 ? Schema.decodeUnknownEither(Schema3, options)(raw) : Schema.decodeUnknownEither(Schema2, options)(raw)
+  const decoded: Either.Either<Omit<typeof Schema3.Type, "schema">, ParseResult.ParseError> = version === 3
+    ? Schema.decodeUnknownEither(Schema3, options)(raw)
+    : Schema.decodeUnknownEither(Schema2, options)(raw)
   if (Either.isLeft(decoded)) {
     const why = issueText(decoded.left)
     return fail(why, why.split(":")[0])
   }
   const file3 = decoded.right
-  if (file3.name !== dirName) return fail(`name: ${JSON.stringify(file3.name)} must equal the folder name ${JSON.stringify(dirName)}`, "name")
+  if (file3.name !== dirName)
+    return fail(`name: ${JSON.stringify(file3.name)} must equal the folder name ${JSON.stringify(dirName)}`, "name")
   const scriptProblem = scriptPathProblem(file3.script)
   if (scriptProblem) return fail(`script: ${scriptProblem}`, "script")
   for (const [os, path] of Object.entries(file3.scripts ?? {})) {
@@ -175,7 +201,12 @@ export const parseRecipeToml = (file: string, dirName: string, text: string): Ei
     })
   }
   const outputs = Object.entries(file3.outputs ?? {}).map(([name, help]) => ({ name, help }))
-  for (const output of outputs) if (!PARAM_NAME.test(output.name)) return fail(`outputs.${output.name}: output names use lower-case letters, digits and '_'`, `outputs.${output.name}`)
+  for (const output of outputs)
+    if (!PARAM_NAME.test(output.name))
+      return fail(
+        `outputs.${output.name}: output names use lower-case letters, digits and '_'`,
+        `outputs.${output.name}`
+      )
   return Either.right({
     schema: version,
     name: file3.name,

@@ -13,13 +13,18 @@ import type { RecipeManifest } from "./manifest.js"
 import type { LoadedRecipe } from "./store.js"
 
 /** Why this recipe cannot run on this guest, or undefined when it can. `--backend` is never a filter. */
-export const applicabilityProblem = (manifest: RecipeManifest, guest: Pick<Guest, "name" | "aliases" | "capabilities" | "init" | "pkg">): string | undefined => {
+export const applicabilityProblem = (
+  manifest: RecipeManifest,
+  guest: Pick<Guest, "name" | "aliases" | "capabilities" | "init" | "pkg">
+): string | undefined => {
   if (manifest.stage === "install") return "stage install is not supported"
-  if (manifest.os.length > 0 && ![guest.name, ...guest.aliases].some((os) => manifest.os.includes(os))) return `not for ${guest.name} (runs on ${manifest.os.join(", ")})`
+  if (manifest.os.length > 0 && ![guest.name, ...guest.aliases].some((os) => manifest.os.includes(os)))
+    return `not for ${guest.name} (runs on ${manifest.os.join(", ")})`
   const capabilities = new Set([...guest.capabilities, guest.init])
   const missing = manifest.requires.find((capability) => !capabilities.has(capability))
   if (missing !== undefined) return `needs capability ${missing}, which ${guest.name} lacks`
-  if (manifest.runtime === "python3" && guest.pkg.runtime_packages["python3"] === undefined) return `runtime python3 is not available on ${guest.name}`
+  if (manifest.runtime === "python3" && guest.pkg.runtime_packages["python3"] === undefined)
+    return `runtime python3 is not available on ${guest.name}`
   return undefined
 }
 
@@ -27,7 +32,12 @@ export const requireApplicable = (recipe: LoadedRecipe, guest: Guest) => {
   const problem = applicabilityProblem(recipe.manifest, guest)
   return problem === undefined
     ? Effect.void
-    : Effect.fail(new RecipeNotApplicable({ message: `recipe "${recipe.manifest.name}" cannot run on ${guest.name}: ${problem}`, subject: recipe.manifest.name }))
+    : Effect.fail(
+        new RecipeNotApplicable({
+          message: `recipe "${recipe.manifest.name}" cannot run on ${guest.name}: ${problem}`,
+          subject: recipe.manifest.name
+        })
+      )
 }
 
 export interface ResolvedParams {
@@ -50,15 +60,25 @@ const paramError = (recipe: string, param: string, why: string) =>
   new InvalidSpec({ message: `params.${recipe}.${param}: ${why}`, subject: `params.${recipe}.${param}` })
 
 /** Normalises a value to what the script sees (int decimal, bool true/false), or says why it is not one. */
-const typedValue = (type: string, values: ReadonlyArray<string>, value: string): string | { readonly problem: string } => {
+const typedValue = (
+  type: string,
+  values: ReadonlyArray<string>,
+  value: string
+): string | { readonly problem: string } => {
   // No shell string can carry NUL.
   if (value.includes("\0")) return { problem: "must not contain NUL" }
-  if (type === "int") return /^-?\d+$/.test(value.trim()) ? String(Number(value.trim())) : { problem: `expected an integer, got ${JSON.stringify(value)}` }
+  if (type === "int")
+    return /^-?\d+$/.test(value.trim())
+      ? String(Number(value.trim()))
+      : { problem: `expected an integer, got ${JSON.stringify(value)}` }
   if (type === "bool") {
     const lower = value.trim().toLowerCase()
-    return lower === "true" || lower === "false" ? lower : { problem: `expected true or false, got ${JSON.stringify(value)}` }
+    return lower === "true" || lower === "false"
+      ? lower
+      : { problem: `expected true or false, got ${JSON.stringify(value)}` }
   }
-  if (type === "enum") return values.includes(value) ? value : { problem: `${JSON.stringify(value)} is not one of ${values.join(", ")}` }
+  if (type === "enum")
+    return values.includes(value) ? value : { problem: `${JSON.stringify(value)} is not one of ${values.join(", ")}` }
   return value
 }
 
@@ -67,14 +87,21 @@ const typedValue = (type: string, values: ReadonlyArray<string>, value: string):
  * `default_from`; secrets from secrets.toml. A required param or secret left unset is
  * `invalid_spec` (naming the param, never a value).
  */
-export const resolveParams = (manifest: RecipeManifest, config: VmConfig, secrets: SecretTable, vm: VmFacts): Effect.Effect<ResolvedParams, InvalidSpec> =>
+export const resolveParams = (
+  manifest: RecipeManifest,
+  config: VmConfig,
+  secrets: SecretTable,
+  vm: VmFacts
+): Effect.Effect<ResolvedParams, InvalidSpec> =>
   Effect.gen(function* () {
     const overrides = config.params[manifest.name] ?? {}
     const stored = secrets[manifest.name] ?? {}
     for (const name of Object.keys(overrides)) {
       const param = manifest.params.find((p) => p.name === name)
-      if (param === undefined) return yield* paramError(manifest.name, name, `recipe ${manifest.name} has no param ${name}`)
-      if (param.type === "secret") return yield* paramError(manifest.name, name, "is a secret; set it with --secret, not --set")
+      if (param === undefined)
+        return yield* paramError(manifest.name, name, `recipe ${manifest.name} has no param ${name}`)
+      if (param.type === "secret")
+        return yield* paramError(manifest.name, name, "is a secret; set it with --secret, not --set")
     }
     const env: Record<string, string> = {}
     const plain: Record<string, string> = {}
@@ -85,7 +112,12 @@ export const resolveParams = (manifest: RecipeManifest, config: VmConfig, secret
       if (param.type === "secret") {
         const value = stored[param.name]
         if (value === undefined || value === "") {
-          if (param.required) return yield* paramError(manifest.name, param.name, `secret is required and not set; stoat update ${vm.name} --secret ${manifest.name}.${param.name}`)
+          if (param.required)
+            return yield* paramError(
+              manifest.name,
+              param.name,
+              `secret is required and not set; stoat update ${vm.name} --secret ${manifest.name}.${param.name}`
+            )
           continue
         }
         env[key] = value
@@ -104,7 +136,12 @@ export const resolveParams = (manifest: RecipeManifest, config: VmConfig, secret
               : param.default_from === "vm_name"
                 ? vm.name
                 : undefined
-      if (raw === undefined) return yield* paramError(manifest.name, param.name, `is required; stoat update ${vm.name} --set ${manifest.name}.${param.name}=VALUE`)
+      if (raw === undefined)
+        return yield* paramError(
+          manifest.name,
+          param.name,
+          `is required; stoat update ${vm.name} --set ${manifest.name}.${param.name}=VALUE`
+        )
       const value = typedValue(param.type, param.values, raw)
       if (typeof value !== "string") return yield* paramError(manifest.name, param.name, value.problem)
       env[key] = value
@@ -119,13 +156,22 @@ export const scriptHash = (body: string): string => sha256(body)
 
 /** The run-once hash: the script body, the resolved non-secret params (sorted) and the names of set secrets. */
 export const recipeHash = (body: string, params: ResolvedParams): string =>
-  sha256(JSON.stringify({ script: body, params: Object.entries(params.plain).sort(([a], [b]) => a.localeCompare(b)), secrets: params.secretNames }))
+  sha256(
+    JSON.stringify({
+      script: body,
+      params: Object.entries(params.plain).sort(([a], [b]) => a.localeCompare(b)),
+      secrets: params.secretNames
+    })
+  )
 
 /**
  * Dependency order, listed order kept where dependencies allow. A dependency must be among the
  * targets or already applied; a cycle or an unmet dependency is `invalid_spec` before anything runs.
  */
-export const orderByDepends = (targets: ReadonlyArray<LoadedRecipe>, applied: ReadonlySet<string>): Effect.Effect<ReadonlyArray<LoadedRecipe>, InvalidSpec> =>
+export const orderByDepends = (
+  targets: ReadonlyArray<LoadedRecipe>,
+  applied: ReadonlySet<string>
+): Effect.Effect<ReadonlyArray<LoadedRecipe>, InvalidSpec> =>
   Effect.gen(function* () {
     const byName = new Map(targets.map((recipe) => [recipe.manifest.name, recipe]))
     for (const recipe of targets) {
@@ -157,7 +203,8 @@ export const orderByDepends = (targets: ReadonlyArray<LoadedRecipe>, applied: Re
     }
     for (const recipe of targets) {
       const cycle = visit(recipe, [])
-      if (cycle !== undefined) return yield* new InvalidSpec({ message: `recipe dependency cycle: ${cycle}`, subject: recipe.manifest.name })
+      if (cycle !== undefined)
+        return yield* new InvalidSpec({ message: `recipe dependency cycle: ${cycle}`, subject: recipe.manifest.name })
     }
     return ordered
   })

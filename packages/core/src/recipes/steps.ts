@@ -11,7 +11,16 @@ import { DataRoot } from "../platform/data-root.js"
 import { readSecrets } from "../platform/secrets.js"
 import { quoteWord } from "../ssh/quote.js"
 import { loadVm, sshTarget, type OkRecord } from "../vm/records.js"
-import { decideRun, orderByDepends, recipeHash, requireApplicable, resolveParams, scriptHash, type ResolvedParams, type RunDecision } from "./plan.js"
+import {
+  decideRun,
+  orderByDepends,
+  recipeHash,
+  requireApplicable,
+  resolveParams,
+  scriptHash,
+  type ResolvedParams,
+  type RunDecision
+} from "./plan.js"
 import { renderPrelude } from "./prelude.js"
 import { ensureProjectRecipes } from "./remote/service.js"
 import { Recipes, type LoadedRecipe } from "./store.js"
@@ -40,7 +49,10 @@ export const planApply = (vm: string, only: ReadonlyArray<string> | undefined) =
     const configured = record.config.recipes
     const stray = (only ?? []).find((name) => !configured.includes(name))
     if (stray !== undefined) {
-      return yield* new InvalidSpec({ message: `--only: "${stray}" is not one of VM "${vm}"'s recipes (${configured.join(", ") || "none"})`, subject: stray })
+      return yield* new InvalidSpec({
+        message: `--only: "${stray}" is not one of VM "${vm}"'s recipes (${configured.join(", ") || "none"})`,
+        subject: stray
+      })
     }
     const names = only !== undefined && only.length > 0 ? configured.filter((name) => only.includes(name)) : configured
     // Step 2, project scope: declaration, lock and checkouts agree before anything is loaded.
@@ -60,7 +72,13 @@ export const planApply = (vm: string, only: ReadonlyArray<string> | undefined) =
       const params = yield* resolveParams(recipe.manifest, record.config, secrets, facts)
       const hashes = { hash: recipeHash(body, params), scriptHash: scriptHash(body) }
       const named = only?.includes(recipe.manifest.name) ?? false
-      steps.push({ recipe, body, params, ...hashes, decision: decideRun(recipe.manifest, record.config.applied[recipe.manifest.name], hashes, named) })
+      steps.push({
+        recipe,
+        body,
+        params,
+        ...hashes,
+        decision: decideRun(recipe.manifest, record.config.applied[recipe.manifest.name], hashes, named)
+      })
     }
     return { record, guest, steps } satisfies ApplyPlanned
   })
@@ -82,7 +100,11 @@ const exportLines = (env: Readonly<Record<string, string>>) =>
  * The whole script as one `{ … }` group, so the shell has parsed all of it before the body runs
  * and a command in the body that reads stdin cannot swallow the rest (its stdin is /dev/null).
  */
-export const recipeScript = (guest: Guest, step: Pick<PlannedStep, "recipe" | "body" | "params">, outputPath: string): string => {
+export const recipeScript = (
+  guest: Guest,
+  step: Pick<PlannedStep, "recipe" | "body" | "params">,
+  outputPath: string
+): string => {
   const env = { STOAT_RECIPE: step.recipe.manifest.name, STOAT_OUTPUT: outputPath, ...step.params.env }
   const python = guest.pkg.runtime_packages["python3"] ?? "python3"
   const delimiter = `STOAT_PY_${randomBytes(8).toString("hex")}`

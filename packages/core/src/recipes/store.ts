@@ -31,7 +31,9 @@ export interface RecipeSource {
   readonly scope: RecipeScope
   readonly scopeOf: (name: string) => RecipeScope
   /** Remote recipes: the pin in stoat.lock a name found here was checked out from. */
-  readonly pinOf?: (name: string) => { readonly source: string; readonly ref: string; readonly commit: string } | undefined
+  readonly pinOf?: (
+    name: string
+  ) => { readonly source: string; readonly ref: string; readonly commit: string } | undefined
 }
 
 export interface LoadedRecipe {
@@ -59,10 +61,18 @@ export class Recipes extends Context.Tag("stoat/Recipes")<
     /** One recipe; not_found names the closest declared one. */
     readonly get: (name: string) => Effect.Effect<LoadedRecipe, NotFound | InvalidSpec | FsError>
     /** The script body this guest runs (`[scripts]` by guest name, then alias, else `script`). */
-    readonly script: (recipe: LoadedRecipe, guest: Pick<Guest, "name" | "aliases">) => Effect.Effect<{ readonly path: string; readonly body: string }, InvalidSpec | FsError>
-    readonly refresh: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<RefreshedFile>, NotFound | InvalidSpec | FsError>
+    readonly script: (
+      recipe: LoadedRecipe,
+      guest: Pick<Guest, "name" | "aliases">
+    ) => Effect.Effect<{ readonly path: string; readonly body: string }, InvalidSpec | FsError>
+    readonly refresh: (
+      names: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<RefreshedFile>, NotFound | InvalidSpec | FsError>
     /** Scaffolds `<root>/recipes/<name>/` from a sample; returns the folder. */
-    readonly scaffold: (name: string, os: ReadonlyArray<string>) => Effect.Effect<string, NameTaken | InvalidSpec | FsError>
+    readonly scaffold: (
+      name: string,
+      os: ReadonlyArray<string>
+    ) => Effect.Effect<string, NameTaken | InvalidSpec | FsError>
   }
 >() {}
 
@@ -81,7 +91,10 @@ const readManifest = (path: string) =>
   })
 
 const renderManifest = (entries: ReadonlyMap<string, string>) =>
-  [...entries].sort(([a], [b]) => a.localeCompare(b)).map(([file, hash]) => `${hash}  ${file}\n`).join("")
+  [...entries]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([file, hash]) => `${hash}  ${file}\n`)
+    .join("")
 
 const bundledFiles = (names?: ReadonlyArray<string>) =>
   Object.entries(BUNDLED_RECIPES)
@@ -128,7 +141,10 @@ export const refreshBundled = (dir: string, names: ReadonlyArray<string>) =>
     for (const name of names) {
       if (!(name in BUNDLED_RECIPES)) {
         const hint = closest(name, Object.keys(BUNDLED_RECIPES))
-        return yield* new NotFound({ message: `"${name}" is not a bundled recipe${hint ? ` (did you mean "${hint}"?)` : ""}`, subject: name })
+        return yield* new NotFound({
+          message: `"${name}" is not a bundled recipe${hint ? ` (did you mean "${hint}"?)` : ""}`,
+          subject: name
+        })
       }
     }
     yield* fs.makeDirectory(dir)
@@ -169,11 +185,14 @@ export const refreshBundled = (dir: string, names: ReadonlyArray<string>) =>
 const checkScript = (file: string, dir: string, key: string, script: string) =>
   Effect.gen(function* () {
     const path = join(dir, script)
-    const bad = (why: string) => new InvalidSpec({ message: `${file}: ${key}: ${script} ${why}`, subject: `${file}:${key}` })
+    const bad = (why: string) =>
+      new InvalidSpec({ message: `${file}: ${key}: ${script} ${why}`, subject: `${file}:${key}` })
     const info = yield* fs.statIfExists(path)
     if (Option.isNone(info)) return yield* bad("does not exist")
     if (!info.value.isFile()) return yield* bad("is not a regular file")
-    const [real, realDir] = yield* Effect.promise(() => Promise.all([realpath(path).catch(() => path), realpath(dir).catch(() => dir)]))
+    const [real, realDir] = yield* Effect.promise(() =>
+      Promise.all([realpath(path).catch(() => path), realpath(dir).catch(() => dir)])
+    )
     const inside = relative(realDir, real)
     if (inside.startsWith(`..${sep}`) || inside === "..") return yield* bad("leads outside the recipe folder")
     return path
@@ -194,7 +213,10 @@ export const loadRecipeDir = (dir: string, name: string) =>
 
 const isRecipeFolder = (path: string) => Effect.map(fs.exists(join(path, "recipe.toml")), (found) => found)
 
-export const makeRecipes = (sources: Effect.Effect<ReadonlyArray<RecipeSource>, FsError>, dataRecipes: string): Context.Tag.Service<Recipes> => {
+export const makeRecipes = (
+  sources: Effect.Effect<ReadonlyArray<RecipeSource>, FsError>,
+  dataRecipes: string
+): Context.Tag.Service<Recipes> => {
   const load = (source: RecipeSource, name: string): Effect.Effect<LoadedRecipe, InvalidSpec | FsError> =>
     Effect.map(loadRecipeDir(join(source.path, name), name), (manifest) => {
       const pin = source.pinOf?.(name)
@@ -212,7 +234,8 @@ export const makeRecipes = (sources: Effect.Effect<ReadonlyArray<RecipeSource>, 
     Effect.gen(function* () {
       const entries = yield* fs.listDirectory(source.path)
       const found: string[] = []
-      for (const entry of entries) if (RECIPE_NAME.test(entry) && (yield* isRecipeFolder(join(source.path, entry)))) found.push(entry)
+      for (const entry of entries)
+        if (RECIPE_NAME.test(entry) && (yield* isRecipeFolder(join(source.path, entry)))) found.push(entry)
       return found
     })
 
@@ -251,7 +274,11 @@ export const makeRecipes = (sources: Effect.Effect<ReadonlyArray<RecipeSource>, 
     refresh: (wanted) => refreshBundled(dataRecipes, wanted),
     scaffold: (name, os) =>
       Effect.gen(function* () {
-        if (!RECIPE_NAME.test(name)) return yield* new InvalidSpec({ message: `recipe names use lower-case letters, digits and '-', got ${JSON.stringify(name)}`, subject: name })
+        if (!RECIPE_NAME.test(name))
+          return yield* new InvalidSpec({
+            message: `recipe names use lower-case letters, digits and '-', got ${JSON.stringify(name)}`,
+            subject: name
+          })
         for (const source of yield* sources) {
           if ((yield* fs.exists(join(source.path, name))) || name in BUNDLED_RECIPES) {
             return yield* new NameTaken({ message: `recipe "${name}" already exists`, subject: name })
@@ -308,8 +335,19 @@ export const RecipesLive = Layer.effect(
     const projectSource = Option.match(project, {
       onNone: () => Effect.succeed<ReadonlyArray<RecipeSource>>([]),
       onSome: (dir) =>
-        Effect.map(Effect.zip(readLock(join(dir, "stoat.lock")), fs.exists(join(dir, ".stoat", "recipes"))), ([pins, present]): ReadonlyArray<RecipeSource> =>
-          pins.size === 0 || !present ? [] : [{ path: join(dir, ".stoat", "recipes"), scope: "project", scopeOf: () => "project", pinOf: (name) => pins.get(name) }]
+        Effect.map(
+          Effect.zip(readLock(join(dir, "stoat.lock")), fs.exists(join(dir, ".stoat", "recipes"))),
+          ([pins, present]): ReadonlyArray<RecipeSource> =>
+            pins.size === 0 || !present
+              ? []
+              : [
+                  {
+                    path: join(dir, ".stoat", "recipes"),
+                    scope: "project",
+                    scopeOf: () => "project",
+                    pinOf: (name) => pins.get(name)
+                  }
+                ]
         )
     })
     // Installing bundled files may fail on a read-only data root; reading still works then.

@@ -21,13 +21,17 @@ export const LazyGuestTransportLive = Layer.scoped(
     const probe = yield* makeSshProbe()
     return {
       exec: (target, argv, options) => Effect.flatMap(live, (transport) => transport.exec(target, argv, options)),
-      readFile: (target, path, options) => Effect.flatMap(live, (transport) => transport.readFile(target, path, options)),
-      writeFile: (target, path, data, options) => Effect.flatMap(live, (transport) => transport.writeFile(target, path, data, options)),
+      readFile: (target, path, options) =>
+        Effect.flatMap(live, (transport) => transport.readFile(target, path, options)),
+      writeFile: (target, path, data, options) =>
+        Effect.flatMap(live, (transport) => transport.writeFile(target, path, data, options)),
       upload: (target, local, remote) => Effect.flatMap(live, (transport) => transport.upload(target, local, remote)),
-      download: (target, remote, local) => Effect.flatMap(live, (transport) => transport.download(target, remote, local)),
+      download: (target, remote, local) =>
+        Effect.flatMap(live, (transport) => transport.download(target, remote, local)),
       probe,
       // Nothing loaded, nothing connected: stopping a VM never loads ssh2 just to let go of nothing.
-      release: (vm) => Effect.suspend(() => (loaded ? Effect.flatMap(live, (transport) => transport.release(vm)) : Effect.void))
+      release: (vm) =>
+        Effect.suspend(() => (loaded ? Effect.flatMap(live, (transport) => transport.release(vm)) : Effect.void))
     }
   })
 )

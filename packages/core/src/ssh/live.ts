@@ -4,7 +4,13 @@ import { constants as osConstants } from "node:os"
 import type { Client, ClientChannel, OpenMode, SFTPWrapper, Stats } from "ssh2"
 import { type Context, Data, Deferred, Duration, Effect, FiberId, Layer, RcMap, Schedule, type Scope } from "effect"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, waitForSsh, Usage } from "../errors.js"
-import { GuestTransport, type ExecOptions, type ExecOutput, type SftpError, type SshTarget } from "../ports/guest-transport.js"
+import {
+  GuestTransport,
+  type ExecOptions,
+  type ExecOutput,
+  type SftpError,
+  type SshTarget
+} from "../ports/guest-transport.js"
 import { makeSshProbe } from "./probe.js"
 import { guestCommand } from "./quote.js"
 
@@ -68,7 +74,8 @@ interface Conn {
 
 /** The pool key: one line per VM target, compared by value (`Data.struct`). */
 type LineKey = SshTarget
-const lineKey = (target: SshTarget): LineKey => Data.struct({ vm: target.vm, port: target.port, user: target.user, privateKeyPath: target.privateKeyPath })
+const lineKey = (target: SshTarget): LineKey =>
+  Data.struct({ vm: target.vm, port: target.port, user: target.user, privateKeyPath: target.privateKeyPath })
 
 /** A VM's line: its connections, each used by one call at a time, dialled on demand and redialled once dead. */
 interface Line {
@@ -93,10 +100,16 @@ const unreachable = (target: SshTarget, cause?: unknown) =>
   })
 
 const lost = (target: SshTarget) =>
-  new CannotReach({ message: `ssh connection to VM ${target.vm} on port ${target.port} was lost during the call`, subject: target.vm })
+  new CannotReach({
+    message: `ssh connection to VM ${target.vm} on port ${target.port} was lost during the call`,
+    subject: target.vm
+  })
 
 const refused = (target: SshTarget) =>
-  new CannotReach({ message: `sshd of VM ${target.vm} refused to start the command (port ${target.port})`, subject: target.vm })
+  new CannotReach({
+    message: `sshd of VM ${target.vm} refused to start the command (port ${target.port})`,
+    subject: target.vm
+  })
 
 const withoutStatus = (target: SshTarget) =>
   new CannotReach({
@@ -105,7 +118,8 @@ const withoutStatus = (target: SshTarget) =>
   })
 
 /** The guest's sshd closed the channel (it does so only once the command has exited), or the connection is gone. */
-const serverClosed = (channel: ClientChannel) => (channel as unknown as { incoming: { state: string } }).incoming.state === "closed"
+const serverClosed = (channel: ClientChannel) =>
+  (channel as unknown as { incoming: { state: string } }).incoming.state === "closed"
 
 /** True once the channel is closed by the guest, false if it is not within `ms`. */
 const closedWithin = (channel: ClientChannel, ms: number) =>
@@ -199,17 +213,28 @@ class Capped {
  */
 class SftpUnavailable extends Error {}
 const isSftpRefusal = (cause: unknown) =>
-  cause instanceof Error && /^Unable to start subsystem: sftp|while establishing SFTP session|unexpected SFTP session termination/.test(cause.message)
+  cause instanceof Error &&
+  /^Unable to start subsystem: sftp|while establishing SFTP session|unexpected SFTP session termination/.test(
+    cause.message
+  )
 
 const sftpFailure = (target: SshTarget, conn: Conn, path: string, cause: unknown) => {
   if (cause instanceof SftpUnavailable)
-    return new CapabilityUnavailable({ reason: "sftp", message: `VM ${target.vm} has no SFTP server (${cause.message})`, subject: target.vm })
+    return new CapabilityUnavailable({
+      reason: "sftp",
+      message: `VM ${target.vm} has no SFTP server (${cause.message})`,
+      subject: target.vm
+    })
   const code = (cause as { code?: unknown } | null)?.code
   if (code === SFTP_NO_SUCH_FILE || code === "ENOENT" || code === "ENOTDIR")
     return new NotFound({ message: `no such file or directory: ${path} (VM ${target.vm})`, subject: path })
-  if (code === "EISDIR") return new Usage({ message: `${path} is a directory (VM ${target.vm}); list it with list_dir`, subject: path })
+  if (code === "EISDIR")
+    return new Usage({ message: `${path} is a directory (VM ${target.vm}); list it with list_dir`, subject: path })
   if (code === SFTP_PERMISSION_DENIED || code === "EACCES" || code === "EPERM")
-    return new AccessDenied({ message: `permission denied: ${path} (VM ${target.vm}, user ${target.user})`, subject: path })
+    return new AccessDenied({
+      message: `permission denied: ${path} (VM ${target.vm}, user ${target.user})`,
+      subject: path
+    })
   if (!conn.alive) return lost(target)
   return new Internal({ message: `sftp on VM ${target.vm} failed for ${path}: ${describe(cause)}`, subject: path })
 }
@@ -230,9 +255,7 @@ const call = <A>(register: (done: (err: Error | undefined | null, value: A) => v
     }
   })
 
-export const makeGuestTransport = (
-  options: GuestTransportOptions = {}
-): Effect.Effect<Transport, never, Scope.Scope> =>
+export const makeGuestTransport = (options: GuestTransportOptions = {}): Effect.Effect<Transport, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config = { ...DEFAULTS, ...options }
     // ssh2 is heavy: loaded only when the live transport is built.
@@ -244,55 +267,61 @@ export const makeGuestTransport = (
     /** Dials one connection: resolved on `ready`, failed on any error before it, ended if interrupted. */
     const dial = (target: SshTarget): Effect.Effect<Conn, CannotReach> =>
       Effect.async<Conn, CannotReach>((resume) => {
-          const client = new ssh2.Client()
-          const conn: Conn = { client, alive: true, busy: false, sftp: undefined }
-          let settled = false
-          const settle = (outcome: Effect.Effect<Conn, CannotReach>) => {
-            if (settled) return
-            settled = true
-            resume(outcome)
-          }
-          const failed = (cause: unknown) => {
-            conn.alive = false
-            settle(Effect.fail(unreachable(target, cause)))
-          }
-          client.on("ready", () => {
-            // Small request/response packets: Nagle would add ~40 ms to every exec.
-            client.setNoDelay(true)
-            settle(Effect.succeed(conn))
-          })
-          client.on("error", failed)
-          client.on("close", () => failed(new Error("connection closed")))
-          readLocalFile(target.privateKeyPath).then(
-            (privateKey) => {
-              if (settled) return
-              try {
-                client.connect({
-                  host: "127.0.0.1",
-                  port: target.port,
-                  username: target.user,
-                  privateKey,
-                  readyTimeout: config.readyTimeoutMs,
-                  keepaliveInterval: config.keepaliveIntervalMs,
-                  keepaliveCountMax: 3,
-                  // Local VMs with fresh host keys, as the original's StrictHostKeyChecking=no.
-                  hostVerifier: () => true,
-                  // ChaCha20-Poly1305 first, as OpenSSH's client orders it: a guest without AES
-                  // instructions (any guest under TCG) moves data far faster than with AES-CTR + HMAC.
-                  // (ssh2 skips a prepend already in its list: taken out, then put first.)
-                  algorithms: { cipher: { remove: ["chacha20-poly1305@openssh.com"], prepend: ["chacha20-poly1305@openssh.com"], append: [] } }
-                })
-              } catch (error) {
-                failed(error)
-              }
-            },
-            (error: Error) => failed(new Error(`cannot read ssh key ${target.privateKeyPath}: ${error.message}`))
-          )
-          return Effect.sync(() => {
-            settled = true
-            closeConn(conn)
-          })
+        const client = new ssh2.Client()
+        const conn: Conn = { client, alive: true, busy: false, sftp: undefined }
+        let settled = false
+        const settle = (outcome: Effect.Effect<Conn, CannotReach>) => {
+          if (settled) return
+          settled = true
+          resume(outcome)
+        }
+        const failed = (cause: unknown) => {
+          conn.alive = false
+          settle(Effect.fail(unreachable(target, cause)))
+        }
+        client.on("ready", () => {
+          // Small request/response packets: Nagle would add ~40 ms to every exec.
+          client.setNoDelay(true)
+          settle(Effect.succeed(conn))
         })
+        client.on("error", failed)
+        client.on("close", () => failed(new Error("connection closed")))
+        readLocalFile(target.privateKeyPath).then(
+          (privateKey) => {
+            if (settled) return
+            try {
+              client.connect({
+                host: "127.0.0.1",
+                port: target.port,
+                username: target.user,
+                privateKey,
+                readyTimeout: config.readyTimeoutMs,
+                keepaliveInterval: config.keepaliveIntervalMs,
+                keepaliveCountMax: 3,
+                // Local VMs with fresh host keys, as the original's StrictHostKeyChecking=no.
+                hostVerifier: () => true,
+                // ChaCha20-Poly1305 first, as OpenSSH's client orders it: a guest without AES
+                // instructions (any guest under TCG) moves data far faster than with AES-CTR + HMAC.
+                // (ssh2 skips a prepend already in its list: taken out, then put first.)
+                algorithms: {
+                  cipher: {
+                    remove: ["chacha20-poly1305@openssh.com"],
+                    prepend: ["chacha20-poly1305@openssh.com"],
+                    append: []
+                  }
+                }
+              })
+            } catch (error) {
+              failed(error)
+            }
+          },
+          (error: Error) => failed(new Error(`cannot read ssh key ${target.privateKeyPath}: ${error.message}`))
+        )
+        return Effect.sync(() => {
+          settled = true
+          closeConn(conn)
+        })
+      })
 
     /**
      * A line lives in its pool entry's scope: its dials run in that scope (a caller interrupted
@@ -332,12 +361,20 @@ export const makeGuestTransport = (
           dialing = attempt
           const added = Effect.map(dial(key), (conn) => void conns.add(conn))
           return Effect.zipRight(
-            Effect.forkIn(Effect.ensuring(Effect.intoDeferred(added, attempt), Effect.sync(() => (dialing = undefined))), scope),
+            Effect.forkIn(
+              Effect.ensuring(
+                Effect.intoDeferred(added, attempt),
+                Effect.sync(() => (dialing = undefined))
+              ),
+              scope
+            ),
             Deferred.await(attempt)
           )
         })
         /** An idle connection, or the next one dialled; another caller may take a new one first, then dial again. */
-        const take = (restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>): Effect.Effect<Conn, CannotReach> =>
+        const take = (
+          restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+        ): Effect.Effect<Conn, CannotReach> =>
           Effect.suspend(() => {
             const conn = claim()
             return conn !== undefined ? Effect.succeed(conn) : Effect.zipRight(restore(dialOne), take(restore))
@@ -345,7 +382,12 @@ export const makeGuestTransport = (
         const use = <A, E>(f: (conn: Conn) => Effect.Effect<A, E>) =>
           slots.withPermits(1)(
             Effect.uninterruptibleMask((restore) =>
-              Effect.flatMap(take(restore), (conn) => Effect.ensuring(restore(f(conn)), Effect.sync(() => (conn.busy = false))))
+              Effect.flatMap(take(restore), (conn) =>
+                Effect.ensuring(
+                  restore(f(conn)),
+                  Effect.sync(() => (conn.busy = false))
+                )
+              )
             )
           )
         const drop = Effect.sync(() => {
@@ -368,8 +410,15 @@ export const makeGuestTransport = (
      * when it found the connection dead before having any effect on the guest; that connection is
      * closed and `use` runs once more on another.
      */
-    const onConnection = <A, E>(target: SshTarget, use: (conn: Conn) => Effect.Effect<A, E>): Effect.Effect<A, Exclude<E, Retry> | CannotReach> =>
-      withLine(target, (line) => line.use((conn) => Effect.tapError(use(conn), (error) => Effect.sync(() => error instanceof Retry && closeConn(conn))))).pipe(
+    const onConnection = <A, E>(
+      target: SshTarget,
+      use: (conn: Conn) => Effect.Effect<A, E>
+    ): Effect.Effect<A, Exclude<E, Retry> | CannotReach> =>
+      withLine(target, (line) =>
+        line.use((conn) =>
+          Effect.tapError(use(conn), (error) => Effect.sync(() => error instanceof Retry && closeConn(conn)))
+        )
+      ).pipe(
         Effect.retry({ schedule: ON_FRESH_CONNECTION, while: (error) => error instanceof Retry }),
         Effect.catchIf(
           (error): error is Extract<typeof error, Retry> => error instanceof Retry,
@@ -392,7 +441,10 @@ export const makeGuestTransport = (
           if (conn.sftp === session) conn.sftp = undefined
         }
         // A guest without SFTP stays without it for this connection: its callers fall back at once.
-        session.then((sftp) => sftp.on("close", drop).on("error", drop), (cause: unknown) => cause instanceof SftpUnavailable || drop())
+        session.then(
+          (sftp) => sftp.on("close", drop).on("error", drop),
+          (cause: unknown) => cause instanceof SftpUnavailable || drop()
+        )
       }
       return conn.sftp
     }
@@ -417,22 +469,35 @@ export const makeGuestTransport = (
                 },
                 catch: (cause) => deadOr(conn, cause, () => sftpFailure(target, conn, path, cause))
               }),
-              ({ sftp, handle }) => Effect.promise(() => call<void>((done) => sftp.close(handle, (err) => done(err, undefined))).catch(() => undefined))
+              ({ sftp, handle }) =>
+                Effect.promise(() =>
+                  call<void>((done) => sftp.close(handle, (err) => done(err, undefined))).catch(() => undefined)
+                )
             )
-            return yield* Effect.tryPromise({ try: () => use(sftp, handle), catch: (cause) => sftpFailure(target, conn, path, cause) })
+            return yield* Effect.tryPromise({
+              try: () => use(sftp, handle),
+              catch: (cause) => sftpFailure(target, conn, path, cause)
+            })
           })
         )
       )
 
     /** Whole-file copies are idempotent, so a copy that found the connection dead is simply redone. */
-    const transfer = (target: SshTarget, localPath: string, remotePath: string, copy: (sftp: SFTPWrapper, signal: AbortSignal) => Promise<void>) =>
+    const transfer = (
+      target: SshTarget,
+      localPath: string,
+      remotePath: string,
+      copy: (sftp: SFTPWrapper, signal: AbortSignal) => Promise<void>
+    ) =>
       onConnection(target, (conn) =>
         Effect.tryPromise({
           try: async (signal) => copy(await sftpSession(conn), signal),
           catch: (cause) => {
             // Local failures carry errno strings, SFTP ones numeric status codes.
             const local = typeof (cause as { code?: unknown } | null)?.code === "string"
-            return local ? sftpFailure(target, conn, localPath, cause) : deadOr(conn, cause, () => sftpFailure(target, conn, remotePath, cause))
+            return local
+              ? sftpFailure(target, conn, localPath, cause)
+              : deadOr(conn, cause, () => sftpFailure(target, conn, remotePath, cause))
           }
         })
       )
@@ -441,7 +506,9 @@ export const makeGuestTransport = (
       new Promise<Buffer>((resolve, reject) => {
         const buffer = Buffer.alloc(length)
         try {
-          sftp.read(handle, buffer, 0, length, position, (err, bytesRead) => (err ? reject(err) : resolve(buffer.subarray(0, bytesRead))))
+          sftp.read(handle, buffer, 0, length, position, (err, bytesRead) =>
+            err ? reject(err) : resolve(buffer.subarray(0, bytesRead))
+          )
         } catch (error) {
           reject(error)
         }
@@ -462,19 +529,26 @@ export const makeGuestTransport = (
       if (!(await closedWithin(channel, config.killGraceMs))) closeConn(conn)
     }
 
-    const exec = (target: SshTarget, argv: ReadonlyArray<string>, execOptions: ExecOptions = {}): Effect.Effect<ExecOutput, CannotReach> =>
+    const exec = (
+      target: SshTarget,
+      argv: ReadonlyArray<string>,
+      execOptions: ExecOptions = {}
+    ): Effect.Effect<ExecOutput, CannotReach> =>
       Effect.gen(function* () {
         const commandOptions = {
           ...(execOptions.cwd !== undefined ? { cwd: execOptions.cwd } : {}),
           ...(execOptions.env !== undefined ? { env: execOptions.env } : {})
         }
-        const command = yield* Effect.try({ try: () => guestCommand(argv, commandOptions), catch: (e) => e }).pipe(Effect.orDie)
+        const command = yield* Effect.try({ try: () => guestCommand(argv, commandOptions), catch: (e) => e }).pipe(
+          Effect.orDie
+        )
         return yield* onConnection(target, (conn) =>
           Effect.acquireUseRelease(
             Effect.tryPromise({
               try: () => startCommand(conn, command),
               // Never asked again on a live connection: a refusal may be a channel closed under a command that still runs.
-              catch: (cause) => deadOr(conn, cause, () => (isExecRefused(cause) ? refused(target) : unreachable(target, cause)))
+              catch: (cause) =>
+                deadOr(conn, cause, () => (isExecRefused(cause) ? refused(target) : unreachable(target, cause)))
             }),
             (started) => runChannel(target, conn, started, execOptions),
             // Finished, failed or interrupted: nothing of the command stays attached to the connection.
@@ -536,16 +610,22 @@ export const makeGuestTransport = (
         })
 
         if (options.timeoutMs !== undefined) {
-          timer = setTimeout(() => {
-            timedOut = true
-            // The guest reports the exit and closes; one that does not is cut off, and the output so far returned.
-            void stopCommand(conn, channel).then(() => finish(Effect.succeed(result())))
-          }, Math.max(0, options.timeoutMs))
+          timer = setTimeout(
+            () => {
+              timedOut = true
+              // The guest reports the exit and closes; one that does not is cut off, and the output so far returned.
+              void stopCommand(conn, channel).then(() => finish(Effect.succeed(result())))
+            },
+            Math.max(0, options.timeoutMs)
+          )
         }
 
         // stdin, then EOF: a command reading stdin must not wait for more.
         if (options.stdin === undefined) channel.end()
-        else channel.end(typeof options.stdin === "string" ? Buffer.from(options.stdin, "utf8") : Buffer.from(options.stdin))
+        else
+          channel.end(
+            typeof options.stdin === "string" ? Buffer.from(options.stdin, "utf8") : Buffer.from(options.stdin)
+          )
 
         // Interrupted: the release of `exec` stops the command.
         return Effect.sync(() => {
@@ -578,25 +658,33 @@ export const makeGuestTransport = (
       })
 
     const writeFile: Transport["writeFile"] = (target, path, data, writeOptions = {}) =>
-      withHandle(target, path, writeOptions.append ? "a" : "w", writeOptions.mode === undefined ? {} : { mode: writeOptions.mode }, async (sftp, handle) => {
-        // O_APPEND already appends; writing at the current size also covers servers that honour offsets.
-        let position = writeOptions.append ? (await call<Stats>((done) => sftp.fstat(handle, done))).size : 0
-        const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
-        for (let at = 0; at < buffer.length; ) {
-          const length = Math.min(READ_CHUNK * 4, buffer.length - at)
-          await call<void>((done) => sftp.write(handle, buffer, at, length, position, (err) => done(err, undefined)))
-          at += length
-          position += length
+      withHandle(
+        target,
+        path,
+        writeOptions.append ? "a" : "w",
+        writeOptions.mode === undefined ? {} : { mode: writeOptions.mode },
+        async (sftp, handle) => {
+          // O_APPEND already appends; writing at the current size also covers servers that honour offsets.
+          let position = writeOptions.append ? (await call<Stats>((done) => sftp.fstat(handle, done))).size : 0
+          const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+          for (let at = 0; at < buffer.length; ) {
+            const length = Math.min(READ_CHUNK * 4, buffer.length - at)
+            await call<void>((done) => sftp.write(handle, buffer, at, length, position, (err) => done(err, undefined)))
+            at += length
+            position += length
+          }
+          // The open mode only applies to a new file and is umasked; set it exactly, like `chmod` after `tee`.
+          if (writeOptions.mode !== undefined) {
+            const mode = writeOptions.mode
+            await call<void>((done) => sftp.fchmod(handle, mode, (err) => done(err, undefined)))
+          }
         }
-        // The open mode only applies to a new file and is umasked; set it exactly, like `chmod` after `tee`.
-        if (writeOptions.mode !== undefined) {
-          const mode = writeOptions.mode
-          await call<void>((done) => sftp.fchmod(handle, mode, (err) => done(err, undefined)))
-        }
-      })
+      )
 
     const upload: Transport["upload"] = (target, localPath, remotePath) =>
-      transfer(target, localPath, remotePath, (sftp) => call<void>((done) => sftp.fastPut(localPath, remotePath, BULK, (err) => done(err, undefined))))
+      transfer(target, localPath, remotePath, (sftp) =>
+        call<void>((done) => sftp.fastPut(localPath, remotePath, BULK, (err) => done(err, undefined)))
+      )
 
     const download: Transport["download"] = (target, remotePath, localPath) =>
       transfer(target, localPath, remotePath, async (sftp, signal) => {

@@ -42,6 +42,7 @@ const probeOnce = (port: number, timeoutMs: number) =>
 export const makeSshProbe = (): Effect.Effect<Context.Tag.Service<GuestTransport>["probe"], never, Scope.Scope> =>
   Effect.map(
     RcMap.make({ lookup: (_port: number) => Effect.makeSemaphore(1) }),
-    (gates) => (port, timeoutMs = PROBE_TIMEOUT_MS) =>
-      Effect.scoped(Effect.flatMap(RcMap.get(gates, port), (gate) => gate.withPermits(1)(probeOnce(port, timeoutMs))))
+    (gates) =>
+      (port, timeoutMs = PROBE_TIMEOUT_MS) =>
+        Effect.scoped(Effect.flatMap(RcMap.get(gates, port), (gate) => gate.withPermits(1)(probeOnce(port, timeoutMs))))
   )

@@ -34,7 +34,8 @@ export const guestCommand = (argv: ReadonlyArray<string>, options: CommandOption
   if (options.cwd !== undefined) words = ["sh", "-c", CD_SCRIPT, "stoat_cd", options.cwd, ...words]
   const env = Object.entries(options.env ?? {})
   if (env.length > 0) {
-    for (const [name] of env) if (!ENV_NAME.test(name)) throw new TypeError(`invalid environment variable name ${JSON.stringify(name)}`)
+    for (const [name] of env)
+      if (!ENV_NAME.test(name)) throw new TypeError(`invalid environment variable name ${JSON.stringify(name)}`)
     // `env` takes a leading NAME=value word as one more assignment; route such a command through sh.
     if (words[0]?.includes("=")) words = ["sh", "-c", EXEC_SCRIPT, "stoat_env", ...words]
     words = ["env", ...env.map(([name, value]) => `${name}=${value}`), ...words]

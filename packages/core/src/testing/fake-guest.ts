@@ -17,7 +17,15 @@ import { Effect, Layer, type Context } from "effect"
 import { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, waitForSsh, Usage } from "../errors.js"
 import { GuestTransport, type ExecOptions, type ExecOutput, type SshTarget } from "../ports/guest-transport.js"
 import type { FakeHypervisorState } from "./fake-hypervisor.js"
-import { LIST_SCRIPT, PS_SCRIPT, READ_SCRIPT, STAT_SCRIPT, TAIL_SCRIPT, TIMEOUT_SCRIPT, WRITE_SCRIPT } from "../guest/scripts.js"
+import {
+  LIST_SCRIPT,
+  PS_SCRIPT,
+  READ_SCRIPT,
+  STAT_SCRIPT,
+  TAIL_SCRIPT,
+  TIMEOUT_SCRIPT,
+  WRITE_SCRIPT
+} from "../guest/scripts.js"
 
 export interface FakeGuestFile {
   data: Uint8Array
@@ -25,7 +33,8 @@ export interface FakeGuestFile {
 }
 
 const encoder = new TextEncoder()
-const bytesOf = (value: string | Uint8Array | undefined): Uint8Array => (value === undefined ? new Uint8Array() : typeof value === "string" ? encoder.encode(value) : value)
+const bytesOf = (value: string | Uint8Array | undefined): Uint8Array =>
+  value === undefined ? new Uint8Array() : typeof value === "string" ? encoder.encode(value) : value
 
 /** One guest's filesystem. Paths are absolute POSIX paths; a file's parent folder must exist. */
 export class FakeGuestFs {
@@ -35,7 +44,8 @@ export class FakeGuestFs {
   readonly denied = new Set<string>()
 
   isDenied(path: string): boolean {
-    for (const entry of this.denied) if (path === entry || path.startsWith(entry === "/" ? "/" : `${entry}/`)) return true
+    for (const entry of this.denied)
+      if (path === entry || path.startsWith(entry === "/" ? "/" : `${entry}/`)) return true
     return false
   }
 
@@ -137,7 +147,11 @@ const failed = (stderr: string): FakeExecResult => ({ exitCode: 1, stderr: `${st
  * The constant scripts of the guest operations (guest/scripts.ts), run against the fake
  * filesystem so that the whole catalog works without a guest; undefined for any other script.
  */
-const guestScript = (body: string, args: ReadonlyArray<string>, context: FakeExecContext): FakeExecResult | undefined => {
+const guestScript = (
+  body: string,
+  args: ReadonlyArray<string>,
+  context: FakeExecContext
+): FakeExecResult | undefined => {
   const { fs } = context
   const path = posix.normalize(args[0] ?? "/")
   switch (body) {
@@ -149,17 +163,25 @@ const guestScript = (body: string, args: ReadonlyArray<string>, context: FakeExe
       const problem = pathProblem(fs, path) ?? (fs.files.has(path) ? `${path}: Not a directory` : undefined)
       if (problem) return failed(problem)
       const prefix = path === "/" ? "/" : `${path}/`
-      const children = [...fs.dirs, ...fs.files.keys()].filter((entry) => entry !== path && entry.startsWith(prefix) && !entry.slice(prefix.length).includes("/")).sort()
+      const children = [...fs.dirs, ...fs.files.keys()]
+        .filter((entry) => entry !== path && entry.startsWith(prefix) && !entry.slice(prefix.length).includes("/"))
+        .sort()
       const listed = children.slice(0, Number(args[1]))
       const names = listed.map((entry) => `${entry.slice(prefix.length)}\0`).join("")
-      return { exitCode: 0, stdout: `${names}\0${children.length}\n${listed.map((entry) => statLine(fs, entry)).join("")}` }
+      return {
+        exitCode: 0,
+        stdout: `${names}\0${children.length}\n${listed.map((entry) => statLine(fs, entry)).join("")}`
+      }
     }
     case READ_SCRIPT: {
       const problem = pathProblem(fs, path) ?? (fs.dirs.has(path) ? `${path}: Is a directory` : undefined)
       if (problem) return failed(problem)
       const data = fs.files.get(path)!.data
       const start = Number(args[1])
-      return { exitCode: 0, stdout: Buffer.concat([Buffer.from(`${data.length}\n`), data.subarray(start, start + Number(args[2]))]) }
+      return {
+        exitCode: 0,
+        stdout: Buffer.concat([Buffer.from(`${data.length}\n`), data.subarray(start, start + Number(args[2]))])
+      }
     }
     case WRITE_SCRIPT: {
       const parent = posix.dirname(path)
@@ -220,14 +242,17 @@ export const defaultExecHandler: FakeExecHandler = (argv, context) => {
         const file = context.fs.files.get(absolute)
         if (context.fs.isDenied(absolute)) stderr += `cat: ${path}: Permission denied\n`
         else if (file) chunks.push(file.data)
-        else stderr += `cat: ${path}: ${context.fs.dirs.has(absolute) ? "Is a directory" : "No such file or directory"}\n`
+        else
+          stderr += `cat: ${path}: ${context.fs.dirs.has(absolute) ? "Is a directory" : "No such file or directory"}\n`
       }
       return { exitCode: stderr === "" ? 0 : 1, stdout: Buffer.concat(chunks), stderr }
     }
     case "sh": {
-      if (args[0] !== "-c" || args[1] === undefined) return { exitCode: 2, stderr: "sh: the fake guest only runs sh -c SCRIPT\n" }
+      if (args[0] !== "-c" || args[1] === undefined)
+        return { exitCode: 2, stderr: "sh: the fake guest only runs sh -c SCRIPT\n" }
       const words = shellWords(args[1])
-      if (words === undefined) return { exitCode: 2, stderr: "sh: the fake guest supports only plain words and quotes\n" }
+      if (words === undefined)
+        return { exitCode: 2, stderr: "sh: the fake guest supports only plain words and quotes\n" }
       if (words.length === 0) return { exitCode: 0 }
       return defaultExecHandler(words, context)
     }
@@ -245,7 +270,8 @@ export class FakeGuestState {
   readonly unreachablePorts = new Set<number>()
   /** False: the guests have no SFTP server (file calls answer capability_unavailable "sftp", as ssh2's transport does). */
   sftp = true
-  readonly execs: Array<{ readonly vm: string; readonly argv: ReadonlyArray<string>; readonly options: ExecOptions }> = []
+  readonly execs: Array<{ readonly vm: string; readonly argv: ReadonlyArray<string>; readonly options: ExecOptions }> =
+    []
   readonly probes: number[] = []
   readonly releases: Array<string | undefined> = []
 
@@ -260,9 +286,13 @@ export class FakeGuestState {
   }
 }
 
-const cap = (bytes: Uint8Array, max: number | undefined) => (max !== undefined && bytes.length > max ? bytes.subarray(0, max) : bytes)
+const cap = (bytes: Uint8Array, max: number | undefined) =>
+  max !== undefined && bytes.length > max ? bytes.subarray(0, max) : bytes
 
-export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisorState): Context.Tag.Service<GuestTransport> => {
+export const makeFakeGuest = (
+  state: FakeGuestState,
+  hypervisor?: FakeHypervisorState
+): Context.Tag.Service<GuestTransport> => {
   const answers = (port: number): boolean => {
     if (state.unreachablePorts.has(port)) return false
     if (!hypervisor) return true
@@ -272,16 +302,32 @@ export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisor
   const reach = (target: SshTarget) =>
     answers(target.port)
       ? Effect.succeed(state.fs(target.vm))
-      : Effect.fail(new CannotReach({ message: `cannot reach VM "${target.vm}" over ssh (port ${target.port})`, subject: target.vm, hint: waitForSsh(target.vm) }))
+      : Effect.fail(
+          new CannotReach({
+            message: `cannot reach VM "${target.vm}" over ssh (port ${target.port})`,
+            subject: target.vm,
+            hint: waitForSsh(target.vm)
+          })
+        )
   const guestPath = (fs: FakeGuestFs, vm: string, path: string) =>
-    fs.isDenied(path) ? Effect.fail(new AccessDenied({ message: `${vm}:${path}: permission denied`, subject: path })) : Effect.succeed(posix.normalize(path))
+    fs.isDenied(path)
+      ? Effect.fail(new AccessDenied({ message: `${vm}:${path}: permission denied`, subject: path }))
+      : Effect.succeed(posix.normalize(path))
   const hostError = (path: string) => (cause: unknown) =>
     (cause as { code?: string }).code === "ENOENT"
       ? new NotFound({ message: `${path}: no such file or directory`, subject: path })
       : new Internal({ message: `${path}: ${cause instanceof Error ? cause.message : String(cause)}`, subject: path })
 
   const noSftp = (target: SshTarget) =>
-    state.sftp ? Effect.void : Effect.fail(new CapabilityUnavailable({ reason: "sftp", message: `VM ${target.vm} has no SFTP server`, subject: target.vm }))
+    state.sftp
+      ? Effect.void
+      : Effect.fail(
+          new CapabilityUnavailable({
+            reason: "sftp",
+            message: `VM ${target.vm} has no SFTP server`,
+            subject: target.vm
+          })
+        )
 
   const readGuest = (target: SshTarget, path: string) =>
     Effect.gen(function* () {
@@ -290,17 +336,25 @@ export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisor
       const normal = yield* guestPath(fs, target.vm, path)
       const file = fs.files.get(normal)
       if (file) return file
-      if (fs.dirs.has(normal)) return yield* new Usage({ message: `${target.vm}:${path}: is a directory`, subject: path })
+      if (fs.dirs.has(normal))
+        return yield* new Usage({ message: `${target.vm}:${path}: is a directory`, subject: path })
       return yield* new NotFound({ message: `${target.vm}:${path}: no such file`, subject: path })
     })
 
-  const writeGuest = (target: SshTarget, path: string, data: Uint8Array, options: { readonly mode?: number; readonly append?: boolean } = {}) =>
+  const writeGuest = (
+    target: SshTarget,
+    path: string,
+    data: Uint8Array,
+    options: { readonly mode?: number; readonly append?: boolean } = {}
+  ) =>
     Effect.gen(function* () {
       const fs = yield* reach(target)
       yield* noSftp(target)
       const normal = yield* guestPath(fs, target.vm, path)
-      if (fs.dirs.has(normal)) return yield* new Usage({ message: `${target.vm}:${path}: is a directory`, subject: path })
-      if (!fs.dirs.has(posix.dirname(normal))) return yield* new NotFound({ message: `${target.vm}:${posix.dirname(normal)}: no such folder`, subject: path })
+      if (fs.dirs.has(normal))
+        return yield* new Usage({ message: `${target.vm}:${path}: is a directory`, subject: path })
+      if (!fs.dirs.has(posix.dirname(normal)))
+        return yield* new NotFound({ message: `${target.vm}:${posix.dirname(normal)}: no such folder`, subject: path })
       const existing = fs.files.get(normal)
       const bytes = options.append && existing ? Buffer.concat([existing.data, data]) : data
       fs.files.set(normal, { data: new Uint8Array(bytes), mode: options.mode ?? existing?.mode ?? 0o644 })
@@ -333,14 +387,19 @@ export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisor
     readFile: (target, path, options = {}) =>
       Effect.map(readGuest(target, path), (file) => {
         const start = Math.min(options.offset ?? 0, file.data.length)
-        const end = options.maxBytes !== undefined ? Math.min(file.data.length, start + options.maxBytes) : file.data.length
+        const end =
+          options.maxBytes !== undefined ? Math.min(file.data.length, start + options.maxBytes) : file.data.length
         return { data: file.data.slice(start, end), size: file.data.length }
       }),
     writeFile: (target, path, data, options) => writeGuest(target, path, data, options),
     upload: (target, localPath, remotePath) =>
-      Effect.flatMap(Effect.tryPromise({ try: () => readFile(localPath), catch: hostError(localPath) }), (data) => writeGuest(target, remotePath, data)),
+      Effect.flatMap(Effect.tryPromise({ try: () => readFile(localPath), catch: hostError(localPath) }), (data) =>
+        writeGuest(target, remotePath, data)
+      ),
     download: (target, remotePath, localPath) =>
-      Effect.flatMap(readGuest(target, remotePath), (file) => Effect.tryPromise({ try: () => writeFile(localPath, file.data), catch: hostError(localPath) })),
+      Effect.flatMap(readGuest(target, remotePath), (file) =>
+        Effect.tryPromise({ try: () => writeFile(localPath, file.data), catch: hostError(localPath) })
+      ),
     probe: (port) =>
       Effect.sync(() => {
         state.probes.push(port)
@@ -354,5 +413,7 @@ export const makeFakeGuest = (state: FakeGuestState, hypervisor?: FakeHypervisor
 }
 
 /** The fake transport as a layer. Share `hypervisor` with the FakeHypervisor so probes follow VM runs. */
-export const FakeGuest = (state: FakeGuestState = new FakeGuestState(), hypervisor?: FakeHypervisorState): Layer.Layer<GuestTransport> =>
-  Layer.succeed(GuestTransport, makeFakeGuest(state, hypervisor))
+export const FakeGuest = (
+  state: FakeGuestState = new FakeGuestState(),
+  hypervisor?: FakeHypervisorState
+): Layer.Layer<GuestTransport> => Layer.succeed(GuestTransport, makeFakeGuest(state, hypervisor))

@@ -11,7 +11,17 @@
  */
 import { posix } from "node:path"
 import { constants as osConstants } from "node:os"
-import { JOB_FACTS, JOB_LAUNCHER, LAUNCHED, JOB_SIGNAL, JOBS_DIR, LAUNCH_NO_CWD, LAUNCH_NO_DIR, SIGNAL_NO_PROCESS, SIGNAL_REFUSED } from "../guest/job-scripts.js"
+import {
+  JOB_FACTS,
+  JOB_LAUNCHER,
+  LAUNCHED,
+  JOB_SIGNAL,
+  JOBS_DIR,
+  LAUNCH_NO_CWD,
+  LAUNCH_NO_DIR,
+  SIGNAL_NO_PROCESS,
+  SIGNAL_REFUSED
+} from "../guest/job-scripts.js"
 import { type FakeExecHandler, type FakeExecResult, type FakeGuestFs, type FakeGuestState } from "./fake-guest.js"
 
 interface FakeProcess {
@@ -34,13 +44,20 @@ export class FakeJobs {
   /** Wraps the guest's current exec handler; returns the state for chaining. */
   install(state: FakeGuestState): FakeGuestState {
     const inner = state.execHandler
-    const handler: FakeExecHandler = (argv, context) => this.handle(argv, context.fs, context.target.vm, inner, context) ?? inner(argv, context)
+    const handler: FakeExecHandler = (argv, context) =>
+      this.handle(argv, context.fs, context.target.vm, inner, context) ?? inner(argv, context)
     state.execHandler = handler
     return state
   }
 
   /** Ends a running job with this status and output. */
-  finish(fs: FakeGuestFs, dir: string, exitCode: number, stdout: string | Uint8Array = "", stderr: string | Uint8Array = ""): void {
+  finish(
+    fs: FakeGuestFs,
+    dir: string,
+    exitCode: number,
+    stdout: string | Uint8Array = "",
+    stderr: string | Uint8Array = ""
+  ): void {
     for (const [, process] of this.processes) if (process.dir === dir) process.alive = false
     fs.write(`${dir}/out`, stdout)
     fs.write(`${dir}/err`, stderr)
@@ -92,8 +109,10 @@ export class FakeJobs {
     inner: FakeExecHandler,
     context: Parameters<FakeExecHandler>[1]
   ): FakeExecResult {
-    if (fs.isDenied(dir)) return { exitCode: LAUNCH_NO_DIR, stderr: `mkdir: can't create directory '${dir}': Permission denied\n` }
-    if (cwd !== "" && !fs.dirs.has(posix.normalize(cwd))) return { exitCode: LAUNCH_NO_CWD, stderr: `sh: cd: can't cd to ${cwd}: No such file or directory\n` }
+    if (fs.isDenied(dir))
+      return { exitCode: LAUNCH_NO_DIR, stderr: `mkdir: can't create directory '${dir}': Permission denied\n` }
+    if (cwd !== "" && !fs.dirs.has(posix.normalize(cwd)))
+      return { exitCode: LAUNCH_NO_CWD, stderr: `sh: cd: can't cd to ${cwd}: No such file or directory\n` }
     fs.mkdirp(dir)
     fs.write(`${dir}/out`, "")
     fs.write(`${dir}/err`, "")

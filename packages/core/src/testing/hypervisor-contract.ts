@@ -20,7 +20,8 @@ export interface ContractCase {
 
 class ContractBroken extends Error {}
 
-const expectThat = (holds: boolean, what: string): Effect.Effect<void> => (holds ? Effect.void : Effect.die(new ContractBroken(what)))
+const expectThat = (holds: boolean, what: string): Effect.Effect<void> =>
+  holds ? Effect.void : Effect.die(new ContractBroken(what))
 
 /** The wire code a call failed with, or "ok". */
 const outcome = <A, R>(effect: Effect.Effect<A, StoatError, R>): Effect.Effect<string, never, R> =>
@@ -43,9 +44,15 @@ const withStarted = <A, E, R>(plan: BootPlan, use: (vm: VmRef) => Effect.Effect<
  * the tiny guest in @stoat/qemu's e2e suite, and any later provider. Register each with the
  * test framework, e.g. `for (const c of hypervisorContract(layer, options)) it(c.name, c.run)`.
  */
-export const hypervisorContract = (layer: Layer.Layer<Hypervisor | GuestSignals>, options: HypervisorContractOptions): ReadonlyArray<ContractCase> => {
+export const hypervisorContract = (
+  layer: Layer.Layer<Hypervisor | GuestSignals>,
+  options: HypervisorContractOptions
+): ReadonlyArray<ContractCase> => {
   const size = options.diskSize ?? "64M"
-  const cases: Array<{ readonly name: string; readonly body: Effect.Effect<void, StoatError | Error, Hypervisor | GuestSignals> }> = [
+  const cases: Array<{
+    readonly name: string
+    readonly body: Effect.Effect<void, StoatError | Error, Hypervisor | GuestSignals>
+  }> = [
     {
       name: "start runs the VM once: status says running, a second start is already_running, stop ends it, a second stop is not_running",
       body: Effect.gen(function* () {
@@ -69,12 +76,19 @@ export const hypervisorContract = (layer: Layer.Layer<Hypervisor | GuestSignals>
       body: Effect.gen(function* () {
         const hypervisor = yield* Hypervisor
         const acceleration = yield* hypervisor.acceleration
-        yield* expectThat(acceleration.accel === "kvm" || acceleration.accel === "tcg", `acceleration is kvm or tcg (got ${acceleration.accel})`)
+        yield* expectThat(
+          acceleration.accel === "kvm" || acceleration.accel === "tcg",
+          `acceleration is kvm or tcg (got ${acceleration.accel})`
+        )
         yield* expectThat(acceleration.detail !== "", "acceleration says why")
         const plan = yield* Effect.promise(() => options.plan("contract-accel"))
         yield* Effect.acquireUseRelease(
           hypervisor.start(plan),
-          (started) => expectThat(started.running && (started.accel === "kvm" || started.accel === "tcg"), "start answers running and its accelerator"),
+          (started) =>
+            expectThat(
+              started.running && (started.accel === "kvm" || started.accel === "tcg"),
+              "start answers running and its accelerator"
+            ),
           () => Effect.ignore(hypervisor.stop(plan.vm, { graceMs: 0 }))
         )
       })
@@ -93,7 +107,10 @@ export const hypervisorContract = (layer: Layer.Layer<Hypervisor | GuestSignals>
       body: Effect.gen(function* () {
         const plan = yield* Effect.promise(() => options.plan("contract-signals"))
         // An hour: a provider that waited instead of answering would fail the test's own timeout.
-        yield* expectThat(!(yield* (yield* GuestSignals).awaitSshd(plan.vm, 3_600_000)), "awaitSshd of a never-started VM is false")
+        yield* expectThat(
+          !(yield* (yield* GuestSignals).awaitSshd(plan.vm, 3_600_000)),
+          "awaitSshd of a never-started VM is false"
+        )
       })
     },
     {
@@ -104,16 +121,33 @@ export const hypervisorContract = (layer: Layer.Layer<Hypervisor | GuestSignals>
         const disk: VmDisk = { vm: plan.vm, file: "disk.qcow2" }
         yield* hypervisor.createDisk(disk, size)
         const created = yield* hypervisor.diskInfo(disk)
-        yield* expectThat(created.virtualSize > 0 && created.backing === undefined, "a new disk has a size and no backing")
+        yield* expectThat(
+          created.virtualSize > 0 && created.backing === undefined,
+          "a new disk has a size and no backing"
+        )
         yield* hypervisor.resizeDisk(disk, `${created.virtualSize * 2}`)
         const grown = yield* hypervisor.diskInfo(disk)
-        yield* expectThat(grown.virtualSize === created.virtualSize * 2, `resize grows it (${created.virtualSize} → ${grown.virtualSize})`)
-        yield* expectCode(hypervisor.resizeDisk(disk, `${created.virtualSize}`), "disk_shrink", "a resize below its size")
-        yield* expectCode(hypervisor.diskInfo({ vm: plan.vm, file: "missing.qcow2" }), "not_found", "diskInfo of a missing disk")
+        yield* expectThat(
+          grown.virtualSize === created.virtualSize * 2,
+          `resize grows it (${created.virtualSize} → ${grown.virtualSize})`
+        )
+        yield* expectCode(
+          hypervisor.resizeDisk(disk, `${created.virtualSize}`),
+          "disk_shrink",
+          "a resize below its size"
+        )
+        yield* expectCode(
+          hypervisor.diskInfo({ vm: plan.vm, file: "missing.qcow2" }),
+          "not_found",
+          "diskInfo of a missing disk"
+        )
         const overlay: VmDisk = { vm: plan.vm, file: "overlay.qcow2" }
         yield* hypervisor.createDisk(overlay, "", disk)
         const backing = (yield* hypervisor.diskInfo(overlay)).backing
-        yield* expectThat(backing !== undefined && "file" in backing && backing.file === disk.file, "an overlay names its backing as a VM disk")
+        yield* expectThat(
+          backing !== undefined && "file" in backing && backing.file === disk.file,
+          "an overlay names its backing as a VM disk"
+        )
       })
     },
     {
@@ -127,7 +161,10 @@ export const hypervisorContract = (layer: Layer.Layer<Hypervisor | GuestSignals>
         yield* hypervisor.createDisk(disk, size)
         yield* hypervisor.saveSnapshot(disk, "first")
         const tags = (yield* hypervisor.listSnapshots(disk)).map((snapshot) => snapshot.tag)
-        yield* expectThat(tags.length === 1 && tags[0] === "first", `the saved snapshot is listed (got ${JSON.stringify(tags)})`)
+        yield* expectThat(
+          tags.length === 1 && tags[0] === "first",
+          `the saved snapshot is listed (got ${JSON.stringify(tags)})`
+        )
         yield* hypervisor.restoreSnapshot(disk, "first")
         yield* hypervisor.deleteSnapshot(disk, "first")
         yield* expectThat((yield* hypervisor.listSnapshots(disk)).length === 0, "a deleted snapshot is gone")

@@ -13,7 +13,10 @@ const Datetime = Schema.Union(Schema.String, Schema.DateFromSelf).pipe(
 const withDefault = <A, I>(schema: Schema.Schema<A, I>, value: () => NoInfer<A>) =>
   Schema.optionalWith(schema, { default: value, exact: true })
 
-const notAbsolute = { message: (issue: ParseResult.ParseIssue) => `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}` }
+const notAbsolute = {
+  message: (issue: ParseResult.ParseIssue) =>
+    `must be an absolute size like 8G, 512M or 20480M, got ${JSON.stringify(issue.actual)}`
+}
 
 /** A disk size: an absolute count of bytes with an optional K/M/G/T suffix. Relative sizes (`+8G`) are refused. */
 export const DiskSize = Schema.String.pipe(Schema.pattern(/^[1-9][0-9]*[KMGT]?$/, notAbsolute))
@@ -92,8 +95,14 @@ export const VmFile = Schema.Struct({
   project: withDefault(Schema.String, () => ""),
   key: withDefault(Schema.String, () => ""),
   forwards: withDefault(Schema.Array(Schema.Struct({ hostport: Port, guestport: Port })), () => []),
-  shares: withDefault(Schema.Array(Schema.Struct({ tag: Schema.String, host: Schema.String, guest: Schema.String })), () => []),
-  params: withDefault(Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Schema.String }) }), () => ({})),
+  shares: withDefault(
+    Schema.Array(Schema.Struct({ tag: Schema.String, host: Schema.String, guest: Schema.String })),
+    () => []
+  ),
+  params: withDefault(
+    Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Schema.String }) }),
+    () => ({})
+  ),
   applied: withDefault(Schema.Record({ key: Schema.String, value: Applied }), () => ({}))
 })
 export type VmConfig = typeof VmFile.Type
@@ -108,7 +117,8 @@ export const effectiveAccess = (config: VmConfig): AccessLevel =>
  * The account stoat logs in as, seeds and shows: vm.toml's `sshuser`, empty meaning root (as the
  * original's vm.toml). Templates write it at create (`stoat` for cloud images, `root` otherwise).
  */
-export const sshUserOf = (config: Pick<VmConfig, "sshuser">): string => (config.sshuser === "" ? "root" : config.sshuser)
+export const sshUserOf = (config: Pick<VmConfig, "sshuser">): string =>
+  config.sshuser === "" ? "root" : config.sshuser
 
 export interface ParsedVm {
   readonly config: VmConfig

@@ -22,7 +22,8 @@ export const diskFile = (record: VmRecord): string => readTopPointer(record.dir)
 export const layersDir = (vmDir: string): string => join(vmDir, "layers")
 
 /** A new, unique file name for a disk layer, relative to the VM's folder. */
-export const newLayerFile = (): string => `layers/${new Date().toISOString().replace(/[-:.]/g, "")}-${randomBytes(4).toString("hex")}.qcow2`
+export const newLayerFile = (): string =>
+  `layers/${new Date().toISOString().replace(/[-:.]/g, "")}-${randomBytes(4).toString("hex")}.qcow2`
 
 /** The name of a VM's first disk in its folder. */
 const DISK_FILE = "disk.qcow2"

@@ -11,10 +11,19 @@ import { VmStore, type VmRecord } from "./store.js"
 
 /** max_vms counts every VM in the data root, broken ones included. */
 const checkVmCount = (count: number, name: string) =>
-  Effect.flatMap(Effect.flatMap(DataRoot, (root) => effectiveLimits(root.configToml)), (limits) =>
-    limits.max_vms !== undefined && count >= limits.max_vms
-      ? Effect.fail(new LimitReached({ message: `limit reached: max_vms = ${limits.max_vms}`, subject: name, needed_mb: 0, available_mb: 0 }))
-      : Effect.void
+  Effect.flatMap(
+    Effect.flatMap(DataRoot, (root) => effectiveLimits(root.configToml)),
+    (limits) =>
+      limits.max_vms !== undefined && count >= limits.max_vms
+        ? Effect.fail(
+            new LimitReached({
+              message: `limit reached: max_vms = ${limits.max_vms}`,
+              subject: name,
+              needed_mb: 0,
+              available_mb: 0
+            })
+          )
+        : Effect.void
   )
 
 /** Makes a VM folder and fills it; a failure part way removes the folder, so a failed create or clone leaves nothing. */
@@ -28,7 +37,11 @@ const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<v
       yield* fs.makeDirectory(dir, { recursive: false }).pipe(
         Effect.catchIf(
           (error) => error.errno === "EEXIST",
-          () => new InvalidSpec({ message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`, subject: name })
+          () =>
+            new InvalidSpec({
+              message: `a folder named "${name}" already exists in the data root and is not a VM; move it away or pick another name`,
+              subject: name
+            })
         )
       )
       const filled = Effect.zipRight(fill(dir), fs.makeDirectory(root.sharedDir(name)))
@@ -37,7 +50,8 @@ const makeVmFolder = <E, R>(name: string, fill: (dir: string) => Effect.Effect<v
   )
 
 /** The first ssh port no VM of `all` claims and that binds now. Call under the root lock. */
-export const freeSshPort = (all: ReadonlyArray<VmRecord>) => Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })
+export const freeSshPort = (all: ReadonlyArray<VmRecord>) =>
+  Effect.tryPromise({ try: () => allocateSshPort(all), catch: internalError("cannot allocate an ssh port") })
 
 /** One VM to add: its name, its vm.toml once it has a port, and what its folder holds besides. */
 export interface NewVm<R> {
@@ -57,7 +71,8 @@ export const addVms = <R>(vms: ReadonlyArray<NewVm<R>>, onAdded: (name: string) 
     const store = yield* VmStore
     const all: VmRecord[] = [...(yield* store.list)]
     const taken = vms.find((vm) => all.some((record) => record.name === vm.name))
-    if (taken !== undefined) return yield* new NameTaken({ message: `VM "${taken.name}" already exists`, subject: taken.name })
+    if (taken !== undefined)
+      return yield* new NameTaken({ message: `VM "${taken.name}" already exists`, subject: taken.name })
     yield* checkVmCount(all.length + vms.length - 1, vms[0]?.name ?? "")
     const added: OkRecord[] = []
     for (const vm of vms) {
@@ -96,7 +111,8 @@ export const checkMemory = (need: MemoryNeed, overrideFloor: boolean) =>
     if (limits.max_ram_mb !== undefined) {
       const all = yield* (yield* VmStore).list
       let used = 0
-      for (const other of all) if (other.kind === "ok" && other.name !== need.subject && (yield* isRunning(other))) used += other.config.ram
+      for (const other of all)
+        if (other.kind === "ok" && other.name !== need.subject && (yield* isRunning(other))) used += other.config.ram
       if (used + needed > limits.max_ram_mb) {
         return yield* new LimitReached({
           message: `${need.what} needs ${needed} MiB but max_ram_mb = ${limits.max_ram_mb} leaves ${Math.max(0, limits.max_ram_mb - used)} MiB; ${need.fix}`,

@@ -6,7 +6,9 @@ import { isNotFound } from "../platform/files.js"
 
 /** An integer in min..max; out of range it reads "must be min..max, got N". */
 export const IntRange = (min: number, max: number) =>
-  Schema.Int.pipe(Schema.between(min, max, { message: (issue) => `must be ${min}..${max}, got ${JSON.stringify(issue.actual)}` }))
+  Schema.Int.pipe(
+    Schema.between(min, max, { message: (issue) => `must be ${min}..${max}, got ${JSON.stringify(issue.actual)}` })
+  )
 
 /**
  * The VM sizes create and update take. QEMU's q35 machine runs at most 255 vCPUs without x2APIC
@@ -41,19 +43,27 @@ export const readLimits = (configToml: string): Effect.Effect<Limits, InvalidSpe
       const limits = ((parse(text) as Record<string, unknown>)["limits"] ?? {}) as Record<string, unknown>
       const maxVms = positiveInt(limits["max_vms"], "max_vms", configToml)
       const maxRam = positiveInt(limits["max_ram_mb"], "max_ram_mb", configToml)
-      return { ...(maxVms !== undefined ? { max_vms: maxVms } : {}), ...(maxRam !== undefined ? { max_ram_mb: maxRam } : {}) }
+      return {
+        ...(maxVms !== undefined ? { max_vms: maxVms } : {}),
+        ...(maxRam !== undefined ? { max_ram_mb: maxRam } : {})
+      }
     },
     catch: (error) =>
-      error instanceof InvalidSpec ? error : new InvalidSpec({ message: `${configToml}: ${(error as Error).message.split("\n")[0]}`, subject: configToml })
+      error instanceof InvalidSpec
+        ? error
+        : new InvalidSpec({ message: `${configToml}: ${(error as Error).message.split("\n")[0]}`, subject: configToml })
   })
 
 /**
  * A project's `[limits]`, in force while a project operation runs (the fan-out provides it).
  * They can only lower the account's limits: the lower of the two applies.
  */
-export class ProjectLimits extends Context.Reference<ProjectLimits>()("stoat/ProjectLimits", { defaultValue: (): Limits => ({}) }) {}
+export class ProjectLimits extends Context.Reference<ProjectLimits>()("stoat/ProjectLimits", {
+  defaultValue: (): Limits => ({})
+}) {}
 
-const lower = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b))
+const lower = (a: number | undefined, b: number | undefined) =>
+  a === undefined ? b : b === undefined ? a : Math.min(a, b)
 
 /** The account's limits, lowered by the project's while a project operation runs. */
 export const effectiveLimits = (configToml: string): Effect.Effect<Limits, InvalidSpec> =>
@@ -62,5 +72,8 @@ export const effectiveLimits = (configToml: string): Effect.Effect<Limits, Inval
     const project = yield* ProjectLimits
     const maxVms = lower(account.max_vms, project.max_vms)
     const maxRam = lower(account.max_ram_mb, project.max_ram_mb)
-    return { ...(maxVms !== undefined ? { max_vms: maxVms } : {}), ...(maxRam !== undefined ? { max_ram_mb: maxRam } : {}) }
+    return {
+      ...(maxVms !== undefined ? { max_vms: maxVms } : {}),
+      ...(maxRam !== undefined ? { max_ram_mb: maxRam } : {})
+    }
   })

@@ -7,11 +7,20 @@ const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$/i
 /** The VM name grammar, checked at create: also refuses Windows device names so a data root can move between systems. */
 export const validateVmName = (name: string): InvalidSpec | undefined => {
   if (!VM_NAME.test(name)) {
-    return new InvalidSpec({ message: `invalid VM name "${name}": use letters, digits, '.', '_' or '-', starting with a letter or digit`, subject: name })
+    return new InvalidSpec({
+      message: `invalid VM name "${name}": use letters, digits, '.', '_' or '-', starting with a letter or digit`,
+      subject: name
+    })
   }
-  if (WINDOWS_DEVICE.test(name)) return new InvalidSpec({ message: `invalid VM name "${name}": reserved device name`, subject: name })
-  if (isReservedDir(name)) return new InvalidSpec({ message: `invalid VM name "${name}": reserved for the data root's own folders`, subject: name })
-  if (name.length > VM_NAME_MAX) return new InvalidSpec({ message: `invalid VM name "${name}": at most ${VM_NAME_MAX} characters`, subject: name })
+  if (WINDOWS_DEVICE.test(name))
+    return new InvalidSpec({ message: `invalid VM name "${name}": reserved device name`, subject: name })
+  if (isReservedDir(name))
+    return new InvalidSpec({
+      message: `invalid VM name "${name}": reserved for the data root's own folders`,
+      subject: name
+    })
+  if (name.length > VM_NAME_MAX)
+    return new InvalidSpec({ message: `invalid VM name "${name}": at most ${VM_NAME_MAX} characters`, subject: name })
   return undefined
 }
 

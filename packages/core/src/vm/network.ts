@@ -13,7 +13,9 @@ export const isBindable = (port: number): Promise<boolean> =>
   })
 
 /** Every host port a VM claims: its ssh port (broken VMs keep theirs) and its forwards. */
-export const claimedPorts = (records: ReadonlyArray<VmRecord>): Map<number, { vm: string; what: "ssh port" | "forward" }> => {
+export const claimedPorts = (
+  records: ReadonlyArray<VmRecord>
+): Map<number, { vm: string; what: "ssh port" | "forward" }> => {
   const claimed = new Map<number, { vm: string; what: "ssh port" | "forward" }>()
   for (const record of records) {
     if (record.kind === "broken") {

@@ -58,7 +58,10 @@ const providerOf =
  * (base images and the acceleration query to the default). A provider name no layer serves is
  * the default's too; `create` refuses such names before a vm.toml carries one.
  */
-export const routeHypervisor = (defaultProvider: HypervisorService, others: Readonly<Record<string, HypervisorService>>): HypervisorService => {
+export const routeHypervisor = (
+  defaultProvider: HypervisorService,
+  others: Readonly<Record<string, HypervisorService>>
+): HypervisorService => {
   const of = providerOf(defaultProvider, others)
   const ofDisk = (disk: DiskRef): HypervisorService => (isBaseImage(disk) ? defaultProvider : of(disk.vm))
   return Hypervisor.of({
@@ -82,7 +85,10 @@ export const routeHypervisor = (defaultProvider: HypervisorService, others: Read
 }
 
 /** One GuestSignals over several providers: each VM's readiness signals come from the provider its vm.toml names. */
-export const routeGuestSignals = (defaultProvider: GuestSignalsService, others: Readonly<Record<string, GuestSignalsService>>): GuestSignalsService => {
+export const routeGuestSignals = (
+  defaultProvider: GuestSignalsService,
+  others: Readonly<Record<string, GuestSignalsService>>
+): GuestSignalsService => {
   const of = providerOf(defaultProvider, others)
   return GuestSignals.of({ awaitSshd: (vm, timeoutMs) => of(vm).awaitSshd(vm, timeoutMs) })
 }
@@ -91,14 +97,20 @@ export const routeGuestSignals = (defaultProvider: GuestSignalsService, others: 
 type ProviderPorts = Hypervisor | GuestSignals
 
 /** The routing Hypervisor and GuestSignals as one layer: the default provider's ports and the others', by provider name. */
-export const routedProviderLayer = <E, R>(defaultLayer: Layer.Layer<ProviderPorts, E, R>, others: Readonly<Record<string, Layer.Layer<ProviderPorts, E, R>>>) =>
+export const routedProviderLayer = <E, R>(
+  defaultLayer: Layer.Layer<ProviderPorts, E, R>,
+  others: Readonly<Record<string, Layer.Layer<ProviderPorts, E, R>>>
+) =>
   Layer.effectContext(
     Effect.gen(function* () {
-      const portsOf = (layer: Layer.Layer<ProviderPorts, E, R>) => Effect.provide(Effect.all([Hypervisor, GuestSignals]), layer)
+      const portsOf = (layer: Layer.Layer<ProviderPorts, E, R>) =>
+        Effect.provide(Effect.all([Hypervisor, GuestSignals]), layer)
       const [baseHypervisor, baseSignals] = yield* portsOf(defaultLayer)
       const hypervisors: Record<string, HypervisorService> = {}
       const signals: Record<string, GuestSignalsService> = {}
       for (const [name, layer] of Object.entries(others)) [hypervisors[name], signals[name]] = yield* portsOf(layer)
-      return Context.make(Hypervisor, routeHypervisor(baseHypervisor, hypervisors)).pipe(Context.add(GuestSignals, routeGuestSignals(baseSignals, signals)))
+      return Context.make(Hypervisor, routeHypervisor(baseHypervisor, hypervisors)).pipe(
+        Context.add(GuestSignals, routeGuestSignals(baseSignals, signals))
+      )
     })
   )

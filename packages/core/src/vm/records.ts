@@ -34,11 +34,23 @@ export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsErro
     return yield* new Broken({ message: `VM "${name}" is broken: ${reason}`, subject: name, hint: fixOrDelete(name) })
   })
 
-export const isRunning = (record: VmRecord) => Effect.map(Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))), (s) => s.running)
+export const isRunning = (record: VmRecord) =>
+  Effect.map(
+    Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))),
+    (s) => s.running
+  )
 
 export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning, Hypervisor> =>
   Effect.flatMap(isRunning(record), (running) =>
-    running ? Effect.void : Effect.fail(new NotRunning({ message: `VM "${record.name}" is not running`, subject: record.name, hint: startIt(record.name) }))
+    running
+      ? Effect.void
+      : Effect.fail(
+          new NotRunning({
+            message: `VM "${record.name}" is not running`,
+            subject: record.name,
+            hint: startIt(record.name)
+          })
+        )
   )
 
 export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => ({

@@ -96,7 +96,9 @@ const make = Effect.gen(function* () {
       const next: VmDisk = { vm: top.vm, file: newLayerFile() }
       yield* fs.makeDirectory(layersDir(record.dir))
       yield* hypervisor.snapshotOverlay(source, tag, next, top)
-      yield* Effect.onError(fs.writeFileAtomic(topPointerPath(record.dir), `${next.file}\n`), () => Effect.ignore(fs.remove(join(record.dir, next.file))))
+      yield* Effect.onError(fs.writeFileAtomic(topPointerPath(record.dir), `${next.file}\n`), () =>
+        Effect.ignore(fs.remove(join(record.dir, next.file)))
+      )
     })
 
   const change = <E>(vm: string, apply: (record: OkRecord) => Effect.Effect<void, E, Hypervisor>) =>
@@ -112,14 +114,19 @@ const make = Effect.gen(function* () {
       change(vm, (record) =>
         Effect.gen(function* () {
           // The hypervisor would keep a second snapshot of the same name beside the first.
-          if ((yield* hypervisor.listSnapshots(vmDisk(record))).some((snapshot) => snapshot.tag === tag)) yield* hypervisor.deleteSnapshot(vmDisk(record), tag)
+          if ((yield* hypervisor.listSnapshots(vmDisk(record))).some((snapshot) => snapshot.tag === tag))
+            yield* hypervisor.deleteSnapshot(vmDisk(record), tag)
           yield* hypervisor.saveSnapshot(vmDisk(record), tag)
         })
       ),
     restore: (vm, tag) =>
       change(vm, (record) =>
         Effect.gen(function* () {
-          if (yield* isRunning(record)) return yield* new AlreadyRunning({ message: `VM "${vm}" is running; stop it before restoring a snapshot`, subject: vm })
+          if (yield* isRunning(record))
+            return yield* new AlreadyRunning({
+              message: `VM "${vm}" is running; stop it before restoring a snapshot`,
+              subject: vm
+            })
           const { layers, at } = yield* findTag(record, tag)
           const source = layers[at]!.disk
           yield* at === 0 ? hypervisor.restoreSnapshot(source, tag) : restoreBelow(record, source, tag)

@@ -12,7 +12,13 @@ import type { FsError } from "../platform/fs.js"
 
 export type VmRecord =
   | { readonly kind: "ok"; readonly name: string; readonly dir: string; readonly config: VmConfig }
-  | { readonly kind: "broken"; readonly name: string; readonly dir: string; readonly reason: string; readonly sshport?: number }
+  | {
+      readonly kind: "broken"
+      readonly name: string
+      readonly dir: string
+      readonly reason: string
+      readonly sshport?: number
+    }
 
 /** The VMs of a data root, read fresh from disk on every call: vm.toml is authoritative. */
 export class VmStore extends Context.Tag("stoat/VmStore")<
@@ -111,7 +117,11 @@ const folderLister = (path: string): (() => ReadonlyArray<string>) => {
 
 export const notFoundVm = (name: string, known: ReadonlyArray<string>): NotFound => {
   const hint = closest(name, known)
-  return new NotFound({ message: `no VM "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}`, subject: name, hint: adviseLookup("vm.list") })
+  return new NotFound({
+    message: `no VM "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+    subject: name,
+    hint: adviseLookup("vm.list")
+  })
 }
 
 export const VmStoreLive = Layer.effect(
@@ -143,10 +153,16 @@ export const VmStoreLive = Layer.effect(
       Effect.gen(function* () {
         const record = isReservedDir(name)
           ? undefined
-          : yield* Effect.try({ try: () => readVmRecord(name, root.vmDir(name), warn), catch: internalError(`cannot read VM ${name}`) })
+          : yield* Effect.try({
+              try: () => readVmRecord(name, root.vmDir(name), warn),
+              catch: internalError(`cannot read VM ${name}`)
+            })
         if (record) return record
         const all = yield* list
-        return yield* notFoundVm(name, all.map((vm) => vm.name))
+        return yield* notFoundVm(
+          name,
+          all.map((vm) => vm.name)
+        )
       })
     return {
       list,
@@ -158,7 +174,8 @@ export const VmStoreLive = Layer.effect(
             () => false
           )
         ),
-      write: (name: string, config: VmConfig) => fs.writeFileAtomic(join(root.vmDir(name), "vm.toml"), renderVmToml(config)),
+      write: (name: string, config: VmConfig) =>
+        fs.writeFileAtomic(join(root.vmDir(name), "vm.toml"), renderVmToml(config)),
       remove: (name: string) => Effect.zipRight(fs.remove(root.vmDir(name)), fs.remove(root.sharedDir(name)))
     }
   })

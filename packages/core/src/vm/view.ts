@@ -21,7 +21,12 @@ const crashedReason = (name: string, words: HintWords): string =>
  * The wire view of a broken VM: everything unknown except its name, reason and reserved port. One
  * whose QEMU still runs says so, since only `down` reaches it (rm refuses a running VM).
  */
-const brokenVm = (record: Extract<VmRecord, { kind: "broken" }>, root: DataRootPaths, running: boolean, words: HintWords): Vm => ({
+const brokenVm = (
+  record: Extract<VmRecord, { kind: "broken" }>,
+  root: DataRootPaths,
+  running: boolean,
+  words: HintWords
+): Vm => ({
   name: record.name,
   os: "",
   mode: "",
@@ -57,11 +62,28 @@ export const unknownGuestReason = (os: string): string => `vm.toml: os: unknown 
  * Host-only secrets and paths (console password, iso, base, VNC socket) never appear; advice is
  * in the frontend's `words`.
  */
-export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string, Guest>, root: DataRootPaths, words: HintWords): Vm => {
+export const toVm = (
+  record: VmRecord,
+  live: VmLive,
+  guests: ReadonlyMap<string, Guest>,
+  root: DataRootPaths,
+  words: HintWords
+): Vm => {
   if (record.kind === "broken") return brokenVm(record, root, live.running, words)
   const config = record.config
   if (config.os !== "" && !guests.has(config.os)) {
-    return brokenVm({ kind: "broken", name: record.name, dir: record.dir, reason: unknownGuestReason(config.os), sshport: config.sshport }, root, live.running, words)
+    return brokenVm(
+      {
+        kind: "broken",
+        name: record.name,
+        dir: record.dir,
+        reason: unknownGuestReason(config.os),
+        sshport: config.sshport
+      },
+      root,
+      live.running,
+      words
+    )
   }
   const access = effectiveAccess(config)
   const wantsWindow = config.display === "window" || config.display === "auto" || config.display === ""
@@ -80,7 +102,7 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
     ssh_user: sshUserOf(config),
     installed: config.installed,
     forwards: config.forwards.map((forward) => ({ host_port: forward.hostport, guest_port: forward.guestport })),
-    allow_exec: config.agent_access !== undefined ? access === "exec" : config.allow_exec ?? true,
+    allow_exec: config.agent_access !== undefined ? access === "exec" : (config.allow_exec ?? true),
     agent_access: access,
     display: wantsWindow && live.graphical ? "window" : "vnc",
     ...(!live.running && live.crashed === true ? { error: crashedReason(record.name, words) } : {}),
@@ -88,7 +110,9 @@ export const toVm = (record: VmRecord, live: VmLive, guests: ReadonlyMap<string,
     key: config.key,
     project_missing: false,
     // Only VMs of another provider name it, so a QEMU VM's record stays as it was.
-    ...(config.provider !== "" && config.provider !== "qemu" ? { provider: config.provider, ...(config.host !== undefined && config.host !== "" ? { host: config.host } : {}) } : {}),
+    ...(config.provider !== "" && config.provider !== "qemu"
+      ? { provider: config.provider, ...(config.host !== undefined && config.host !== "" ? { host: config.host } : {}) }
+      : {}),
     shared_dir: root.sharedDir(record.name),
     shared_mount: SHARED_MOUNT
   }
@@ -130,7 +154,10 @@ export const recipeDetails = (record: VmRecord, setSecrets: SetSecrets = {}): Re
           version: applied?.version ?? "",
           at: applied?.at ?? "",
           health: applied?.health ?? "unknown",
-          params: { ...(record.config.params[name] ?? {}), ...Object.fromEntries((setSecrets[name] ?? []).map((secret) => [secret, "<set>"])) },
+          params: {
+            ...(record.config.params[name] ?? {}),
+            ...Object.fromEntries((setSecrets[name] ?? []).map((secret) => [secret, "<set>"]))
+          },
           outputs: { ...(applied?.outputs ?? {}) }
         }
       })

@@ -56,7 +56,8 @@ const runningVm = async (h: Harness, name = "src") => {
 }
 
 const checkpointFolder = (h: Harness, vm: string, name: string) => join(h.vmDir(vm), "checkpoints", name)
-const checkpointEntries = (h: Harness, vm: string) => (existsSync(join(h.vmDir(vm), "checkpoints")) ? readdirSync(join(h.vmDir(vm), "checkpoints")).sort() : [])
+const checkpointEntries = (h: Harness, vm: string) =>
+  existsSync(join(h.vmDir(vm), "checkpoints")) ? readdirSync(join(h.vmDir(vm), "checkpoints")).sort() : []
 
 describe("checkpoint", () => {
   it("runs its guest scripts as root through the guest's escalate; a guest with none is capability_unavailable, never a guessed sudo", async () => {
@@ -66,7 +67,11 @@ describe("checkpoint", () => {
     const vmToml = join(h.vmDir("src"), "vm.toml")
     writeFileSync(vmToml, readFileSync(vmToml, "utf8").replace(/^sshuser = .*$/m, 'sshuser = "guest"'))
     await h.ok(startVm, { vm: "src" })
-    expect(await h.fail(takeCheckpoint, { vm: "src", name: "ready" })).toMatchObject({ code: "capability_unavailable", reason: "escalate", subject: "src" })
+    expect(await h.fail(takeCheckpoint, { vm: "src", name: "ready" })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "escalate",
+      subject: "src"
+    })
     expect(calls).toEqual([])
     expect(h.guest.execs.filter((exec) => exec.argv[0] === "sudo")).toEqual([])
   })
@@ -76,14 +81,27 @@ describe("checkpoint", () => {
     const calls = scriptGuest(h)
     await runningVm(h)
     const result = await h.ok(takeCheckpoint, { vm: "src", name: "ready" })
-    expect(result.checkpoint).toMatchObject({ vm: "src", name: "ready", ram_mb: 256, cpus: 1, paused_ms: 120, dependents: [], usable: true })
+    expect(result.checkpoint).toMatchObject({
+      vm: "src",
+      name: "ready",
+      ram_mb: 256,
+      cpus: 1,
+      paused_ms: 120,
+      dependents: [],
+      usable: true
+    })
     expect(result.remounted).toEqual(["/mnt/work"])
     expect(h.isRunning("src")).toBe(true)
     const top = readFileSync(join(h.vmDir("src"), "disk.top"), "utf8").trim()
     expect(top).toMatch(/^layers\/.+\.qcow2$/)
     expect(h.hypervisor.disks.get(join(h.vmDir("src"), top))?.backing).toBe(h.diskOf("src"))
     const saved = JSON.parse(readFileSync(join(checkpointFolder(h, "src", "ready"), "checkpoint.json"), "utf8"))
-    expect(saved).toMatchObject({ vm: "src", name: "ready", layer: h.diskOf("src"), mounts: [{ tag: "work", dir: "/mnt/work" }] })
+    expect(saved).toMatchObject({
+      vm: "src",
+      name: "ready",
+      layer: h.diskOf("src"),
+      mounts: [{ tag: "work", dir: "/mnt/work" }]
+    })
     expect(calls.map((call) => call.script)).toEqual(["stoat-unmount-shares", "stoat-mount-shares"])
     expect(calls[1]?.args).toEqual(["work", "/mnt/work", "rw,relatime,trans=virtio"])
     expect(checkpointEntries(h, "src")).toEqual(["ready"])
@@ -98,7 +116,9 @@ describe("checkpoint", () => {
     await h.ok(takeCheckpoint, { vm: "src", name: "two" })
     const second = JSON.parse(readFileSync(join(checkpointFolder(h, "src", "two"), "checkpoint.json"), "utf8"))
     expect(second.layer).toBe(firstTop)
-    expect((await h.ok(listCheckpoints, { vm: "src" })).checkpoints.map((checkpoint) => [checkpoint.name, checkpoint.usable])).toEqual([
+    expect(
+      (await h.ok(listCheckpoints, { vm: "src" })).checkpoints.map((checkpoint) => [checkpoint.name, checkpoint.usable])
+    ).toEqual([
       ["one", true],
       ["two", true]
     ])
@@ -108,10 +128,25 @@ describe("checkpoint", () => {
     const h = harness()
     scriptGuest(h)
     await h.ok(createVm, { name: "src", image: "tiny" })
-    expect(await h.fail(takeCheckpoint, { vm: "src", name: "x" })).toMatchObject({ code: "not_running", subject: "src" })
+    expect(await h.fail(takeCheckpoint, { vm: "src", name: "x" })).toMatchObject({
+      code: "not_running",
+      subject: "src"
+    })
     expect((await h.fail(takeCheckpoint, { vm: "ghost", name: "x" })).code).toBe("not_found")
     await h.ok(startVm, { vm: "src" })
-    for (const name of ["-x", "--help", "a/b", "..", ".hidden", "$(reboot)", "a b", "x\u0000y", "'q'", "x".repeat(65), ""]) {
+    for (const name of [
+      "-x",
+      "--help",
+      "a/b",
+      "..",
+      ".hidden",
+      "$(reboot)",
+      "a b",
+      "x\u0000y",
+      "'q'",
+      "x".repeat(65),
+      ""
+    ]) {
       expect((await h.fail(takeCheckpoint, { vm: "src", name })).code, name).toBe("usage")
     }
     await h.ok(takeCheckpoint, { vm: "src", name: "x" })
@@ -136,7 +171,10 @@ describe("checkpoint", () => {
     const calls = scriptGuest(h)
     await runningVm(h)
     h.hypervisor.migrationBlocker = "a device cannot be migrated"
-    expect(await h.fail(takeCheckpoint, { vm: "src", name: "x" })).toMatchObject({ code: "capability_unavailable", reason: "migration_blocked" })
+    expect(await h.fail(takeCheckpoint, { vm: "src", name: "x" })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "migration_blocked"
+    })
     expect(checkpointEntries(h, "src")).toEqual([])
     expect(calls.map((call) => call.script)).toEqual(["stoat-unmount-shares", "stoat-mount-shares"])
     expect((await h.ok(listCheckpoints, { vm: "src" })).checkpoints).toEqual([])
@@ -146,7 +184,10 @@ describe("checkpoint", () => {
     const h = harness()
     scriptGuest(h)
     await runningVm(h)
-    const outcomes = await Promise.all([h.exit(takeCheckpoint, { vm: "src", name: "same" }), h.exit(takeCheckpoint, { vm: "src", name: "same" })])
+    const outcomes = await Promise.all([
+      h.exit(takeCheckpoint, { vm: "src", name: "same" }),
+      h.exit(takeCheckpoint, { vm: "src", name: "same" })
+    ])
     expect(outcomes.filter((exit) => exit._tag === "Success")).toHaveLength(1)
     expect(checkpointEntries(h, "src")).toEqual(["same"])
   })
@@ -171,7 +212,11 @@ describe("fork", () => {
     expect(vm.ssh_port).not.toBe((await h.ok(getVm, { vm: "src" })).ssh_port)
     expect(h.hypervisor.resumedFrom.get(h.vmDir("try"))).toBe(checkpointFolder(h, "src", "ready"))
     expect(h.hypervisor.disks.get(h.diskOf("try"))?.backing).toBe(h.diskOf("src"))
-    expect(h.hypervisor.running.get(h.vmDir("try"))?.plan).toMatchObject({ sshPort: vm.ssh_port, workShare: h.sharedDir("try"), disk: "disk.qcow2" })
+    expect(h.hypervisor.running.get(h.vmDir("try"))?.plan).toMatchObject({
+      sshPort: vm.ssh_port,
+      workShare: h.sharedDir("try"),
+      disk: "disk.qcow2"
+    })
     const identity = calls.find((call) => call.script === "stoat-fork-identity")
     expect(identity).toMatchObject({ vm: "try" })
     expect(identity?.args[0]).toBe("try")
@@ -198,9 +243,14 @@ describe("fork", () => {
 
   it("count outside 1..16 and bad names are refused before anything is made", async () => {
     const { h } = await prepared()
-    for (const count of [0, 17, -1, 1.5]) expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count })).code).toBe("usage")
-    for (const name of ["-rf", "a/b", "nul", "$(x)"]) expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name })).code).toBe("invalid_spec")
-    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "nope", name: "w" })).toMatchObject({ code: "not_found", subject: "nope" })
+    for (const count of [0, 17, -1, 1.5])
+      expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count })).code).toBe("usage")
+    for (const name of ["-rf", "a/b", "nul", "$(x)"])
+      expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name })).code).toBe("invalid_spec")
+    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "nope", name: "w" })).toMatchObject({
+      code: "not_found",
+      subject: "nope"
+    })
     expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "nope", name: "w" })).message).toContain("ready")
     expect(h.vmFolders()).toEqual(["src"])
   })
@@ -208,9 +258,14 @@ describe("fork", () => {
   it("a taken name or max_vms refuses the whole call; nothing is made", async () => {
     const { h } = await prepared()
     await h.ok(createVm, { name: "w-2", image: "tiny" })
-    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 3 })).toMatchObject({ code: "name_taken", subject: "w-2" })
+    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 3 })).toMatchObject({
+      code: "name_taken",
+      subject: "w-2"
+    })
     h.writeConfig("[limits]\nmax_vms = 4\n")
-    expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "z", count: 3 })).code).toBe("limit_reached")
+    expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "z", count: 3 })).code).toBe(
+      "limit_reached"
+    )
     expect(h.vmFolders()).toEqual(["src", "w-2"])
   })
 
@@ -221,7 +276,10 @@ describe("fork", () => {
     expect(short).toMatchObject({ code: "limit_reached", needed_mb: 768, available_mb: 700 })
     h.memAvailableMb = 16_384
     h.writeConfig("[limits]\nmax_ram_mb = 512\n")
-    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 2 })).toMatchObject({ code: "limit_reached", available_mb: 256 })
+    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 2 })).toMatchObject({
+      code: "limit_reached",
+      available_mb: 256
+    })
     expect(h.vmFolders()).toEqual(["src"])
     await h.ok(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "one" })
   })
@@ -229,7 +287,9 @@ describe("fork", () => {
   it("a fork whose QEMU fails to start takes its siblings with it: no folder, no process", async () => {
     const { h } = await prepared()
     h.hypervisor.resumeError = "QEMU failed to start: could not set up host forwarding rule"
-    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 3 })).toMatchObject({ code: "qemu_start_failed" })
+    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 3 })).toMatchObject({
+      code: "qemu_start_failed"
+    })
     expect(h.vmFolders()).toEqual(["src"])
     expect(existsSync(join(h.root, "shared", "w-1"))).toBe(false)
     expect([...h.hypervisor.running.keys()]).toEqual([h.vmDir("src")])
@@ -240,7 +300,9 @@ describe("fork", () => {
     // The first port a fork gets is the next free one; hold every likely one down.
     for (let port = 2200; port < 2400; port++) h.guest.unreachablePorts.add(port)
     h.guest.unreachablePorts.delete((await h.ok(getVm, { vm: "src" })).ssh_port)
-    expect(await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", timeout_seconds: 1 })).toMatchObject({ code: "timeout", subject: "w" })
+    expect(
+      await h.fail(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", timeout_seconds: 1 })
+    ).toMatchObject({ code: "timeout", subject: "w" })
     expect(h.vmFolders()).toEqual(["src"])
     expect([...h.hypervisor.running.keys()]).toEqual([h.vmDir("src")])
   })
@@ -249,7 +311,10 @@ describe("fork", () => {
     const { h } = await prepared()
     h.hypervisor.resumeGate = new Promise(() => undefined)
     const fiber = Effect.runFork(
-      Effect.provide(runOperation(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 2 }, { requestId: "t" }), h.layer()) as Effect.Effect<unknown, unknown, never>
+      Effect.provide(
+        runOperation(forkCheckpoint, { vm: "src", checkpoint: "ready", name: "w", count: 2 }, { requestId: "t" }),
+        h.layer()
+      ) as Effect.Effect<unknown, unknown, never>
     )
     for (let i = 0; i < 200 && h.vmFolders().length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(h.vmFolders()).toEqual(["src", "w-1", "w-2"])
@@ -269,7 +334,9 @@ describe("fork", () => {
     expect(error.message).toContain(layer)
     await h.ok(takeCheckpoint, { vm: "src", name: "later" })
     writeFileSync(join(checkpointFolder(h, "src", "later"), "state"), "truncated")
-    expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "later", name: "w" })).message).toContain("saved state")
+    expect((await h.fail(forkCheckpoint, { vm: "src", checkpoint: "later", name: "w" })).message).toContain(
+      "saved state"
+    )
     expect(h.vmFolders()).toEqual(["src"])
   })
 
@@ -291,8 +358,10 @@ describe("fork", () => {
 })
 
 describe("snapshots across checkpoints", () => {
-  const tags = async (h: Harness, vm = "src") => (await h.ok(listSnapshots, { vm })).snapshots.map((snapshot) => snapshot.tag)
-  const topOf = (h: Harness, vm = "src") => join(h.vmDir(vm), readFileSync(join(h.vmDir(vm), "disk.top"), "utf8").trim())
+  const tags = async (h: Harness, vm = "src") =>
+    (await h.ok(listSnapshots, { vm })).snapshots.map((snapshot) => snapshot.tag)
+  const topOf = (h: Harness, vm = "src") =>
+    join(h.vmDir(vm), readFileSync(join(h.vmDir(vm), "disk.top"), "utf8").trim())
 
   it("a snapshot taken before a checkpoint stays listed; new ones go into the top and hide a frozen one of the same tag", async () => {
     const h = harness()
@@ -322,7 +391,10 @@ describe("snapshots across checkpoints", () => {
     expect(topOf(h)).not.toBe(oldTop)
     expect(h.hypervisor.disks.get(topOf(h))?.backing).toBe(oldTop)
     expect(h.hypervisor.disks.get(h.diskOf("try"))?.backing).toBe(h.diskOf("src"))
-    expect((await h.ok(listCheckpoints, { vm: "src" })).checkpoints[0]).toMatchObject({ usable: true, dependents: ["try"] })
+    expect((await h.ok(listCheckpoints, { vm: "src" })).checkpoints[0]).toMatchObject({
+      usable: true,
+      dependents: ["try"]
+    })
     expect(await h.fail(deleteSnapshot, { vm: "src", tag: "before-ck" })).toMatchObject({ code: "in_use" })
     expect(await tags(h)).toEqual(["before-ck", "after-ck"])
   })
@@ -402,7 +474,9 @@ describe("prune and capabilities", () => {
     await h.ok(prune, { apply: true })
     expect(checkpointEntries(h, "src")).toEqual([".tmp-now-2", "good"])
     expect(existsSync(strayLayer)).toBe(false)
-    expect((await h.ok(listCheckpoints, { vm: "src" })).checkpoints.map((checkpoint) => checkpoint.usable)).toEqual([true])
+    expect((await h.ok(listCheckpoints, { vm: "src" })).checkpoints.map((checkpoint) => checkpoint.usable)).toEqual([
+      true
+    ])
   })
 
   it("capabilities report checkpoints and forks as available with their limits", async () => {

@@ -10,7 +10,13 @@ const SECTOR = 2048
 
 /** An independent little reader: descriptors, root directory, files; enough to check layout rules. */
 const readIso = (image: Buffer) => {
-  const descriptors: Array<{ type: number; volumeId: string; root: { extent: number; size: number }; totalSectors: number; joliet: boolean }> = []
+  const descriptors: Array<{
+    type: number
+    volumeId: string
+    root: { extent: number; size: number }
+    totalSectors: number
+    joliet: boolean
+  }> = []
   for (let sector = 16; ; sector++) {
     const vd = image.subarray(sector * SECTOR, (sector + 1) * SECTOR)
     expect(vd.subarray(1, 6).toString("latin1")).toBe("CD001")
@@ -18,7 +24,13 @@ const readIso = (image: Buffer) => {
     const joliet = vd[0] === 2 && vd.subarray(88, 91).toString("latin1") === "%/E"
     const rawId = vd.subarray(40, 72)
     const volumeId = joliet ? rawId.swap16().toString("utf16le").trimEnd() : rawId.toString("latin1").trimEnd()
-    descriptors.push({ type: vd[0]!, volumeId, root: { extent: vd.readUInt32LE(156 + 2), size: vd.readUInt32LE(156 + 10) }, totalSectors: vd.readUInt32LE(80), joliet })
+    descriptors.push({
+      type: vd[0]!,
+      volumeId,
+      root: { extent: vd.readUInt32LE(156 + 2), size: vd.readUInt32LE(156 + 10) },
+      totalSectors: vd.readUInt32LE(80),
+      joliet
+    })
     // Both-endian fields must agree.
     expect(vd.readUInt32BE(84)).toBe(vd.readUInt32LE(80))
   }
@@ -39,8 +51,19 @@ const readIso = (image: Buffer) => {
       const size = image.readUInt32LE(at + 10)
       const idLength = image[at + 32]!
       const id = Buffer.from(image.subarray(at + 33, at + 33 + idLength))
-      const name = idLength === 1 && id[0]! <= 1 ? (id[0] === 0 ? "." : "..") : joliet ? id.swap16().toString("utf16le") : id.toString("latin1")
-      out.push({ name, data: image.subarray(extent * SECTOR, extent * SECTOR + size), dir: (image[at + 25]! & 2) !== 0 })
+      const name =
+        idLength === 1 && id[0]! <= 1
+          ? id[0] === 0
+            ? "."
+            : ".."
+          : joliet
+            ? id.swap16().toString("utf16le")
+            : id.toString("latin1")
+      out.push({
+        name,
+        data: image.subarray(extent * SECTOR, extent * SECTOR + size),
+        dir: (image[at + 25]! & 2) !== 0
+      })
       offset += length
     }
     return out
@@ -50,7 +73,7 @@ const readIso = (image: Buffer) => {
 
 const seedFiles: IsoFile[] = [
   { name: "user-data", data: "#cloud-config\nssh_pwauth: false\n" },
-  { name: "meta-data", data: "instance-id: \"stoat-web\"\nlocal-hostname: \"web\"\n" },
+  { name: "meta-data", data: 'instance-id: "stoat-web"\nlocal-hostname: "web"\n' },
   { name: "network-config", data: "" }
 ]
 
@@ -75,12 +98,19 @@ describe("ISO 9660 + Joliet writer", () => {
 
   it("is byte-for-byte reproducible for a fixed date", () => {
     const date = new Date("2026-05-06T07:08:09Z")
-    expect(Buffer.from(buildIso(seedFiles, { volumeId: "CIDATA", date })).equals(Buffer.from(buildIso(seedFiles, { volumeId: "CIDATA", date })))).toBe(true)
+    expect(
+      Buffer.from(buildIso(seedFiles, { volumeId: "CIDATA", date })).equals(
+        Buffer.from(buildIso(seedFiles, { volumeId: "CIDATA", date }))
+      )
+    ).toBe(true)
   })
 
   it("round-trips any set of files (property), including multi-sector files and directories", () => {
     const name = fc.stringMatching(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,40}$/).filter((n) => n !== "." && n !== "..")
-    const files = fc.uniqueArray(fc.record({ name, data: fc.uint8Array({ maxLength: 5000 }) }), { selector: (f) => f.name, maxLength: 60 })
+    const files = fc.uniqueArray(fc.record({ name, data: fc.uint8Array({ maxLength: 5000 }) }), {
+      selector: (f) => f.name,
+      maxLength: 60
+    })
     fc.assert(
       fc.property(files, (input) => {
         const image = Buffer.from(buildIso(input, { volumeId: "CIDATA" }))
@@ -89,7 +119,9 @@ describe("ISO 9660 + Joliet writer", () => {
         expect(new Map(joliet.map((f) => [f.name, Buffer.from(f.data).toString("hex")]))).toEqual(
           new Map(input.map((f) => [f.name, Buffer.from(f.data).toString("hex")]))
         )
-        const primaryNames = list(descriptors[0]!.root, false).filter((f) => !f.dir).map((f) => f.name)
+        const primaryNames = list(descriptors[0]!.root, false)
+          .filter((f) => !f.dir)
+          .map((f) => f.name)
         expect(new Set(primaryNames).size).toBe(input.length)
         for (const n of primaryNames) expect(n).toMatch(/^[A-Z0-9_]{1,8}\.[A-Z0-9_]{0,3};1$/)
       }),
@@ -100,7 +132,15 @@ describe("ISO 9660 + Joliet writer", () => {
   it("refuses bad names and volume ids", () => {
     expect(() => buildIso([{ name: "a/b", data: "" }], { volumeId: "CIDATA" })).toThrow()
     expect(() => buildIso([{ name: "x;1", data: "" }], { volumeId: "CIDATA" })).toThrow()
-    expect(() => buildIso([{ name: "a", data: "" }, { name: "a", data: "" }], { volumeId: "CIDATA" })).toThrow()
+    expect(() =>
+      buildIso(
+        [
+          { name: "a", data: "" },
+          { name: "a", data: "" }
+        ],
+        { volumeId: "CIDATA" }
+      )
+    ).toThrow()
     expect(() => buildIso([], { volumeId: "cidata" })).toThrow()
   })
 })
@@ -131,7 +171,8 @@ describe.skipIf(!hasIsoinfo)("ISO read back with isoinfo (genisoimage)", () => {
 
   it("lists the lowercase names under -J and extracts their contents", async () => {
     const listing = isoinfo("-J", "-l")
-    for (const name of ["user-data", "meta-data", "network-config"]) expect(listing).toMatch(new RegExp(`\\s${name}\\s*$`, "m"))
+    for (const name of ["user-data", "meta-data", "network-config"])
+      expect(listing).toMatch(new RegExp(`\\s${name}\\s*$`, "m"))
     expect(isoinfo("-J", "-x", "/user-data")).toBe(seedFiles[0]!.data)
     expect(isoinfo("-J", "-x", "/meta-data")).toBe(seedFiles[1]!.data)
     expect(isoinfo("-x", "/USER_DAT.;1")).toBe(seedFiles[0]!.data)

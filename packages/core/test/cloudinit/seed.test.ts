@@ -5,7 +5,13 @@ import { join } from "node:path"
 import fc from "fast-check"
 import { Cause, Effect, Exit, Option, Redacted } from "effect"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { renderMetaData, renderUserData, resolveConsolePassword, writeSeedIso, yamlString } from "../../src/cloudinit/seed.js"
+import {
+  renderMetaData,
+  renderUserData,
+  resolveConsolePassword,
+  writeSeedIso,
+  yamlString
+} from "../../src/cloudinit/seed.js"
 import { guestHostname } from "../../src/vm/names.js"
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGl0IGlzIG5vdCBhIHJlYWwga2V5IGF0IGFsbA stoat"
@@ -19,7 +25,9 @@ const jolietFile = (image: Buffer, name: string): string | undefined => {
   for (let at = extent * 2048; at < extent * 2048 + size && image[at]! > 0; at += image[at]!) {
     const id = Buffer.from(image.subarray(at + 33, at + 33 + image[at + 32]!))
     if (id.length > 1 && id.swap16().toString("utf16le") === name) {
-      return image.subarray(image.readUInt32LE(at + 2) * 2048, image.readUInt32LE(at + 2) * 2048 + image.readUInt32LE(at + 10)).toString()
+      return image
+        .subarray(image.readUInt32LE(at + 2) * 2048, image.readUInt32LE(at + 2) * 2048 + image.readUInt32LE(at + 10))
+        .toString()
     }
   }
   return undefined
@@ -47,7 +55,9 @@ describe("user-data", () => {
   it("keeps the password locked when none is given, and accepts a Redacted password", () => {
     expect(renderUserData(base)).toContain("lock_passwd: true")
     expect(renderUserData(base)).not.toContain("plain_text_passwd")
-    expect(renderUserData({ ...base, shell: "/bin/ash", consolePassword: Redacted.make("s3cret") })).toContain('plain_text_passwd: "s3cret"')
+    expect(renderUserData({ ...base, shell: "/bin/ash", consolePassword: Redacted.make("s3cret") })).toContain(
+      'plain_text_passwd: "s3cret"'
+    )
   })
 
   it("switches to a cloud-config-archive only when there are extra documents", () => {
@@ -84,10 +94,14 @@ describe.skipIf(!hasPyYaml)("user-data read by PyYAML", () => {
   // One python start for all documents: interpreter start-up dominates.
   const loadAll = (texts: ReadonlyArray<string>): unknown[] =>
     JSON.parse(
-      execFileSync("python3", ["-c", "import sys, json, yaml; print(json.dumps([yaml.safe_load(t) for t in json.load(sys.stdin)]))"], {
-        input: JSON.stringify(texts),
-        encoding: "utf8"
-      })
+      execFileSync(
+        "python3",
+        ["-c", "import sys, json, yaml; print(json.dumps([yaml.safe_load(t) for t in json.load(sys.stdin)]))"],
+        {
+          input: JSON.stringify(texts),
+          encoding: "utf8"
+        }
+      )
     )
 
   it("parses to the intended structure, whatever the password", () => {
@@ -98,11 +112,24 @@ describe.skipIf(!hasPyYaml)("user-data read by PyYAML", () => {
       renderMetaData("web_1")
     ]) as [unknown, Array<unknown>, unknown]
     expect(userData).toEqual({
-      users: [{ name: "stoat", shell: "/bin/bash", sudo: "ALL=(ALL) NOPASSWD:ALL", lock_passwd: false, plain_text_passwd: password, ssh_authorized_keys: [KEY] }],
+      users: [
+        {
+          name: "stoat",
+          shell: "/bin/bash",
+          sudo: "ALL=(ALL) NOPASSWD:ALL",
+          lock_passwd: false,
+          plain_text_passwd: password,
+          ssh_authorized_keys: [KEY]
+        }
+      ],
       ssh_pwauth: false
     })
     expect(archive).toHaveLength(2)
-    expect(archive[1]).toEqual({ type: "text/cloud-config", "Merge-Type": "list(append)+dict(no_replace,recurse_list)+str()", content: "#cloud-config\nruncmd: [[touch, /x]]\n" })
+    expect(archive[1]).toEqual({
+      type: "text/cloud-config",
+      "Merge-Type": "list(append)+dict(no_replace,recurse_list)+str()",
+      content: "#cloud-config\nruncmd: [[touch, /x]]\n"
+    })
     expect(metaData).toEqual({ "instance-id": "stoat-web_1", "local-hostname": "web-1" })
   })
 })
@@ -153,7 +180,9 @@ describe("writeSeedIso", () => {
     const path = join(dir, "ovl", "seed.iso")
     const password = resolveConsolePassword("random")
     const seedDir = join(dir, "ovl", "seed")
-    await Effect.runPromise(writeSeedIso({ path, seedDir, vmName: "web", ...base, consolePassword: password, networkConfig: "version: 2\n" }))
+    await Effect.runPromise(
+      writeSeedIso({ path, seedDir, vmName: "web", ...base, consolePassword: password, networkConfig: "version: 2\n" })
+    )
     expect((await stat(path)).mode & 0o777).toBe(0o600)
     expect((await stat(join(seedDir, "user-data"))).mode & 0o777).toBe(0o600)
     expect(await readFile(join(seedDir, "meta-data"), "utf8")).toBe('instance-id: "stoat-web"\nlocal-hostname: "web"\n')
@@ -168,14 +197,18 @@ describe("writeSeedIso", () => {
     // A regular file where the parent folder should be makes the write fail.
     const blocker = join(dir, "file")
     await Effect.runPromise(writeSeedIso({ path: blocker, vmName: "web", ...base }))
-    const failed = await Effect.runPromiseExit(writeSeedIso({ path: join(blocker, "seed.iso"), vmName: "web", ...base, consolePassword: "do-not-show-me" }))
+    const failed = await Effect.runPromiseExit(
+      writeSeedIso({ path: join(blocker, "seed.iso"), vmName: "web", ...base, consolePassword: "do-not-show-me" })
+    )
     const error = Exit.isFailure(failed) ? Option.getOrUndefined(Cause.failureOption(failed.cause)) : undefined
     expect(error?.code).toBe("internal")
     expect(error?.message).not.toContain("do-not-show-me")
   })
 
   it("fails with invalid_spec on a bad key", async () => {
-    const exit = await Effect.runPromiseExit(writeSeedIso({ path: join(dir, "s.iso"), vmName: "web", ...base, authorizedKey: "" }))
+    const exit = await Effect.runPromiseExit(
+      writeSeedIso({ path: join(dir, "s.iso"), vmName: "web", ...base, authorizedKey: "" })
+    )
     const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
     expect(error?.code).toBe("invalid_spec")
   })

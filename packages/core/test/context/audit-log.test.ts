@@ -16,7 +16,9 @@ describe("stoat.log audit lines", () => {
     rmSync(log)
     await new Promise((resolve) => setTimeout(resolve, 1_100))
     await h.ok(version, {}, { caller: "mcp" })
-    expect(readFileSync(log, "utf8")).toMatch(/^\S+ INFO op=host\.version tool=version entrypoint=mcp request=\S+ ms=\d+ outcome=ok\n$/)
+    expect(readFileSync(log, "utf8")).toMatch(
+      /^\S+ INFO op=host\.version tool=version entrypoint=mcp request=\S+ ms=\d+ outcome=ok\n$/
+    )
   })
 
   it("are not written to a root without a logs folder, and are written from the first call after one appears", async () => {

@@ -13,7 +13,9 @@ import { testLayer } from "../../src/testing/index.js"
 const runAs = <A, E>(caller: Layer.Layer<Caller>, program: Effect.Effect<A, E, any>, memAvailableMb = 16_384) => {
   const root = mkdtempSync(join(tmpdir(), "stoat-caller-"))
   onTestFinished(() => rmSync(root, { recursive: true, force: true }))
-  return Effect.runPromiseExit(Effect.provide(program, testLayer({ root, caller, memAvailableMb })) as Effect.Effect<A, E, never>)
+  return Effect.runPromiseExit(
+    Effect.provide(program, testLayer({ root, caller, memAvailableMb })) as Effect.Effect<A, E, never>
+  )
 }
 
 const failure = (exit: Exit.Exit<unknown, unknown>) => {
@@ -48,7 +50,9 @@ describe("Caller and AccessPolicy", () => {
   it("-y overrides the host-memory floor for a CLI caller only, and each is told what it can do", async () => {
     const forced = await runAs(CliCaller, startStarved(true), 100)
     expect(Exit.isSuccess(forced) && forced.value.name).toBe("web")
-    expect(failure(await runAs(CliCaller, startStarved(false), 100)).message).toMatch(/; lower ram_mb with update or pass -y$/)
+    expect(failure(await runAs(CliCaller, startStarved(false), 100)).message).toMatch(
+      /; lower ram_mb with update or pass -y$/
+    )
     for (const agent of [McpCaller, ToolkitCaller]) {
       const refused = failure(await runAs(agent, startStarved(true), 100))
       expect(refused).toMatchObject({ code: "limit_reached", needed_mb: 256, available_mb: 100 })
@@ -57,15 +61,26 @@ describe("Caller and AccessPolicy", () => {
   })
 
   it("access levels bind an MCP caller and not a person", async () => {
-    const check = Effect.flatMap(AccessPolicy, (policy) => policy.requireGranted("web", "observe", "manage", "needs manage"))
+    const check = Effect.flatMap(AccessPolicy, (policy) =>
+      policy.requireGranted("web", "observe", "manage", "needs manage")
+    )
     expect(Exit.isSuccess(await Effect.runPromiseExit(Effect.provide(check, callerLayer(CliCaller))))).toBe(true)
-    expect(failure(await Effect.runPromiseExit(Effect.provide(check, callerLayer(McpCaller))))).toEqual({ code: "access_denied", message: "needs manage", subject: "web" })
-    const enough = Effect.flatMap(AccessPolicy, (policy) => policy.requireGranted("web", "exec", "manage", "needs manage"))
+    expect(failure(await Effect.runPromiseExit(Effect.provide(check, callerLayer(McpCaller))))).toEqual({
+      code: "access_denied",
+      message: "needs manage",
+      subject: "web"
+    })
+    const enough = Effect.flatMap(AccessPolicy, (policy) =>
+      policy.requireGranted("web", "exec", "manage", "needs manage")
+    )
     expect(Exit.isSuccess(await Effect.runPromiseExit(Effect.provide(enough, callerLayer(McpCaller))))).toBe(true)
   })
 
   it("an interactive CLI caller leaves the display choice to the host; everyone else records VNC", async () => {
-    const display = Effect.map(Effect.flatMap(Vms, (vms) => vms.create({ name: "web", image: "tiny" })), (record) => record.config.display)
+    const display = Effect.map(
+      Effect.flatMap(Vms, (vms) => vms.create({ name: "web", image: "tiny" })),
+      (record) => record.config.display
+    )
     const atTerminal = await runAs(cliCaller({ interactive: true }), display)
     expect(Exit.isSuccess(atTerminal) && atTerminal.value).toBe("")
     for (const caller of [CliCaller, McpCaller]) {

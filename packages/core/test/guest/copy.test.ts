@@ -1,5 +1,15 @@
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs"
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Option, type Scope } from "effect"
@@ -43,7 +53,10 @@ describe("copy_to / copy_from inside the shared folder", () => {
     })
     expect(guest.readText("/tmp/up.txt")).toBe("to the guest")
     mkdirSync(join(shared, "sub"))
-    expect(await h.ok(copyFrom, { vm: "web", local: "sub/in.txt", remote: "/root/in.txt" })).toMatchObject({ local: join(shared, "sub", "in.txt"), to_remote: false })
+    expect(await h.ok(copyFrom, { vm: "web", local: "sub/in.txt", remote: "/root/in.txt" })).toMatchObject({
+      local: join(shared, "sub", "in.txt"),
+      to_remote: false
+    })
     expect(readFileSync(join(shared, "sub", "in.txt"), "utf8")).toBe("from the guest")
   })
 
@@ -72,11 +85,28 @@ describe("the shared folder confines the host side (access_denied)", () => {
     ["/etc/passwd", () => "/etc/passwd"],
     ["a .. escape", () => "../../etc/passwd"],
     ["a .. escape through a subfolder", ({ shared }) => (mkdirSync(join(shared, "a")), "a/../../web2/x")],
-    ["the shared folder's sibling with a common prefix", ({ shared, outside }) => (mkdirSync(`${shared}2`, { recursive: true }), writeFileSync(`${shared}2/x`, "x"), void outside, `${shared}2/x`)],
-    ["a symlink pointing outside", ({ shared, outside }) => (symlinkSync(join(outside, "secret"), join(shared, "link")), "link")],
-    ["a symlinked folder pointing outside", ({ shared, outside }) => (symlinkSync(outside, join(shared, "dir")), "dir/secret")],
-    ["a dangling symlink", ({ shared, outside }) => (symlinkSync(join(outside, "nothing"), join(shared, "dangling")), "dangling")],
-    ["a dangling symlink to a name inside", ({ shared }) => (symlinkSync("missing", join(shared, "dangling-in")), "dangling-in")],
+    [
+      "the shared folder's sibling with a common prefix",
+      ({ shared, outside }) => (
+        mkdirSync(`${shared}2`, { recursive: true }), writeFileSync(`${shared}2/x`, "x"), void outside, `${shared}2/x`
+      )
+    ],
+    [
+      "a symlink pointing outside",
+      ({ shared, outside }) => (symlinkSync(join(outside, "secret"), join(shared, "link")), "link")
+    ],
+    [
+      "a symlinked folder pointing outside",
+      ({ shared, outside }) => (symlinkSync(outside, join(shared, "dir")), "dir/secret")
+    ],
+    [
+      "a dangling symlink",
+      ({ shared, outside }) => (symlinkSync(join(outside, "nothing"), join(shared, "dangling")), "dangling")
+    ],
+    [
+      "a dangling symlink to a name inside",
+      ({ shared }) => (symlinkSync("missing", join(shared, "dangling-in")), "dangling-in")
+    ],
     ["a symlink loop", ({ shared }) => (symlinkSync("loop", join(shared, "loop")), "loop")],
     ["/dev/zero through a symlink", ({ shared }) => (symlinkSync("/dev/zero", join(shared, "zero")), "zero")]
   ]
@@ -99,8 +129,14 @@ describe("special files are usage", () => {
     execFileSync("mkfifo", [join(shared, "fifo")])
     mkdirSync(join(shared, "folder"))
     for (const local of ["fifo", "folder"]) {
-      expect(await h.fail(copyTo, { vm: "web", local, remote: "/tmp/x" }), local).toMatchObject({ code: "usage", subject: local })
-      expect(await h.fail(copyFrom, { vm: "web", local, remote: "/root/in.txt" }), local).toMatchObject({ code: "usage", subject: local })
+      expect(await h.fail(copyTo, { vm: "web", local, remote: "/tmp/x" }), local).toMatchObject({
+        code: "usage",
+        subject: local
+      })
+      expect(await h.fail(copyFrom, { vm: "web", local, remote: "/root/in.txt" }), local).toMatchObject({
+        code: "usage",
+        subject: local
+      })
     }
   })
 
@@ -114,7 +150,9 @@ describe("special files are usage", () => {
     expect(guest.readText("/tmp/x")).toBe("top secret")
     await h.ok(copyFrom, { vm: "web", local: join(outside, "back"), remote: "/root/in.txt", unconfined: true })
     expect(readFileSync(join(outside, "back"), "utf8")).toBe("from the guest")
-    expect((await h.fail(copyTo, { vm: "web", local: "relative", remote: "/tmp/x", unconfined: true })).code).toBe("usage")
+    expect((await h.fail(copyTo, { vm: "web", local: "relative", remote: "/tmp/x", unconfined: true })).code).toBe(
+      "usage"
+    )
     void shared
   })
 })
@@ -136,7 +174,9 @@ describe("input guards", () => {
   it("a stopped VM is not_running; a missing host file not_found; a missing host folder not_found", async () => {
     const { h } = await world()
     expect((await h.fail(copyTo, { vm: "web", local: "absent", remote: "/tmp/x" })).code).toBe("not_found")
-    expect((await h.fail(copyFrom, { vm: "web", local: "no/such/folder/x", remote: "/root/in.txt" })).code).toBe("not_found")
+    expect((await h.fail(copyFrom, { vm: "web", local: "no/such/folder/x", remote: "/root/in.txt" })).code).toBe(
+      "not_found"
+    )
     expect((await h.fail(copyFrom, { vm: "web", local: "x", remote: "/root/absent" })).code).toBe("not_found")
     await h.ok(createVm, { name: "cold", image: "tiny" })
     expect((await h.fail(copyTo, { vm: "cold", local: "x", remote: "/tmp/x" })).code).toBe("not_running")

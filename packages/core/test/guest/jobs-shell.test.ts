@@ -25,7 +25,16 @@ let root: string
 const jobs = <A, E>(use: (service: Context.Tag.Service<Jobs>) => Effect.Effect<A, E>) =>
   Effect.runPromise(
     Effect.flatMap(Jobs, use).pipe(
-      Effect.provide(jobsLayer({ jobsDir }).pipe(Layer.provide(Layer.mergeAll(LocksLive.pipe(Layer.provideMerge(dataRootAt(root))), Layer.succeed(GuestTransport, transport)))))
+      Effect.provide(
+        jobsLayer({ jobsDir }).pipe(
+          Layer.provide(
+            Layer.mergeAll(
+              LocksLive.pipe(Layer.provideMerge(dataRootAt(root))),
+              Layer.succeed(GuestTransport, transport)
+            )
+          )
+        )
+      )
     )
   )
 
@@ -67,18 +76,32 @@ afterAll(async () => {
 describe("background jobs under a real shell", () => {
   it("runs argv verbatim in the background, outliving the ssh connection, and records its exit", async () => {
     const tricky = ["it's", "$(id)", "`id`", "-n", "a b", ""]
-    const { job_id, dir } = await jobs((j) => j.start(target, { argv: ["sh", "-c", 'sleep 1; printf "%s|" "$@"; echo oops >&2; exit 3', "x", ...tricky], cwd: "/tmp", env: { FOO: "$(bar)" } }))
+    const { job_id, dir } = await jobs((j) =>
+      j.start(target, {
+        argv: ["sh", "-c", 'sleep 1; printf "%s|" "$@"; echo oops >&2; exit 3', "x", ...tricky],
+        cwd: "/tmp",
+        env: { FOO: "$(bar)" }
+      })
+    )
     expect(dir).toBe(join(jobsDir, job_id))
     await Effect.runPromise(transport.release())
     expect((await jobs((j) => j.status(target, job_id))).state).toMatch(/^(starting|running)$/)
     const waited = await jobs((j) => j.wait(target, job_id, 30))
-    expect(waited).toEqual({ job_id, state: "exited", exit_code: 3, stdout_tail: `${tricky.join("|")}|`, stderr_tail: "oops\n" })
+    expect(waited).toEqual({
+      job_id,
+      state: "exited",
+      exit_code: 3,
+      stdout_tail: `${tricky.join("|")}|`,
+      stderr_tail: "oops\n"
+    })
     const out = await jobs((j) => j.output(target, job_id, { stream: "stdout", offset: 5, maxBytes: 4 }))
     expect(Buffer.from(out.data).toString()).toBe(tricky.join("|").slice(5, 9))
   })
 
   it("hands env and cwd to the job", async () => {
-    const { job_id } = await jobs((j) => j.start(target, { argv: ["sh", "-c", 'echo "$FOO"; pwd'], cwd: "/tmp", env: { FOO: "$(bar) 'q'" } }))
+    const { job_id } = await jobs((j) =>
+      j.start(target, { argv: ["sh", "-c", 'echo "$FOO"; pwd'], cwd: "/tmp", env: { FOO: "$(bar) 'q'" } })
+    )
     expect((await jobs((j) => j.wait(target, job_id, 30))).stdout_tail).toBe("$(bar) 'q'\n/tmp\n")
   })
 
@@ -88,18 +111,31 @@ describe("background jobs under a real shell", () => {
   })
 
   it("kill TERMs the job's whole process group, once", async () => {
-    const { job_id, dir } = await jobs((j) => j.start(target, { argv: ["sh", "-c", "sleep 300 & echo $! > child; wait"], cwd: jobsDir }))
+    const { job_id, dir } = await jobs((j) =>
+      j.start(target, { argv: ["sh", "-c", "sleep 300 & echo $! > child; wait"], cwd: jobsDir })
+    )
     let state = ""
     for (let i = 0; i < 100 && state !== "running"; i++) state = (await jobs((j) => j.status(target, job_id))).state
     expect(state).toBe("running")
     const pid = Number(readFileSync(join(dir, "pid"), "utf8"))
     let child = 0
-    for (let i = 0; i < 100 && child === 0; i++) child = Number(readFileSync(join(jobsDir, "child"), { encoding: "utf8", flag: "a+" }) || 0)
+    for (let i = 0; i < 100 && child === 0; i++)
+      child = Number(readFileSync(join(jobsDir, "child"), { encoding: "utf8", flag: "a+" }) || 0)
     expect(alive(child)).toBe(true)
-    expect(await jobs((j) => j.kill(target, job_id, "TERM"))).toEqual({ job_id, state: "exited", exit_code: 143, signaled: true })
+    expect(await jobs((j) => j.kill(target, job_id, "TERM"))).toEqual({
+      job_id,
+      state: "exited",
+      exit_code: 143,
+      signaled: true
+    })
     expect(alive(pid)).toBe(false)
     expect(alive(child)).toBe(false)
-    expect(await jobs((j) => j.kill(target, job_id, "TERM"))).toEqual({ job_id, state: "exited", exit_code: 143, signaled: false })
+    expect(await jobs((j) => j.kill(target, job_id, "TERM"))).toEqual({
+      job_id,
+      state: "exited",
+      exit_code: 143,
+      signaled: false
+    })
   })
 
   it("a signal name the shell's kill does not know is usage; the job keeps running", async () => {

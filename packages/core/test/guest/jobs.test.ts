@@ -2,7 +2,18 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parse } from "smol-toml"
-import { createVm, execBackground, jobKill, jobOutput, jobStatus, jobWait, listJobs, startVm, stopVm, type Operation } from "../../src/operations/index.js"
+import {
+  createVm,
+  execBackground,
+  jobKill,
+  jobOutput,
+  jobStatus,
+  jobWait,
+  listJobs,
+  startVm,
+  stopVm,
+  type Operation
+} from "../../src/operations/index.js"
 import { jobState, parseFacts } from "../../src/guest/jobs.js"
 import { JOB_LAUNCHER, JOB_WRAPPER } from "../../src/guest/job-scripts.js"
 import { FakeJobs } from "../../src/testing/index.js"
@@ -16,15 +27,26 @@ const world = async () => {
   await h.ok(createVm, { name: "web", image: "tiny", agent_access: "exec" })
   await h.ok(startVm, { vm: "web" })
   const fs = h.guest.fs("web")
-  const start = (argv: string[], extra: Record<string, unknown> = {}) => h.ok(execBackground, { vm: "web", argv, ...extra })
-  const registry = () => parse(readFileSync(join(h.vmDir("web"), "jobs.toml"), "utf8")) as { schema: number; jobs: Record<string, Record<string, unknown>> }
+  const start = (argv: string[], extra: Record<string, unknown> = {}) =>
+    h.ok(execBackground, { vm: "web", argv, ...extra })
+  const registry = () =>
+    parse(readFileSync(join(h.vmDir("web"), "jobs.toml"), "utf8")) as {
+      schema: number
+      jobs: Record<string, Record<string, unknown>>
+    }
   return { h, jobs, fs, start, registry }
 }
 
 describe("the job state machine", () => {
   it.each([
-    [{ dirExists: true, alive: false, pid: 5, exitCode: 0 }, { state: "exited", exit_code: 0 }],
-    [{ dirExists: false, alive: false, pid: undefined, exitCode: 3 }, { state: "exited", exit_code: 3 }],
+    [
+      { dirExists: true, alive: false, pid: 5, exitCode: 0 },
+      { state: "exited", exit_code: 0 }
+    ],
+    [
+      { dirExists: false, alive: false, pid: undefined, exitCode: 3 },
+      { state: "exited", exit_code: 3 }
+    ],
     [{ dirExists: false, alive: false, pid: undefined, exitCode: undefined }, { state: "unknown" }],
     [{ dirExists: true, alive: false, pid: undefined, exitCode: undefined }, { state: "starting" }],
     [{ dirExists: true, alive: true, pid: 7, exitCode: undefined }, { state: "running" }],
@@ -49,11 +71,18 @@ describe("exec_bg and the job tools (fake guest)", () => {
     expect(started.dir).toBe(`/run/stoat/jobs/${started.job_id}`)
     const text = readFileSync(join(h.vmDir("web"), "jobs.toml"), "utf8")
     expect(text.startsWith("# written by stoat; do not edit\n")).toBe(true)
-    expect(registry()).toMatchObject({ schema: 1, jobs: { [started.job_id]: { argv: ["sleep", "100"], user: "root", cwd: "/tmp", dir: started.dir } } })
+    expect(registry()).toMatchObject({
+      schema: 1,
+      jobs: { [started.job_id]: { argv: ["sleep", "100"], user: "root", cwd: "/tmp", dir: started.dir } }
+    })
     const running = await h.ok(jobStatus, { vm: "web", job_id: started.job_id })
     expect(running).toEqual({ job_id: started.job_id, state: "running" })
     jobs.finish(fs, started.dir, 4, "done\n", "warn\n")
-    expect(await h.ok(jobStatus, { vm: "web", job_id: started.job_id })).toEqual({ job_id: started.job_id, state: "exited", exit_code: 4 })
+    expect(await h.ok(jobStatus, { vm: "web", job_id: started.job_id })).toEqual({
+      job_id: started.job_id,
+      state: "exited",
+      exit_code: 4
+    })
     expect(await h.ok(jobWait, { vm: "web", job_id: started.job_id })).toEqual({
       job_id: started.job_id,
       state: "exited",
@@ -101,14 +130,37 @@ describe("exec_bg and the job tools (fake guest)", () => {
     const { h, start } = await world()
     const { job_id } = await start(["echo", "hello", "world"])
     expect(await h.ok(jobStatus, { vm: "web", job_id })).toEqual({ job_id, state: "exited", exit_code: 0 })
-    expect(await h.ok(jobOutput, { vm: "web", job_id })).toEqual({ content: "hello world\n", size: 12, truncated: false })
-    expect(await h.ok(jobOutput, { vm: "web", job_id, offset: 6, max_bytes: 3 })).toEqual({ content: "wor", size: 12, truncated: true })
-    expect(await h.ok(jobOutput, { vm: "web", job_id, offset: 100 })).toEqual({ content: "", size: 12, truncated: false })
-    expect(await h.ok(jobOutput, { vm: "web", job_id, stream: "stderr" })).toEqual({ content: "", size: 0, truncated: false })
+    expect(await h.ok(jobOutput, { vm: "web", job_id })).toEqual({
+      content: "hello world\n",
+      size: 12,
+      truncated: false
+    })
+    expect(await h.ok(jobOutput, { vm: "web", job_id, offset: 6, max_bytes: 3 })).toEqual({
+      content: "wor",
+      size: 12,
+      truncated: true
+    })
+    expect(await h.ok(jobOutput, { vm: "web", job_id, offset: 100 })).toEqual({
+      content: "",
+      size: 12,
+      truncated: false
+    })
+    expect(await h.ok(jobOutput, { vm: "web", job_id, stream: "stderr" })).toEqual({
+      content: "",
+      size: 0,
+      truncated: false
+    })
     const failing = await start(["cat", "/nope"])
-    expect((await h.ok(jobOutput, { vm: "web", job_id: failing.job_id, stream: "stderr" })).content).toContain("No such file")
+    expect((await h.ok(jobOutput, { vm: "web", job_id: failing.job_id, stream: "stderr" })).content).toContain(
+      "No such file"
+    )
     h.guest.fs("web").write(`/run/stoat/jobs/${job_id}/out`, new Uint8Array([0xff, 0xfe, 0x00, 0x41]))
-    expect(await h.ok(jobOutput, { vm: "web", job_id })).toEqual({ content: "//4AQQ==", encoding: "base64", size: 4, truncated: false })
+    expect(await h.ok(jobOutput, { vm: "web", job_id })).toEqual({
+      content: "//4AQQ==",
+      encoding: "base64",
+      size: 4,
+      truncated: false
+    })
     h.guest.fs("web").write(`/run/stoat/jobs/${job_id}/out`, "x".repeat(1024 * 1024 + 10))
     const capped = await h.ok(jobOutput, { vm: "web", job_id, max_bytes: 0 })
     expect(capped).toMatchObject({ size: 1024 * 1024 + 10, truncated: true })
@@ -118,29 +170,53 @@ describe("exec_bg and the job tools (fake guest)", () => {
   it("kill signals a running job once; a job that is not running is left alone", async () => {
     const { h, start } = await world()
     const { job_id } = await start(["sleep", "100"])
-    expect(await h.ok(jobKill, { vm: "web", job_id })).toEqual({ job_id, state: "exited", exit_code: 143, signaled: true })
-    expect(await h.ok(jobKill, { vm: "web", job_id })).toEqual({ job_id, state: "exited", exit_code: 143, signaled: false })
+    expect(await h.ok(jobKill, { vm: "web", job_id })).toEqual({
+      job_id,
+      state: "exited",
+      exit_code: 143,
+      signaled: true
+    })
+    expect(await h.ok(jobKill, { vm: "web", job_id })).toEqual({
+      job_id,
+      state: "exited",
+      exit_code: 143,
+      signaled: false
+    })
     const other = await start(["sleep", "100"])
-    expect(await h.ok(jobKill, { vm: "web", job_id: other.job_id, signal: "KILL" })).toMatchObject({ state: "exited", exit_code: 137, signaled: true })
+    expect(await h.ok(jobKill, { vm: "web", job_id: other.job_id, signal: "KILL" })).toMatchObject({
+      state: "exited",
+      exit_code: 137,
+      signaled: true
+    })
   })
 
   it("a signal the job ignores is sent and the job is reported still running", async () => {
     const { h, jobs, start } = await world()
     jobs.ignoredSignals.add("USR1")
     const { job_id } = await start(["sleep", "100"])
-    expect(await h.ok(jobKill, { vm: "web", job_id, signal: "USR1" })).toEqual({ job_id, state: "running", signaled: true })
+    expect(await h.ok(jobKill, { vm: "web", job_id, signal: "USR1" })).toEqual({
+      job_id,
+      state: "running",
+      signaled: true
+    })
   })
 
-  it.each([["term"], ["SIGTERM"], ["9"], ["-9"], ["KILL;id"], ["T"], [""], ["ABCDEFGHIJK"]])("the signal %j is usage", async (signal) => {
-    const { h, start } = await world()
-    const { job_id } = await start(["sleep", "100"])
-    expect((await h.fail(jobKill, { vm: "web", job_id, signal })).code).toBe("usage")
-  })
+  it.each([["term"], ["SIGTERM"], ["9"], ["-9"], ["KILL;id"], ["T"], [""], ["ABCDEFGHIJK"]])(
+    "the signal %j is usage",
+    async (signal) => {
+      const { h, start } = await world()
+      const { job_id } = await start(["sleep", "100"])
+      expect((await h.fail(jobKill, { vm: "web", job_id, signal })).code).toBe("usage")
+    }
+  )
 
   it("a well-formed signal name the guest's kill does not know is usage naming it", async () => {
     const { h, start } = await world()
     const { job_id } = await start(["sleep", "100"])
-    expect(await h.fail(jobKill, { vm: "web", job_id, signal: "NOPE" })).toMatchObject({ code: "usage", subject: "NOPE" })
+    expect(await h.fail(jobKill, { vm: "web", job_id, signal: "NOPE" })).toMatchObject({
+      code: "usage",
+      subject: "NOPE"
+    })
     expect((await h.ok(jobStatus, { vm: "web", job_id })).state).toBe("running")
   })
 
@@ -149,7 +225,12 @@ describe("exec_bg and the job tools (fake guest)", () => {
     const { job_id } = await start(["sleep", "100"])
     jobs.reboot(fs, "web")
     expect(await h.ok(jobStatus, { vm: "web", job_id })).toEqual({ job_id, state: "unknown" })
-    expect(await h.ok(jobWait, { vm: "web", job_id, timeout_seconds: 5 })).toEqual({ job_id, state: "unknown", stdout_tail: "", stderr_tail: "" })
+    expect(await h.ok(jobWait, { vm: "web", job_id, timeout_seconds: 5 })).toEqual({
+      job_id,
+      state: "unknown",
+      stdout_tail: "",
+      stderr_tail: ""
+    })
     expect(await h.fail(jobOutput, { vm: "web", job_id })).toMatchObject({ code: "not_found", subject: job_id })
     expect(await h.ok(jobKill, { vm: "web", job_id })).toEqual({ job_id, state: "unknown", signaled: false })
   })
@@ -157,7 +238,12 @@ describe("exec_bg and the job tools (fake guest)", () => {
   it("job_wait returns a job still running at its timeout as running", async () => {
     const { h, start } = await world()
     const { job_id } = await start(["sleep", "100"])
-    expect(await h.ok(jobWait, { vm: "web", job_id, timeout_seconds: 1 })).toEqual({ job_id, state: "running", stdout_tail: "", stderr_tail: "" })
+    expect(await h.ok(jobWait, { vm: "web", job_id, timeout_seconds: 1 })).toEqual({
+      job_id,
+      state: "running",
+      stdout_tail: "",
+      stderr_tail: ""
+    })
   })
 
   it("list_jobs reads the registry: states from a running guest, unknown on a stopped VM", async () => {
@@ -195,7 +281,10 @@ describe("exec_bg and the job tools (fake guest)", () => {
 
   it("an unknown job id is not_found; a malformed one is usage", async () => {
     const { h } = await world()
-    expect(await h.fail(jobStatus, { vm: "web", job_id: "j-00000000" })).toMatchObject({ code: "not_found", subject: "j-00000000" })
+    expect(await h.fail(jobStatus, { vm: "web", job_id: "j-00000000" })).toMatchObject({
+      code: "not_found",
+      subject: "j-00000000"
+    })
     for (const job_id of ["j-XYZ00000", "j-0000000", "j-000000000", "../etc", "j-00000000\n", "", "J-00000000"])
       expect((await h.fail(jobStatus, { vm: "web", job_id })).code, job_id).toBe("usage")
   })
@@ -219,7 +308,10 @@ describe("exec_bg and the job tools (fake guest)", () => {
 
   it("a missing cwd is not_found, an unwritable job folder access_denied; neither stays in the registry", async () => {
     const { h, fs, start, registry } = await world()
-    expect(await h.fail(execBackground, { vm: "web", argv: ["true"], cwd: "/nowhere" })).toMatchObject({ code: "not_found", subject: "/nowhere" })
+    expect(await h.fail(execBackground, { vm: "web", argv: ["true"], cwd: "/nowhere" })).toMatchObject({
+      code: "not_found",
+      subject: "/nowhere"
+    })
     fs.denied.add("/run/stoat")
     expect((await h.fail(execBackground, { vm: "web", argv: ["true"] })).code).toBe("access_denied")
     expect(registry().jobs).toEqual({})

@@ -31,18 +31,24 @@ const running = async () => {
   return Object.assign(h, { port: vm.ssh_port, fs: h.guest.fs("web") })
 }
 
-const guestDef = (name: string): Guest => ({ ...BUNDLED_GUESTS.find((guest) => guest.name === name)!, source: "bundled" })
+const guestDef = (name: string): Guest => ({
+  ...BUNDLED_GUESTS.find((guest) => guest.name === name)!,
+  source: "bundled"
+})
 
 /** GuestOps over a bare fake guest, with a session built by hand (any guest, any ssh user). */
 const direct = (guest: string, user: string, handler?: FakeExecHandler) => {
   const state = new FakeGuestState()
   if (handler) state.execHandler = handler
   const ops = makeGuestOps(makeFakeGuest(state))
-  const session: GuestSession = { vm: "box", target: { vm: "box", port: 2222, user, privateKeyPath: "/key" }, guest: guestDef(guest) }
+  const session: GuestSession = {
+    vm: "box",
+    target: { vm: "box", port: 2222, user, privateKeyPath: "/key" },
+    guest: guestDef(guest)
+  }
   const argvs = () => state.execs.map((entry) => entry.argv)
   return { state, ops, session, argvs }
 }
-
 
 describe("access levels of the guest tools (seed 000 table)", () => {
   it("read tools need observe, changing tools manage, exec and write_file as_root exec", () => {
@@ -61,17 +67,38 @@ describe("read_file", () => {
     const h = await running()
     h.fs.write("/etc/motd", "héllo\n")
     h.fs.write("/bin/blob", new Uint8Array([0x7f, 0x45, 0xff, 0x00, 0xfe]))
-    expect(await h.ok(readFileOp, { vm: "web", path: "/etc/motd" })).toEqual({ content: "héllo\n", size: 7, truncated: false })
-    expect(await h.ok(readFileOp, { vm: "web", path: "/bin/blob" })).toEqual({ content: "f0X/AP4=", encoding: "base64", size: 5, truncated: false })
+    expect(await h.ok(readFileOp, { vm: "web", path: "/etc/motd" })).toEqual({
+      content: "héllo\n",
+      size: 7,
+      truncated: false
+    })
+    expect(await h.ok(readFileOp, { vm: "web", path: "/bin/blob" })).toEqual({
+      content: "f0X/AP4=",
+      encoding: "base64",
+      size: 5,
+      truncated: false
+    })
   })
 
   it("reads ranges: offset, max_bytes, 0 = the 1 MiB cap; truncated says more follows", async () => {
     const h = await running()
     h.fs.write("/data/big", "x".repeat(MiB + 10))
     h.fs.write("/data/abc", "abcdef")
-    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 2, max_bytes: 3 })).toEqual({ content: "cde", size: 6, truncated: true })
-    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 3, max_bytes: 3 })).toEqual({ content: "def", size: 6, truncated: false })
-    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 99 })).toEqual({ content: "", size: 6, truncated: false })
+    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 2, max_bytes: 3 })).toEqual({
+      content: "cde",
+      size: 6,
+      truncated: true
+    })
+    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 3, max_bytes: 3 })).toEqual({
+      content: "def",
+      size: 6,
+      truncated: false
+    })
+    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 99 })).toEqual({
+      content: "",
+      size: 6,
+      truncated: false
+    })
     const big = await h.ok(readFileOp, { vm: "web", path: "/data/big", max_bytes: 0 })
     expect(big).toMatchObject({ size: MiB + 10, truncated: true })
     expect(big.content.length).toBe(MiB)
@@ -84,7 +111,10 @@ describe("read_file", () => {
     const h = await running()
     h.fs.write("/root/secret", "s")
     h.fs.denied.add("/root/secret")
-    expect(await h.fail(readFileOp, { vm: "web", path: "/nope" })).toMatchObject({ code: "not_found", subject: "/nope" })
+    expect(await h.fail(readFileOp, { vm: "web", path: "/nope" })).toMatchObject({
+      code: "not_found",
+      subject: "/nope"
+    })
     expect(await h.fail(readFileOp, { vm: "web", path: "/root/secret" })).toMatchObject({ code: "access_denied" })
     expect(await h.fail(readFileOp, { vm: "web", path: "/etc" })).toMatchObject({ code: "usage" })
   })
@@ -94,16 +124,39 @@ describe("read_file", () => {
     h.guest.sftp = false
     h.fs.write("/data/abc", "abcdef")
     h.fs.write("/bin/blob", new Uint8Array([0xff, 0x00]))
-    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 2, max_bytes: 3 })).toEqual({ content: "cde", size: 6, truncated: true })
-    expect(await h.ok(readFileOp, { vm: "web", path: "/bin/blob" })).toEqual({ content: "/wA=", encoding: "base64", size: 2, truncated: false })
-    expect(h.guest.execs.at(-1)?.argv).toEqual(["sh", "-c", GuestScripts.READ_SCRIPT, "stoat_read", "/bin/blob", "0", String(MiB + 1)])
+    expect(await h.ok(readFileOp, { vm: "web", path: "/data/abc", offset: 2, max_bytes: 3 })).toEqual({
+      content: "cde",
+      size: 6,
+      truncated: true
+    })
+    expect(await h.ok(readFileOp, { vm: "web", path: "/bin/blob" })).toEqual({
+      content: "/wA=",
+      encoding: "base64",
+      size: 2,
+      truncated: false
+    })
+    expect(h.guest.execs.at(-1)?.argv).toEqual([
+      "sh",
+      "-c",
+      GuestScripts.READ_SCRIPT,
+      "stoat_read",
+      "/bin/blob",
+      "0",
+      String(MiB + 1)
+    ])
     expect(await h.fail(readFileOp, { vm: "web", path: "/nope" })).toMatchObject({ code: "not_found" })
     expect(await h.fail(readFileOp, { vm: "web", path: "/etc" })).toMatchObject({ code: "usage" })
   })
 
   it("refuses relative paths, NUL and unknown arguments with usage, before reaching the guest", async () => {
     const h = await running()
-    for (const input of [{ path: "etc/passwd" }, { path: "/a\0b" }, { path: "/etc/passwd", extra: 1 }, { path: "/x", offset: -1 }, { path: "/x", max_bytes: 1.5 }])
+    for (const input of [
+      { path: "etc/passwd" },
+      { path: "/a\0b" },
+      { path: "/etc/passwd", extra: 1 },
+      { path: "/x", offset: -1 },
+      { path: "/x", max_bytes: 1.5 }
+    ])
       expect((await h.fail(readFileOp, { vm: "web", ...input })).code, JSON.stringify(input)).toBe("usage")
     expect(h.guest.execs).toEqual([])
   })
@@ -112,9 +165,17 @@ describe("read_file", () => {
 describe("write_file", () => {
   it("writes as the ssh user, sets the mode (default 0644) and returns {path, bytes, mode}", async () => {
     const h = await running()
-    expect(await h.ok(writeFileOp, { vm: "web", path: "/tmp/a", content: "héllo" })).toEqual({ path: "/tmp/a", bytes: 6, mode: "0644" })
+    expect(await h.ok(writeFileOp, { vm: "web", path: "/tmp/a", content: "héllo" })).toEqual({
+      path: "/tmp/a",
+      bytes: 6,
+      mode: "0644"
+    })
     expect(h.fs.files.get("/tmp/a")).toEqual({ data: new Uint8Array(Buffer.from("héllo")), mode: 0o644 })
-    expect(await h.ok(writeFileOp, { vm: "web", path: "/tmp/a", content: "!", append: true, mode: "755" })).toEqual({ path: "/tmp/a", bytes: 1, mode: "0755" })
+    expect(await h.ok(writeFileOp, { vm: "web", path: "/tmp/a", content: "!", append: true, mode: "755" })).toEqual({
+      path: "/tmp/a",
+      bytes: 1,
+      mode: "0755"
+    })
     expect(h.fs.readText("/tmp/a")).toBe("héllo!")
     expect(h.fs.files.get("/tmp/a")?.mode).toBe(0o755)
     await h.ok(writeFileOp, { vm: "web", path: "/tmp/bin", content: "/wA=", encoding: "base64" })
@@ -123,29 +184,64 @@ describe("write_file", () => {
 
   it("parents=true creates the missing folders in the same command as the write; without it a missing folder is not_found", async () => {
     const h = await running()
-    expect(await h.fail(writeFileOp, { vm: "web", path: "/srv/app/conf", content: "x" })).toMatchObject({ code: "not_found" })
+    expect(await h.fail(writeFileOp, { vm: "web", path: "/srv/app/conf", content: "x" })).toMatchObject({
+      code: "not_found"
+    })
     await h.ok(writeFileOp, { vm: "web", path: "/srv/app/conf", content: "x", parents: true })
     expect(h.fs.readText("/srv/app/conf")).toBe("x")
-    expect(h.guest.execs.map((entry) => entry.argv)).toEqual([["sh", "-c", GuestScripts.WRITE_SCRIPT, "stoat_write", "/srv/app/conf", "w", "0644", "p"]])
+    expect(h.guest.execs.map((entry) => entry.argv)).toEqual([
+      ["sh", "-c", GuestScripts.WRITE_SCRIPT, "stoat_write", "/srv/app/conf", "w", "0644", "p"]
+    ])
   })
 
   it("a path the user may not write is access_denied; bad mode or base64 is usage", async () => {
     const h = await running()
     h.fs.denied.add("/etc")
-    expect(await h.fail(writeFileOp, { vm: "web", path: "/etc/passwd", content: "x" })).toMatchObject({ code: "access_denied" })
-    for (const input of [{ mode: "999" }, { mode: "0o644" }, { mode: "12345" }, { mode: "rw-r--r--" }, { encoding: "base64", content: "not base64!" }])
-      expect((await h.fail(writeFileOp, { vm: "web", path: "/tmp/x", content: "x", ...input })).code, JSON.stringify(input)).toBe("usage")
+    expect(await h.fail(writeFileOp, { vm: "web", path: "/etc/passwd", content: "x" })).toMatchObject({
+      code: "access_denied"
+    })
+    for (const input of [
+      { mode: "999" },
+      { mode: "0o644" },
+      { mode: "12345" },
+      { mode: "rw-r--r--" },
+      { encoding: "base64", content: "not base64!" }
+    ])
+      expect(
+        (await h.fail(writeFileOp, { vm: "web", path: "/tmp/x", content: "x", ...input })).code,
+        JSON.stringify(input)
+      ).toBe("usage")
   })
 
   it("over 16 MiB is usage naming the size and the cap, never echoing the content (text, multi-byte text, base64, exec stdin)", async () => {
     const h = await running()
     const cap = 16 * MiB
     const cases: Array<[Operation, Record<string, unknown>, RegExp]> = [
-      [writeFileOp, { path: "/tmp/x", content: "a".repeat(cap + 1) }, /content is 16777217 bytes; the cap is 16777216 bytes \(16 MiB\)/],
-      [writeFileOp, { path: "/tmp/x", content: "é".repeat(cap / 2 + 1) }, /content is 16777218 bytes; the cap is 16777216 bytes/],
-      [writeFileOp, { path: "/tmp/x", content: "a".repeat(cap * 2) }, /content is 33554432 characters; the cap is 16777216 bytes/],
-      [writeFileOp, { path: "/tmp/x", content: Buffer.alloc(cap + 1).toString("base64"), encoding: "base64" }, /content is 16777217 bytes; the cap is/],
-      [execInGuest, { argv: ["cat"], stdin: "a".repeat(cap + 1) }, /stdin is 16777217 characters; the cap is 16777216 bytes/]
+      [
+        writeFileOp,
+        { path: "/tmp/x", content: "a".repeat(cap + 1) },
+        /content is 16777217 bytes; the cap is 16777216 bytes \(16 MiB\)/
+      ],
+      [
+        writeFileOp,
+        { path: "/tmp/x", content: "é".repeat(cap / 2 + 1) },
+        /content is 16777218 bytes; the cap is 16777216 bytes/
+      ],
+      [
+        writeFileOp,
+        { path: "/tmp/x", content: "a".repeat(cap * 2) },
+        /content is 33554432 characters; the cap is 16777216 bytes/
+      ],
+      [
+        writeFileOp,
+        { path: "/tmp/x", content: Buffer.alloc(cap + 1).toString("base64"), encoding: "base64" },
+        /content is 16777217 bytes; the cap is/
+      ],
+      [
+        execInGuest,
+        { argv: ["cat"], stdin: "a".repeat(cap + 1) },
+        /stdin is 16777217 characters; the cap is 16777216 bytes/
+      ]
     ]
     for (const [operation, input, message] of cases) {
       const error = await h.fail(operation, { vm: "web", ...input })
@@ -154,7 +250,14 @@ describe("write_file", () => {
       expect(error.message.length).toBeLessThan(300)
     }
     expect(h.fs.files.has("/tmp/x")).toBe(false)
-    expect(await h.ok(writeFileOp, { vm: "web", path: "/tmp/x", content: Buffer.alloc(cap).toString("base64"), encoding: "base64" })).toMatchObject({ bytes: cap })
+    expect(
+      await h.ok(writeFileOp, {
+        vm: "web",
+        path: "/tmp/x",
+        content: Buffer.alloc(cap).toString("base64"),
+        encoding: "base64"
+      })
+    ).toMatchObject({ bytes: cap })
   })
 
   it("a rejected field's long value is named by its length, not echoed", async () => {
@@ -166,23 +269,67 @@ describe("write_file", () => {
   it("falls back to cat > path && chmod when the guest has no SFTP server", async () => {
     const h = await running()
     h.guest.sftp = false
-    expect(await h.ok(writeFileOp, { vm: "web", path: "/srv/x/f", content: "one", parents: true, mode: "0600" })).toEqual({ path: "/srv/x/f", bytes: 3, mode: "0600" })
+    expect(
+      await h.ok(writeFileOp, { vm: "web", path: "/srv/x/f", content: "one", parents: true, mode: "0600" })
+    ).toEqual({ path: "/srv/x/f", bytes: 3, mode: "0600" })
     await h.ok(writeFileOp, { vm: "web", path: "/srv/x/f", content: "two", append: true, mode: "0600" })
     expect(h.fs.files.get("/srv/x/f")).toEqual({ data: new Uint8Array(Buffer.from("onetwo")), mode: 0o600 })
-    expect(h.guest.execs.at(-1)?.argv).toEqual(["sh", "-c", GuestScripts.WRITE_SCRIPT, "stoat_write", "/srv/x/f", "a", "0600", ""])
+    expect(h.guest.execs.at(-1)?.argv).toEqual([
+      "sh",
+      "-c",
+      GuestScripts.WRITE_SCRIPT,
+      "stoat_write",
+      "/srv/x/f",
+      "a",
+      "0600",
+      ""
+    ])
     expect(h.guest.execs.at(-1)?.options.stdin).toEqual(Buffer.from("two"))
   })
 
   it("as_root from a non-root user goes through the guest's escalate; a guest without one is capability_unavailable", async () => {
     const debian = direct("debian", "stoat", () => ({ exitCode: 0 }))
-    await ok(debian.ops.writeFile(debian.session, { path: "/etc/hosts", content: Buffer.from("h"), mode: "0644", append: false, parents: false, asRoot: true }))
-    expect(debian.argvs()).toEqual([["sudo", "-n", "sh", "-c", GuestScripts.WRITE_SCRIPT, "stoat_write", "/etc/hosts", "w", "0644", ""]])
+    await ok(
+      debian.ops.writeFile(debian.session, {
+        path: "/etc/hosts",
+        content: Buffer.from("h"),
+        mode: "0644",
+        append: false,
+        parents: false,
+        asRoot: true
+      })
+    )
+    expect(debian.argvs()).toEqual([
+      ["sudo", "-n", "sh", "-c", GuestScripts.WRITE_SCRIPT, "stoat_write", "/etc/hosts", "w", "0644", ""]
+    ])
     const denied = direct("debian", "stoat", () => ({ exitCode: 1, stderr: "sudo: a password is required\n" }))
-    expect(await fails(denied.ops.writeFile(denied.session, { path: "/etc/hosts", content: Buffer.from("h"), mode: "0644", append: false, parents: false, asRoot: true }))).toMatchObject({
+    expect(
+      await fails(
+        denied.ops.writeFile(denied.session, {
+          path: "/etc/hosts",
+          content: Buffer.from("h"),
+          mode: "0644",
+          append: false,
+          parents: false,
+          asRoot: true
+        })
+      )
+    ).toMatchObject({
       code: "access_denied"
     })
     const tiny = direct("tiny", "guest", () => ({ exitCode: 0 }))
-    expect(await fails(tiny.ops.writeFile(tiny.session, { path: "/etc/x", content: Buffer.from("h"), mode: "0644", append: false, parents: false, asRoot: true }))).toMatchObject({
+    expect(
+      await fails(
+        tiny.ops.writeFile(tiny.session, {
+          path: "/etc/x",
+          content: Buffer.from("h"),
+          mode: "0644",
+          append: false,
+          parents: false,
+          asRoot: true
+        })
+      )
+    ).toMatchObject({
       code: "capability_unavailable",
       reason: "escalate"
     })
@@ -251,7 +398,8 @@ describe("list_dir and stat", () => {
 
 describe("ps", () => {
   it("parses procps (with ELAPSED) and busybox (without) output", () => {
-    const procps = "  PID  PPID USER         ELAPSED COMMAND\n    1     0 root        02:40:49 /sbin/init splash\n   42     1 www-data       00:05 nginx: worker process\n"
+    const procps =
+      "  PID  PPID USER         ELAPSED COMMAND\n    1     0 root        02:40:49 /sbin/init splash\n   42     1 www-data       00:05 nginx: worker process\n"
     expect(parsePs(procps, 2000)).toEqual({
       truncated: false,
       processes: [
@@ -259,7 +407,8 @@ describe("ps", () => {
         { pid: 42, ppid: 1, user: "www-data", elapsed: "00:05", command: "nginx: worker process" }
       ]
     })
-    const busybox = "PID   PPID  USER     COMMAND\n    1     0 root     init\n  77     1 root     dropbear -F -E -s -p 22\n"
+    const busybox =
+      "PID   PPID  USER     COMMAND\n    1     0 root     init\n  77     1 root     dropbear -F -E -s -p 22\n"
     expect(parsePs(busybox, 2000).processes).toEqual([
       { pid: 1, ppid: 0, user: "root", command: "init" },
       { pid: 77, ppid: 1, user: "root", command: "dropbear -F -E -s -p 22" }
@@ -277,32 +426,60 @@ describe("ps", () => {
 
   it("runs on the fake guest through the catalog", async () => {
     const h = await running()
-    expect(await h.ok(psOp, { vm: "web" })).toEqual({ truncated: false, processes: [{ pid: 1, ppid: 0, user: "root", elapsed: "01:00", command: "init" }] })
+    expect(await h.ok(psOp, { vm: "web" })).toEqual({
+      truncated: false,
+      processes: [{ pid: 1, ppid: 0, user: "root", elapsed: "01:00", command: "init" }]
+    })
   })
 })
 
 describe("services", () => {
   it("a guest without service templates (tiny) is capability_unavailable, and nothing runs", async () => {
     const h = await running()
-    expect(await h.fail(svcStatusOp, { vm: "web", name: "sshd" })).toMatchObject({ code: "capability_unavailable", reason: "svc.status" })
-    expect(await h.fail(svcOp, { vm: "web", name: "sshd", action: "restart" })).toMatchObject({ code: "capability_unavailable", reason: "svc.restart" })
+    expect(await h.fail(svcStatusOp, { vm: "web", name: "sshd" })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "svc.status"
+    })
+    expect(await h.fail(svcOp, { vm: "web", name: "sshd", action: "restart" })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "svc.restart"
+    })
     expect(h.guest.execs).toEqual([])
   })
 
   it("status runs the template with the name as $1, as the ssh user, and reports active and enabled", async () => {
-    const debian = direct("debian", "stoat", (argv) => ({ exitCode: argv[2]?.includes("is-enabled") ? 1 : 0, stdout: argv[2]?.includes("status") ? "● nginx.service - running\n" : "" }))
-    expect(await ok(debian.ops.svcStatus(debian.session, "nginx"))).toEqual({ stdout: "● nginx.service - running\n", stderr: "", exit_code: 0, active: true, enabled: false })
+    const debian = direct("debian", "stoat", (argv) => ({
+      exitCode: argv[2]?.includes("is-enabled") ? 1 : 0,
+      stdout: argv[2]?.includes("status") ? "● nginx.service - running\n" : ""
+    }))
+    expect(await ok(debian.ops.svcStatus(debian.session, "nginx"))).toEqual({
+      stdout: "● nginx.service - running\n",
+      stderr: "",
+      exit_code: 0,
+      active: true,
+      enabled: false
+    })
     expect(debian.argvs()).toEqual([
       ["sh", "-c", 'systemctl status "$1"', "stoat_svc", "nginx"],
       ["sh", "-c", GuestScripts.ENABLED_SCRIPTS["systemd"], "stoat_enabled", "nginx"]
     ])
-    const missing = direct("debian", "stoat", () => ({ exitCode: 4, stderr: "Unit nope.service could not be found.\n" }))
-    expect(await fails(missing.ops.svcStatus(missing.session, "nope"))).toMatchObject({ code: "not_found", subject: "nope" })
+    const missing = direct("debian", "stoat", () => ({
+      exitCode: 4,
+      stderr: "Unit nope.service could not be found.\n"
+    }))
+    expect(await fails(missing.ops.svcStatus(missing.session, "nope"))).toMatchObject({
+      code: "not_found",
+      subject: "nope"
+    })
   })
 
   it("actions run the template as root through escalate; the exit status is the answer", async () => {
     const debian = direct("debian", "stoat", () => ({ exitCode: 5, stderr: "Job failed.\n" }))
-    expect(await ok(debian.ops.svc(debian.session, "nginx", "start"))).toEqual({ stdout: "", stderr: "Job failed.\n", exit_code: 5 })
+    expect(await ok(debian.ops.svc(debian.session, "nginx", "start"))).toEqual({
+      stdout: "",
+      stderr: "Job failed.\n",
+      exit_code: 5
+    })
     expect(debian.argvs()).toEqual([["sudo", "-n", "sh", "-c", 'systemctl start "$1"', "stoat_svc", "nginx"]])
     const alpine = direct("alpine", "root", () => ({ exitCode: 0 }))
     await ok(alpine.ops.svc(alpine.session, "sshd", "enable"))
@@ -310,22 +487,34 @@ describe("services", () => {
   })
 
   it("a missing service manager or sudo is capability_unavailable naming it; a refused sudo is access_denied", async () => {
-    const noSystemctl = direct("debian", "stoat", () => ({ exitCode: 127, stderr: "stoat_svc: 1: systemctl: not found\n" }))
-    expect(await fails(noSystemctl.ops.svc(noSystemctl.session, "nginx", "stop"))).toMatchObject({ code: "capability_unavailable", reason: "systemctl" })
+    const noSystemctl = direct("debian", "stoat", () => ({
+      exitCode: 127,
+      stderr: "stoat_svc: 1: systemctl: not found\n"
+    }))
+    expect(await fails(noSystemctl.ops.svc(noSystemctl.session, "nginx", "stop"))).toMatchObject({
+      code: "capability_unavailable",
+      reason: "systemctl"
+    })
     const noSudo = direct("debian", "stoat", () => ({ exitCode: 127, stderr: "sh: sudo: not found\n" }))
-    expect(await fails(noSudo.ops.svc(noSudo.session, "nginx", "stop"))).toMatchObject({ code: "capability_unavailable", reason: "sudo" })
+    expect(await fails(noSudo.ops.svc(noSudo.session, "nginx", "stop"))).toMatchObject({
+      code: "capability_unavailable",
+      reason: "sudo"
+    })
     const refused = direct("debian", "stoat", () => ({ exitCode: 1, stderr: "sudo: a password is required\n" }))
     expect(await fails(refused.ops.svc(refused.session, "nginx", "stop"))).toMatchObject({ code: "access_denied" })
   })
 
-  it.each(["-rf", "$(reboot)", "a b", "it's", "x;y", "a\nb", "a\0b", "", "`id`", "../etc"])("refuses the service name %j with usage", async (name) => {
-    const h = await running()
-    expect((await h.fail(svcOp, { vm: "web", name, action: "start" })).code).toBe("usage")
-    expect((await h.fail(svcStatusOp, { vm: "web", name })).code).toBe("usage")
-    expect((await h.fail(useraddOp, { vm: "web", name })).code).toBe("usage")
-    expect((await h.fail(tailLogOp, { vm: "web", unit: name })).code).toBe("usage")
-    expect(h.guest.execs).toEqual([])
-  })
+  it.each(["-rf", "$(reboot)", "a b", "it's", "x;y", "a\nb", "a\0b", "", "`id`", "../etc"])(
+    "refuses the service name %j with usage",
+    async (name) => {
+      const h = await running()
+      expect((await h.fail(svcOp, { vm: "web", name, action: "start" })).code).toBe("usage")
+      expect((await h.fail(svcStatusOp, { vm: "web", name })).code).toBe("usage")
+      expect((await h.fail(useraddOp, { vm: "web", name })).code).toBe("usage")
+      expect((await h.fail(tailLogOp, { vm: "web", unit: name })).code).toBe("usage")
+      expect(h.guest.execs).toEqual([])
+    }
+  )
 
   it("refuses an unknown action with usage", async () => {
     const h = await running()
@@ -337,15 +526,27 @@ describe("tail_log", () => {
   it("tails a file as the ssh user, at most `lines` lines", async () => {
     const h = await running()
     h.fs.write("/var/log/app.log", Array.from({ length: 30 }, (_, i) => `line ${i}`).join("\n") + "\n")
-    expect(await h.ok(tailLogOp, { vm: "web", path: "/var/log/app.log", lines: 3 })).toEqual({ lines: ["line 27", "line 28", "line 29"] })
+    expect(await h.ok(tailLogOp, { vm: "web", path: "/var/log/app.log", lines: 3 })).toEqual({
+      lines: ["line 27", "line 28", "line 29"]
+    })
     expect((await h.ok(tailLogOp, { vm: "web", path: "/var/log/app.log" })).lines).toHaveLength(30)
-    expect(h.guest.execs[0]?.argv).toEqual(["sh", "-c", GuestScripts.TAIL_SCRIPT, "stoat_tail", "/var/log/app.log", "3"])
+    expect(h.guest.execs[0]?.argv).toEqual([
+      "sh",
+      "-c",
+      GuestScripts.TAIL_SCRIPT,
+      "stoat_tail",
+      "/var/log/app.log",
+      "3"
+    ])
     expect(await h.fail(tailLogOp, { vm: "web", path: "/var/log/none" })).toMatchObject({ code: "not_found" })
   })
 
   it("the tiny guest has neither a journal nor a log_path: capability_unavailable naming what is missing", async () => {
     const h = await running()
-    expect(await h.fail(tailLogOp, { vm: "web", unit: "sshd" })).toMatchObject({ code: "capability_unavailable", reason: "systemd" })
+    expect(await h.fail(tailLogOp, { vm: "web", unit: "sshd" })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "systemd"
+    })
     expect(await h.fail(tailLogOp, { vm: "web" })).toMatchObject({ code: "capability_unavailable", reason: "log_path" })
   })
 
@@ -359,7 +560,9 @@ describe("tail_log", () => {
     ])
     const alpine = direct("alpine", "stoat", () => ({ exitCode: 0, stdout: "m\r\n" }))
     expect(await ok(alpine.ops.tailLog(alpine.session, { lines: 7 }))).toEqual({ lines: ["m"] })
-    expect(alpine.argvs()).toEqual([["sudo", "-n", "sh", "-c", GuestScripts.TAIL_SCRIPT, "stoat_tail", "/var/log/messages", "7"]])
+    expect(alpine.argvs()).toEqual([
+      ["sudo", "-n", "sh", "-c", GuestScripts.TAIL_SCRIPT, "stoat_tail", "/var/log/messages", "7"]
+    ])
   })
 
   it("unit and path together, or more than 2000 lines, are usage", async () => {
@@ -372,8 +575,15 @@ describe("tail_log", () => {
 
 describe("pkg_install and useradd", () => {
   it("runs pkg.setup then the install argv as root, with pkg.env, packages as plain arguments", async () => {
-    const debian = direct("debian", "stoat", (argv) => ({ exitCode: 0, stdout: argv.includes("install") ? "installed\n" : "updated\n" }))
-    expect(await ok(debian.ops.pkgInstall(debian.session, ["curl", "jq=1.6"]))).toEqual({ stdout: "updated\ninstalled\n", stderr: "", exit_code: 0 })
+    const debian = direct("debian", "stoat", (argv) => ({
+      exitCode: 0,
+      stdout: argv.includes("install") ? "installed\n" : "updated\n"
+    }))
+    expect(await ok(debian.ops.pkgInstall(debian.session, ["curl", "jq=1.6"]))).toEqual({
+      stdout: "updated\ninstalled\n",
+      stderr: "",
+      exit_code: 0
+    })
     expect(debian.argvs()).toEqual([
       ["sudo", "-n", "env", "DEBIAN_FRONTEND=noninteractive", "sh", "-c", "apt-get update", "stoat_pkg_setup"],
       ["sudo", "-n", "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "curl", "jq=1.6"]
@@ -388,24 +598,45 @@ describe("pkg_install and useradd", () => {
 
   it("a guest without a package manager (tiny) is capability_unavailable; a missing apt-get names it", async () => {
     const h = await running()
-    expect(await h.fail(pkgInstallOp, { vm: "web", packages: ["curl"] })).toMatchObject({ code: "capability_unavailable", reason: "package_manager" })
-    const noApt = direct("debian", "root", () => ({ exitCode: 127, stderr: "env: 'apt-get': No such file or directory\n" }))
+    expect(await h.fail(pkgInstallOp, { vm: "web", packages: ["curl"] })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "package_manager"
+    })
+    const noApt = direct("debian", "root", () => ({
+      exitCode: 127,
+      stderr: "env: 'apt-get': No such file or directory\n"
+    }))
     // setup (sh -c "apt-get update") fails the same way.
-    expect(await fails(noApt.ops.pkgInstall(noApt.session, ["curl"]))).toMatchObject({ code: "capability_unavailable", reason: "apt-get" })
+    expect(await fails(noApt.ops.pkgInstall(noApt.session, ["curl"]))).toMatchObject({
+      code: "capability_unavailable",
+      reason: "apt-get"
+    })
   })
 
-  it.each([["-y"], ["--allow-unauthenticated"], [""], ["a b"], ["x\0"]])("refuses the package %j with usage", async (name) => {
-    const h = await running()
-    expect((await h.fail(pkgInstallOp, { vm: "web", packages: [name] })).code).toBe("usage")
-    expect((await h.fail(pkgInstallOp, { vm: "web", packages: [] })).code).toBe("usage")
-  })
+  it.each([["-y"], ["--allow-unauthenticated"], [""], ["a b"], ["x\0"]])(
+    "refuses the package %j with usage",
+    async (name) => {
+      const h = await running()
+      expect((await h.fail(pkgInstallOp, { vm: "web", packages: [name] })).code).toBe("usage")
+      expect((await h.fail(pkgInstallOp, { vm: "web", packages: [] })).code).toBe("usage")
+    }
+  )
 
   it("useradd runs cmd.useradd with the name as $1 as root; tiny has none", async () => {
     const debian = direct("debian", "stoat", () => ({ exitCode: 9, stderr: "useradd: user 'alice' already exists\n" }))
-    expect(await ok(debian.ops.useradd(debian.session, "alice"))).toEqual({ stdout: "", stderr: "useradd: user 'alice' already exists\n", exit_code: 9 })
-    expect(debian.argvs()).toEqual([["sudo", "-n", "sh", "-c", 'useradd -m -s /bin/bash "$1"', "stoat_useradd", "alice"]])
+    expect(await ok(debian.ops.useradd(debian.session, "alice"))).toEqual({
+      stdout: "",
+      stderr: "useradd: user 'alice' already exists\n",
+      exit_code: 9
+    })
+    expect(debian.argvs()).toEqual([
+      ["sudo", "-n", "sh", "-c", 'useradd -m -s /bin/bash "$1"', "stoat_useradd", "alice"]
+    ])
     const h = await running()
-    expect(await h.fail(useraddOp, { vm: "web", name: "alice" })).toMatchObject({ code: "capability_unavailable", reason: "cmd.useradd" })
+    expect(await h.fail(useraddOp, { vm: "web", name: "alice" })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "cmd.useradd"
+    })
   })
 })
 
@@ -413,7 +644,11 @@ describe("exec", () => {
   it("a command that exits 143 on its own before the deadline is not timed out", async () => {
     const h = await running()
     h.guest.execHandler = () => ({ exitCode: 143, stdout: "bye" })
-    expect(await h.ok(execInGuest, { vm: "web", argv: ["sh", "-c", "kill $$"] })).toEqual({ exit_code: 143, stdout: "bye", stderr: "" })
+    expect(await h.ok(execInGuest, { vm: "web", argv: ["sh", "-c", "kill $$"] })).toEqual({
+      exit_code: 143,
+      stdout: "bye",
+      stderr: ""
+    })
   })
 
   it("says when a stream was cut at the 1 MiB cap", async () => {
@@ -444,7 +679,8 @@ describe("reachability", () => {
     }
     const stopped = harness()
     await stopped.ok(createVm, { name: "cold", image: "tiny" })
-    for (const [op, input] of calls) expect((await stopped.fail(op, { vm: "cold", ...input })).code, op.tool).toBe("not_running")
+    for (const [op, input] of calls)
+      expect((await stopped.fail(op, { vm: "cold", ...input })).code, op.tool).toBe("not_running")
   })
 })
 

@@ -11,7 +11,9 @@ describe("asRoot, the one way a command becomes root in a guest", () => {
   })
 
   it("puts the guest's escalate words in front for another user", () => {
-    expect(asRoot({ vm: "box", user: "stoat" }, sudoGuest, ["id", "-u"], "x")).toEqual(Either.right(["sudo", "-n", "id", "-u"]))
+    expect(asRoot({ vm: "box", user: "stoat" }, sudoGuest, ["id", "-u"], "x")).toEqual(
+      Either.right(["sudo", "-n", "id", "-u"])
+    )
   })
 
   it("refuses with capability_unavailable (reason escalate) when the guest has none: never runs unprivileged", () => {
@@ -20,7 +22,8 @@ describe("asRoot, the one way a command becomes root in a guest", () => {
       code: "capability_unavailable",
       reason: "escalate",
       subject: "box",
-      message: "applying recipes runs as root, but VM box's ssh user is guest and guest tiny defines no escalate command"
+      message:
+        "applying recipes runs as root, but VM box's ssh user is guest and guest tiny defines no escalate command"
     })
   })
 })

@@ -3,13 +3,17 @@ import { describe, expect, it } from "vitest"
 import { algorithmOf, findChecksum, parseChecksumFile } from "../../src/images/checksum.js"
 
 const hex = (length: number) =>
-  fc.array(fc.constantFrom(..."0123456789abcdefABCDEF"), { minLength: length, maxLength: length }).map((chars) => chars.join(""))
+  fc
+    .array(fc.constantFrom(..."0123456789abcdefABCDEF"), { minLength: length, maxLength: length })
+    .map((chars) => chars.join(""))
 const digest = fc.oneof(hex(64), hex(128))
 
 // File names as mirrors publish them, plus the awkward ones: spaces, parens, backslashes, newlines.
 const fileName = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._+-]{0,40}$/),
-  fc.string({ minLength: 1, maxLength: 30, unit: "grapheme" }).filter((s) => s.trim() === s && !s.startsWith("./") && !s.includes("\r"))
+  fc
+    .string({ minLength: 1, maxLength: 30, unit: "grapheme" })
+    .filter((s) => s.trim() === s && !s.startsWith("./") && !s.includes("\r"))
 )
 
 type Style = "text" | "binary" | "bsd"
@@ -24,7 +28,11 @@ const render = (name: string, sum: string, how: Style): string => {
   return `${prefix}${sum}${how === "binary" ? " *" : "  "}${escaped}`
 }
 
-const entries = fc.uniqueArray(fc.record({ name: fileName, sum: digest, how: style }), { selector: (e) => e.name, minLength: 1, maxLength: 12 })
+const entries = fc.uniqueArray(fc.record({ name: fileName, sum: digest, how: style }), {
+  selector: (e) => e.name,
+  minLength: 1,
+  maxLength: 12
+})
 
 const clearsign = (body: string) =>
   `-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA256\n\n${body
@@ -64,10 +72,14 @@ describe("checksum file parser (property)", () => {
 
   it("ignores digests of other lengths and BSD tags that disagree with the length", () => {
     fc.assert(
-      fc.property(fileName, fc.integer({ min: 1, max: 200 }).filter((n) => n !== 64 && n !== 128), (name, length) => {
-        const odd = "a".repeat(length)
-        expect(findChecksum(`${odd}  ${name}\nSHA256 (${name}) = ${"b".repeat(128)}\n`, name)).toBeUndefined()
-      })
+      fc.property(
+        fileName,
+        fc.integer({ min: 1, max: 200 }).filter((n) => n !== 64 && n !== 128),
+        (name, length) => {
+          const odd = "a".repeat(length)
+          expect(findChecksum(`${odd}  ${name}\nSHA256 (${name}) = ${"b".repeat(128)}\n`, name)).toBeUndefined()
+        }
+      )
     )
   })
 })
@@ -77,15 +89,23 @@ describe("checksum file parser (examples)", () => {
   const b = "B".repeat(128)
 
   it("reads the formats the catalog's mirrors publish", () => {
-    expect(findChecksum(`${a} *ubuntu-24.04-server-cloudimg-amd64.img\n`, "ubuntu-24.04-server-cloudimg-amd64.img")).toBe(a)
-    expect(findChecksum(`${b}  debian-13-genericcloud-amd64.qcow2\n`, "debian-13-genericcloud-amd64.qcow2")).toBe(b.toLowerCase())
+    expect(
+      findChecksum(`${a} *ubuntu-24.04-server-cloudimg-amd64.img\n`, "ubuntu-24.04-server-cloudimg-amd64.img")
+    ).toBe(a)
+    expect(findChecksum(`${b}  debian-13-genericcloud-amd64.qcow2\n`, "debian-13-genericcloud-amd64.qcow2")).toBe(
+      b.toLowerCase()
+    )
     expect(findChecksum(`# f.qcow2: 5 bytes\nSHA256 (f.qcow2) = ${a}\n`, "f.qcow2")).toBe(a)
     expect(findChecksum(`${a}  ./f.img\n`, "f.img")).toBe(a)
     expect(findChecksum(`SHA256 (name (1).img) = ${a}\n`, "name (1).img")).toBe(a)
   })
 
   it("lets a sidecar name a different file or give a bare digest", () => {
-    expect(findChecksum(`${a}  Arch-Linux-x86_64-cloudimg-20260801.qcow2\n`, "Arch-Linux-x86_64-cloudimg.qcow2", { sidecar: true })).toBe(a)
+    expect(
+      findChecksum(`${a}  Arch-Linux-x86_64-cloudimg-20260801.qcow2\n`, "Arch-Linux-x86_64-cloudimg.qcow2", {
+        sidecar: true
+      })
+    ).toBe(a)
     expect(findChecksum(`${a}\n`, "x.qcow2", { sidecar: true })).toBe(a)
     expect(findChecksum(`${a}\n`, "x.qcow2")).toBeUndefined()
     expect(findChecksum(`${a}  one\n${a}  two\n`, "three", { sidecar: true })).toBeUndefined()

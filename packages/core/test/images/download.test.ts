@@ -32,7 +32,11 @@ afterEach(async () => {
   await rm(join(isosDir, ".."), { recursive: true, force: true })
 })
 
-const entry = (file: string, checksum?: { path: string; format?: ChecksumFormat }, imagePath = `/img/${file}`): KnownImage => ({
+const entry = (
+  file: string,
+  checksum?: { path: string; format?: ChecksumFormat },
+  imagePath = `/img/${file}`
+): KnownImage => ({
   id: "fixture",
   os: "ubuntu",
   variant: "test",
@@ -49,7 +53,8 @@ const entry = (file: string, checksum?: { path: string; format?: ChecksumFormat 
   defaultDisk: "8G"
 })
 
-const run = (target: KnownImage, extra: Partial<PullOptions> = {}) => Effect.runPromiseExit(pull(target, { isosDir, timeouts: FAST, ...extra }))
+const run = (target: KnownImage, extra: Partial<PullOptions> = {}) =>
+  Effect.runPromiseExit(pull(target, { isosDir, timeouts: FAST, ...extra }))
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
   if (Exit.isSuccess(exit)) throw new Error("expected a failure")
@@ -146,7 +151,10 @@ describe("pull", () => {
 
   it("fails with download_failed when the server closes before Content-Length bytes", async () => {
     // Declares the full length but sends 64 KiB, then closes the socket.
-    server.route("/img/short.img", serveBytes(image.subarray(0, 65536), { chunk: 8192, declaredLength: image.length, stopAfter: 65536 }))
+    server.route(
+      "/img/short.img",
+      serveBytes(image.subarray(0, 65536), { chunk: 8192, declaredLength: image.length, stopAfter: 65536 })
+    )
     const error = failureOf(await run(entry("short.img")))
     expect(error.code).toBe("download_failed")
     expect(await files()).toEqual([])
@@ -221,7 +229,9 @@ describe("pull", () => {
     server.route("/img/slow.img", serveBytes(image, { chunk: 2048, delayMs: 20 }))
     let firstProgress: () => void = () => undefined
     const progressed = new Promise<void>((resolve) => (firstProgress = resolve))
-    const fiber = Effect.runFork(pull(entry("slow.img"), { isosDir, timeouts: FAST, onProgress: () => firstProgress() }))
+    const fiber = Effect.runFork(
+      pull(entry("slow.img"), { isosDir, timeouts: FAST, onProgress: () => firstProgress() })
+    )
     await progressed
     expect(await files()).toEqual(["slow.img.part"])
     const exit = await Effect.runPromise(Fiber.interrupt(fiber))

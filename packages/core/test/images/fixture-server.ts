@@ -47,9 +47,15 @@ export const startFixtureServer = async (): Promise<FixtureServer> => {
 
 /** Serves `body` with a Content-Length, in chunks of `chunk` bytes spaced `delayMs` apart. */
 export const serveBytes =
-  (body: Buffer, options: { chunk?: number; delayMs?: number; stopAfter?: number; declaredLength?: number } = {}): Handler =>
+  (
+    body: Buffer,
+    options: { chunk?: number; delayMs?: number; stopAfter?: number; declaredLength?: number } = {}
+  ): Handler =>
   (_req, res) => {
-    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(options.declaredLength ?? body.length) })
+    res.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "content-length": String(options.declaredLength ?? body.length)
+    })
     const chunk = options.chunk ?? body.length
     const limit = options.stopAfter ?? body.length
     let offset = 0

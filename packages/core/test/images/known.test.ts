@@ -41,9 +41,22 @@ describe("image catalog", () => {
     expect(findImage("debian-13")?.source).toMatchObject({ checksum: { format: "sha512sums" } })
     expect(findImage("fedora-cloud")?.source).toMatchObject({ checksum: { format: "bsd" } })
     expect(findImage("arch-cloud")?.source).toMatchObject({ checksum: { format: "sidecar" } })
-    expect(findImage("tiny")).toMatchObject({ os: "tiny", backend: "direct", local: true, defaultRamMb: 256, defaultCpus: 1 })
+    expect(findImage("tiny")).toMatchObject({
+      os: "tiny",
+      backend: "direct",
+      local: true,
+      defaultRamMb: 256,
+      defaultCpus: 1
+    })
     // The bundled debian guest's login user (default_ssh_user), on a disk the build's root overlays.
-    expect(findImage("debian-12-mini")).toMatchObject({ os: "debian", backend: "direct", local: true, sshUser: "stoat", defaultDisk: "4G", defaultCpus: 1 })
+    expect(findImage("debian-12-mini")).toMatchObject({
+      os: "debian",
+      backend: "direct",
+      local: true,
+      sshUser: "stoat",
+      defaultDisk: "4G",
+      defaultCpus: 1
+    })
     expect(findImage("rocky-9")).toMatchObject({ defaultDisk: "12G", cpuModel: "host", requiredCpu: "x86-64-v2" })
   })
 
@@ -89,6 +102,9 @@ describe("BYO filename inference", () => {
   })
 
   it("uses the hints of the guests it is given", () => {
-    expect(inferByo("nixos-cloud.qcow2", [{ name: "nixos", filename_hints: ["nixos"] }])).toEqual({ os: "nixos", backend: "cloudinit" })
+    expect(inferByo("nixos-cloud.qcow2", [{ name: "nixos", filename_hints: ["nixos"] }])).toEqual({
+      os: "nixos",
+      backend: "cloudinit"
+    })
   })
 })

@@ -44,7 +44,12 @@ describe("imagesOnHost", () => {
     await writeFile(join(isos, "tiny", "manifest.json"), "{}")
     expect((await list()).find((image) => image.id === "tiny")).toMatchObject({ downloaded: false, bytes_exact: false })
     const built = await Effect.runPromise(imagesOnHost(isos, [], undefined, new Map([["tiny", 102]])))
-    expect(built.find((image) => image.id === "tiny")).toMatchObject({ file: "tiny", downloaded: true, bytes: 102, bytes_exact: true })
+    expect(built.find((image) => image.id === "tiny")).toMatchObject({
+      file: "tiny",
+      downloaded: true,
+      bytes: 102,
+      bytes_exact: true
+    })
   })
 
   it("lists files in isos/ that VMs use and the catalog does not claim as BYO", async () => {
@@ -63,8 +68,28 @@ describe("imagesOnHost", () => {
     ])
     const byo = images.filter((image) => image.byo)
     expect(byo).toEqual([
-      { id: "", os: "fedora", variant: "", backend: "ssh", file: "custom.iso", downloaded: true, bytes: 9, bytes_exact: true, byo: true },
-      { id: "", os: "ubuntu", variant: "", backend: "cloudinit", file: "my-ubuntu-cloudimg.img", downloaded: true, bytes: 42, bytes_exact: true, byo: true }
+      {
+        id: "",
+        os: "fedora",
+        variant: "",
+        backend: "ssh",
+        file: "custom.iso",
+        downloaded: true,
+        bytes: 9,
+        bytes_exact: true,
+        byo: true
+      },
+      {
+        id: "",
+        os: "ubuntu",
+        variant: "",
+        backend: "cloudinit",
+        file: "my-ubuntu-cloudimg.img",
+        downloaded: true,
+        bytes: 42,
+        bytes_exact: true,
+        byo: true
+      }
     ])
   })
 })

@@ -39,15 +39,30 @@ describe("the Images service", () => {
     expect(h.exists("isos", "unused.iso")).toBe(true)
 
     await h.ok(prune, { images: true, apply: true })
-    expect([h.exists("isos", "unused.iso"), h.exists("isos", "a.iso.part"), h.exists("isos", "b.iso.part"), h.exists("isos", "ubuntu-used.iso")]).toEqual([false, false, true, true])
+    expect([
+      h.exists("isos", "unused.iso"),
+      h.exists("isos", "a.iso.part"),
+      h.exists("isos", "b.iso.part"),
+      h.exists("isos", "ubuntu-used.iso")
+    ]).toEqual([false, false, true, true])
   })
 
   it("builds a local image through the ImageBuilder port; an unknown id is a typed error", async () => {
     const h = harness()
-    expect((await h.ok(listImages, {})).images.find((image) => image.id === "tiny")).toMatchObject({ downloaded: false })
-    expect(await h.ok(pullImage, { id: "tiny" })).toEqual({ id: "tiny", downloaded: true, verified: true, checksum_available: false })
+    expect((await h.ok(listImages, {})).images.find((image) => image.id === "tiny")).toMatchObject({
+      downloaded: false
+    })
+    expect(await h.ok(pullImage, { id: "tiny" })).toEqual({
+      id: "tiny",
+      downloaded: true,
+      verified: true,
+      checksum_available: false
+    })
     // What pull reported is what images lists (it listed tiny as not downloaded after a pull).
-    expect((await h.ok(listImages, {})).images.find((image) => image.id === "tiny")).toMatchObject({ downloaded: true, bytes_exact: true })
+    expect((await h.ok(listImages, {})).images.find((image) => image.id === "tiny")).toMatchObject({
+      downloaded: true,
+      bytes_exact: true
+    })
     expect(h.images.builds).toEqual([{ id: "tiny" }])
     const error = await h.fail(pullImage, { id: "no-such-image" })
     expect(error.code).toBe("no_such_image")

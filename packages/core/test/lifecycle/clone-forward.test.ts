@@ -7,18 +7,36 @@ describe("clone", () => {
     const h = harness()
     await h.ok(createVm, { name: "src", image: "tiny" })
     await h.ok(startVm, { vm: "src" })
-    expect(await h.fail(cloneVm, { source: "src", name: "copy" })).toMatchObject({ code: "already_running", subject: "src" })
+    expect(await h.fail(cloneVm, { source: "src", name: "copy" })).toMatchObject({
+      code: "already_running",
+      subject: "src"
+    })
     expect(h.vmFolders()).toEqual(["src"])
   })
 
   it("copies the settings with a fresh ssh port, no forwards, and an overlay disk backed by the source disk", async () => {
     const h = harness()
-    const source = await h.ok(createVm, { name: "src", image: "tiny", ram_mb: 384, cpus: 2, disk: "2G", agent_access: "exec" })
+    const source = await h.ok(createVm, {
+      name: "src",
+      image: "tiny",
+      ram_mb: 384,
+      cpus: 2,
+      disk: "2G",
+      agent_access: "exec"
+    })
     await h.ok(forwardPorts, { vm: "src", pairs: ["18081:80"] })
     const result = await h.ok(cloneVm, { source: "src", name: "copy" })
     expect(result.source).toBe("src")
     expect(result.forwards_copied).toBe(false)
-    expect(result.vm).toMatchObject({ name: "copy", state: "stopped", ram_mb: 384, cpus: 2, disk: "2G", agent_access: "exec", forwards: [] })
+    expect(result.vm).toMatchObject({
+      name: "copy",
+      state: "stopped",
+      ram_mb: 384,
+      cpus: 2,
+      disk: "2G",
+      agent_access: "exec",
+      forwards: []
+    })
     expect(result.vm.ssh_port).not.toBe(source.ssh_port)
     expect(result.vm.ssh_port).not.toBe(18081)
     expect(h.hypervisor.disks.get(h.diskOf("copy"))).toMatchObject({ backing: h.diskOf("src"), size: 2 * 1024 ** 3 })
@@ -39,7 +57,10 @@ describe("clone", () => {
     const h = harness()
     await h.ok(createVm, { name: "src", image: "tiny" })
     await h.ok(createVm, { name: "taken", image: "tiny" })
-    expect(await h.fail(cloneVm, { source: "src", name: "taken" })).toMatchObject({ code: "name_taken", subject: "taken" })
+    expect(await h.fail(cloneVm, { source: "src", name: "taken" })).toMatchObject({
+      code: "name_taken",
+      subject: "taken"
+    })
     expect((await h.fail(cloneVm, { source: "src", name: "bad name" })).code).toBe("invalid_spec")
     expect((await h.fail(cloneVm, { source: "src", name: "nul" })).code).toBe("invalid_spec")
     expect((await h.fail(cloneVm, { source: "ghost", name: "copy" })).code).toBe("not_found")

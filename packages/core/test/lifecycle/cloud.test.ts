@@ -48,7 +48,10 @@ describe("cloud VMs", () => {
     await h.ok(startVm, { vm: "cloudy" })
     expect(h.hypervisor.disks.get(h.diskOf("cloudy"))).toMatchObject({ backing: base, size: 8 * 1024 ** 3 })
     expect(existsSync(join(h.vmDir("cloudy"), "ovl", "seed.iso"))).toBe(true)
-    expect(h.hypervisor.running.get(h.vmDir("cloudy"))?.plan.seedIso).toEqual({ vm: { name: "cloudy", dir: h.vmDir("cloudy") }, file: "ovl/seed.iso" })
+    expect(h.hypervisor.running.get(h.vmDir("cloudy"))?.plan.seedIso).toEqual({
+      vm: { name: "cloudy", dir: h.vmDir("cloudy") },
+      file: "ovl/seed.iso"
+    })
   })
 
   it("are ready only when cloud-init reports done, not when ssh first answers", async () => {
@@ -74,6 +77,8 @@ describe("cloud VMs", () => {
     const h = harness()
     const error = await h.fail(createVm, { name: "u", image: "ubuntu-24.04" })
     expect(error).toMatchObject({ code: "image_not_downloaded", subject: "ubuntu-24.04" })
-    expect(error.message).toBe('image ubuntu-24.04 is not downloaded; download it with image.pull {"id":"ubuntu-24.04"}')
+    expect(error.message).toBe(
+      'image ubuntu-24.04 is not downloaded; download it with image.pull {"id":"ubuntu-24.04"}'
+    )
   })
 })

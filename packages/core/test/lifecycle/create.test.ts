@@ -9,7 +9,17 @@ describe("create", () => {
   it("fills the tiny defaults: 256 MiB, 1 vCPU, a 1G disk, agent_access manage, stopped", async () => {
     const h = harness()
     const vm = await h.ok(createVm, { name: "web", image: "tiny" })
-    expect(vm).toMatchObject({ name: "web", os: "tiny", mode: "disk", state: "stopped", ram_mb: 256, cpus: 1, disk: "1G", agent_access: "manage", forwards: [] })
+    expect(vm).toMatchObject({
+      name: "web",
+      os: "tiny",
+      mode: "disk",
+      state: "stopped",
+      ram_mb: 256,
+      cpus: 1,
+      disk: "1G",
+      agent_access: "manage",
+      forwards: []
+    })
     expect(vm.ssh_port).toBeGreaterThanOrEqual(2200)
     // The disk exists at 1 GiB and the VM folder, vm.toml and shared folder were made.
     expect(h.hypervisor.disks.get(h.diskOf("web"))?.size).toBe(1024 ** 3)
@@ -22,15 +32,30 @@ describe("create", () => {
   it("makes a debian-12-mini VM an overlay of the build's root disk, logging in as the debian guest's user", async () => {
     const h = harness()
     const vm = await h.ok(createVm, { name: "deb", image: "debian-12-mini" })
-    expect(vm).toMatchObject({ name: "deb", os: "debian", mode: "disk", state: "stopped", ram_mb: 1024, cpus: 1, disk: "4G" })
-    expect(h.hypervisor.disks.get(h.diskOf("deb"))).toMatchObject({ size: 4 * 1024 ** 3, backing: "/fake/debian-12-mini/rootfs.qcow2" })
+    expect(vm).toMatchObject({
+      name: "deb",
+      os: "debian",
+      mode: "disk",
+      state: "stopped",
+      ram_mb: 1024,
+      cpus: 1,
+      disk: "4G"
+    })
+    expect(h.hypervisor.disks.get(h.diskOf("deb"))).toMatchObject({
+      size: 4 * 1024 ** 3,
+      backing: "/fake/debian-12-mini/rootfs.qcow2"
+    })
     expect(h.readVmToml("deb")).toMatch(/sshuser = "stoat"/)
     expect(h.readVmToml("deb")).toMatch(/base = "\/fake\/debian-12-mini\/rootfs.qcow2"/)
     // A start boots the build the disk came from, not whichever build is current by then.
     await h.ok(startVm, { vm: "deb" })
     expect(h.images.builds.at(-1)).toEqual({ id: "debian-12-mini", rootDisk: "/fake/debian-12-mini/rootfs.qcow2" })
     const plan = h.hypervisor.running.get(join(h.root, "deb"))?.plan
-    expect(plan).toMatchObject({ disk: "disk.qcow2", kernel: { path: "/fake/debian-12-mini/vmlinux" }, guestIdentity: { hostname: "deb" } })
+    expect(plan).toMatchObject({
+      disk: "disk.qcow2",
+      kernel: { path: "/fake/debian-12-mini/vmlinux" },
+      guestIdentity: { hostname: "deb" }
+    })
   })
 
   it("a tiny VM gets a blank data disk and boots whatever tiny build is current", async () => {
@@ -43,7 +68,14 @@ describe("create", () => {
 
   it("takes ram_mb, cpus, disk and agent_access when given", async () => {
     const h = harness()
-    const vm = await h.ok(createVm, { name: "big", image: "tiny", ram_mb: 512, cpus: 2, disk: "2G", agent_access: "observe" })
+    const vm = await h.ok(createVm, {
+      name: "big",
+      image: "tiny",
+      ram_mb: 512,
+      cpus: 2,
+      disk: "2G",
+      agent_access: "observe"
+    })
     expect(vm).toMatchObject({ ram_mb: 512, cpus: 2, disk: "2G", agent_access: "observe", allow_exec: false })
     expect(h.hypervisor.disks.get(h.diskOf("big"))?.size).toBe(2 * 1024 ** 3)
   })
@@ -99,9 +131,15 @@ describe("create", () => {
 
   it("refuses an unknown image (no_such_image), a missing one (invalid_spec) and one not downloaded", async () => {
     const h = harness()
-    expect(await h.fail(createVm, { name: "web", image: "tinyy" })).toMatchObject({ code: "no_such_image", subject: "tinyy" })
+    expect(await h.fail(createVm, { name: "web", image: "tinyy" })).toMatchObject({
+      code: "no_such_image",
+      subject: "tinyy"
+    })
     expect(await h.fail(createVm, { name: "web" })).toMatchObject({ code: "invalid_spec", subject: "image" })
-    expect(await h.fail(createVm, { name: "web", image: "ubuntu-24.04" })).toMatchObject({ code: "image_not_downloaded", subject: "ubuntu-24.04" })
+    expect(await h.fail(createVm, { name: "web", image: "ubuntu-24.04" })).toMatchObject({
+      code: "image_not_downloaded",
+      subject: "ubuntu-24.04"
+    })
     expect(h.vmFolders()).toEqual([])
   })
 
@@ -181,7 +219,10 @@ describe("create", () => {
   it("mode disk on the tiny image is accepted; mode live contradicts it (invalid_spec)", async () => {
     const h = harness()
     expect((await h.ok(createVm, { name: "web", image: "tiny", mode: "disk" })).mode).toBe("disk")
-    expect(await h.fail(createVm, { name: "web2", image: "tiny", mode: "live" })).toMatchObject({ code: "invalid_spec", subject: "mode" })
+    expect(await h.fail(createVm, { name: "web2", image: "tiny", mode: "live" })).toMatchObject({
+      code: "invalid_spec",
+      subject: "mode"
+    })
     expect(h.vmFolders()).toEqual(["web"])
   })
 
@@ -190,7 +231,10 @@ describe("create", () => {
     const entry = findImage("ubuntu-24.04")!
     mkdirSync(join(h.root, "isos"), { recursive: true })
     writeFileSync(join(h.root, "isos", knownImageFile(entry)), "fake image")
-    expect(await h.fail(createVm, { name: "web", image: "ubuntu-24.04", mode: "disk" })).toMatchObject({ code: "invalid_spec", subject: "mode" })
+    expect(await h.fail(createVm, { name: "web", image: "ubuntu-24.04", mode: "disk" })).toMatchObject({
+      code: "invalid_spec",
+      subject: "mode"
+    })
     expect(h.vmFolders()).toEqual([])
     expect((await h.ok(createVm, { name: "web", image: "ubuntu-24.04" })).mode).toBe("cloud")
   })
@@ -200,7 +244,9 @@ describe("create", () => {
     mkdirSync(join(h.root, "isos"), { recursive: true })
     for (const entry of KNOWN_IMAGES) {
       if (!entry.local) writeFileSync(join(h.root, "isos", knownImageFile(entry)), "fake image")
-      expect((await h.ok(createVm, { name: `vm-${entry.id.replace(/\./g, "-")}`, image: entry.id })).os, entry.id).toBe(entry.os)
+      expect((await h.ok(createVm, { name: `vm-${entry.id.replace(/\./g, "-")}`, image: entry.id })).os, entry.id).toBe(
+        entry.os
+      )
     }
   })
 

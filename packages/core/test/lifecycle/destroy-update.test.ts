@@ -53,18 +53,20 @@ describe("update", () => {
     expect((await h.fail(updateVm, { vm: "web" })).code).toBe("invalid_spec")
   })
 
-  it.each([["name", "other"], ["os", "alpine"], ["backend", "ssh"], ["mode", "live"]])(
-    "%s is immutable: immutable_field naming it",
-    async (field, value) => {
-      const h = harness()
-      await h.ok(createVm, { name: "web", image: "tiny" })
-      const before = h.readVmToml("web")
-      const error = await h.fail(updateVm, { vm: "web", [field]: value, ram_mb: 512 })
-      expect(error).toMatchObject({ code: "immutable_field", subject: field })
-      expect(error.message).toContain(field)
-      expect(h.readVmToml("web")).toBe(before)
-    }
-  )
+  it.each([
+    ["name", "other"],
+    ["os", "alpine"],
+    ["backend", "ssh"],
+    ["mode", "live"]
+  ])("%s is immutable: immutable_field naming it", async (field, value) => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    const before = h.readVmToml("web")
+    const error = await h.fail(updateVm, { vm: "web", [field]: value, ram_mb: 512 })
+    expect(error).toMatchObject({ code: "immutable_field", subject: field })
+    expect(error.message).toContain(field)
+    expect(h.readVmToml("web")).toBe(before)
+  })
 
   it("on a stopped VM changes apply now", async () => {
     const h = harness()
@@ -114,7 +116,10 @@ describe("update", () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
-    expect(await h.ok(updateVm, { vm: "web", agent_access: "none" })).toMatchObject({ applies_at: "now", pending_restart: [] })
+    expect(await h.ok(updateVm, { vm: "web", agent_access: "none" })).toMatchObject({
+      applies_at: "now",
+      pending_restart: []
+    })
   })
 
   it("disk: growing a running VM is already_running; shrinking is disk_shrink; growing a stopped VM grows the disk", async () => {
@@ -144,12 +149,21 @@ describe("update", () => {
     const denied = await h.fail(updateVm, { vm: "web", agent_access: "exec" }, { caller: "mcp" })
     expect(denied).toMatchObject({ code: "access_denied", subject: "web" })
     expect((await h.ok(getVm, { vm: "web" })).agent_access).toBe("manage")
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe("observe")
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe("observe")
-    expect((await h.fail(updateVm, { vm: "web", agent_access: "manage" }, { caller: "mcp" })).code).toBe("access_denied")
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe(
+      "observe"
+    )
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "observe" }, { caller: "mcp" })).vm.agent_access).toBe(
+      "observe"
+    )
+    expect((await h.fail(updateVm, { vm: "web", agent_access: "manage" }, { caller: "mcp" })).code).toBe(
+      "access_denied"
+    )
     const raised = await h.ok(updateVm, { vm: "web", agent_access: "exec" }, { caller: "cli" })
     expect(raised.vm).toMatchObject({ agent_access: "exec", allow_exec: true })
-    expect((await h.ok(updateVm, { vm: "web", agent_access: "none" }, { caller: "mcp" })).vm).toMatchObject({ agent_access: "none", allow_exec: false })
+    expect((await h.ok(updateVm, { vm: "web", agent_access: "none" }, { caller: "mcp" })).vm).toMatchObject({
+      agent_access: "none",
+      allow_exec: false
+    })
   })
 
   it("ssh_port taken by another VM's ssh port or forward is invalid_spec naming that VM", async () => {

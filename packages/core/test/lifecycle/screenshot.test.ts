@@ -36,6 +36,9 @@ describe("screenshot", () => {
     await h.ok(startVm, { vm: "web" })
     const file = join(h.root, "a-file")
     writeFileSync(file, "")
-    expect(await h.fail(screenshotVm, { vm: "web", path: join(file, "shot.png") })).toMatchObject({ code: "screenshot_failed", subject: "web" })
+    expect(await h.fail(screenshotVm, { vm: "web", path: join(file, "shot.png") })).toMatchObject({
+      code: "screenshot_failed",
+      subject: "web"
+    })
   })
 })

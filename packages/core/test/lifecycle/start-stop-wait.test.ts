@@ -30,7 +30,11 @@ describe("start", () => {
     await new Promise<void>((resolve) => squatter.listen({ port: created.ssh_port, host: "127.0.0.1" }, resolve))
     onTestFinished(() => new Promise<void>((resolve) => squatter.close(() => resolve())))
     const lines: string[] = []
-    const vm = await h.ok(startVm, { vm: "web" }, { progress: (event) => event.type === "log" && lines.push(event.data.line) })
+    const vm = await h.ok(
+      startVm,
+      { vm: "web" },
+      { progress: (event) => event.type === "log" && lines.push(event.data.line) }
+    )
     expect(vm.ssh_port).not.toBe(created.ssh_port)
     expect(h.hypervisor.running.get(h.vmDir("web"))?.plan.sshPort).toBe(vm.ssh_port)
     expect((await h.ok(getVm, { vm: "web" })).ssh_port).toBe(vm.ssh_port)
@@ -41,7 +45,8 @@ describe("start", () => {
     const h = harness()
     const created = await h.ok(createVm, { name: "web", image: "tiny" })
     const taken = created.ssh_port
-    h.hypervisor.startError = (plan) => (plan.sshPort === taken ? { message: "Could not set up host forwarding rule", portInUse: taken } : undefined)
+    h.hypervisor.startError = (plan) =>
+      plan.sshPort === taken ? { message: "Could not set up host forwarding rule", portInUse: taken } : undefined
     const vm = await h.ok(startVm, { vm: "web" })
     expect(vm.state).toBe("running")
     expect(vm.ssh_port).not.toBe(taken)
@@ -59,7 +64,7 @@ describe("start", () => {
     await new Promise<void>((resolve) => squatter.listen({ port: created.ssh_port, host: "127.0.0.1" }, resolve))
     onTestFinished(() => new Promise<void>((resolve) => squatter.close(() => resolve())))
     const before = h.readVmToml("web")
-    h.hypervisor.startError = () => ({ message: "Failed to get \"write\" lock" })
+    h.hypervisor.startError = () => ({ message: 'Failed to get "write" lock' })
     expect((await h.fail(startVm, { vm: "web" })).code).toBe("qemu_start_failed")
     expect(h.readVmToml("web")).toBe(before)
     expect((await h.ok(getVm, { vm: "web" })).ssh_port).toBe(created.ssh_port)
@@ -167,15 +172,17 @@ describe("start", () => {
     expect(h.guest.probes).toEqual([])
   })
 
-  it.each([[{ vm: "web", timeout_seconds: 0 }], [{ vm: "web", timeout_seconds: 601 }], [{ vm: "web", wait: "yes" }], [{ vm: "web", ram_mb: 512 }]])(
-    "refuses %j with usage",
-    async (input) => {
-      const h = harness()
-      await h.ok(createVm, { name: "web", image: "tiny" })
-      expect((await h.fail(startVm, input)).code).toBe("usage")
-      expect(h.hypervisor.starts).toBe(0)
-    }
-  )
+  it.each([
+    [{ vm: "web", timeout_seconds: 0 }],
+    [{ vm: "web", timeout_seconds: 601 }],
+    [{ vm: "web", wait: "yes" }],
+    [{ vm: "web", ram_mb: 512 }]
+  ])("refuses %j with usage", async (input) => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    expect((await h.fail(startVm, input)).code).toBe("usage")
+    expect(h.hypervisor.starts).toBe(0)
+  })
 })
 
 describe("stop", () => {
@@ -208,7 +215,9 @@ describe("stop", () => {
     h.writeVmToml("web", "name = [broken")
     const [listed] = (await h.ok(listVms, {})).vms
     expect(listed).toMatchObject({ name: "web", state: "broken" })
-    expect(listed?.error).toContain('its QEMU still runs: stop it with vm.stop {"vm":"web"}, then fix vm.toml or delete it with vm.destroy {"vm":"web"}')
+    expect(listed?.error).toContain(
+      'its QEMU still runs: stop it with vm.stop {"vm":"web"}, then fix vm.toml or delete it with vm.destroy {"vm":"web"}'
+    )
     const stopped = await h.ok(stopVm, { vm: "web" })
     expect(stopped).toMatchObject({ name: "web", state: "broken" })
     expect(h.isRunning("web")).toBe(false)
@@ -225,7 +234,10 @@ describe("wait", () => {
     const result = await h.ok(waitVm, { vm: "web" })
     expect(result).toMatchObject({ vm: "web", until: "reachable", reached: true })
     expect(result).not.toHaveProperty("healthy")
-    expect(await h.ok(waitVm, { vm: "web", until: "reachable", timeout_seconds: 5 })).toMatchObject({ until: "reachable", reached: true })
+    expect(await h.ok(waitVm, { vm: "web", until: "reachable", timeout_seconds: 5 })).toMatchObject({
+      until: "reachable",
+      reached: true
+    })
   })
 
   it("until reachable on a VM that is not running is cannot_reach at once, whatever the timeout", async () => {
@@ -282,7 +294,10 @@ describe("wait", () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
-    expect(await h.ok(waitVm, { vm: "web", until: "applied", timeout_seconds: 5 })).toMatchObject({ until: "applied", reached: true })
+    expect(await h.ok(waitVm, { vm: "web", until: "applied", timeout_seconds: 5 })).toMatchObject({
+      until: "applied",
+      reached: true
+    })
   })
 
   it("until applied keys off the apply log's final line: done, or FAILED → cannot_reach", async () => {
@@ -331,6 +346,9 @@ describe("wait", () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
-    expect(await h.ok(waitVm, { vm: "web", healthy: true, timeout_seconds: 5 })).toMatchObject({ reached: true, healthy: true })
+    expect(await h.ok(waitVm, { vm: "web", healthy: true, timeout_seconds: 5 })).toMatchObject({
+      reached: true,
+      healthy: true
+    })
   })
 })

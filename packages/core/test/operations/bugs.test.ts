@@ -7,10 +7,22 @@ import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, truncateSync
 import { join } from "node:path"
 import { Exit } from "effect"
 import { describe, expect, it } from "vitest"
-import { cloneVm, createVm, destroyVm, forwardPorts, getVm, listVms, prune, startVm, stoatLog, updateVm, vmLogs, waitVm } from "../../src/operations/index.js"
+import {
+  cloneVm,
+  createVm,
+  destroyVm,
+  forwardPorts,
+  getVm,
+  listVms,
+  prune,
+  startVm,
+  stoatLog,
+  updateVm,
+  vmLogs,
+  waitVm
+} from "../../src/operations/index.js"
 import { toErrorInfo } from "../../src/errors.js"
 import { harness } from "../harness.js"
-
 
 describe("regressions of bugs found by these tests", () => {
   // stoat-original §1.1: isos recipes shared logs index guests mcp v2 are never VMs.
@@ -21,7 +33,9 @@ describe("regressions of bugs found by these tests", () => {
       const error = await h.fail(createVm, { name, image: "tiny" })
       expect(error.code).toBe("invalid_spec")
       const dir = join(h.root, name)
-      const written = existsSync(dir) ? readdirSync(dir).filter((entry) => entry === "vm.toml" || entry === "disk.qcow2") : []
+      const written = existsSync(dir)
+        ? readdirSync(dir).filter((entry) => entry === "vm.toml" || entry === "disk.qcow2")
+        : []
       expect(written).toEqual([])
     }
   )
@@ -70,7 +84,11 @@ describe("regressions of bugs found by these tests", () => {
   it("logs removes OSC (window title) and two-character escape sequences too", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
-    h.writeVmFile("web", "console.log", "\u001b]0;root@web: ~\u0007prompt\n\u001bcreset\n\u001b7saved\u001b8\n\u001b[>0cda2\n")
+    h.writeVmFile(
+      "web",
+      "console.log",
+      "\u001b]0;root@web: ~\u0007prompt\n\u001bcreset\n\u001b7saved\u001b8\n\u001b[>0cda2\n"
+    )
     expect((await h.ok(vmLogs, { vm: "web" })).lines).toEqual(["prompt", "reset", "saved", "da2"])
   })
 
@@ -157,7 +175,10 @@ describe("regressions of issue 7 §3", () => {
     expect(vms.find((vm) => vm.name === "fifo")?.error).toMatch(/not a regular file/)
     expect(vms.find((vm) => vm.name === "zero")?.error).toMatch(/not a regular file/)
     expect(vms.find((vm) => vm.name === "huge")?.error).toMatch(/larger than/)
-    expect(await h.ok(getVm, { vm: "fifo" })).toMatchObject({ state: "broken", error: "vm.toml cannot be read: not a regular file" })
+    expect(await h.ok(getVm, { vm: "fifo" })).toMatchObject({
+      state: "broken",
+      error: "vm.toml cannot be read: not a regular file"
+    })
   })
 
   it("prune --broken --apply removes a VM whose vm.toml is a directory", async () => {
@@ -173,13 +194,16 @@ describe("regressions of issue 7 §3", () => {
     await h.ok(createVm, { name: "v1", image: "tiny" })
     const exits = await Promise.all(Array.from({ length: 10 }, () => h.exit(destroyVm, { vm: "v1" })))
     expect(exits.filter(Exit.isSuccess)).toHaveLength(1)
-    expect(exits.filter(Exit.isFailure).map((exit) => (Exit.isFailure(exit) ? toErrorInfo(exit.cause).code : ""))).toEqual(Array(9).fill("not_found"))
+    expect(
+      exits.filter(Exit.isFailure).map((exit) => (Exit.isFailure(exit) ? toErrorInfo(exit.cause).code : ""))
+    ).toEqual(Array(9).fill("not_found"))
   })
 
   // §1.2: an os naming an unknown guest is broken; update must not act on (and rewrite) a broken VM.
   it("update on a VM whose os names no guest is broken and writes nothing", async () => {
     const h = harness()
-    const text = 'name = "odd"\nmode = "disk"\nos = "nope"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = 2991\n'
+    const text =
+      'name = "odd"\nmode = "disk"\nos = "nope"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\ndisk = "1G"\nsshport = 2991\n'
     h.writeVmToml("odd", text)
     expect(await h.fail(updateVm, { vm: "odd", cpus: 2 })).toMatchObject({ code: "broken", subject: "odd" })
     expect(h.readVmToml("odd")).toBe(text)
@@ -203,7 +227,10 @@ describe("regressions of issue 7 §3", () => {
       "invalid input for create: disk must be 64M..64T, got 8 (8 bytes; give a unit: K, M, G or T)"
     )
     await h.ok(createVm, { name: "web", image: "tiny" })
-    expect(await h.fail(updateVm, { vm: "web", disk: "100T" })).toMatchObject({ code: "usage", message: "invalid input for update: disk must be 64M..64T, got 100T" })
+    expect(await h.fail(updateVm, { vm: "web", disk: "100T" })).toMatchObject({
+      code: "usage",
+      message: "invalid input for update: disk must be 64M..64T, got 100T"
+    })
   })
 
   it("create takes 64M and a lower-case unit (stored upper-case)", async () => {
@@ -218,7 +245,9 @@ describe("regressions of issue 7 §3", () => {
     mkdirSync(join(h.root, ".lock"))
     const error = await h.fail(createVm, { name: "web", image: "tiny" })
     expect(error).toMatchObject({ code: "invalid_spec", subject: join(h.root, ".lock") })
-    expect(error.message).toBe(`cannot use the lock file ${join(h.root, ".lock")}: it is a directory; remove it and stoat will recreate it`)
+    expect(error.message).toBe(
+      `cannot use the lock file ${join(h.root, ".lock")}: it is a directory; remove it and stoat will recreate it`
+    )
   })
 
   it("update with values the VM already has changes nothing and leaves vm.toml as it was", async () => {
@@ -237,8 +266,12 @@ describe("regressions of issue 7 §3", () => {
     await h.ok(createVm, { name: "web", image: "tiny" })
     const error = await h.fail(updateVm, { vm: "web", cpus: 9999 })
     expect(error).toMatchObject({ code: "usage", message: "invalid input for update: cpus must be 1..255, got 9999" })
-    expect((await h.fail(createVm, { name: "x", image: "tiny", ram_mb: 1.5 })).message).toBe("invalid input for create: ram_mb must be an integer, got 1.5")
-    expect((await h.fail(createVm, { name: "x", image: "tiny", disk: "+8G" })).message).not.toMatch(/undefined|Expected/)
+    expect((await h.fail(createVm, { name: "x", image: "tiny", ram_mb: 1.5 })).message).toBe(
+      "invalid input for create: ram_mb must be an integer, got 1.5"
+    )
+    expect((await h.fail(createVm, { name: "x", image: "tiny", disk: "+8G" })).message).not.toMatch(
+      /undefined|Expected/
+    )
   })
 
   // stoat-original §2.2: `logs` with no VM shows stoat.log (CLI only: the MCP server leaves global logs out).

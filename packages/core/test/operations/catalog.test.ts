@@ -36,18 +36,26 @@ describe("the operation catalog is ready for every frontend", () => {
 
   it("gives every operation the annotations that follow from what it touches, all four always", () => {
     for (const operation of catalog) {
-      expect(Object.keys(operation.annotations).sort(), operation.key).toEqual(["destructiveHint", "idempotentHint", "openWorldHint", "readOnlyHint"])
+      expect(Object.keys(operation.annotations).sort(), operation.key).toEqual([
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+        "readOnlyHint"
+      ])
       expect(operation.annotations, operation.key).toMatchObject(derivedHints(operation))
       // A read repeats without effect; a change or a deletion does not (pull alone: it skips a downloaded image).
-      if (operation.key !== "image.pull") expect(operation.annotations.idempotentHint, operation.key).toBe(operation.kind === "query")
+      if (operation.key !== "image.pull")
+        expect(operation.annotations.idempotentHint, operation.key).toBe(operation.kind === "query")
     }
   })
 
   it("marks what runs guest code or reaches the network as such (project_apply, the remote recipe tools)", () => {
     const touchesOf = (tool: string) => catalog.find((operation) => operation.tool === tool)!.touches ?? []
     expect(touchesOf("project_apply")).toEqual(touchesOf("apply_recipes"))
-    for (const tool of ["search_recipes", "add_recipe", "update_recipe", "lock_recipes", "sync_recipes", "pull"]) expect(touchesOf(tool), tool).toContain("network")
-    for (const tool of ["list_recipes", "remove_recipe", "plan_recipes", "read_file"]) expect(touchesOf(tool), tool).toEqual([])
+    for (const tool of ["search_recipes", "add_recipe", "update_recipe", "lock_recipes", "sync_recipes", "pull"])
+      expect(touchesOf(tool), tool).toContain("network")
+    for (const tool of ["list_recipes", "remove_recipe", "plan_recipes", "read_file"])
+      expect(touchesOf(tool), tool).toEqual([])
   })
 
   for (const operation of catalog) {
@@ -62,7 +70,6 @@ describe("the operation catalog is ready for every frontend", () => {
       it("has an output JSON Schema of an object", () => {
         expect(JSONSchema.make(operation.output)).toMatchObject({ type: "object" })
       })
-
 
       const { cli } = operation.expose
       if (cli !== false) {

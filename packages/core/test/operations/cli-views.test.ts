@@ -2,7 +2,19 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { ApplyDryRun, CliExecResult, CliUpdateResult, CopyResult, GuestShow, RecipeSchema, RmResult, SnapshotAction, SnapshotList, VmGet, VmResult } from "@stoat/wire"
+import {
+  ApplyDryRun,
+  CliExecResult,
+  CliUpdateResult,
+  CopyResult,
+  GuestShow,
+  RecipeSchema,
+  RmResult,
+  SnapshotAction,
+  SnapshotList,
+  VmGet,
+  VmResult
+} from "@stoat/wire"
 import {
   applyDryRunView,
   catalog,
@@ -30,7 +42,10 @@ import {
 import { harness } from "../harness.js"
 
 /** The `data` of reference §4 ("Per-command `data`") for each operation whose CLI view differs from its MCP result. */
-const CONTRACT: Record<string, { readonly command: string; readonly schema: Schema.Schema<any, any>; readonly keys: ReadonlyArray<string> }> = {
+const CONTRACT: Record<
+  string,
+  { readonly command: string; readonly schema: Schema.Schema<any, any>; readonly keys: ReadonlyArray<string> }
+> = {
   "vm.get": { command: "get", schema: VmGet, keys: ["vm"] },
   "vm.create": { command: "create", schema: VmResult, keys: ["vm"] },
   "vm.start": { command: "up", schema: VmResult, keys: ["vm"] },
@@ -53,7 +68,10 @@ const viewOf = async <I, O>(h: ReturnType<typeof harness>, operation: Operation<
   const data = cliDataOf(operation, await h.ok(operation, input), input) as Record<string, unknown>
   const contract = CONTRACT[operation.key]!
   expect(Object.keys(data).sort(), `${operation.key} (stoat ${contract.command})`).toEqual(contract.keys)
-  expect(() => Schema.encodeUnknownSync(contract.schema)(data, { onExcessProperty: "error" }), operation.key).not.toThrow()
+  expect(
+    () => Schema.encodeUnknownSync(contract.schema)(data, { onExcessProperty: "error" }),
+    operation.key
+  ).not.toThrow()
   return data
 }
 
@@ -77,18 +95,34 @@ describe("CLI views (reference §4, per-command data)", () => {
     const h = harness()
     await h.ok(createVm, { name: "box", image: "tiny" })
     const updated = await viewOf(h, updateVm, { vm: "box", cpus: 2 })
-    expect(updated).toMatchObject({ changed: ["cpus"], applies_at: "now", vm: expect.objectContaining({ name: "box", cpus: 2 }) })
+    expect(updated).toMatchObject({
+      changed: ["cpus"],
+      applies_at: "now",
+      vm: expect.objectContaining({ name: "box", cpus: 2 })
+    })
   })
 
   it("snapshot lists as {vm, snapshots} and acts as {vm, tag, action}", async () => {
     const h = harness()
     await h.ok(createVm, { name: "box", image: "tiny" })
-    expect(await viewOf(h, saveSnapshot, { vm: "box", tag: "clean" })).toEqual({ vm: "box", tag: "clean", action: "save" })
+    expect(await viewOf(h, saveSnapshot, { vm: "box", tag: "clean" })).toEqual({
+      vm: "box",
+      tag: "clean",
+      action: "save"
+    })
     const listed = await viewOf(h, listSnapshots, { vm: "box" })
     expect(listed["vm"]).toBe("box")
     expect(listed["snapshots"]).toEqual([expect.objectContaining({ tag: "clean" })])
-    expect(await viewOf(h, restoreSnapshot, { vm: "box", tag: "clean" })).toEqual({ vm: "box", tag: "clean", action: "restore" })
-    expect(await viewOf(h, deleteSnapshot, { vm: "box", tag: "clean" })).toEqual({ vm: "box", tag: "clean", action: "delete" })
+    expect(await viewOf(h, restoreSnapshot, { vm: "box", tag: "clean" })).toEqual({
+      vm: "box",
+      tag: "clean",
+      action: "restore"
+    })
+    expect(await viewOf(h, deleteSnapshot, { vm: "box", tag: "clean" })).toEqual({
+      vm: "box",
+      tag: "clean",
+      action: "delete"
+    })
   })
 
   it("exec answers {vm, exit_code, stdout, stderr}; cp names the direction", async () => {
@@ -96,7 +130,12 @@ describe("CLI views (reference §4, per-command data)", () => {
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
     h.guest.execHandler = () => ({ exitCode: 3, stdout: "out\n", stderr: "err\n" })
-    expect(await viewOf(h, execInGuest, { vm: "web", argv: ["false"] })).toEqual({ vm: "web", exit_code: 3, stdout: "out\n", stderr: "err\n" })
+    expect(await viewOf(h, execInGuest, { vm: "web", argv: ["false"] })).toEqual({
+      vm: "web",
+      exit_code: 3,
+      stdout: "out\n",
+      stderr: "err\n"
+    })
     const shared = h.sharedDir("web")
     mkdirSync(shared, { recursive: true })
     writeFileSync(join(shared, "up.txt"), "to the guest")
@@ -106,7 +145,9 @@ describe("CLI views (reference §4, per-command data)", () => {
       local: join(shared, "up.txt"),
       remote: "/tmp/up.txt"
     })
-    expect(await viewOf(h, copyFrom, { vm: "web", local: join(shared, "down.txt"), remote: "/tmp/up.txt" })).toMatchObject({ direction: "from_guest" })
+    expect(
+      await viewOf(h, copyFrom, { vm: "web", local: join(shared, "down.txt"), remote: "/tmp/up.txt" })
+    ).toMatchObject({ direction: "from_guest" })
   })
 
   it("guest show and recipe show wrap the one they show", async () => {
@@ -128,7 +169,11 @@ describe("CLI views (reference §4, per-command data)", () => {
     const data = applyDryRunView(await h.ok(planRecipes, { vm: "box" }))
     expect(Object.keys(data).sort()).toEqual(["dry_run", "plan", "vm"])
     expect(() => Schema.encodeUnknownSync(ApplyDryRun)(data, { onExcessProperty: "error" })).not.toThrow()
-    expect(data).toEqual({ vm: "box", dry_run: true, plan: [{ name: "hello", action: "run", reason: "never applied" }] })
+    expect(data).toEqual({
+      vm: "box",
+      dry_run: true,
+      plan: [{ name: "hello", action: "run", reason: "never applied" }]
+    })
     expect(h.guest.execs.length).toBe(before)
   })
 })

@@ -38,20 +38,24 @@ const fieldsOf = (operation: Operation): string[] => {
 const validFor = (operation: Operation) => {
   const schemaArbitrary = Arbitrary.make(operation.input as never) as FastCheck.Arbitrary<unknown>
   const ast = operation.input.ast as { propertySignatures?: ReadonlyArray<{ name: PropertyKey; isOptional: boolean }> }
-  const optional = (ast.propertySignatures ?? []).filter((signature) => signature.isOptional).map((signature) => String(signature.name))
-  return fc.tuple(fc.integer(), fc.nat(), names, fc.constantFrom("fresh", "fresh.2", "a", "con")).map(([seed, keep, vm, name]) => {
-    const sample = FastCheck.sample(schemaArbitrary, { seed, numRuns: 1 })[0]
-    if (typeof sample !== "object" || sample === null) return sample
-    const object = { ...(sample as Record<string, unknown>) }
-    // Most optional fields dropped, so a run is not refused for its first odd field.
-    optional.forEach((key, index) => {
-      if ((keep >> index) % 4 !== 0) delete object[key]
+  const optional = (ast.propertySignatures ?? [])
+    .filter((signature) => signature.isOptional)
+    .map((signature) => String(signature.name))
+  return fc
+    .tuple(fc.integer(), fc.nat(), names, fc.constantFrom("fresh", "fresh.2", "a", "con"))
+    .map(([seed, keep, vm, name]) => {
+      const sample = FastCheck.sample(schemaArbitrary, { seed, numRuns: 1 })[0]
+      if (typeof sample !== "object" || sample === null) return sample
+      const object = { ...(sample as Record<string, unknown>) }
+      // Most optional fields dropped, so a run is not refused for its first odd field.
+      optional.forEach((key, index) => {
+        if ((keep >> index) % 4 !== 0) delete object[key]
+      })
+      for (const key of ["vm", "source"]) if (key in object && seed % 4 !== 0) object[key] = vm
+      if ((operation.key === "vm.create" || operation.key === "vm.clone") && seed % 3 !== 0) object["name"] = name
+      if (operation.key === "vm.create" && seed % 2 === 0) object["image"] = "tiny"
+      return object
     })
-    for (const key of ["vm", "source"]) if (key in object && seed % 4 !== 0) object[key] = vm
-    if ((operation.key === "vm.create" || operation.key === "vm.clone") && seed % 3 !== 0) object["name"] = name
-    if (operation.key === "vm.create" && seed % 2 === 0) object["image"] = "tiny"
-    return object
-  })
 }
 
 /** Arbitrary JSON: fully random values, objects over the operation's own keys (plus, sometimes, a stranger), or schema-valid input. */
@@ -60,7 +64,9 @@ const inputFor = (operation: Operation) => {
   const known =
     keys.length === 0
       ? fc.constant({})
-      : fc.record(Object.fromEntries(keys.map((key) => [key, value])) as Record<string, typeof value>, { requiredKeys: [] })
+      : fc.record(Object.fromEntries(keys.map((key) => [key, value])) as Record<string, typeof value>, {
+          requiredKeys: []
+        })
   return fc.oneof(
     { weight: 1, arbitrary: fc.jsonValue() },
     { weight: 1, arbitrary: fc.dictionary(fc.string(), fc.jsonValue()) },
@@ -68,7 +74,9 @@ const inputFor = (operation: Operation) => {
     { weight: 6, arbitrary: validFor(operation) },
     {
       weight: 1,
-      arbitrary: fc.tuple(known, fc.string({ minLength: 1 }), fc.jsonValue()).map(([object, key, extra]) => ({ ...object, [key]: extra }))
+      arbitrary: fc
+        .tuple(known, fc.string({ minLength: 1 }), fc.jsonValue())
+        .map(([object, key, extra]) => ({ ...object, [key]: extra }))
     }
   )
 }
@@ -104,7 +112,18 @@ const world = async (): Promise<Harness> => {
 }
 
 const vmTomls = (h: Harness) =>
-  Object.fromEntries(h.vmFolders().map((name) => [name, (() => { try { return readFileSync(join(h.root, name, "vm.toml"), "utf8") } catch { return undefined } })()]))
+  Object.fromEntries(
+    h.vmFolders().map((name) => [
+      name,
+      (() => {
+        try {
+          return readFileSync(join(h.root, name, "vm.toml"), "utf8")
+        } catch {
+          return undefined
+        }
+      })()
+    ])
+  )
 
 describe("fuzz: arbitrary JSON input never defects", () => {
   for (const operation of catalog) {
@@ -112,34 +131,51 @@ describe("fuzz: arbitrary JSON input never defects", () => {
       const h = await world()
       const outcomes: Record<string, number> = {}
       await fc.assert(
-        fc.asyncProperty(inputFor(operation).map(confined), fc.constantFrom("cli", "mcp") as fc.Arbitrary<"cli" | "mcp">, async (input, caller) => {
-          const folders = h.vmFolders()
-          const tomls = vmTomls(h)
-          const effect = Effect.provide(Effect.provide(runOperation(operation, input, { requestId: "fuzz" }), callerOf(caller)), h.layer() as never) as Effect.Effect<unknown, unknown>
-          const outcome = await Effect.runPromise(Effect.timeoutOption(Effect.exit(effect), CUTOFF_MS))
-          if (Option.isNone(outcome)) {
-            // Only waiting operations may still be waiting (for a state the fuzz input asked for).
-            expect(MAY_BLOCK.has(operation.key), `${operation.key} ${JSON.stringify(input)} hung`).toBe(true)
-            return
+        fc.asyncProperty(
+          inputFor(operation).map(confined),
+          fc.constantFrom("cli", "mcp") as fc.Arbitrary<"cli" | "mcp">,
+          async (input, caller) => {
+            const folders = h.vmFolders()
+            const tomls = vmTomls(h)
+            const effect = Effect.provide(
+              Effect.provide(runOperation(operation, input, { requestId: "fuzz" }), callerOf(caller)),
+              h.layer() as never
+            ) as Effect.Effect<unknown, unknown>
+            const outcome = await Effect.runPromise(Effect.timeoutOption(Effect.exit(effect), CUTOFF_MS))
+            if (Option.isNone(outcome)) {
+              // Only waiting operations may still be waiting (for a state the fuzz input asked for).
+              expect(MAY_BLOCK.has(operation.key), `${operation.key} ${JSON.stringify(input)} hung`).toBe(true)
+              return
+            }
+            const exit = outcome.value
+            outcomes[Exit.isSuccess(exit) ? "ok" : toErrorInfo(exit.cause).code] =
+              (outcomes[Exit.isSuccess(exit) ? "ok" : toErrorInfo(exit.cause).code] ?? 0) + 1
+            if (Exit.isSuccess(exit)) {
+              // What the frontends send: the output encoded by the operation's own schema, no stray keys.
+              const encoded = Schema.encodeUnknownEither(operation.output, { onExcessProperty: "error" })(exit.value)
+              expect(
+                Either.isRight(encoded),
+                `${operation.key} ${JSON.stringify(input)} returned ${JSON.stringify(exit.value)} outside its output schema`
+              ).toBe(true)
+              return
+            }
+            const failure = Cause.failureOption(exit.cause)
+            expect(
+              Option.isSome(failure),
+              `${operation.key} ${JSON.stringify(input)} died: ${Cause.pretty(exit.cause)}`
+            ).toBe(true)
+            const info = toErrorInfo(exit.cause)
+            expect(ERROR_CODES as ReadonlyArray<string>).toContain(info.code)
+            expect(info.code, `${operation.key} ${JSON.stringify(input)}: ${info.message}`).not.toBe("internal")
+            expect(typeof info.message).toBe("string")
+            // A rejected input leaves no new VM folder; input refused by the schema changes nothing.
+            expect(
+              h.vmFolders().filter((name) => !folders.includes(name)),
+              `${operation.key} ${JSON.stringify(input)}`
+            ).toEqual([])
+            if (info.code === "usage") expect(vmTomls(h)).toEqual(tomls)
           }
-          const exit = outcome.value
-          outcomes[Exit.isSuccess(exit) ? "ok" : toErrorInfo(exit.cause).code] = (outcomes[Exit.isSuccess(exit) ? "ok" : toErrorInfo(exit.cause).code] ?? 0) + 1
-          if (Exit.isSuccess(exit)) {
-            // What the frontends send: the output encoded by the operation's own schema, no stray keys.
-            const encoded = Schema.encodeUnknownEither(operation.output, { onExcessProperty: "error" })(exit.value)
-            expect(Either.isRight(encoded), `${operation.key} ${JSON.stringify(input)} returned ${JSON.stringify(exit.value)} outside its output schema`).toBe(true)
-            return
-          }
-          const failure = Cause.failureOption(exit.cause)
-          expect(Option.isSome(failure), `${operation.key} ${JSON.stringify(input)} died: ${Cause.pretty(exit.cause)}`).toBe(true)
-          const info = toErrorInfo(exit.cause)
-          expect(ERROR_CODES as ReadonlyArray<string>).toContain(info.code)
-          expect(info.code, `${operation.key} ${JSON.stringify(input)}: ${info.message}`).not.toBe("internal")
-          expect(typeof info.message).toBe("string")
-          // A rejected input leaves no new VM folder; input refused by the schema changes nothing.
-          expect(h.vmFolders().filter((name) => !folders.includes(name)), `${operation.key} ${JSON.stringify(input)}`).toEqual([])
-          if (info.code === "usage") expect(vmTomls(h)).toEqual(tomls)
-        }),
+        ),
         { numRuns: RUNS }
       )
       // STOAT_FUZZ_DEBUG=1 prints how deep the runs got (which codes came back).

@@ -26,7 +26,10 @@ const returning = (result: unknown) =>
 describe("runOperation yields the output as its schema encodes it", () => {
   it("drops fields the output schema does not declare (nothing undeclared reaches a frontend)", async () => {
     const world = harness()
-    expect(await world.ok(returning({ name: "web", count: 2, token: "s3cret" }), {})).toStrictEqual({ name: "web", count: 2 })
+    expect(await world.ok(returning({ name: "web", count: 2, token: "s3cret" }), {})).toStrictEqual({
+      name: "web",
+      count: 2
+    })
   })
 
   it("refuses a result of the wrong shape as internal, naming the tool", async () => {
@@ -77,7 +80,9 @@ describe("runOperation's span", () => {
     const world = harness()
     const { tracer, spans } = recordingTracer()
     const program = Effect.provide(runOperation(listVms, {}, { requestId: "r-1" }), callerOf("mcp"))
-    await Effect.runPromise(Effect.provide(program, world.layer() as never).pipe(Effect.withTracer(tracer)) as Effect.Effect<unknown>)
+    await Effect.runPromise(
+      Effect.provide(program, world.layer() as never).pipe(Effect.withTracer(tracer)) as Effect.Effect<unknown>
+    )
     const call = spans.find((span) => span.name === "vm.list")
     expect(call?.ended).toBe(true)
     expect(Object.fromEntries(call?.attributes ?? [])).toEqual({ tool: "list_vms", request: "r-1", entrypoint: "mcp" })
@@ -99,25 +104,41 @@ describe("input errors an agent can act on (issue 26 item 9)", () => {
   }
 
   it("says what an argument takes in words, never the schema's construction", async () => {
-    expect(await messageOf("exec", { vm: "a", argv: "ls -l" })).toBe('invalid input for exec: argv must be a non-empty array of strings, got "ls -l"')
+    expect(await messageOf("exec", { vm: "a", argv: "ls -l" })).toBe(
+      'invalid input for exec: argv must be a non-empty array of strings, got "ls -l"'
+    )
     expect(await messageOf("exec", { vm: "a", argv: [] })).toBe("invalid input for exec: argv must not be empty")
-    expect(await messageOf("exec", { vm: "a", argv: [1] })).toBe("invalid input for exec: argv.0 must be a string, got 1")
-    expect(await messageOf("exec", { vm: "a", argv: ["true"], timeout_seconds: "10s" })).toBe('invalid input for exec: timeout_seconds must be a number, got "10s"')
-    expect(await messageOf("update", { vm: "a", params: { web: { port: 80 } } })).toBe("invalid input for update: params.web.port must be a string, got 80")
+    expect(await messageOf("exec", { vm: "a", argv: [1] })).toBe(
+      "invalid input for exec: argv.0 must be a string, got 1"
+    )
+    expect(await messageOf("exec", { vm: "a", argv: ["true"], timeout_seconds: "10s" })).toBe(
+      'invalid input for exec: timeout_seconds must be a number, got "10s"'
+    )
+    expect(await messageOf("update", { vm: "a", params: { web: { port: 80 } } })).toBe(
+      "invalid input for update: params.web.port must be a string, got 80"
+    )
   })
 
   it("gives one message for a value outside a fixed set, naming the set", async () => {
-    expect(await messageOf("wait", { vm: "a", until: "up" })).toBe('invalid input for wait: until must be one of "reachable", "applied", "stopped", got "up"')
+    expect(await messageOf("wait", { vm: "a", until: "up" })).toBe(
+      'invalid input for wait: until must be one of "reachable", "applied", "stopped", got "up"'
+    )
     expect(await messageOf("svc", { vm: "a", name: "nginx", action: "boot" })).toBe(
       'invalid input for svc: action must be one of "enable", "start", "stop", "restart", got "boot"'
     )
-    expect(await messageOf("wait", { vm: "a", healthy: "yes" })).toBe('invalid input for wait: healthy must be true or false, got "yes"')
+    expect(await messageOf("wait", { vm: "a", healthy: "yes" })).toBe(
+      'invalid input for wait: healthy must be true or false, got "yes"'
+    )
   })
 
   it("keeps a schema's own rule message and names a long value by its length, never echoing it", async () => {
-    expect(await messageOf("forward", { vm: "a", pairs: ["80"] })).toBe("invalid input for forward: pairs.0: forwards are HOST:GUEST port pairs such as 8080:80")
+    expect(await messageOf("forward", { vm: "a", pairs: ["80"] })).toBe(
+      "invalid input for forward: pairs.0: forwards are HOST:GUEST port pairs such as 8080:80"
+    )
     const message = await messageOf("exec", { vm: "a", argv: ["x".repeat(200_000)] })
-    expect(message).toMatch(/^invalid input for exec: argv\.0 must be a string at most 131072 character\(s\) long, got a value of 200002 characters$/)
+    expect(message).toMatch(
+      /^invalid input for exec: argv\.0 must be a string at most 131072 character\(s\) long, got a value of 200002 characters$/
+    )
     expect(message.length).toBeLessThan(200)
   })
 })

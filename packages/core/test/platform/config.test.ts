@@ -6,8 +6,10 @@ import { ConfigProvider, Effect } from "effect"
 import { DataRoot, DataRootLive } from "../../src/platform/data-root.js"
 import { HostProbe, HostProbeLive } from "../../src/platform/host.js"
 
-const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
-const rootOf = (env: Record<string, string>) => Effect.map(DataRoot, (root) => root.root).pipe(Effect.provide(DataRootLive), withEnv(env))
+const withEnv = (env: Record<string, string>) =>
+  Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+const rootOf = (env: Record<string, string>) =>
+  Effect.map(DataRoot, (root) => root.root).pipe(Effect.provide(DataRootLive), withEnv(env))
 
 describe("settings through Config", () => {
   it.effect("the data root is STOAT_HOME, or ~/.stoat when it is unset or empty", () =>
@@ -31,7 +33,8 @@ describe("settings through Config", () => {
 
   it.effect("graphical follows STOAT_GRAPHICAL, else DISPLAY or WAYLAND_DISPLAY", () =>
     Effect.gen(function* () {
-      const graphical = (env: Record<string, string>) => Effect.flatMap(HostProbe, (host) => host.graphical).pipe(Effect.provide(HostProbeLive), withEnv(env))
+      const graphical = (env: Record<string, string>) =>
+        Effect.flatMap(HostProbe, (host) => host.graphical).pipe(Effect.provide(HostProbeLive), withEnv(env))
       expect(yield* graphical({})).toBe(false)
       expect(yield* graphical({ DISPLAY: ":0" })).toBe(true)
       expect(yield* graphical({ WAYLAND_DISPLAY: "wayland-0" })).toBe(true)
@@ -42,7 +45,8 @@ describe("settings through Config", () => {
 
   it.effect("programs are looked up on the PATH the config provides", () =>
     Effect.gen(function* () {
-      const which = (env: Record<string, string>) => Effect.flatMap(HostProbe, (host) => host.which("sh")).pipe(Effect.provide(HostProbeLive), withEnv(env))
+      const which = (env: Record<string, string>) =>
+        Effect.flatMap(HostProbe, (host) => host.which("sh")).pipe(Effect.provide(HostProbeLive), withEnv(env))
       expect(yield* which({ PATH: "/bin:/usr/bin" })).toMatch(/\/sh$/)
       expect(yield* which({ PATH: "/nonexistent" })).toBeUndefined()
     })

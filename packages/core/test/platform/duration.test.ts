@@ -11,6 +11,7 @@ describe("parseDurationMs", () => {
   })
 
   it("refuses anything else", () => {
-    for (const text of ["", "90", "1.5s", "s", "2x", "30s1m", "-1s", " 1s"]) expect(parseDurationMs(text), text).toBeUndefined()
+    for (const text of ["", "90", "1.5s", "s", "2x", "30s1m", "-1s", " 1s"])
+      expect(parseDurationMs(text), text).toBeUndefined()
   })
 })

@@ -5,7 +5,8 @@ import { Chunk, Effect, Fiber, Stream } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { followFile } from "../../src/platform/follow.js"
 
-const text = (chunks: Chunk.Chunk<Uint8Array>) => Chunk.toReadonlyArray(chunks).map((bytes) => Buffer.from(bytes).toString("utf8"))
+const text = (chunks: Chunk.Chunk<Uint8Array>) =>
+  Chunk.toReadonlyArray(chunks).map((bytes) => Buffer.from(bytes).toString("utf8"))
 
 describe("followFile (stoat logs -f)", () => {
   it("yields what is appended after it starts, and a truncated file again from its top", async () => {

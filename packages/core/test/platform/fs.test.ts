@@ -33,7 +33,12 @@ describe("typed file-system failures", () => {
       const file = join(scratch(), "plain")
       writeFileSync(file, "x")
       const error = yield* Effect.flip(fs.makeDirectory(join(file, "sub")))
-      expect(error).toMatchObject({ _tag: "InvalidSpec", code: "invalid_spec", subject: join(file, "sub"), errno: "ENOTDIR" })
+      expect(error).toMatchObject({
+        _tag: "InvalidSpec",
+        code: "invalid_spec",
+        subject: join(file, "sub"),
+        errno: "ENOTDIR"
+      })
       expect(error.message).toContain(join(file, "sub"))
       const write = yield* Effect.flip(fs.writeFileAtomic(join(file, "vm.toml"), "x"))
       // Its folder is made first, over the file: EEXIST, still invalid_spec naming the path.
@@ -44,8 +49,15 @@ describe("typed file-system failures", () => {
   it.effect("reading a folder as a file is invalid_spec (EISDIR); a missing file is not_found", () =>
     Effect.gen(function* () {
       const dir = scratch()
-      expect(yield* Effect.flip(fs.readFileString(dir))).toMatchObject({ code: "invalid_spec", errno: "EISDIR", subject: dir })
-      expect(yield* Effect.flip(fs.readFileString(join(dir, "absent")))).toMatchObject({ code: "not_found", errno: "ENOENT" })
+      expect(yield* Effect.flip(fs.readFileString(dir))).toMatchObject({
+        code: "invalid_spec",
+        errno: "EISDIR",
+        subject: dir
+      })
+      expect(yield* Effect.flip(fs.readFileString(join(dir, "absent")))).toMatchObject({
+        code: "not_found",
+        errno: "ENOENT"
+      })
       expect(yield* fs.readFileStringIfExists(join(dir, "absent"))).toEqual(Option.none())
       expect(yield* fs.statIfExists(join(dir, "absent", "deeper"))).toEqual(Option.none())
       expect(yield* fs.listDirectory(join(dir, "absent"))).toEqual([])
@@ -57,19 +69,38 @@ describe("typed file-system failures", () => {
       const dir = scratch()
       immutable(dir)
       const error = yield* Effect.flip(fs.writeFileAtomic(join(dir, "vm.toml"), "x"))
-      expect(error).toMatchObject({ _tag: "AccessDenied", code: "access_denied", errno: "EPERM", subject: join(dir, "vm.toml") })
+      expect(error).toMatchObject({
+        _tag: "AccessDenied",
+        code: "access_denied",
+        errno: "EPERM",
+        subject: join(dir, "vm.toml")
+      })
       expect(yield* Effect.flip(fs.makeDirectory(join(dir, "sub")))).toMatchObject({ code: "access_denied" })
     })
   )
 
-  it.effect("a full device is limit_reached with the free space; other errnos are a typed internal, never a defect", () =>
-    Effect.gen(function* () {
-      const full = yield* Effect.flip(fs.attempt("write", "/dev/full", () => import("node:fs/promises").then((m) => m.writeFile("/dev/full", "x"))))
-      expect(full).toMatchObject({ _tag: "LimitReached", code: "limit_reached", errno: "ENOSPC", subject: "/dev/full", needed_mb: 1 })
-      expect(full._tag === "LimitReached" && typeof full.available_mb).toBe("number")
-      const io = yield* Effect.flip(fs.attempt("write", "/proc/version", () => import("node:fs/promises").then((m) => m.writeFile("/proc/version", "x"))))
-      expect(io).toMatchObject({ _tag: "Internal", code: "internal", errno: "EIO", subject: "/proc/version" })
-    })
+  it.effect(
+    "a full device is limit_reached with the free space; other errnos are a typed internal, never a defect",
+    () =>
+      Effect.gen(function* () {
+        const full = yield* Effect.flip(
+          fs.attempt("write", "/dev/full", () => import("node:fs/promises").then((m) => m.writeFile("/dev/full", "x")))
+        )
+        expect(full).toMatchObject({
+          _tag: "LimitReached",
+          code: "limit_reached",
+          errno: "ENOSPC",
+          subject: "/dev/full",
+          needed_mb: 1
+        })
+        expect(full._tag === "LimitReached" && typeof full.available_mb).toBe("number")
+        const io = yield* Effect.flip(
+          fs.attempt("write", "/proc/version", () =>
+            import("node:fs/promises").then((m) => m.writeFile("/proc/version", "x"))
+          )
+        )
+        expect(io).toMatchObject({ _tag: "Internal", code: "internal", errno: "EIO", subject: "/proc/version" })
+      })
   )
 })
 

@@ -38,12 +38,15 @@ describe("pollUntil", () => {
     Effect.gen(function* () {
       const looks = yield* Ref.make(0)
       const fiber = yield* Effect.fork(
-        pollUntil(Ref.updateAndGet(looks, (n) => n + 1), {
-          schedule: Schedule.spaced("1 second"),
-          until: (n) => n === 3,
-          within: "1 minute",
-          onTimeout: () => "late" as const
-        })
+        pollUntil(
+          Ref.updateAndGet(looks, (n) => n + 1),
+          {
+            schedule: Schedule.spaced("1 second"),
+            until: (n) => n === 3,
+            within: "1 minute",
+            onTimeout: () => "late" as const
+          }
+        )
       )
       yield* TestClock.adjust("1 second")
       yield* TestClock.adjust("1 second")
@@ -55,7 +58,12 @@ describe("pollUntil", () => {
   it.effect("fails at its bound, and not before", () =>
     Effect.gen(function* () {
       const fiber = yield* Effect.fork(
-        pollUntil(Effect.succeed(false), { schedule: Schedule.spaced("1 minute"), until: (v) => v, within: "10 minutes", onTimeout: () => "late" as const })
+        pollUntil(Effect.succeed(false), {
+          schedule: Schedule.spaced("1 minute"),
+          until: (v) => v,
+          within: "10 minutes",
+          onTimeout: () => "late" as const
+        })
       )
       yield* TestClock.adjust(Duration.subtract(Duration.minutes(10), Duration.millis(1)))
       expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
@@ -66,24 +74,29 @@ describe("pollUntil", () => {
 })
 
 describe("waits driven by the clock", () => {
-  it.scoped("wait until stopped on a VM that keeps running answers timeout at timeout_seconds, with no real waiting", () =>
-    Effect.gen(function* () {
-      const root = yield* tempDir
-      const hypervisor = new FakeHypervisorState()
-      const layer = testLayer({ root, hypervisor, guest: new FakeGuestState() })
-      const call = <I, O, R>(operation: Parameters<typeof runOperation<I, O, R>>[0], input: unknown) =>
-        Effect.provide(runOperation(operation, input, { requestId: "test" }) as Effect.Effect<O, unknown, never>, layer as never)
-      yield* call(createVm, { name: "web", image: "tiny" })
-      yield* call(startVm, { vm: "web" })
-      const started = yield* Clock.currentTimeMillis
-      const fiber = yield* Effect.fork(call(waitVm, { vm: "web", until: "stopped", timeout_seconds: 600 }))
-      const { exit, at } = yield* driveUntilDone(fiber, "20 seconds", 200)
-      expect(Exit.isFailure(exit)).toBe(true)
-      expect(yield* Effect.flip(exit)).toMatchObject({ _tag: "Timeout", code: "timeout", subject: "web" })
-      // Bounded by the requested 600 s of (test) time: not earlier, and not long after.
-      expect(at - started).toBeGreaterThanOrEqual(600_000)
-      expect(at - started).toBeLessThanOrEqual(640_000)
-    })
+  it.scoped(
+    "wait until stopped on a VM that keeps running answers timeout at timeout_seconds, with no real waiting",
+    () =>
+      Effect.gen(function* () {
+        const root = yield* tempDir
+        const hypervisor = new FakeHypervisorState()
+        const layer = testLayer({ root, hypervisor, guest: new FakeGuestState() })
+        const call = <I, O, R>(operation: Parameters<typeof runOperation<I, O, R>>[0], input: unknown) =>
+          Effect.provide(
+            runOperation(operation, input, { requestId: "test" }) as Effect.Effect<O, unknown, never>,
+            layer as never
+          )
+        yield* call(createVm, { name: "web", image: "tiny" })
+        yield* call(startVm, { vm: "web" })
+        const started = yield* Clock.currentTimeMillis
+        const fiber = yield* Effect.fork(call(waitVm, { vm: "web", until: "stopped", timeout_seconds: 600 }))
+        const { exit, at } = yield* driveUntilDone(fiber, "20 seconds", 200)
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(yield* Effect.flip(exit)).toMatchObject({ _tag: "Timeout", code: "timeout", subject: "web" })
+        // Bounded by the requested 600 s of (test) time: not earlier, and not long after.
+        expect(at - started).toBeGreaterThanOrEqual(600_000)
+        expect(at - started).toBeLessThanOrEqual(640_000)
+      })
   )
 
   it.scoped("a lock held elsewhere times out at the lock wait, retrying with backoff meanwhile", () =>

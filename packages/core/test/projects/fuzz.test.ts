@@ -20,8 +20,29 @@ const decodesOrFailsTyped = async (text: string) => {
   expect(isStoatError(failure._tag === "Some" ? failure.value : undefined)).toBe(true)
 }
 
-const value: fc.Arbitrary<unknown> = fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.double({ noNaN: true }), fc.array(fc.string(), { maxLength: 3 }))
-const vm = fc.dictionary(fc.constantFrom("image", "name", "cpus", "ram", "disk", "recipes", "shares", "agent_access", "provider", "params", "extra"), value)
+const value: fc.Arbitrary<unknown> = fc.oneof(
+  fc.string(),
+  fc.integer(),
+  fc.boolean(),
+  fc.double({ noNaN: true }),
+  fc.array(fc.string(), { maxLength: 3 })
+)
+const vm = fc.dictionary(
+  fc.constantFrom(
+    "image",
+    "name",
+    "cpus",
+    "ram",
+    "disk",
+    "recipes",
+    "shares",
+    "agent_access",
+    "provider",
+    "params",
+    "extra"
+  ),
+  value
+)
 
 describe("stoat.toml decoding under fuzzed input", () => {
   it("never dies on arbitrary text", async () => {
@@ -29,12 +50,18 @@ describe("stoat.toml decoding under fuzzed input", () => {
   })
 
   it("never dies on well-formed TOML with arbitrary keys and values", async () => {
-    const file = fc.record({
-      schema: fc.oneof(fc.constantFrom(1, 2, 3), value),
-      project: fc.record({ name: fc.string() }),
-      limits: fc.dictionary(fc.constantFrom("max_vms", "max_ram_mb", "other"), value),
-      vms: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), vm, { maxKeys: 3 })
-    }, { requiredKeys: [] })
-    await fc.assert(fc.asyncProperty(file, (toml) => decodesOrFailsTyped(stringify(toml))), { numRuns: 300 })
+    const file = fc.record(
+      {
+        schema: fc.oneof(fc.constantFrom(1, 2, 3), value),
+        project: fc.record({ name: fc.string() }),
+        limits: fc.dictionary(fc.constantFrom("max_vms", "max_ram_mb", "other"), value),
+        vms: fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), vm, { maxKeys: 3 })
+      },
+      { requiredKeys: [] }
+    )
+    await fc.assert(
+      fc.asyncProperty(file, (toml) => decodesOrFailsTyped(stringify(toml))),
+      { numRuns: 300 }
+    )
   })
 })

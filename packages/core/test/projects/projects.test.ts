@@ -1,5 +1,15 @@
 import { execFileSync } from "node:child_process"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Layer } from "effect"
@@ -61,7 +71,11 @@ describe("stoat.toml decoding", () => {
     ["a key with an underscore", `schema = 1\n[vms.a_b]\nimage = "tiny"\n`, "vms.a_b"],
     ["a key with a leading dash", `schema = 1\n[vms."-x"]\nimage = "tiny"\n`, "vms.-x"],
     ["a key with regex syntax", `schema = 1\n[vms."a(["]\nimage = "tiny"\n`, "vms.a(["],
-    ["two VMs with one name", `schema = 1\n[vms.a]\nimage = "tiny"\nname = "same"\n[vms.b]\nimage = "tiny"\nname = "same"\n`, "vms.b.name"],
+    [
+      "two VMs with one name",
+      `schema = 1\n[vms.a]\nimage = "tiny"\nname = "same"\n[vms.b]\nimage = "tiny"\nname = "same"\n`,
+      "vms.b.name"
+    ],
     ["a flag-like VM name", `schema = 1\n[vms.a]\nimage = "tiny"\nname = "--rm"\n`, "vms.a.name"],
     ["a bad disk size", `schema = 1\n[vms.a]\nimage = "tiny"\ndisk = "+8G"\n`, "vms.a.disk"],
     ["a zero limit", `schema = 1\n[limits]\nmax_vms = 0\n`, "limits.max_vms"],
@@ -80,39 +94,65 @@ describe("stoat.toml decoding", () => {
 
   it("refuses TOML that does not parse, and a stoat.toml that is a folder, without reading further", async () => {
     const h = projectHarness("schema = = 1\n")
-    expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining(join(h.dir, "stoat.toml")) })
+    expect(await h.fail(projectStatus, {})).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining(join(h.dir, "stoat.toml"))
+    })
     rmSync(join(h.dir, "stoat.toml"))
     mkdirSync(join(h.dir, "stoat.toml"))
-    expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("not a regular file") })
+    expect(await h.fail(projectStatus, {})).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining("not a regular file")
+    })
     // A FIFO would block a reader forever: it is refused from its stat alone.
     rmSync(join(h.dir, "stoat.toml"), { recursive: true })
     execFileSync("mkfifo", [join(h.dir, "stoat.toml")])
-    expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("not a regular file") })
+    expect(await h.fail(projectStatus, {})).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining("not a regular file")
+    })
   })
 
   it("the capability report tells whether the working directory has a usable stoat.toml", async () => {
     const h = projectHarness()
     const report = async () => {
       const got = await h.ok(capabilities, {})
-      return { state: got.host.project_state, operations: got.capabilities.find((c) => c.name === "project.operations") }
+      return {
+        state: got.host.project_state,
+        operations: got.capabilities.find((c) => c.name === "project.operations")
+      }
     }
-    expect(await report()).toMatchObject({ state: "absent", operations: { status: "limited", limits: [{ code: "project_file_required" }] } })
+    expect(await report()).toMatchObject({
+      state: "absent",
+      operations: { status: "limited", limits: [{ code: "project_file_required" }] }
+    })
     h.write(TWO)
     expect(await report()).toMatchObject({ state: "available", operations: { status: "supported", limits: [] } })
     h.write("schema = 9\n")
-    expect(await report()).toMatchObject({ state: "unknown", operations: { status: "limited", reason: { code: "project_state_unknown" } } })
+    expect(await report()).toMatchObject({
+      state: "unknown",
+      operations: { status: "limited", reason: { code: "project_state_unknown" } }
+    })
   })
 
   it("refuses a huge stoat.toml before reading it, and a share path with NUL", async () => {
     const h = projectHarness(`schema = 1\n# ${"x".repeat(1024 * 1024)}\n`)
-    expect(await h.fail(projectStatus, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("larger than") })
+    expect(await h.fail(projectStatus, {})).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining("larger than")
+    })
     h.write(`schema = 1\n[vms.dev]\nimage = "tiny"\nshares = ["a\\u0000b"]\n`)
-    expect(await h.fail(projectUp, {})).toMatchObject({ code: "share_invalid", message: expect.stringContaining("vms.dev.shares") })
+    expect(await h.fail(projectUp, {})).toMatchObject({
+      code: "share_invalid",
+      message: expect.stringContaining("vms.dev.shares")
+    })
     expect(h.vmFolders()).toEqual([])
   })
 
   it("accepts keys of lower-case letters, digits and '-', defaults names to <project>-<key>, keeps declaration order", async () => {
-    const h = projectHarness(`schema = 2\n[vms.zeta-1]\nimage = "tiny"\n[vms.9]\nimage = "tiny"\nprovider = "qemu"\n[vms.alpha]\nimage = "tiny"\nname = "custom"\n`)
+    const h = projectHarness(
+      `schema = 2\n[vms.zeta-1]\nimage = "tiny"\n[vms.9]\nimage = "tiny"\nprovider = "qemu"\n[vms.alpha]\nimage = "tiny"\nname = "custom"\n`
+    )
     const status = await h.ok(projectStatus, {})
     expect(status.vms.map((vm) => [vm.key, vm.name, vm.state])).toEqual([
       ["zeta-1", `${status.project}-zeta-1`, "missing"],
@@ -123,14 +163,23 @@ describe("stoat.toml decoding", () => {
   })
 
   it("names the project after its folder, lower-cased, by default; [recipes] is read and left alone", async () => {
-    const h = projectHarness(`schema = 1\n[recipes]\ntailscale = "v1.2"\nother = { source = "https://example.invalid/r.git", ref = "main" }\n[vms.dev]\nimage = "tiny"\n`)
+    const h = projectHarness(
+      `schema = 1\n[recipes]\ntailscale = "v1.2"\nother = { source = "https://example.invalid/r.git", ref = "main" }\n[vms.dev]\nimage = "tiny"\n`
+    )
     const status = await h.ok(projectStatus, {})
     expect(status.project).toMatch(/^stoat-project-[a-z0-9-]+$/)
   })
 
   it("without a stoat.toml, project operations fail not_found with the project.init hint", async () => {
     const h = projectHarness()
-    const operations: ReadonlyArray<Operation> = [projectStatus, projectUp, projectDown, projectApply, projectWait, projectVms]
+    const operations: ReadonlyArray<Operation> = [
+      projectStatus,
+      projectUp,
+      projectDown,
+      projectApply,
+      projectWait,
+      projectVms
+    ]
     for (const operation of operations) {
       const error = await h.fail(operation, {})
       expect(error.code, operation.tool).toBe("not_found")
@@ -156,7 +205,9 @@ describe("shares", () => {
     await h.ok(projectUp, {})
     mkdirSync(join(h.dir, "src"))
     h.write(`schema = 1\n[project]\nname = "sh"\n[vms.dev]\nimage = "tiny"\nshares = ["src"]\n`)
-    expect((await h.ok(projectStatus, {})).vms[0]!.drift).toEqual([{ field: "shares", from: "", to: join(h.dir, "src"), needs_restart: true }])
+    expect((await h.ok(projectStatus, {})).vms[0]!.drift).toEqual([
+      { field: "shares", from: "", to: join(h.dir, "src"), needs_restart: true }
+    ])
     await h.ok(projectUp, {})
     await h.ok(projectDown, {})
     await h.ok(projectUp, {})
@@ -187,12 +238,21 @@ describe("up, status and reconcile", () => {
   it("creates missing VMs in declaration order, then reports drift after an edit and reconciles it", async () => {
     const h = projectHarness(TWO)
     const first = await h.ok(projectUp, {})
-    expect(first).toEqual({ project: "demo", vms: [{ key: "web", name: "demo-web", status: "ok" }, { key: "db", name: "demo-db", status: "ok" }] })
+    expect(first).toEqual({
+      project: "demo",
+      vms: [
+        { key: "web", name: "demo-web", status: "ok" },
+        { key: "db", name: "demo-db", status: "ok" }
+      ]
+    })
     expect(h.readVmToml("demo-db")).toMatch(/ram = 512/)
     expect(h.readVmToml("demo-db")).toContain(`project = "${h.dir}"`)
     expect(h.readVmToml("demo-db")).toMatch(/key = "db"/)
     let status = await h.ok(projectStatus, {})
-    expect(status.vms.map((vm) => [vm.key, vm.state, vm.drift])).toEqual([["web", "running", []], ["db", "running", []]])
+    expect(status.vms.map((vm) => [vm.key, vm.state, vm.drift])).toEqual([
+      ["web", "running", []],
+      ["db", "running", []]
+    ])
 
     h.write(TWO.replace("ram = 512", "ram = 768\ncpus = 2"))
     status = await h.ok(projectStatus, {})
@@ -211,7 +271,9 @@ describe("up, status and reconcile", () => {
     const h = projectHarness(`schema = 1\n[project]\nname = "p"\n[vms.dev]\nimage = "tiny"\n`)
     await h.ok(projectUp, {})
     await h.ok(projectDown, {})
-    h.write(`schema = 1\n[project]\nname = "p"\n[vms.dev]\nimage = "tiny"\ncpus = 3\nagent_access = "observe"\n[vms.dev.params.devtools]\nuser = "dev"\n`)
+    h.write(
+      `schema = 1\n[project]\nname = "p"\n[vms.dev]\nimage = "tiny"\ncpus = 3\nagent_access = "observe"\n[vms.dev.params.devtools]\nuser = "dev"\n`
+    )
     const drift = (await h.ok(projectStatus, {})).vms[0]!.drift
     expect(drift).toEqual([
       { field: "cpus", from: "1", to: "3", needs_restart: false },
@@ -227,14 +289,30 @@ describe("up, status and reconcile", () => {
     const h = projectHarness(TWO)
     await h.ok(projectUp, {})
     await h.ok(projectDown, {})
-    h.write(TWO.replace(`[vms.web]\nimage = "tiny"`, `[vms.web]\nimage = "debian-12-mini"`).replace("ram = 512", 'ram = 512\ndisk = "5G"'))
+    h.write(
+      TWO.replace(`[vms.web]\nimage = "tiny"`, `[vms.web]\nimage = "debian-12-mini"`).replace(
+        "ram = 512",
+        'ram = 512\ndisk = "5G"'
+      )
+    )
     const status = await h.ok(projectStatus, {})
-    expect(status.vms[0]!.error).toBe('image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up')
-    expect(status.vms[1]!.error).toBe('disk changed from 1G to 5G; recreate it with vm.destroy {"vm":"db"}, then project.up')
+    expect(status.vms[0]!.error).toBe(
+      'image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up'
+    )
+    expect(status.vms[1]!.error).toBe(
+      'disk changed from 1G to 5G; recreate it with vm.destroy {"vm":"db"}, then project.up'
+    )
     expect(status.vms[0]!.drift).toEqual([])
     const run = await h.ok(projectUp, {})
     expect(run.vms).toEqual([
-      { key: "web", name: "demo-web", status: "error", code: "immutable_field", error: 'VM "demo-web": image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up' },
+      {
+        key: "web",
+        name: "demo-web",
+        status: "error",
+        code: "immutable_field",
+        error:
+          'VM "demo-web": image changed from tiny to debian-12-mini; recreate it with vm.destroy {"vm":"web"}, then project.up'
+      },
       { key: "db", name: "demo-db", status: "skipped" }
     ])
     expect(h.hypervisor.running.size).toBe(0)
@@ -252,17 +330,31 @@ describe("up, status and reconcile", () => {
     expect(h.readVmToml("lp-here")).toMatch(/provider = ""/)
     await h.ok(projectDown, {})
     h.write(toml.replace(far, "qemu+ssh://root@build2/system"))
-    expect((await h.ok(projectStatus, {})).vms[1]!.error).toBe(`host changed from ${far} to qemu+ssh://root@build2/system; recreate it with vm.destroy {"vm":"far"}, then project.up`)
+    expect((await h.ok(projectStatus, {})).vms[1]!.error).toBe(
+      `host changed from ${far} to qemu+ssh://root@build2/system; recreate it with vm.destroy {"vm":"far"}, then project.up`
+    )
     h.write(`schema = 2\n[vms.x]\nimage = "tiny"\nhost = "${far}"\n`)
-    expect(await h.fail(projectUp, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("vms.x.host: a host is a libvirt URI") })
+    expect(await h.fail(projectUp, {})).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining("vms.x.host: a host is a libvirt URI")
+    })
     h.write(`schema = 2\n[vms.x]\nimage = "tiny"\nprovider = "libvirt"\nhost = "ssh://x; reboot"\n`)
-    expect(await h.fail(projectUp, {})).toMatchObject({ code: "invalid_spec", message: expect.stringContaining("vms.x.host") })
+    expect(await h.fail(projectUp, {})).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining("vms.x.host")
+    })
   })
 
   it("the first failure stops the run: earlier VMs ok, the failing one error, later ones skipped (nothing created for them)", async () => {
-    const h = projectHarness(`schema = 1\n[project]\nname = "f"\n[vms.a]\nimage = "tiny"\n[vms.b]\nimage = "no-such-image"\n[vms.c]\nimage = "tiny"\n`)
+    const h = projectHarness(
+      `schema = 1\n[project]\nname = "f"\n[vms.a]\nimage = "tiny"\n[vms.b]\nimage = "no-such-image"\n[vms.c]\nimage = "tiny"\n`
+    )
     const run = await h.ok(projectUp, {})
-    expect(run.vms.map((vm) => [vm.key, vm.status])).toEqual([["a", "ok"], ["b", "error"], ["c", "skipped"]])
+    expect(run.vms.map((vm) => [vm.key, vm.status])).toEqual([
+      ["a", "ok"],
+      ["b", "error"],
+      ["c", "skipped"]
+    ])
     expect(run.vms[1]!.error).toContain("no-such-image")
     expect(h.vmFolders()).toEqual(["f-a"])
   })
@@ -289,7 +381,11 @@ describe("up, status and reconcile", () => {
     const h = projectHarness(TWO)
     await h.ok(createVm, { name: "demo-web", image: "tiny" })
     const run = await h.ok(projectUp, {})
-    expect(run.vms[0]).toMatchObject({ status: "error", code: "name_taken", error: expect.stringContaining("outside any project") })
+    expect(run.vms[0]).toMatchObject({
+      status: "error",
+      code: "name_taken",
+      error: expect.stringContaining("outside any project")
+    })
     expect(run.vms[1]!.status).toBe("skipped")
     expect((await h.ok(projectStatus, {})).vms[0]!.error).toContain("outside any project")
   })
@@ -316,7 +412,10 @@ describe("fan-out of down, wait, apply and rm", () => {
     const h = projectHarness(TWO)
     await h.ok(projectUp, {})
     const down = await h.ok(projectDown, {})
-    expect(down.vms.map((vm) => [vm.key, vm.status])).toEqual([["web", "ok"], ["db", "ok"]])
+    expect(down.vms.map((vm) => [vm.key, vm.status])).toEqual([
+      ["web", "ok"],
+      ["db", "ok"]
+    ])
     expect(h.hypervisor.running.size).toBe(0)
     const rm = await h.ok(projectRm, {})
     expect(rm.vms.map((vm) => vm.status)).toEqual(["ok", "ok"])
@@ -333,7 +432,11 @@ describe("fan-out of down, wait, apply and rm", () => {
     await h.ok(projectDown, {})
     await h.ok(projectRm, {})
     const wait = await h.ok(projectWait, { until: "stopped", timeout_seconds: 1 })
-    expect(wait.vms[0]).toMatchObject({ status: "error", code: "not_found", error: expect.stringContaining("; create it with project.up") })
+    expect(wait.vms[0]).toMatchObject({
+      status: "error",
+      code: "not_found",
+      error: expect.stringContaining("; create it with project.up")
+    })
     expect(wait.vms[1]!.status).toBe("skipped")
   })
 
@@ -341,18 +444,27 @@ describe("fan-out of down, wait, apply and rm", () => {
     const none = TWO.replace(/image = "tiny"/g, 'image = "tiny"\nagent_access = "none"')
     const h = projectHarness(none)
     for (const operation of [projectUp, projectDown, projectUp]) {
-      expect((await h.ok(operation, {}, { caller: "mcp" })).vms.map((vm) => vm.status), operation.tool).toEqual(["ok", "ok"])
+      expect(
+        (await h.ok(operation, {}, { caller: "mcp" })).vms.map((vm) => vm.status),
+        operation.tool
+      ).toEqual(["ok", "ok"])
     }
     expect((await h.ok(projectStatus, {}, { caller: "mcp" })).vms.map((vm) => vm.state)).toEqual(["running", "running"])
     expect((await h.fail(projectApply, {}, { caller: "mcp" })).code).toBe("access_denied")
   })
 
   it("project_apply from an agent needs manage on every VM, checked before anything runs", async () => {
-    const h = projectHarness(TWO.replace(`[vms.db]\nimage = "tiny"`, `[vms.db]\nimage = "tiny"\nagent_access = "observe"`))
+    const h = projectHarness(
+      TWO.replace(`[vms.db]\nimage = "tiny"`, `[vms.db]\nimage = "tiny"\nagent_access = "observe"`)
+    )
     await h.ok(projectUp, {})
     const error = await h.fail(projectApply, {}, { caller: "mcp" })
     // The words of every access refusal (seed 000), not a project-only variant.
-    expect(error).toEqual({ code: "access_denied", message: 'vm "demo-db" has agent_access = observe; needs manage', subject: "demo-db" })
+    expect(error).toEqual({
+      code: "access_denied",
+      message: 'vm "demo-db" has agent_access = observe; needs manage',
+      subject: "demo-db"
+    })
     // A person at the CLI is not held to agent_access.
     expect((await h.ok(projectApply, {})).vms.map((vm) => vm.status)).toEqual(["ok", "ok"])
   })
@@ -362,7 +474,11 @@ describe("fan-out of down, wait, apply and rm", () => {
     await h.ok(projectUp, {})
     h.write(TWO.replace(`[vms.web]\nimage = "tiny"`, `[vms.web]\nimage = "tiny"\nagent_access = "exec"`))
     const run = await h.ok(projectUp, {}, { caller: "mcp" })
-    expect(run.vms[0]).toMatchObject({ status: "error", code: "access_denied", error: expect.stringContaining("may only lower agent_access") })
+    expect(run.vms[0]).toMatchObject({
+      status: "error",
+      code: "access_denied",
+      error: expect.stringContaining("may only lower agent_access")
+    })
   })
 })
 
@@ -384,7 +500,10 @@ describe("project scope", () => {
     h.write("schema = 1\n[vms.dev\n")
     expect(await h.ok(execInGuest, { vm: "box", argv: ["true"] }, { caller: "mcp" })).toMatchObject({ exit_code: 0 })
     expect((await h.ok(getVm, { vm: "box" })).name).toBe("box")
-    expect(await h.fail(getVm, { vm: "dev" })).toMatchObject({ code: "invalid_spec", message: expect.stringContaining(join(h.dir, "stoat.toml")) })
+    expect(await h.fail(getVm, { vm: "dev" })).toMatchObject({
+      code: "invalid_spec",
+      message: expect.stringContaining(join(h.dir, "stoat.toml"))
+    })
   })
 
   it("create from the CLI inside a project is refused unless global", async () => {
@@ -403,7 +522,11 @@ describe("project scope", () => {
     expect((await h.ok(projectVms, {})).vms.map((vm) => vm.name)).toEqual(["demo-web", "demo-db"])
     rmSync(join(h.dir, "stoat.toml"))
     const all = (await h.ok(listVms, {})).vms
-    expect(all.find((vm) => vm.name === "demo-web")).toMatchObject({ project: h.dir, key: "web", project_missing: true })
+    expect(all.find((vm) => vm.name === "demo-web")).toMatchObject({
+      project: h.dir,
+      key: "web",
+      project_missing: true
+    })
     expect(all.find((vm) => vm.name === "other")).toMatchObject({ project: "", project_missing: false })
   })
 
@@ -414,7 +537,9 @@ describe("project scope", () => {
     const result = await h.ok(projectInit, { name: "mine" })
     expect(result).toEqual({ path: join(h.dir, "stoat.toml"), project: "mine", gitignore_updated: true })
     expect(readFileSync(join(h.dir, ".gitignore"), "utf8")).toBe("node_modules\n.stoat/\n")
-    expect((await h.ok(projectStatus, {})).vms).toEqual([{ key: "dev", name: "mine-dev", state: "missing", health: "unknown", drift: [] }])
+    expect((await h.ok(projectStatus, {})).vms).toEqual([
+      { key: "dev", name: "mine-dev", state: "missing", health: "unknown", drift: [] }
+    ])
     const before = readFileSync(join(h.dir, "stoat.toml"), "utf8")
     expect((await h.fail(projectInit, {})).message).toContain("already exists")
     expect(readFileSync(join(h.dir, "stoat.toml"), "utf8")).toBe(before)
@@ -459,7 +584,9 @@ describe(".stoat/secrets.toml", () => {
 
 describe("recipes declared in stoat.toml", () => {
   it("up sets them with their params, gives the script the project's secret, applies once; apply fans out and skips unchanged", async () => {
-    const h = projectHarness(`schema = 1\n[project]\nname = "r"\n[vms.dev]\nimage = "tiny"\nrecipes = ["greet"]\n[vms.dev.params.greet]\nwho = "world"\n`)
+    const h = projectHarness(
+      `schema = 1\n[project]\nname = "r"\n[vms.dev]\nimage = "tiny"\nrecipes = ["greet"]\n[vms.dev.params.greet]\nwho = "world"\n`
+    )
     mkdirSync(join(h.root, "recipes", "greet"), { recursive: true })
     writeFileSync(
       join(h.root, "recipes", "greet", "recipe.toml"),
@@ -481,7 +608,9 @@ describe("recipes declared in stoat.toml", () => {
     expect(scripts[0]).toContain("world")
     expect(scripts[0]).toContain("tok-s3cret")
     const vm = await h.ok(getVm, { vm: "dev" })
-    expect(vm.recipes_detail).toMatchObject([{ name: "greet", applied: true, params: { who: "world", token: "<set>" } }])
+    expect(vm.recipes_detail).toMatchObject([
+      { name: "greet", applied: true, params: { who: "world", token: "<set>" } }
+    ])
     expect(JSON.stringify(vm)).not.toContain("tok-s3cret")
     expect((await h.ok(projectStatus, {})).vms[0]!.drift).toEqual([])
     // A second apply finds the once-recipe unchanged and runs nothing.

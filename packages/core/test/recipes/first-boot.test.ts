@@ -12,10 +12,16 @@ describe("first-boot delivery through cloud-init", () => {
     const h = harness()
     for (const [name, manifest] of [
       ["base", ""],
-      ["app", 'depends = ["base"]\n[params.key]\ntype = "secret"\nrequired = true\n[params.port]\ntype = "int"\ndefault = 8080\n[outputs]\nport = "p"\n']
+      [
+        "app",
+        'depends = ["base"]\n[params.key]\ntype = "secret"\nrequired = true\n[params.port]\ntype = "int"\ndefault = 8080\n[outputs]\nport = "p"\n'
+      ]
     ] as const) {
       mkdirSync(join(h.root, "recipes", name), { recursive: true })
-      writeFileSync(join(h.root, "recipes", name, "recipe.toml"), `schema = 3\nname = "${name}"\nscript = "run.sh"\n${manifest}`)
+      writeFileSync(
+        join(h.root, "recipes", name, "recipe.toml"),
+        `schema = 3\nname = "${name}"\nscript = "run.sh"\n${manifest}`
+      )
       writeFileSync(join(h.root, "recipes", name, "run.sh"), `echo ${name}\n`)
     }
     const base = join(h.root, "noble-server-cloudimg-amd64.img")
@@ -42,7 +48,10 @@ describe("first-boot delivery through cloud-init", () => {
     expect(userData).toContain("/var/lib/stoat/recipes/app.sh")
     expect(userData).toContain("/run/stoat/secrets-app.env")
     // The secret sits in the 0600 secrets file entry only, never in a script.
-    const runner = /recipes\/base\.sh[^\n]*?' ([0-9a-f]{64}) ([0-9a-f]{64})[^\n]*?recipes\/app\.sh[^\n]*?' ([0-9a-f]{64}) ([0-9a-f]{64})/.exec(userData)
+    const runner =
+      /recipes\/base\.sh[^\n]*?' ([0-9a-f]{64}) ([0-9a-f]{64})[^\n]*?recipes\/app\.sh[^\n]*?' ([0-9a-f]{64}) ([0-9a-f]{64})/.exec(
+        userData
+      )
     expect(runner).not.toBeNull()
     expect(userData.split(SECRET).length - 1).toBe(1)
     markers.set(`${MARKER_DIR}/base`, `${runner![1]}\n${runner![2]}\n`)

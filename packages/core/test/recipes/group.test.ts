@@ -29,7 +29,9 @@ describe.each(shells)("a recipe's process group under %s", (_name, shell) => {
     dirs.push(dir)
     const group = join(dir, "group")
     const child = join(dir, "child")
-    const recipe = spawn(shell[0]!, [...shell.slice(1), "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", group], { stdio: ["pipe", "ignore", "ignore"] })
+    const recipe = spawn(shell[0]!, [...shell.slice(1), "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", group], {
+      stdio: ["pipe", "ignore", "ignore"]
+    })
     // A recipe like apt under sudo: a child of a child that outlives a kill of the session's process.
     recipe.stdin.end(`sh -c 'sleep 60 & echo $! > "${child}"; wait' &\nwait\nexit 7\n`)
     await until(() => existsSync(child) && readFileSync(child, "utf8").trim() !== "", "the recipe's child")
@@ -49,7 +51,11 @@ describe.each(shells)("a recipe's process group under %s", (_name, shell) => {
     dirs.push(dir)
     const run = (script: string) =>
       new Promise<number | null>((resolve) => {
-        const recipe = spawn(shell[0]!, [...shell.slice(1), "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", join(dir, "group")], { stdio: ["pipe", "ignore", "ignore"] })
+        const recipe = spawn(
+          shell[0]!,
+          [...shell.slice(1), "-c", RECIPE_IN_OWN_GROUP, "stoat_recipe", join(dir, "group")],
+          { stdio: ["pipe", "ignore", "ignore"] }
+        )
         recipe.once("exit", (code) => resolve(code))
         recipe.stdin.end(script)
       })

@@ -21,17 +21,39 @@ describe("recipe.toml", () => {
   it("schema 2 (absent) fills every default", () => {
     const parsed = parse(base)
     expect(Either.getOrThrow(parsed)).toEqual({
-      schema: 2, name: "web", description: "", version: "", os: [], requires: [], stage: "provision", script: "run.sh", scripts: {},
-      auto: false, run: "once", reboot: false, runtime: "sh", depends: [], params: [], outputs: [], health: null
+      schema: 2,
+      name: "web",
+      description: "",
+      version: "",
+      os: [],
+      requires: [],
+      stage: "provision",
+      script: "run.sh",
+      scripts: {},
+      auto: false,
+      run: "once",
+      reboot: false,
+      runtime: "sh",
+      depends: [],
+      params: [],
+      outputs: [],
+      health: null
     })
   })
 
   it("schema 3 reads params (sorted), outputs and health with its default timeout", () => {
     const parsed = Either.getOrThrow(
-      parse(`${v3}os = ["debian"]\nrun = "always"\n[scripts]\nalpine = "./a.sh"\n[params.zeta]\ntype = "int"\ndefault = 3\n[params.alpha]\ntype = "enum"\nvalues = ["a", "b"]\ndefault = "b"\n[params.key]\ntype = "secret"\nrequired = true\n[params.owner]\ntype = "string"\ndefault_from = "ssh_user"\n[outputs]\nport = "where it listens"\n[health]\ncheck = "true"\n`)
+      parse(
+        `${v3}os = ["debian"]\nrun = "always"\n[scripts]\nalpine = "./a.sh"\n[params.zeta]\ntype = "int"\ndefault = 3\n[params.alpha]\ntype = "enum"\nvalues = ["a", "b"]\ndefault = "b"\n[params.key]\ntype = "secret"\nrequired = true\n[params.owner]\ntype = "string"\ndefault_from = "ssh_user"\n[outputs]\nport = "where it listens"\n[health]\ncheck = "true"\n`
+      )
     )
     expect(parsed.params.map((p) => p.name)).toEqual(["alpha", "key", "owner", "zeta"])
-    expect(parsed.params.find((p) => p.name === "zeta")).toMatchObject({ type: "int", default: "3", hasDefault: true, required: false })
+    expect(parsed.params.find((p) => p.name === "zeta")).toMatchObject({
+      type: "int",
+      default: "3",
+      hasDefault: true,
+      required: false
+    })
     expect(parsed.params.find((p) => p.name === "owner")).toMatchObject({ default_from: "ssh_user", hasDefault: false })
     expect(parsed.scripts).toEqual({ alpine: "a.sh" })
     expect(parsed.outputs).toEqual([{ name: "port", help: "where it listens" }])
@@ -110,7 +132,10 @@ describe("recipe folders", () => {
   it("refuses a missing script, a directory as script, and a symlink leading outside", async () => {
     const { root, dir } = folder()
     writeFileSync(join(dir, "recipe.toml"), base)
-    expect(await load(dir)).toMatchObject({ ok: false, error: { code: "invalid_spec", subject: `${join(dir, "recipe.toml")}:script` } })
+    expect(await load(dir)).toMatchObject({
+      ok: false,
+      error: { code: "invalid_spec", subject: `${join(dir, "recipe.toml")}:script` }
+    })
     mkdirSync(join(dir, "run.sh"))
     const directory = await load(dir)
     expect(directory.ok ? "" : directory.error.message).toContain("not a regular file")
@@ -123,6 +148,9 @@ describe("recipe folders", () => {
 
   it("a folder without recipe.toml is not_found naming the file", async () => {
     const { dir } = folder()
-    expect(await load(dir)).toMatchObject({ ok: false, error: { code: "not_found", subject: join(dir, "recipe.toml") } })
+    expect(await load(dir)).toMatchObject({
+      ok: false,
+      error: { code: "not_found", subject: join(dir, "recipe.toml") }
+    })
   })
 })

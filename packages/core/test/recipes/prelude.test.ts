@@ -47,11 +47,24 @@ describe("the prelude", () => {
     const fake = {
       ...guest("tiny"),
       pkg: { setup: "echo setup", install: ["echo", "install"], env: { PKG_HOME: "it's here" }, runtime_packages: {} },
-      svc: { enable: "echo enable {name} now", start: "echo start", stop: "echo stop", restart: "echo restart", status: "echo status" },
+      svc: {
+        enable: "echo enable {name} now",
+        start: "echo start",
+        stop: "echo stop",
+        restart: "echo restart",
+        status: "echo status"
+      },
       cmd: { download: "echo get", useradd: "echo add {name}" }
     }
-    const run = sh(renderPrelude(fake), 'stoat_pkg_setup; stoat_pkg_install a "b c"; stoat_svc_enable web; stoat_svc_start web; stoat_download /o "u v"; stoat_useradd dev; echo "$PKG_HOME|$STOAT_OS|$STOAT_PKGMGR"')
-    expect(run).toEqual({ code: 0, stdout: "setup\ninstall a b c\nenable web now\nstart web\nget /o u v\nadd dev\nit's here|tiny|echo\n", stderr: "" })
+    const run = sh(
+      renderPrelude(fake),
+      'stoat_pkg_setup; stoat_pkg_install a "b c"; stoat_svc_enable web; stoat_svc_start web; stoat_download /o "u v"; stoat_useradd dev; echo "$PKG_HOME|$STOAT_OS|$STOAT_PKGMGR"'
+    )
+    expect(run).toEqual({
+      code: 0,
+      stdout: "setup\ninstall a b c\nenable web now\nstart web\nget /o u v\nadd dev\nit's here|tiny|echo\n",
+      stderr: ""
+    })
   })
 
   it("a guest without a package manager or services (tiny): setup is a no-op, the rest fail with a reason", () => {

@@ -39,7 +39,10 @@ describe("bundled recipes in the data root", () => {
   it("every bundled recipe loads as schema 3 with outputs and a health check, and every script is valid sh", async () => {
     const dir = tempDir()
     await runOk(installBundled(dir))
-    const recipes = makeRecipes(Effect.succeed([{ path: dir, scope: "local" as const, scopeOf: () => "bundled" as const }]), dir)
+    const recipes = makeRecipes(
+      Effect.succeed([{ path: dir, scope: "local" as const, scopeOf: () => "bundled" as const }]),
+      dir
+    )
     const listed = await runOk(recipes.list)
     expect(listed.map((r) => r.manifest.name)).toEqual(Object.keys(BUNDLED_RECIPES).sort())
     for (const recipe of listed) {
@@ -62,7 +65,13 @@ describe("bundled recipes in the data root", () => {
     // An older build wrote this install.sh: on disk and in the manifest with the old hash.
     const old = "echo old build\n"
     writeFileSync(join(dir, "devtools", "install.sh"), old)
-    writeFileSync(join(dir, ".manifest"), manifestOf(dir).replace(`${sha(DEVTOOLS["install.sh"]!)}  devtools/install.sh`, `${sha(old)}  devtools/install.sh`))
+    writeFileSync(
+      join(dir, ".manifest"),
+      manifestOf(dir).replace(
+        `${sha(DEVTOOLS["install.sh"]!)}  devtools/install.sh`,
+        `${sha(old)}  devtools/install.sh`
+      )
+    )
     // And a person edited the build-deps script by hand.
     const edited = "echo my own build-deps\n"
     writeFileSync(join(dir, "build-deps", "install.sh"), edited)
@@ -96,7 +105,10 @@ describe("bundled recipes in the data root", () => {
 describe("recipe roots", () => {
   const write = (root: string, name: string, description: string) => {
     mkdirSync(join(root, name), { recursive: true })
-    writeFileSync(join(root, name, "recipe.toml"), `name = "${name}"\ndescription = "${description}"\nscript = "run.sh"\n`)
+    writeFileSync(
+      join(root, name, "recipe.toml"),
+      `name = "${name}"\ndescription = "${description}"\nscript = "run.sh"\n`
+    )
     writeFileSync(join(root, name, "run.sh"), "true\n")
   }
 
@@ -126,7 +138,10 @@ describe("recipe roots", () => {
     const data = tempDir()
     write(data, "web", "x")
     writeFileSync(join(data, "web", "recipe.toml"), 'name = "web"\nscript = "run.sh"\nrun = "sometimes"\n')
-    const recipes = makeRecipes(Effect.succeed([{ path: data, scope: "local" as const, scopeOf: () => "local" as const }]), data)
+    const recipes = makeRecipes(
+      Effect.succeed([{ path: data, scope: "local" as const, scopeOf: () => "local" as const }]),
+      data
+    )
     const error = await runFail(recipes.get("web"))
     expect(error).toMatchObject({ code: "invalid_spec", subject: `${join(data, "web", "recipe.toml")}:run` })
   })
@@ -134,22 +149,39 @@ describe("recipe roots", () => {
   it("picks the per-OS script by guest name, then alias, else the default", async () => {
     const data = tempDir()
     write(data, "web", "x")
-    writeFileSync(join(data, "web", "recipe.toml"), 'name = "web"\nscript = "run.sh"\n[scripts]\nalpine = "alpine.sh"\nrpm-family = "rpm.sh"\n')
+    writeFileSync(
+      join(data, "web", "recipe.toml"),
+      'name = "web"\nscript = "run.sh"\n[scripts]\nalpine = "alpine.sh"\nrpm-family = "rpm.sh"\n'
+    )
     writeFileSync(join(data, "web", "alpine.sh"), "alpine\n")
     writeFileSync(join(data, "web", "rpm.sh"), "rpm\n")
-    const recipes = makeRecipes(Effect.succeed([{ path: data, scope: "local" as const, scopeOf: () => "local" as const }]), data)
+    const recipes = makeRecipes(
+      Effect.succeed([{ path: data, scope: "local" as const, scopeOf: () => "local" as const }]),
+      data
+    )
     const web = await runOk(recipes.get("web"))
     const body = async (name: string, aliases: string[]) => (await runOk(recipes.script(web, { name, aliases }))).body
-    expect([await body("alpine", []), await body("rocky", ["rpm-family"]), await body("debian", ["debian-family"])]).toEqual(["alpine\n", "rpm\n", "true\n"])
+    expect([
+      await body("alpine", []),
+      await body("rocky", ["rpm-family"]),
+      await body("debian", ["debian-family"])
+    ]).toEqual(["alpine\n", "rpm\n", "true\n"])
   })
 
   it("scaffolds a new recipe that loads, and refuses a taken or bad name", async () => {
     const data = tempDir()
     await runOk(installBundled(data))
-    const recipes = makeRecipes(Effect.succeed([{ path: data, scope: "local" as const, scopeOf: () => "local" as const }]), data)
+    const recipes = makeRecipes(
+      Effect.succeed([{ path: data, scope: "local" as const, scopeOf: () => "local" as const }]),
+      data
+    )
     const path = await runOk(recipes.scaffold("mine", ["debian"]))
     expect(path).toBe(join(data, "mine"))
-    expect((await runOk(recipes.get("mine"))).manifest).toMatchObject({ name: "mine", os: ["debian"], params: [{ name: "greeting" }] })
+    expect((await runOk(recipes.get("mine"))).manifest).toMatchObject({
+      name: "mine",
+      os: ["debian"],
+      params: [{ name: "greeting" }]
+    })
     expect(await runFail(recipes.scaffold("mine", []))).toMatchObject({ code: "name_taken" })
     expect(await runFail(recipes.scaffold("devtools", []))).toMatchObject({ code: "name_taken" })
     expect(await runFail(recipes.scaffold("../evil", []))).toMatchObject({ code: "invalid_spec" })

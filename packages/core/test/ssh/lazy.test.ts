@@ -32,7 +32,9 @@ describe("the lazy guest transport", () => {
           const transport = yield* GuestTransport
           yield* transport.release("idle")
           expect(loaded.count).toBe(0)
-          yield* Effect.exit(transport.exec({ vm: "web", port: 2222, user: "root", privateKeyPath: "/nonexistent" }, ["true"]))
+          yield* Effect.exit(
+            transport.exec({ vm: "web", port: 2222, user: "root", privateKeyPath: "/nonexistent" }, ["true"])
+          )
           expect(loaded.count).toBe(1)
           yield* transport.release("web")
           expect(loaded.released).toEqual(["web"])

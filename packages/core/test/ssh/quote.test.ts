@@ -31,7 +31,10 @@ describe("guestCommand", () => {
   it("runs argv through env and the constant cd script, values arriving verbatim", () => {
     fc.assert(
       fc.property(words, word, (argv, value) => {
-        const command = guestCommand(["sh", "-c", 'printf "%s\\0" "$PWD" "$STOAT_V" "$@"', "x", ...argv], { cwd: "/", env: { STOAT_V: value } })
+        const command = guestCommand(["sh", "-c", 'printf "%s\\0" "$PWD" "$STOAT_V" "$@"', "x", ...argv], {
+          cwd: "/",
+          env: { STOAT_V: value }
+        })
         const result = sh(command)
         expect(result.stdout.toString("utf8")).toBe(["/", value, ...argv].map((w) => `${w}\0`).join(""))
       }),
@@ -54,7 +57,20 @@ describe("guestCommand", () => {
 })
 
 describe("guest-definition templates", () => {
-  const hostile = ["it's", "$(touch /tmp/stoat-pwned)", "`id`", "a\nb", "-rf", "--", "a b", '"', "\\", "*", "${HOME}", ";|&"]
+  const hostile = [
+    "it's",
+    "$(touch /tmp/stoat-pwned)",
+    "`id`",
+    "a\nb",
+    "-rf",
+    "--",
+    "a b",
+    '"',
+    "\\",
+    "*",
+    "${HOME}",
+    ";|&"
+  ]
 
   it("pass any value as $1 ({name}) or as appended arguments, never as shell syntax", () => {
     for (const value of hostile) {
@@ -68,7 +84,9 @@ describe("guest-definition templates", () => {
   it("are read back exactly for any value (property)", () => {
     fc.assert(
       fc.property(word, (value) => {
-        expect(sh(guestCommand(script("t", templateScript('printf "%s" {name}'), [value]))).stdout.toString("utf8")).toBe(value)
+        expect(
+          sh(guestCommand(script("t", templateScript('printf "%s" {name}'), [value]))).stdout.toString("utf8")
+        ).toBe(value)
       }),
       { numRuns: 200 }
     )

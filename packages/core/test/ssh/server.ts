@@ -15,7 +15,12 @@ import type { Connection, ServerChannel } from "ssh2"
 import { layoutOf, type DataRootPaths } from "../../src/platform/data-root.js"
 import { ensureClientKey, ensureGuestHostKey, type KeyPair } from "../../src/platform/keys.js"
 
-const SFTP_SERVERS = ["/usr/lib/openssh/sftp-server", "/usr/lib/sftp-server", "/usr/libexec/sftp-server", "/usr/libexec/openssh/sftp-server"]
+const SFTP_SERVERS = [
+  "/usr/lib/openssh/sftp-server",
+  "/usr/lib/sftp-server",
+  "/usr/libexec/sftp-server",
+  "/usr/libexec/openssh/sftp-server"
+]
 export const sftpServerPath = SFTP_SERVERS.find((path) => existsSync(path))
 
 /** uid/gid sftp-server runs as: `nobody` when we are root, else ourselves. */
@@ -60,9 +65,18 @@ const killGroup = (child: ChildProcess, signal: NodeJS.Signals, evenIfExited = f
   }
 }
 
-const runExec = (server: TestSshServer, channel: ServerChannel, command: string, onChild: (child: ChildProcess) => void) => {
+const runExec = (
+  server: TestSshServer,
+  channel: ServerChannel,
+  command: string,
+  onChild: (child: ChildProcess) => void
+) => {
   // Own process group, so a kill reaches `sleep` children too and the pipes close.
-  const child = spawn("/bin/sh", ["-c", command], { detached: true, stdio: ["pipe", "pipe", "pipe"], cwd: server.files })
+  const child = spawn("/bin/sh", ["-c", command], {
+    detached: true,
+    stdio: ["pipe", "pipe", "pipe"],
+    cwd: server.files
+  })
   onChild(child)
   child.stdout.pipe(channel, { end: false })
   child.stderr.pipe(channel.stderr, { end: false })
@@ -90,7 +104,11 @@ export interface TestServerOptions {
 
 const runSftp = (server: TestSshServer, channel: ServerChannel) => {
   if (sftpServerPath === undefined) return channel.close()
-  const child = spawn(sftpServerPath, [], { stdio: ["pipe", "pipe", "ignore"], cwd: server.files, ...(sftpIdentity ?? {}) })
+  const child = spawn(sftpServerPath, [], {
+    stdio: ["pipe", "pipe", "ignore"],
+    cwd: server.files,
+    ...(sftpIdentity ?? {})
+  })
   channel.pipe(child.stdin)
   child.stdout.pipe(channel)
   child.stdin.on("error", () => undefined)
@@ -201,7 +219,11 @@ export const startTestServer = async (options: TestServerOptions = {}): Promise<
 }
 
 /** A TCP listener that accepts and then says nothing, like user-mode NAT before the guest's sshd is up. */
-export const startSilentListener = async (): Promise<{ port: number; accepted: () => number; close: () => Promise<void> }> => {
+export const startSilentListener = async (): Promise<{
+  port: number
+  accepted: () => number
+  close: () => Promise<void>
+}> => {
   const sockets = new Set<Socket>()
   let accepted = 0
   const server: NetServer = createServer((socket) => {

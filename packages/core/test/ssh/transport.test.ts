@@ -7,7 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { waitForSsh, type CannotReach } from "../../src/errors.js"
 import { makeGuestTransport } from "../../src/ssh/live.js"
 import type { GuestTransport, SshTarget } from "../../src/ports/guest-transport.js"
-import { closedPort, sftpIdentity, sftpServerPath, startSilentListener, startTestServer, type TestSshServer } from "./server.js"
+import {
+  closedPort,
+  sftpIdentity,
+  sftpServerPath,
+  startSilentListener,
+  startTestServer,
+  type TestSshServer
+} from "./server.js"
 import { alive } from "../processes.js"
 
 type Transport = Context.Tag.Service<GuestTransport>
@@ -44,7 +51,20 @@ afterAll(async () => {
 
 describe("exec", () => {
   it("delivers argv verbatim: spaces, quotes, $(), newlines, unicode", async () => {
-    const tricky = ["a b", "it's", '"dq"', "$(echo pwned)", "`id`", "line1\nline2", "ünïcødé ✓ 𝄞", "", "*", "-n", "\\", ";|&<>"]
+    const tricky = [
+      "a b",
+      "it's",
+      '"dq"',
+      "$(echo pwned)",
+      "`id`",
+      "line1\nline2",
+      "ünïcødé ✓ 𝄞",
+      "",
+      "*",
+      "-n",
+      "\\",
+      ";|&<>"
+    ]
     const out = await run(transport.exec(target, ["printf", "%s\\0", ...tricky]))
     expect(out.exitCode).toBe(0)
     expect(text(out.stdout)).toBe(tricky.map((w) => `${w}\0`).join(""))
@@ -85,7 +105,10 @@ describe("exec", () => {
     const dir = join(server.files, "it's a $(dir)")
     mkdirSync(dir)
     const out = await run(
-      transport.exec(target, ["sh", "-c", 'printf "%s|%s|%s" "$PWD" "$A" "$B"'], { cwd: dir, env: { A: "x y", B: "$(echo no) 'q'" } })
+      transport.exec(target, ["sh", "-c", 'printf "%s|%s|%s" "$PWD" "$A" "$B"'], {
+        cwd: dir,
+        env: { A: "x y", B: "$(echo no) 'q'" }
+      })
     )
     expect(text(out.stdout)).toBe(`${dir}|x y|$(echo no) 'q'`)
     const missing = await run(transport.exec(target, ["true"], { cwd: "/nonexistent/dir" }))
@@ -96,7 +119,10 @@ describe("exec", () => {
     await fc.assert(
       fc.asyncProperty(word, fc.array(word, { maxLength: 4 }), async (value, words) => {
         const out = await run(
-          transport.exec(target, ["sh", "-c", 'printf "%s\\0" "$PWD" "$V" "$@"', "x", ...words], { cwd: server.files, env: { V: value } })
+          transport.exec(target, ["sh", "-c", 'printf "%s\\0" "$PWD" "$V" "$@"', "x", ...words], {
+            cwd: server.files,
+            env: { V: value }
+          })
         )
         expect(text(out.stdout)).toBe([server.files, value, ...words].map((w) => `${w}\0`).join(""))
       }),
@@ -111,7 +137,9 @@ describe("exec", () => {
 
   it("times out: stops the command with TERM and returns the partial output", async () => {
     const pidFile = join(server.files, `timeout-${Date.now()}.pid`)
-    const out = await run(transport.exec(target, ["sh", "-c", `echo $$ > '${pidFile}'; echo partial; exec sleep 30`], { timeoutMs: 500 }))
+    const out = await run(
+      transport.exec(target, ["sh", "-c", `echo $$ > '${pidFile}'; echo partial; exec sleep 30`], { timeoutMs: 500 })
+    )
     expect(out.timedOut).toBe(true)
     expect(text(out.stdout)).toBe("partial\n")
     expect(out.exitCode).toBe(143)
@@ -123,7 +151,9 @@ describe("exec", () => {
   it("times out: a command that ignores TERM gets KILL after the grace", async () => {
     const pidFile = join(server.files, `stubborn-${Date.now()}.pid`)
     const signals = server.signals.length
-    const out = await run(transport.exec(target, ["sh", "-c", `trap '' TERM; echo $$ > '${pidFile}'; sleep 30`], { timeoutMs: 300 }))
+    const out = await run(
+      transport.exec(target, ["sh", "-c", `trap '' TERM; echo $$ > '${pidFile}'; sleep 30`], { timeoutMs: 300 })
+    )
     expect(out).toMatchObject({ timedOut: true, exitCode: 137 })
     expect(server.signals.slice(signals)).toEqual(["TERM", "KILL"])
     const pid = Number(readFileSync(pidFile, "utf8"))
@@ -131,8 +161,15 @@ describe("exec", () => {
   })
 
   it("keeps an exit status that arrives in the same read as the exec's success reply", async () => {
-    const outs = await run(Effect.all(Array.from({ length: 20 }, (_, i) => transport.exec(target, ["stoat-test-instant", String(i)])), { concurrency: 4 }))
-    expect(outs.map((out) => [out.exitCode, text(out.stdout)])).toEqual(Array.from({ length: 20 }, (_, i) => [i, "instant\n"]))
+    const outs = await run(
+      Effect.all(
+        Array.from({ length: 20 }, (_, i) => transport.exec(target, ["stoat-test-instant", String(i)])),
+        { concurrency: 4 }
+      )
+    )
+    expect(outs.map((out) => [out.exitCode, text(out.stdout)])).toEqual(
+      Array.from({ length: 20 }, (_, i) => [i, "instant\n"])
+    )
   })
 
   it("a channel closed without an exit status is cannot_reach, never exit code 255", async () => {
@@ -144,7 +181,11 @@ describe("exec", () => {
   })
 
   it("caps each stream and says so", async () => {
-    const out = await run(transport.exec(target, ["sh", "-c", "head -c 100000 /dev/zero; head -c 10 /dev/zero >&2"], { maxOutputBytes: 1000 }))
+    const out = await run(
+      transport.exec(target, ["sh", "-c", "head -c 100000 /dev/zero; head -c 10 /dev/zero >&2"], {
+        maxOutputBytes: 1000
+      })
+    )
     expect(out.stdout.length).toBe(1000)
     expect(out.stderr.length).toBe(10)
     expect(out.truncated).toBe(true)
@@ -167,7 +208,9 @@ describe("exec", () => {
   it("closes the channel when the exec is interrupted", async () => {
     const pidFile = join(server.files, `interrupt-${Date.now()}.pid`)
     const fiber = Effect.runFork(transport.exec(target, ["sh", "-c", `echo $$ > '${pidFile}'; exec sleep 30`]))
-    await expect.poll(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", { timeout: 5_000 }).toBe(true)
+    await expect
+      .poll(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", { timeout: 5_000 })
+      .toBe(true)
     const pid = Number(readFileSync(pidFile, "utf8"))
     await run(Fiber.interrupt(fiber))
     await expect.poll(() => alive(pid), { timeout: 3_000 }).toBe(false)
@@ -189,7 +232,12 @@ describe("connection pool", () => {
     const before = server.connections
     server.mostCommandsAtOnce = 0
     const pooled = { ...target, vm: "pooled" }
-    const outs = await run(Effect.all(Array.from({ length: 20 }, (_, i) => own.exec(pooled, ["sh", "-c", `sleep 0.05; echo ${i}`])), { concurrency: "unbounded" }))
+    const outs = await run(
+      Effect.all(
+        Array.from({ length: 20 }, (_, i) => own.exec(pooled, ["sh", "-c", `sleep 0.05; echo ${i}`])),
+        { concurrency: "unbounded" }
+      )
+    )
     expect(outs.map((o) => text(o.stdout))).toEqual(Array.from({ length: 20 }, (_, i) => `${i}\n`))
     expect(server.mostCommandsAtOnce).toBe(1)
     expect(server.connections - before).toBeGreaterThan(1)
@@ -285,20 +333,32 @@ describe("connection pool", () => {
   })
 
   it("fails CannotReach when the key is refused", async () => {
-    const error = await failure(transport.exec({ ...target, vm: "wrongkey", privateKeyPath: server.root.hostKey }, ["true"]))
+    const error = await failure(
+      transport.exec({ ...target, vm: "wrongkey", privateKeyPath: server.root.hostKey }, ["true"])
+    )
     expect(error._tag).toBe("CannotReach")
   })
 })
 
 describe("pool lifetime", () => {
-  const dialFailures = <A, E>(effects: ReadonlyArray<Effect.Effect<A, E>>) => run(Effect.all(effects.map((e) => Effect.flip(e)), { concurrency: "unbounded" }))
+  const dialFailures = <A, E>(effects: ReadonlyArray<Effect.Effect<A, E>>) =>
+    run(
+      Effect.all(
+        effects.map((e) => Effect.flip(e)),
+        { concurrency: "unbounded" }
+      )
+    )
 
   it("concurrent first calls to one VM, execs and SFTP mixed, dial no more than maxConnectionsPerVm connections", async () => {
     const own = await run(Scope.extend(makeGuestTransport({ maxConnectionsPerVm: 2 }), scope))
     const before = server.connections
     writeFileSync(join(server.files, "shared.txt"), "s")
-    const execs = Array.from({ length: 6 }, (_, i) => Effect.map(own.exec(target, ["echo", String(i)]), (out) => text(out.stdout)))
-    const reads = Array.from({ length: 4 }, () => Effect.map(own.readFile(target, join(server.files, "shared.txt")), (got) => text(got.data)))
+    const execs = Array.from({ length: 6 }, (_, i) =>
+      Effect.map(own.exec(target, ["echo", String(i)]), (out) => text(out.stdout))
+    )
+    const reads = Array.from({ length: 4 }, () =>
+      Effect.map(own.readFile(target, join(server.files, "shared.txt")), (got) => text(got.data))
+    )
     const outs = await run(Effect.all([...execs, ...reads], { concurrency: "unbounded" }))
     expect(outs).toEqual(["0\n", "1\n", "2\n", "3\n", "4\n", "5\n", "s", "s", "s", "s"])
     expect(server.connections - before).toBeLessThanOrEqual(2)
@@ -339,7 +399,12 @@ describe("pool lifetime", () => {
     await run(own.exec(target, ["true"]))
     server.dropAll()
     await expect.poll(() => server.openConnections(), { timeout: 5_000 }).toBe(0)
-    const outs = await run(Effect.all(Array.from({ length: 10 }, (_, i) => own.exec(target, ["echo", String(i)])), { concurrency: "unbounded" }))
+    const outs = await run(
+      Effect.all(
+        Array.from({ length: 10 }, (_, i) => own.exec(target, ["echo", String(i)])),
+        { concurrency: "unbounded" }
+      )
+    )
     expect(outs.map((out) => text(out.stdout))).toEqual(Array.from({ length: 10 }, (_, i) => `${i}\n`))
     expect(server.connections - before).toBeLessThanOrEqual(3)
   })
@@ -374,7 +439,9 @@ describe("probe", () => {
     const silent = await startSilentListener()
     try {
       const started = Date.now()
-      await run(Effect.all([transport.probe(silent.port, 200), transport.probe(silent.port, 200)], { concurrency: "unbounded" }))
+      await run(
+        Effect.all([transport.probe(silent.port, 200), transport.probe(silent.port, 200)], { concurrency: "unbounded" })
+      )
       expect(Date.now() - started).toBeGreaterThanOrEqual(390)
       expect(silent.accepted()).toBe(2)
     } finally {
@@ -399,12 +466,18 @@ describe("sftp", () => {
 
   it("reads whole files, ranges, and reports the full size", async () => {
     writeFileSync(file("read.txt"), "0123456789")
-    expect(await run(transport.readFile(target, file("read.txt")))).toEqual({ data: Buffer.from("0123456789"), size: 10 })
+    expect(await run(transport.readFile(target, file("read.txt")))).toEqual({
+      data: Buffer.from("0123456789"),
+      size: 10
+    })
     const part = await run(transport.readFile(target, file("read.txt"), { offset: 3, maxBytes: 4 }))
     expect(text(part.data)).toBe("3456")
     expect(part.size).toBe(10)
     expect(text((await run(transport.readFile(target, file("read.txt"), { offset: 8 }))).data)).toBe("89")
-    expect(await run(transport.readFile(target, file("read.txt"), { offset: 20 }))).toEqual({ data: Buffer.alloc(0), size: 10 })
+    expect(await run(transport.readFile(target, file("read.txt"), { offset: 20 }))).toEqual({
+      data: Buffer.alloc(0),
+      size: 10
+    })
     // Files whose stat size is 0 but which have content (/proc): read to EOF, size from what was read.
     const proc = await run(transport.readFile(target, "/proc/self/status"))
     expect(text(proc.data)).toMatch(/^Name:/)
@@ -421,8 +494,12 @@ describe("sftp", () => {
     expect(missing).toMatchObject({ _tag: "NotFound", code: "not_found", subject: file("nope.txt") })
     const denied = await failure(transport.readFile(target, forbidden("secret.txt")))
     expect(denied).toMatchObject({ _tag: "AccessDenied", code: "access_denied", subject: file("secret.txt") })
-    expect(await failure(transport.writeFile(target, file("no/such/dir/x"), Buffer.from("x")))).toMatchObject({ _tag: "NotFound" })
-    expect(await failure(transport.writeFile(target, forbidden("ro.txt"), Buffer.from("x")))).toMatchObject({ _tag: "AccessDenied" })
+    expect(await failure(transport.writeFile(target, file("no/such/dir/x"), Buffer.from("x")))).toMatchObject({
+      _tag: "NotFound"
+    })
+    expect(await failure(transport.writeFile(target, forbidden("ro.txt"), Buffer.from("x")))).toMatchObject({
+      _tag: "AccessDenied"
+    })
   })
 
   it("writes, appends and sets the mode exactly", async () => {
@@ -447,7 +524,9 @@ describe("sftp", () => {
     const back = join(server.root.root, "back.bin")
     await run(transport.download(target, file("up.bin"), back))
     expect(readFileSync(back).equals(data)).toBe(true)
-    expect(await failure(transport.download(target, file("absent.bin"), join(server.root.root, "x.bin")))).toMatchObject({ _tag: "NotFound" })
+    expect(
+      await failure(transport.download(target, file("absent.bin"), join(server.root.root, "x.bin")))
+    ).toMatchObject({ _tag: "NotFound" })
     expect(existsSync(join(server.root.root, "x.bin"))).toBe(false)
     expect(await failure(transport.upload(target, join(server.root.root, "absent"), file("y.bin")))).toMatchObject({
       _tag: "NotFound",
@@ -467,8 +546,9 @@ describe("latency", () => {
     }
     times.sort((a, b) => a - b)
     const median = times[100] ?? 0
-    console.log(`exec round trip over one pooled connection: median ${median.toFixed(2)} ms, p90 ${(times[180] ?? 0).toFixed(2)} ms (200 runs of true)`)
+    console.log(
+      `exec round trip over one pooled connection: median ${median.toFixed(2)} ms, p90 ${(times[180] ?? 0).toFixed(2)} ms (200 runs of true)`
+    )
     expect(median).toBeLessThan(1_000)
   })
 })
-

@@ -47,7 +47,9 @@ describe("FakeGuest exec: the default interpreter", () => {
   it.effect("sh -c runs exactly those commands, with quotes; other shell syntax and unknown programs fail", () =>
     standalone(new FakeGuestState(), (guest) =>
       Effect.gen(function* () {
-        expect(text((yield* guest.exec(target, ["sh", "-c", `echo 'a  b' "c \\"d\\"" e\\ f`])).stdout)).toBe('a  b c "d" e f\n')
+        expect(text((yield* guest.exec(target, ["sh", "-c", `echo 'a  b' "c \\"d\\"" e\\ f`])).stdout)).toBe(
+          'a  b c "d" e f\n'
+        )
         expect((yield* guest.exec(target, ["sh", "-c", "false"])).exitCode).toBe(1)
         expect((yield* guest.exec(target, ["sh", "-c", "echo hi | cat"])).exitCode).toBe(2)
         expect((yield* guest.exec(target, ["sh", "-c", "echo $HOME"])).exitCode).toBe(2)
@@ -65,7 +67,10 @@ describe("FakeGuest exec: the default interpreter", () => {
     const chunks: string[] = []
     return standalone(state, (guest) =>
       Effect.gen(function* () {
-        const out = yield* guest.exec(target, ["a", "b"], { maxOutputBytes: 4, onStdout: (chunk) => chunks.push(text(chunk)) })
+        const out = yield* guest.exec(target, ["a", "b"], {
+          maxOutputBytes: 4,
+          onStdout: (chunk) => chunks.push(text(chunk))
+        })
         expect(out).toMatchObject({ exitCode: 7, truncated: true, timedOut: false })
         expect(text(out.stdout)).toBe("0123")
         expect(text(out.stderr)).toBe("a,b")
@@ -82,7 +87,10 @@ describe("FakeGuest files", () => {
     state.fs("web").writeText("/root/f", "abcdef")
     return standalone(state, (guest) =>
       Effect.gen(function* () {
-        expect(yield* guest.readFile(target, "/root/f", { offset: 2, maxBytes: 3 })).toEqual({ data: new Uint8Array(Buffer.from("cde")), size: 6 })
+        expect(yield* guest.readFile(target, "/root/f", { offset: 2, maxBytes: 3 })).toEqual({
+          data: new Uint8Array(Buffer.from("cde")),
+          size: 6
+        })
         expect((yield* Effect.flip(guest.readFile(target, "/root/missing")))._tag).toBe("NotFound")
         expect((yield* Effect.flip(guest.readFile(target, "/root")))._tag).toBe("Usage")
       })
@@ -96,7 +104,10 @@ describe("FakeGuest files", () => {
       Effect.gen(function* () {
         yield* guest.writeFile(target, "/tmp/a", Buffer.from("one"), { mode: 0o600 })
         yield* guest.writeFile(target, "/tmp/a", Buffer.from("two"), { append: true })
-        expect(state.fs("web").files.get("/tmp/a")).toEqual({ data: new Uint8Array(Buffer.from("onetwo")), mode: 0o600 })
+        expect(state.fs("web").files.get("/tmp/a")).toEqual({
+          data: new Uint8Array(Buffer.from("onetwo")),
+          mode: 0o600
+        })
         expect((yield* Effect.flip(guest.writeFile(target, "/no/such/dir/f", Buffer.from("x"))))._tag).toBe("NotFound")
         expect((yield* Effect.flip(guest.writeFile(target, "/etc/shadow", Buffer.from("x"))))._tag).toBe("AccessDenied")
         expect((yield* Effect.flip(guest.readFile(target, "/etc/shadow")))._tag).toBe("AccessDenied")
@@ -123,26 +134,29 @@ describe("FakeGuest files", () => {
 describe("FakeGuest reachability", () => {
   const plan = (port: number) => ({ vm: { name: "web", dir: "/data/web" }, sshPort: port }) as unknown as BootPlan
 
-  it.effect("probe follows the shared FakeHypervisorState and unreachablePorts; guest calls to a stopped VM are cannot_reach", () => {
-    const hypervisor = new FakeHypervisorState()
-    const state = new FakeGuestState()
-    return Effect.provide(
-      Effect.gen(function* () {
-        const guest = yield* GuestTransport
-        expect(yield* guest.probe(2222)).toBe(false)
-        expect((yield* Effect.flip(guest.exec(target, ["true"])))._tag).toBe("CannotReach")
-        hypervisor.running.set("/data/web", { plan: plan(2222), startedAt: "now" })
-        expect(yield* guest.probe(2222)).toBe(true)
-        expect(yield* guest.probe(2223)).toBe(false)
-        state.unreachablePorts.add(2222)
-        expect(yield* guest.probe(2222)).toBe(false)
-        expect((yield* Effect.flip(guest.readFile(target, "/etc/motd")))._tag).toBe("CannotReach")
-        expect(state.probes).toEqual([2222, 2222, 2223, 2222])
-        yield* guest.release("web")
-        yield* guest.release()
-        expect(state.releases).toEqual(["web", undefined])
-      }),
-      FakeGuest(state, hypervisor)
-    )
-  })
+  it.effect(
+    "probe follows the shared FakeHypervisorState and unreachablePorts; guest calls to a stopped VM are cannot_reach",
+    () => {
+      const hypervisor = new FakeHypervisorState()
+      const state = new FakeGuestState()
+      return Effect.provide(
+        Effect.gen(function* () {
+          const guest = yield* GuestTransport
+          expect(yield* guest.probe(2222)).toBe(false)
+          expect((yield* Effect.flip(guest.exec(target, ["true"])))._tag).toBe("CannotReach")
+          hypervisor.running.set("/data/web", { plan: plan(2222), startedAt: "now" })
+          expect(yield* guest.probe(2222)).toBe(true)
+          expect(yield* guest.probe(2223)).toBe(false)
+          state.unreachablePorts.add(2222)
+          expect(yield* guest.probe(2222)).toBe(false)
+          expect((yield* Effect.flip(guest.readFile(target, "/etc/motd")))._tag).toBe("CannotReach")
+          expect(state.probes).toEqual([2222, 2222, 2223, 2222])
+          yield* guest.release("web")
+          yield* guest.release()
+          expect(state.releases).toEqual(["web", undefined])
+        }),
+        FakeGuest(state, hypervisor)
+      )
+    }
+  )
 })

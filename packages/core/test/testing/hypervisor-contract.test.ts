@@ -5,12 +5,20 @@ import { join } from "node:path"
 import { Layer } from "effect"
 import { afterAll, describe, it } from "vitest"
 import { GuestSignals, Hypervisor } from "../../src/ports/hypervisor.js"
-import { fakeGuestSignals, FakeHypervisorState, hypervisorContract, makeFakeHypervisor } from "../../src/testing/index.js"
+import {
+  fakeGuestSignals,
+  FakeHypervisorState,
+  hypervisorContract,
+  makeFakeHypervisor
+} from "../../src/testing/index.js"
 
 describe("the fake hypervisor keeps the Hypervisor contract", async () => {
   const root = await mkdtemp(join(tmpdir(), "stoat-contract-"))
   afterAll(() => rm(root, { recursive: true, force: true }))
-  const layer = Layer.merge(Layer.succeed(Hypervisor, makeFakeHypervisor(new FakeHypervisorState())), Layer.succeed(GuestSignals, fakeGuestSignals))
+  const layer = Layer.merge(
+    Layer.succeed(Hypervisor, makeFakeHypervisor(new FakeHypervisorState())),
+    Layer.succeed(GuestSignals, fakeGuestSignals)
+  )
   const cases = hypervisorContract(layer, {
     plan: async (name) => {
       const dir = join(root, name)

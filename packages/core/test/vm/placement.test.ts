@@ -9,7 +9,12 @@ import { harness } from "../harness.js"
 describe("a VM's provider", () => {
   it("create --provider libvirt --host writes both to vm.toml and the VM names them; a QEMU VM's vm.toml and record stay as they were", async () => {
     const h = harness()
-    const remote = await h.ok(createVm, { name: "far", image: "tiny", provider: "libvirt", host: "qemu+ssh://root@127.0.0.1/system" })
+    const remote = await h.ok(createVm, {
+      name: "far",
+      image: "tiny",
+      provider: "libvirt",
+      host: "qemu+ssh://root@127.0.0.1/system"
+    })
     expect(remote).toMatchObject({ provider: "libvirt", host: "qemu+ssh://root@127.0.0.1/system" })
     expect(h.readVmToml("far")).toMatch(/provider = "libvirt"\nhost = "qemu\+ssh:\/\/root@127\.0\.0\.1\/system"/)
     expect(readPlacement(h.vmDir("far"))).toEqual({ provider: "libvirt", host: "qemu+ssh://root@127.0.0.1/system" })
@@ -30,9 +35,13 @@ describe("a VM's provider", () => {
 
   it("a host without --provider libvirt, a provider no build has, or a host that is no libvirt URI is refused before anything is made", async () => {
     const h = harness()
-    expect(await h.fail(createVm, { name: "a", image: "tiny", host: "qemu:///system" })).toMatchObject({ code: "invalid_spec" })
+    expect(await h.fail(createVm, { name: "a", image: "tiny", host: "qemu:///system" })).toMatchObject({
+      code: "invalid_spec"
+    })
     expect((await h.fail(createVm, { name: "b", image: "tiny", provider: "gce" })).code).toBe("usage")
-    expect((await h.fail(createVm, { name: "c", image: "tiny", provider: "libvirt", host: "ssh://x; rm -rf /" })).code).toBe("usage")
+    expect(
+      (await h.fail(createVm, { name: "c", image: "tiny", provider: "libvirt", host: "ssh://x; rm -rf /" })).code
+    ).toBe("usage")
     expect(h.vmFolders()).toEqual([])
   })
 
@@ -47,9 +56,15 @@ describe("a VM's provider", () => {
       return readPlacement(h.vmDir("p"))
     }
     expect(placementOf("")).toEqual({ provider: "qemu", host: "" })
-    expect(placementOf('provider = "libvirt" # here\nhost = \'qemu+ssh://u@h/system\'\n')).toEqual({ provider: "libvirt", host: "qemu+ssh://u@h/system" })
+    expect(placementOf("provider = \"libvirt\" # here\nhost = 'qemu+ssh://u@h/system'\n")).toEqual({
+      provider: "libvirt",
+      host: "qemu+ssh://u@h/system"
+    })
     expect(placementOf('[params.x]\nprovider = "libvirt"\n')).toEqual({ provider: "qemu", host: "" })
-    expect(placementOf('provider = "libvirt"\nhost = "qemu+ssh://u\\u0040h/system"\n')).toEqual({ provider: "libvirt", host: "qemu+ssh://u@h/system" })
+    expect(placementOf('provider = "libvirt"\nhost = "qemu+ssh://u\\u0040h/system"\n')).toEqual({
+      provider: "libvirt",
+      host: "qemu+ssh://u@h/system"
+    })
     expect(placementOf('provider = "libvirt"\n[[[broken')).toEqual({ provider: "libvirt", host: "" })
   })
 
@@ -60,7 +75,15 @@ describe("a VM's provider", () => {
     const qemu = new FakeHypervisorState()
     const libvirt = new FakeHypervisorState()
     const routed = routeHypervisor(makeFakeHypervisor(qemu), { libvirt: makeFakeHypervisor(libvirt) })
-    const plan = (name: string) => ({ vm: { name, dir: h.vmDir(name) }, ramMb: 256, cpus: 1, sshPort: 2200, forwards: [], workShare: h.sharedDir(name), display: "vnc" as const })
+    const plan = (name: string) => ({
+      vm: { name, dir: h.vmDir(name) },
+      ramMb: 256,
+      cpus: 1,
+      sshPort: 2200,
+      forwards: [],
+      workShare: h.sharedDir(name),
+      display: "vnc" as const
+    })
     await Effect.runPromise(routed.start(plan("lv")))
     expect([libvirt.starts, qemu.starts]).toEqual([1, 0])
     await Effect.runPromise(routed.start(plan("qm")))
@@ -70,7 +93,10 @@ describe("a VM's provider", () => {
     expect(libvirt.running.has(h.vmDir("lv"))).toBe(false)
     expect(qemu.running.has(h.vmDir("qm"))).toBe(true)
     // Readiness signals too: libvirt's console is not QEMU's.
-    const signals = routeGuestSignals({ awaitSshd: () => Effect.succeed(false) }, { libvirt: { awaitSshd: () => Effect.succeed(true) } })
+    const signals = routeGuestSignals(
+      { awaitSshd: () => Effect.succeed(false) },
+      { libvirt: { awaitSshd: () => Effect.succeed(true) } }
+    )
     expect(await Effect.runPromise(signals.awaitSshd({ name: "lv", dir: h.vmDir("lv") }, 1000))).toBe(true)
     expect(await Effect.runPromise(signals.awaitSshd({ name: "qm", dir: h.vmDir("qm") }, 1000))).toBe(false)
   })

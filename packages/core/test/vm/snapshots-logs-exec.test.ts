@@ -4,14 +4,28 @@ import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { knownImageFile, findImage } from "../../src/images/index.js"
-import { createVm, deleteSnapshot, execInGuest, listSnapshots, restoreSnapshot, saveSnapshot, startVm, stopVm, vmLogs } from "../../src/operations/index.js"
+import {
+  createVm,
+  deleteSnapshot,
+  execInGuest,
+  listSnapshots,
+  restoreSnapshot,
+  saveSnapshot,
+  startVm,
+  stopVm,
+  vmLogs
+} from "../../src/operations/index.js"
 import { GuestScripts } from "../../src/guest/index.js"
 import { callerOf, harness, type Harness } from "../harness.js"
 
 const writeLiveVm = (h: Harness, name: string) =>
-  h.writeVmToml(name, `name = "${name}"\nmode = "live"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\nsshport = 2990\n`)
+  h.writeVmToml(
+    name,
+    `name = "${name}"\nmode = "live"\nos = "tiny"\nimage = "tiny"\nbackend = "direct"\nram = 256\ncpus = 1\nsshport = 2990\n`
+  )
 
-const tags = (result: { readonly snapshots: ReadonlyArray<{ readonly tag: string }> }) => result.snapshots.map((snapshot) => snapshot.tag)
+const tags = (result: { readonly snapshots: ReadonlyArray<{ readonly tag: string }> }) =>
+  result.snapshots.map((snapshot) => snapshot.tag)
 
 describe("snapshots", () => {
   it("save, list and delete work on a running VM; save replaces a tag", async () => {
@@ -34,7 +48,10 @@ describe("snapshots", () => {
     await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
     await h.ok(saveSnapshot, { vm: "web", tag: "clean" })
-    expect(await h.fail(restoreSnapshot, { vm: "web", tag: "clean" })).toMatchObject({ code: "already_running", subject: "web" })
+    expect(await h.fail(restoreSnapshot, { vm: "web", tag: "clean" })).toMatchObject({
+      code: "already_running",
+      subject: "web"
+    })
     await h.ok(stopVm, { vm: "web" })
     expect(tags(await h.ok(restoreSnapshot, { vm: "web", tag: "clean" }))).toEqual(["clean"])
   })
@@ -118,7 +135,11 @@ describe("logs", () => {
     h.writeVmFile("web", "last-provision.log", "=== recipe x ===\ndone\n")
     expect(await h.ok(vmLogs, { vm: "web" })).toEqual({ vm: "web", which: "console", lines: ["boot 1", "boot 2"] })
     expect(await h.ok(vmLogs, { vm: "web", which: "console" })).toMatchObject({ lines: ["boot 1", "boot 2"] })
-    expect(await h.ok(vmLogs, { vm: "web", which: "apply" })).toEqual({ vm: "web", which: "apply", lines: ["=== recipe x ===", "done"] })
+    expect(await h.ok(vmLogs, { vm: "web", which: "apply" })).toEqual({
+      vm: "web",
+      which: "apply",
+      lines: ["=== recipe x ===", "done"]
+    })
   })
 
   // Hostile data root: a special file where a log belongs is refused at once, never read.
@@ -171,7 +192,11 @@ describe("logs", () => {
   it("removes ANSI escape sequences and carriage returns", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny" })
-    h.writeVmFile("web", "console.log", "\u001b[1;32mOK\u001b[0m started sshd\r\n\u001b[?25l\u001b[2Kprogress\r\n\u001b(Bplain\n")
+    h.writeVmFile(
+      "web",
+      "console.log",
+      "\u001b[1;32mOK\u001b[0m started sshd\r\n\u001b[?25l\u001b[2Kprogress\r\n\u001b(Bplain\n"
+    )
     expect((await h.ok(vmLogs, { vm: "web" })).lines).toEqual(["OK started sshd", "progress", "plain"])
   })
 
@@ -189,7 +214,10 @@ describe("exec", () => {
   it("a VM that is not running answers not_running", async () => {
     const h = harness()
     await h.ok(createVm, { name: "web", image: "tiny", agent_access: "exec" })
-    expect(await h.fail(execInGuest, { vm: "web", argv: ["true"] })).toMatchObject({ code: "not_running", subject: "web" })
+    expect(await h.fail(execInGuest, { vm: "web", argv: ["true"] })).toMatchObject({
+      code: "not_running",
+      subject: "web"
+    })
     expect(h.guest.execs).toEqual([])
   })
 
@@ -198,7 +226,14 @@ describe("exec", () => {
     const vm = await h.ok(createVm, { name: "web", image: "tiny" })
     await h.ok(startVm, { vm: "web" })
     const argv = ["echo", "a b", "$HOME", "'quoted'", "; rm -rf /"]
-    const result = await h.ok(execInGuest, { vm: "web", argv, stdin: "in", cwd: "/tmp", env: { FOO: "bar" }, timeout_seconds: 7 })
+    const result = await h.ok(execInGuest, {
+      vm: "web",
+      argv,
+      stdin: "in",
+      cwd: "/tmp",
+      env: { FOO: "bar" },
+      timeout_seconds: 7
+    })
     expect(result).toEqual({ exit_code: 0, stdout: "a b $HOME 'quoted' ; rm -rf /\n", stderr: "" })
     expect(h.guest.execs).toHaveLength(1)
     expect(h.guest.execs[0]).toMatchObject({
@@ -226,8 +261,14 @@ describe("exec", () => {
     await h.ok(createVm, { name: "web", image: "tiny", agent_access: "none" })
     await h.ok(startVm, { vm: "web" })
     expect((await h.ok(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { caller: "cli" })).stdout).toBe("hi\n")
-    expect(await h.fail(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { caller: "mcp" })).toMatchObject({ code: "access_denied", subject: "web" })
-    const handler = Effect.provide(execInGuest.run({ vm: "web", argv: ["echo", "hi"] }), Layer.merge(h.layer(), callerOf("mcp")))
+    expect(await h.fail(execInGuest, { vm: "web", argv: ["echo", "hi"] }, { caller: "mcp" })).toMatchObject({
+      code: "access_denied",
+      subject: "web"
+    })
+    const handler = Effect.provide(
+      execInGuest.run({ vm: "web", argv: ["echo", "hi"] }),
+      Layer.merge(h.layer(), callerOf("mcp"))
+    )
     expect((await Effect.runPromise(handler as Effect.Effect<{ stdout: string }, unknown, never>)).stdout).toBe("hi\n")
   })
 
@@ -238,9 +279,19 @@ describe("exec", () => {
     const bytes = new Uint8Array([0xff, 0xfe, 0x00, 0x41])
     h.guest.execHandler = () => ({ exitCode: 0, stdout: bytes, stderr: "ok" })
     const result = await h.ok(execInGuest, { vm: "web", argv: ["dd"] })
-    expect(result).toEqual({ exit_code: 0, stdout_base64: Buffer.from(bytes).toString("base64"), stdout_encoding: "base64", stderr: "ok" })
+    expect(result).toEqual({
+      exit_code: 0,
+      stdout_base64: Buffer.from(bytes).toString("base64"),
+      stdout_encoding: "base64",
+      stderr: "ok"
+    })
     h.guest.execHandler = () => ({ exitCode: 3, stdout: "fine", stderr: new Uint8Array([0xc3]) })
-    expect(await h.ok(execInGuest, { vm: "web", argv: ["x"] })).toEqual({ exit_code: 3, stdout: "fine", stderr_base64: "ww==", stderr_encoding: "base64" })
+    expect(await h.ok(execInGuest, { vm: "web", argv: ["x"] })).toEqual({
+      exit_code: 3,
+      stdout: "fine",
+      stderr_base64: "ww==",
+      stderr_encoding: "base64"
+    })
   })
 
   it("a timed out command reports timed_out with its partial output", async () => {
@@ -261,14 +312,17 @@ describe("exec", () => {
     expect((await h.fail(execInGuest, { vm: "web", argv: ["true"] })).code).toBe("cannot_reach")
   })
 
-  it.each([[{ vm: "web", argv: [] }], [{ vm: "web", argv: "echo hi" }], [{ vm: "web", argv: ["x"], cwd: "relative" }], [{ vm: "web", argv: ["x"], env: { "1BAD": "x" } }], [{ vm: "web", argv: ["x"], timeout_seconds: 601 }]])(
-    "refuses %j with usage",
-    async (input) => {
-      const h = harness()
-      await h.ok(createVm, { name: "web", image: "tiny" })
-      await h.ok(startVm, { vm: "web" })
-      expect((await h.fail(execInGuest, input)).code).toBe("usage")
-      expect(h.guest.execs).toEqual([])
-    }
-  )
+  it.each([
+    [{ vm: "web", argv: [] }],
+    [{ vm: "web", argv: "echo hi" }],
+    [{ vm: "web", argv: ["x"], cwd: "relative" }],
+    [{ vm: "web", argv: ["x"], env: { "1BAD": "x" } }],
+    [{ vm: "web", argv: ["x"], timeout_seconds: 601 }]
+  ])("refuses %j with usage", async (input) => {
+    const h = harness()
+    await h.ok(createVm, { name: "web", image: "tiny" })
+    await h.ok(startVm, { vm: "web" })
+    expect((await h.fail(execInGuest, input)).code).toBe("usage")
+    expect(h.guest.execs).toEqual([])
+  })
 })

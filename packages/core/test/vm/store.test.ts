@@ -16,7 +16,8 @@ const ageRoot = (root: string, seconds: number) => {
 const oneStore = (h: ReturnType<typeof harness>) => {
   const runtime = ManagedRuntime.make(h.layer() as never)
   onTestFinished(() => runtime.dispose())
-  const records = () => runtime.runPromise(Effect.flatMap(VmStore, (store) => store.list) as Effect.Effect<ReadonlyArray<VmRecord>>)
+  const records = () =>
+    runtime.runPromise(Effect.flatMap(VmStore, (store) => store.list) as Effect.Effect<ReadonlyArray<VmRecord>>)
   return Object.assign(() => records().then((all) => all.map((record) => record.name)), { records })
 }
 

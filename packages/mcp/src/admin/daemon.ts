@@ -54,7 +54,9 @@ const portFree = (host: string, port: number): Promise<string | undefined> =>
 const readRecord = async (file: string): Promise<DaemonRecord | undefined> => {
   try {
     const record = JSON.parse(await readFile(file, "utf8")) as DaemonRecord
-    return typeof record.pid === "number" && typeof record.addr === "string" && typeof record.dir === "string" ? record : undefined
+    return typeof record.pid === "number" && typeof record.addr === "string" && typeof record.dir === "string"
+      ? record
+      : undefined
   } catch {
     return undefined
   }
@@ -83,20 +85,33 @@ export const status = async (): Promise<{ servers: DaemonRecord[] }> => {
  * Starts a detached `stoat mcp serve --http` for the current directory and waits until its
  * address answers, so a bound port or a bad address fails here.
  */
-export const up = async (address: string = DEFAULT_ADDRESS, env: Environment = currentEnvironment(), waitMs = 30_000): Promise<DaemonRecord> => {
+export const up = async (
+  address: string = DEFAULT_ADDRESS,
+  env: Environment = currentEnvironment(),
+  waitMs = 30_000
+): Promise<DaemonRecord> => {
   const parsed = parseLoopbackAddress(address)
   if ("error" in parsed) throw new AdminRefused(parsed.error)
   const dir = mcpDir()
   const id = idOf(env.cwd)
   const file = join(dir, `${id}.json`)
   const existing = await readRecord(file)
-  if (existing && (await live(existing))) throw new AdminRefused(`a server for ${env.cwd} is already running at ${existing.addr} (pid ${existing.pid}); stop it with stoat mcp down`, "invalid_spec")
+  if (existing && (await live(existing)))
+    throw new AdminRefused(
+      `a server for ${env.cwd} is already running at ${existing.addr} (pid ${existing.pid}); stop it with stoat mcp down`,
+      "invalid_spec"
+    )
   const busy = await portFree(parsed.host, parsed.port)
   if (busy !== undefined) throw new AdminRefused(`cannot listen on ${address}: ${busy}`, "invalid_spec")
   const log = join(dir, `${id}.log`)
   await writeFileAtomic(log, "")
   const out = openSync(log, "a")
-  const child = spawn(process.execPath, [env.executable, "mcp", "serve", "--http", address], { cwd: env.cwd, detached: true, stdio: ["ignore", out, out], env: process.env })
+  const child = spawn(process.execPath, [env.executable, "mcp", "serve", "--http", address], {
+    cwd: env.cwd,
+    detached: true,
+    stdio: ["ignore", out, out],
+    env: process.env
+  })
   closeSync(out)
   let exited: number | null | undefined
   child.once("exit", (code) => (exited = code))

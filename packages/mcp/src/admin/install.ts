@@ -102,7 +102,8 @@ const parseConfig = (path: string, text: string): Record<string, unknown> => {
       : typeof parsed !== "object" || parsed === null || Array.isArray(parsed)
         ? "the top level is not an object"
         : undefined
-  if (problem !== undefined) throw new AdminRefused(`${path} is not a JSON object (${problem}); fix or move it, then try again`, "invalid_spec")
+  if (problem !== undefined)
+    throw new AdminRefused(`${path} is not a JSON object (${problem}); fix or move it, then try again`, "invalid_spec")
   return parsed as Record<string, unknown>
 }
 
@@ -114,26 +115,38 @@ const FORMAT = { insertSpaces: true, tabSize: 2, eol: "\n" }
  * Sets (or with undefined, removes) the stoat entry in the config's text by editing only that
  * span, so the file's comments, order and layout stay as they were. Undefined: nothing to change.
  */
-const editEntry = (path: string, text: string, key: InstallPlace["key"], entry: Record<string, unknown> | undefined): string | undefined => {
+const editEntry = (
+  path: string,
+  text: string,
+  key: InstallPlace["key"],
+  entry: Record<string, unknown> | undefined
+): string | undefined => {
   const config = parseConfig(path, text)
   const servers = config[key]
   const hasServers = typeof servers === "object" && servers !== null && !Array.isArray(servers)
   if (entry === undefined && !(hasServers && "stoat" in servers)) return undefined
   if (text.trim() === "") return `${JSON.stringify({ [key]: { stoat: entry } }, null, 2)}\n`
   // A servers value that is not an object is replaced by one holding the entry alone.
-  const edits = hasServers || entry === undefined ? modify(text, [key, "stoat"], entry, {}) : modify(text, [key], { stoat: entry }, {})
+  const edits =
+    hasServers || entry === undefined
+      ? modify(text, [key, "stoat"], entry, {})
+      : modify(text, [key], { stoat: entry }, {})
   let edited = text
   for (const edit of [...edits].sort((left, right) => right.offset - left.offset)) {
     edited = edited.slice(0, edit.offset) + edit.content + edited.slice(edit.offset + edit.length)
     // Only the inserted JSON is laid out; the library's own formatting would redo whole neighbouring lines.
-    if (edit.content.length > 0) edited = applyEdits(edited, format(edited, { offset: edit.offset, length: edit.content.length }, FORMAT))
+    if (edit.content.length > 0)
+      edited = applyEdits(edited, format(edited, { offset: edit.offset, length: edit.content.length }, FORMAT))
   }
   return edited.endsWith("\n") ? edited : `${edited}\n`
 }
 
 /** Writes the config atomically, keeping the file's own permissions (a client config may hold tokens); a new file is private. */
 const writeConfig = async (path: string, text: string): Promise<void> => {
-  const mode = await stat(path).then((info) => info.mode & 0o777, () => 0o600)
+  const mode = await stat(path).then(
+    (info) => info.mode & 0o777,
+    () => 0o600
+  )
   await writeFileAtomic(path, text, mode).catch((error: Error) => {
     throw new AdminRefused(`cannot write ${path}: ${error.message}`, "internal")
   })
@@ -146,7 +159,11 @@ export interface InstallResult {
 }
 
 /** Writes (or with `print`, only shows) the stoat entry, replacing that entry alone, atomically. */
-export const install = async (client: ClientName, options: { project: boolean; print: boolean }, env: Environment = currentEnvironment()): Promise<InstallResult> => {
+export const install = async (
+  client: ClientName,
+  options: { project: boolean; print: boolean },
+  env: Environment = currentEnvironment()
+): Promise<InstallResult> => {
   const place = placeOf(client, options.project, env)
   const entry = entryFor(client, env)
   const json = JSON.stringify(entry, null, 2)
@@ -163,7 +180,11 @@ export interface UninstallResult {
 }
 
 /** Removes the stoat entry alone, keeping everything else in the file (comments included). */
-export const uninstall = async (client: ClientName, options: { project: boolean }, env: Environment = currentEnvironment()): Promise<UninstallResult> => {
+export const uninstall = async (
+  client: ClientName,
+  options: { project: boolean },
+  env: Environment = currentEnvironment()
+): Promise<UninstallResult> => {
   const place = placeOf(client, options.project, env)
   const edited = editEntry(place.path, await readText(place.path), place.key, undefined)
   if (edited !== undefined) await writeConfig(place.path, edited)
@@ -190,13 +211,22 @@ const entryIn = async (place: InstallPlace): Promise<Record<string, unknown> | u
 export const doctor = async (env: Environment = currentEnvironment()) => {
   const clients: ClientReport[] = []
   for (const client of CLIENTS) {
-    const places = [placeOf(client, false, env), ...(client === "claude-code" || client === "vscode" ? [placeOf(client, true, env)] : [])]
+    const places = [
+      placeOf(client, false, env),
+      ...(client === "claude-code" || client === "vscode" ? [placeOf(client, true, env)] : [])
+    ]
     let found: ClientReport | undefined
     for (const place of places) {
       const entry = await entryIn(place)
       if (!entry) continue
       const command = typeof entry["command"] === "string" ? entry["command"] : undefined
-      found = { client, path: place.path, installed: true, ...(command !== undefined ? { command } : {}), current: command === env.executable }
+      found = {
+        client,
+        path: place.path,
+        installed: true,
+        ...(command !== undefined ? { command } : {}),
+        current: command === env.executable
+      }
       break
     }
     clients.push(found ?? { client, path: places[0]!.path, installed: false, current: false })

@@ -6,7 +6,10 @@ import { mcpWords } from "../hints.js"
 const mcpCaller = Context.add(callerContext(CALLERS.mcp), HintWording, { words: mcpWords })
 
 /** Runs core work to its exit; `signal` interrupts it. */
-export type RunAsAgent = <A, E>(effect: Effect.Effect<A, E, any>, options?: { readonly signal?: AbortSignal }) => Promise<Exit.Exit<A, E>>
+export type RunAsAgent = <A, E>(
+  effect: Effect.Effect<A, E, any>,
+  options?: { readonly signal?: AbortSignal }
+) => Promise<Exit.Exit<A, E>>
 
 /**
  * Runs core work as an agent's call: the MCP caller and its policy over whatever the runtime
@@ -15,6 +18,9 @@ export type RunAsAgent = <A, E>(effect: Effect.Effect<A, E, any>, options?: { re
  */
 export const agentRunner = <R, E>(managed: ManagedRuntime.ManagedRuntime<R, E>): RunAsAgent => {
   let agent: Promise<Runtime.Runtime<any>> | undefined
-  const agentRuntime = () => (agent ??= managed.runtime().then((base) => Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) })))
+  const agentRuntime = () =>
+    (agent ??= managed
+      .runtime()
+      .then((base) => Runtime.make({ ...base, context: Context.merge(base.context, mcpCaller) })))
   return async (effect, options) => Runtime.runPromiseExit(await agentRuntime())(effect, options)
 }

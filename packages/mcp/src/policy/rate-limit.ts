@@ -40,9 +40,14 @@ class Bucket {
   }
 }
 
-export type RateVerdict = { readonly ok: true } | { readonly ok: false; readonly bucket: "tool" | "server"; readonly message: string; readonly retryMs: number }
+export type RateVerdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly bucket: "tool" | "server"; readonly message: string; readonly retryMs: number }
 
-const retryText = (ms: number): string => (Number.isFinite(ms) ? `retry in about ${Math.max(1, Math.ceil(ms / 1000))}s` : "the refill rate is 0, so no later call will succeed")
+const retryText = (ms: number): string =>
+  Number.isFinite(ms)
+    ? `retry in about ${Math.max(1, Math.ceil(ms / 1000))}s`
+    : "the refill rate is 0, so no later call will succeed"
 
 export class RateLimiter {
   private readonly tools = new Map<string, Bucket>()
@@ -66,9 +71,21 @@ export class RateLimiter {
         this.tools.set(tool, bucket)
       }
       bucket.refill(now)
-      if (!bucket.hasToken) return { ok: false, bucket: "tool", retryMs: bucket.retryMs, message: `rate limit reached for ${tool}; ${retryText(bucket.retryMs)}` }
+      if (!bucket.hasToken)
+        return {
+          ok: false,
+          bucket: "tool",
+          retryMs: bucket.retryMs,
+          message: `rate limit reached for ${tool}; ${retryText(bucket.retryMs)}`
+        }
     }
-    if (!this.shared.hasToken) return { ok: false, bucket: "server", retryMs: this.shared.retryMs, message: `rate limit reached for the server; ${retryText(this.shared.retryMs)}` }
+    if (!this.shared.hasToken)
+      return {
+        ok: false,
+        bucket: "server",
+        retryMs: this.shared.retryMs,
+        message: `rate limit reached for the server; ${retryText(this.shared.retryMs)}`
+      }
     bucket?.take()
     this.shared.take()
     return { ok: true }

@@ -58,39 +58,50 @@ const capTimeout = (cap: number) => (input: unknown) => {
   return typeof given === "number" && given <= cap ? input : { ...(input as object), timeout_seconds: cap }
 }
 
-const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined, channel: CallChannel, confirmDeletions: boolean) => (input: I) =>
-  Effect.gen(function* () {
-    const word = confirmationOf(operation, input)
-    if (word === undefined) {
-      if (given !== undefined) return yield* new Usage({ message: `invalid input for ${operation.tool}: confirm: this call deletes nothing, so there is nothing to confirm` })
-      return
-    }
-    if (given !== undefined) {
-      if (given === word) return
-      return yield* new ConfirmationRequired({ message: `${operation.tool}: confirm must be "${word}" to go ahead, got ${JSON.stringify(given)}`, subject: word })
-    }
-    // Started with --no-confirm: deletions run unconfirmed, as the original server's did.
-    if (!confirmDeletions) return
-    // Nobody is asked to confirm deleting a VM that does not exist: that is not_found at once.
-    const store = yield* VmStore
-    for (const vm of targetsOf(operation, input)) yield* store.get(vm)
-    if (!channel.elicit) {
-      return yield* new ConfirmationRequired({
-        message: `${operation.tool} deletes data and cannot be undone; this client cannot confirm through elicitation, so call it again with confirm="${word}" to go ahead`,
-        subject: word
-      })
-    }
-    const elicit = channel.elicit
-    const answer = yield* Effect.promise(() =>
-      elicit(`${operation.title}: this deletes data and cannot be undone. Type "${word}" to go ahead.`, "confirm").catch(() => undefined)
-    )
-    if (answer !== word) {
-      return yield* new ConfirmationRequired({
-        message: `${operation.tool} was not confirmed; type "${word}" when asked, or pass confirm="${word}"`,
-        subject: word
-      })
-    }
-  })
+const confirmationGuard =
+  <I>(operation: Operation<I>, given: string | undefined, channel: CallChannel, confirmDeletions: boolean) =>
+  (input: I) =>
+    Effect.gen(function* () {
+      const word = confirmationOf(operation, input)
+      if (word === undefined) {
+        if (given !== undefined)
+          return yield* new Usage({
+            message: `invalid input for ${operation.tool}: confirm: this call deletes nothing, so there is nothing to confirm`
+          })
+        return
+      }
+      if (given !== undefined) {
+        if (given === word) return
+        return yield* new ConfirmationRequired({
+          message: `${operation.tool}: confirm must be "${word}" to go ahead, got ${JSON.stringify(given)}`,
+          subject: word
+        })
+      }
+      // Started with --no-confirm: deletions run unconfirmed, as the original server's did.
+      if (!confirmDeletions) return
+      // Nobody is asked to confirm deleting a VM that does not exist: that is not_found at once.
+      const store = yield* VmStore
+      for (const vm of targetsOf(operation, input)) yield* store.get(vm)
+      if (!channel.elicit) {
+        return yield* new ConfirmationRequired({
+          message: `${operation.tool} deletes data and cannot be undone; this client cannot confirm through elicitation, so call it again with confirm="${word}" to go ahead`,
+          subject: word
+        })
+      }
+      const elicit = channel.elicit
+      const answer = yield* Effect.promise(() =>
+        elicit(
+          `${operation.title}: this deletes data and cannot be undone. Type "${word}" to go ahead.`,
+          "confirm"
+        ).catch(() => undefined)
+      )
+      if (answer !== word) {
+        return yield* new ConfirmationRequired({
+          message: `${operation.tool} was not confirmed; type "${word}" when asked, or pass confirm="${word}"`,
+          subject: word
+        })
+      }
+    })
 
 /**
  * The backstop for work no timeout_seconds bounds (copies, recipes, several VMs), so the client
@@ -99,7 +110,12 @@ const confirmationGuard = <I>(operation: Operation<I>, given: string | undefined
  * the call answers still_running with the job id; a query is interrupted with code timeout, since
  * nothing would read its answer.
  */
-const withinBudget = (operation: Operation, input: Record<string, unknown>, run: Effect.Effect<unknown, StoatError, any>, budget: number) =>
+const withinBudget = (
+  operation: Operation,
+  input: Record<string, unknown>,
+  run: Effect.Effect<unknown, StoatError, any>,
+  budget: number
+) =>
   Effect.gen(function* () {
     const fiber = yield* Effect.forkDaemon(run)
     // Until the job is adopted, cancelling the call stops its work, as for any call.
@@ -131,7 +147,12 @@ const withinBudget = (operation: Operation, input: Record<string, unknown>, run:
  * One tools/call: rate limits → host-only refusal → decode and access (runOperation) → confirmation
  * → the operation and its encoded output → redaction → the result envelope.
  */
-export const callTool = async (deps: CallDependencies, name: string, args: Record<string, unknown> | undefined, channel: CallChannel): Promise<ToolResult> => {
+export const callTool = async (
+  deps: CallDependencies,
+  name: string,
+  args: Record<string, unknown> | undefined,
+  channel: CallChannel
+): Promise<ToolResult> => {
   const entry = deps.tools.get(name)
   const verdict = deps.limiter.take(entry ? name : undefined)
   const requestId = `${String(channel.requestId)}-${randomUUID().slice(0, 8)}`
@@ -144,7 +165,10 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   }
   if (!entry) {
     const logged = /^[A-Za-z0-9_.-]{1,64}$/.test(name) ? name : "<invalid>"
-    return refuse({ key: "-", tool: logged }, { code: "usage", message: `unknown tool "${name}"; tools/list names every tool` })
+    return refuse(
+      { key: "-", tool: logged },
+      { code: "usage", message: `unknown tool "${name}"; tools/list names every tool` }
+    )
   }
   const { operation } = entry
   if (!verdict.ok) {
@@ -161,14 +185,21 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
   if (entry.confirmable && "confirm" in raw) {
     const value = raw["confirm"]
     delete raw["confirm"]
-    if (typeof value !== "string") return refuse(operation, { code: "usage", message: `invalid input for ${name}: confirm must be a string` })
+    if (typeof value !== "string")
+      return refuse(operation, { code: "usage", message: `invalid input for ${name}: confirm must be a string` })
     confirm = value
   }
   // Host-only fields exist in the operation's schema for the CLI; to an agent they are unknown.
   const hostOnly = entry.hostOnly.filter((key) => key in raw)
-  if (hostOnly.length > 0) return refuse(operation, { code: "usage", message: `invalid input for ${name}: ${hostOnly.map((key) => `${key}: unknown argument`).join("; ")}` })
+  if (hostOnly.length > 0)
+    return refuse(operation, {
+      code: "usage",
+      message: `invalid input for ${name}: ${hostOnly.map((key) => `${key}: unknown argument`).join("; ")}`
+    })
 
-  const reporter = channel.progress ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000) : undefined
+  const reporter = channel.progress
+    ? progressReporter(channel.progress, numberField(raw, "timeout_seconds"), deps.heartbeatMs ?? 1000)
+    : undefined
   const runContext: ExecutionContext = reporter ? { ...context, progress: reporter.onEvent } : context
   const budget = channel.budgetSeconds
   const capped = budget !== undefined && entry.timeoutBounded ? { adjust: capTimeout(timeoutCapSeconds(budget)) } : {}
@@ -177,7 +208,8 @@ export const callTool = async (deps: CallDependencies, name: string, args: Recor
     // Core checks access levels (runOperation); deletions are confirmed here.
     ...(entry.confirmable ? { guard: confirmationGuard(operation, confirm, channel, deps.confirmDeletions) } : {})
   }) as Effect.Effect<unknown, StoatError, any>
-  const program = budget === undefined || !entry.mayOutrunBudget ? operationRun : withinBudget(operation, raw, operationRun, budget)
+  const program =
+    budget === undefined || !entry.mayOutrunBudget ? operationRun : withinBudget(operation, raw, operationRun, budget)
   try {
     const exit = await deps.run(program, { signal: channel.signal })
     if (Exit.isSuccess(exit)) return successResult(exit.value as Record<string, unknown>)

@@ -13,10 +13,14 @@ const isNode = (value: unknown): value is Node => typeof value === "object" && v
 const CONSTRUCTION_KEYS = new Set(["title", "$schema", "$id"])
 
 const refName = (node: Node): string | undefined =>
-  typeof node["$ref"] === "string" && node["$ref"].startsWith("#/$defs/") ? node["$ref"].slice("#/$defs/".length) : undefined
+  typeof node["$ref"] === "string" && node["$ref"].startsWith("#/$defs/")
+    ? node["$ref"].slice("#/$defs/".length)
+    : undefined
 
 const refersTo = (node: unknown, name: string): boolean =>
-  Array.isArray(node) ? node.some((item) => refersTo(item, name)) : isNode(node) && (refName(node) === name || Object.values(node).some((inner) => refersTo(inner, name)))
+  Array.isArray(node)
+    ? node.some((item) => refersTo(item, name))
+    : isNode(node) && (refName(node) === name || Object.values(node).some((inner) => refersTo(inner, name)))
 
 /**
  * `$ref`s to definitions that do not refer to themselves (Effect names `Int` once per schema)
@@ -39,12 +43,17 @@ const inlineDefinitions = (schema: Node): Node => {
     return out
   }
   const body = walk(schema) as Node
-  const kept = Object.fromEntries(Object.entries(defs).filter(([name]) => !inlinable.has(name)).map(([name, def]) => [name, walk(def)]))
+  const kept = Object.fromEntries(
+    Object.entries(defs)
+      .filter(([name]) => !inlinable.has(name))
+      .map(([name, def]) => [name, walk(def)])
+  )
   return Object.keys(kept).length > 0 ? { $defs: kept, ...body } : body
 }
 
 /** A result's full JSON Schema (for the operation-catalog resource): every field, nested ones too. */
-export const fullOutputSchema = (schema: Schema.Schema<any, any>): Node => inlineDefinitions(JSONSchema.make(schema) as unknown as Node)
+export const fullOutputSchema = (schema: Schema.Schema<any, any>): Node =>
+  inlineDefinitions(JSONSchema.make(schema) as unknown as Node)
 
 /**
  * String rules (patterns, lengths) are checked by the server, which names the rule in plain words
@@ -83,7 +92,8 @@ const plainField = (node: unknown, keepDescription: boolean): unknown => {
 }
 
 /** An input schema: the closed object with each field's type, bounds and description. */
-export const compactInputSchema = (schema: Schema.Schema<any, any>): Node => plainField(inlineDefinitions(JSONSchema.make(schema) as unknown as Node), false) as Node
+export const compactInputSchema = (schema: Schema.Schema<any, any>): Node =>
+  plainField(inlineDefinitions(JSONSchema.make(schema) as unknown as Node), false) as Node
 
 /**
  * A result schema as tools/list carries it: a JSON object, as every result is. Field names alone
@@ -91,4 +101,6 @@ export const compactInputSchema = (schema: Schema.Schema<any, any>): Node => pla
  * agent acts on, each result shows the rest, and the operation-catalog resource has every DTO in
  * full (`fullOutputSchema`).
  */
-export const compactOutputSchema = (schema: Schema.Schema<any, any>): Node => ({ type: (JSONSchema.make(schema) as unknown as Node)["type"] })
+export const compactOutputSchema = (schema: Schema.Schema<any, any>): Node => ({
+  type: (JSONSchema.make(schema) as unknown as Node)["type"]
+})

@@ -50,7 +50,9 @@ const LEVEL_NOTE = (operation: Operation): string => {
 export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
   const schema = compactInputSchema(operation.input)
   const hostOnly = new Set(hostOnlyFields(operation.input))
-  const properties = Object.fromEntries(Object.entries((schema["properties"] ?? {}) as Record<string, unknown>).filter(([key]) => !hostOnly.has(key)))
+  const properties = Object.fromEntries(
+    Object.entries((schema["properties"] ?? {}) as Record<string, unknown>).filter(([key]) => !hostOnly.has(key))
+  )
   const required = ((schema["required"] ?? []) as string[]).filter((key) => !hostOnly.has(key))
   if (schema["type"] !== "object" || schema["additionalProperties"] !== false) {
     throw new Error(`operation ${operation.key}: input schema is not a closed object`)
@@ -58,10 +60,17 @@ export const inputSchemaOf = (operation: Operation): JsonSchemaObject => {
   if (confirmable(operation)) {
     properties["confirm"] = {
       type: "string",
-      description: 'Confirms the deletion: the VM\'s name (delete_checkpoint: "<vm>@<checkpoint>"; prune: "prune"); else the server asks if it can'
+      description:
+        'Confirms the deletion: the VM\'s name (delete_checkpoint: "<vm>@<checkpoint>"; prune: "prune"); else the server asks if it can'
     }
   }
-  return { ...schema, type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false }
+  return {
+    ...schema,
+    type: "object",
+    properties,
+    ...(required.length > 0 ? { required } : {}),
+    additionalProperties: false
+  }
 }
 
 export const outputSchemaOf = (operation: Operation): JsonSchemaObject => {
@@ -86,7 +95,10 @@ const BUDGET_NOTE = (operation: Operation, budgetSeconds: number): string => {
  * result's field names and the four hints. Titles and full result schemas are in the
  * operation-catalog resource.
  */
-export const definitionOf = (operation: Operation, budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS): ToolDefinition => ({
+export const definitionOf = (
+  operation: Operation,
+  budgetSeconds: number = DEFAULT_CALL_BUDGET_SECONDS
+): ToolDefinition => ({
   name: operation.tool,
   description: operation.description + LEVEL_NOTE(operation) + BUDGET_NOTE(operation, budgetSeconds),
   inputSchema: inputSchemaOf(operation),

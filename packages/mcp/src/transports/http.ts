@@ -41,12 +41,20 @@ export class AddressRefused extends Error {
   override readonly name = "AddressRefused"
 }
 
-const jsonRpcError = (res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void => {
+const jsonRpcError = (
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {}
+): void => {
   if (res.headersSent) {
     res.end()
     return
   }
-  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }))
+  res
+    .writeHead(status, { "content-type": "application/json", ...headers })
+    .end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }))
 }
 
 const readJson = (req: IncomingMessage): Promise<{ body: unknown } | { error: string; status: number; code: number }> =>
@@ -88,14 +96,21 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
     void session.transport.close().catch(() => undefined)
   }
   // Clients that vanish without a DELETE would otherwise keep their SDK Server forever.
-  const sweeper = setInterval(() => {
-    const now = Date.now()
-    for (const [id, session] of sessions) if (session.inFlight === 0 && now - session.lastSeen >= idleMs) expire(id, session)
-  }, Math.max(10, Math.min(idleMs / 2, 60_000)))
+  const sweeper = setInterval(
+    () => {
+      const now = Date.now()
+      for (const [id, session] of sessions)
+        if (session.inFlight === 0 && now - session.lastSeen >= idleMs) expire(id, session)
+    },
+    Math.max(10, Math.min(idleMs / 2, 60_000))
+  )
   sweeper.unref()
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const verdict = checkRequest({ host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization }, guard)
+    const verdict = checkRequest(
+      { host: req.headers.host, origin: req.headers.origin, authorization: req.headers.authorization },
+      guard
+    )
     if (!verdict.ok) {
       jsonRpcError(res, verdict.status, -32000, verdict.message, verdict.headers)
       return
@@ -131,7 +146,8 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
       await session.transport.handleRequest(req, res, body)
       return
     }
-    const initializing = req.method === "POST" && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body))
+    const initializing =
+      req.method === "POST" && (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body))
     if (!initializing) {
       jsonRpcError(res, 400, -32000, "Bad Request: send initialize first, then the Mcp-Session-Id header it returns")
       return
@@ -142,9 +158,15 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
       if (session.calls === 0) expire(id, session)
     }
     if (sessions.size >= maxSessions) {
-      jsonRpcError(res, 503, -32000, `Server busy: all ${maxSessions} sessions have a call in flight; retry later, or start the server with a higher --max-sessions`, {
-        "retry-after": "5"
-      })
+      jsonRpcError(
+        res,
+        503,
+        -32000,
+        `Server busy: all ${maxSessions} sessions have a call in flight; retry later, or start the server with a higher --max-sessions`,
+        {
+          "retry-after": "5"
+        }
+      )
       return
     }
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -163,7 +185,9 @@ export const serveHttp = async (mcp: StoatMcp, options: HttpOptions): Promise<Ru
   }
 
   const http = createHttpServer((req, res) => {
-    handle(req, res).catch((error: unknown) => jsonRpcError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`))
+    handle(req, res).catch((error: unknown) =>
+      jsonRpcError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`)
+    )
   })
   // Calls may run for minutes (wait and exec allow 600 s).
   http.requestTimeout = 0

@@ -19,7 +19,10 @@ const requireQemu = () => {
 }
 
 const home = tempHome()
-const env = { STOAT_HOME: home, STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image") }
+const env = {
+  STOAT_HOME: home,
+  STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image")
+}
 const VM = "load1"
 
 interface ExecData {
@@ -33,7 +36,10 @@ interface ExecData {
 const CASES: ReadonlyArray<{ readonly argv: ReadonlyArray<string>; readonly expected: ExecData }> = [
   { argv: ["sh", "-c", "echo ok"], expected: { exit_code: 0, stdout: "ok\n", stderr: "" } },
   { argv: ["sh", "-c", "echo no >&2; exit 1"], expected: { exit_code: 1, stdout: "", stderr: "no\n" } },
-  { argv: ["sh", "-c", "echo seven; echo 7 >&2; exit 7"], expected: { exit_code: 7, stdout: "seven\n", stderr: "7\n" } },
+  {
+    argv: ["sh", "-c", "echo seven; echo 7 >&2; exit 7"],
+    expected: { exit_code: 7, stdout: "seven\n", stderr: "7\n" }
+  },
   { argv: ["nosuchcmd"], expected: { exit_code: 127, stdout: "", stderr: "command not found: nosuchcmd\n" } }
 ]
 const CALLS = 500
@@ -43,7 +49,9 @@ describe("guest commands with both host cores busy (stdio MCP server, real tiny 
   let client: Client
   const burners: Array<ChildProcess> = []
   const exec = async (argv: ReadonlyArray<string>, extra: Record<string, unknown> = {}): Promise<ExecData> =>
-    dataOf(await client.callTool({ name: "exec", arguments: { vm: VM, argv, ...extra } }, undefined, { timeout: 120_000 })) as ExecData
+    dataOf(
+      await client.callTool({ name: "exec", arguments: { vm: VM, argv, ...extra } }, undefined, { timeout: 120_000 })
+    ) as ExecData
   const guestPs = async () => (await exec(["ps"])).stdout
 
   beforeAll(async () => {
@@ -51,8 +59,13 @@ describe("guest commands with both host cores busy (stdio MCP server, real tiny 
     // Rate limits off: this suite is about exactness, not about the limiter.
     client = await stdioClient(home, ["--tool-burst", "100000", "--burst", "100000"], ["mcp", "serve"], { env })
     dataOf(await client.callTool({ name: "create", arguments: { name: VM, image: "tiny", agent_access: "exec" } }))
-    dataOf(await client.callTool({ name: "start", arguments: { vm: VM, wait: true, timeout_seconds: 300 } }, undefined, { timeout: 320_000 }))
-    for (let core = 0; core < 2; core++) burners.push(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }))
+    dataOf(
+      await client.callTool({ name: "start", arguments: { vm: VM, wait: true, timeout_seconds: 300 } }, undefined, {
+        timeout: 320_000
+      })
+    )
+    for (let core = 0; core < 2; core++)
+      burners.push(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }))
   })
   afterAll(async () => {
     for (const burner of burners) burner.kill("SIGKILL")
@@ -60,7 +73,9 @@ describe("guest commands with both host cores busy (stdio MCP server, real tiny 
     await run(["down", VM], env)
   })
 
-  it(`${CALLS} execs, ${CONCURRENCY} at a time: every exit code, stdout and stderr exact`, { timeout: 1_200_000 }, async () => {
+  it(`${CALLS} execs, ${CONCURRENCY} at a time: every exit code, stdout and stderr exact`, {
+    timeout: 1_200_000
+  }, async () => {
     const wrong: Array<string> = []
     let next = 0
     const worker = async () => {
@@ -70,7 +85,8 @@ describe("guest commands with both host cores busy (stdio MCP server, real tiny 
         try {
           const got = await exec(argv)
           const seen = { exit_code: got.exit_code, stdout: got.stdout, stderr: got.stderr }
-          if (JSON.stringify(seen) !== JSON.stringify(expected)) wrong.push(`#${call} ${argv.join(" ")}: ${JSON.stringify(seen)}`)
+          if (JSON.stringify(seen) !== JSON.stringify(expected))
+            wrong.push(`#${call} ${argv.join(" ")}: ${JSON.stringify(seen)}`)
         } catch (error) {
           wrong.push(`#${call} ${argv.join(" ")}: ${error instanceof Error ? error.message : String(error)}`)
         }
@@ -90,12 +106,17 @@ describe("guest commands with both host cores busy (stdio MCP server, real tiny 
 
   it("a cancelled exec leaves none of its processes: the background child is gone too", async () => {
     const controller = new AbortController()
-    const call = client.callTool({ name: "exec", arguments: { vm: VM, argv: ["sh", "-c", "sleep 302 & sleep 302"], timeout_seconds: 600 } }, undefined, {
-      signal: controller.signal,
-      timeout: 620_000
-    })
+    const call = client.callTool(
+      { name: "exec", arguments: { vm: VM, argv: ["sh", "-c", "sleep 302 & sleep 302"], timeout_seconds: 600 } },
+      undefined,
+      {
+        signal: controller.signal,
+        timeout: 620_000
+      }
+    )
     // Cancel once the command runs in the guest.
-    for (let i = 0; i < 200 && !(await guestPs()).includes("sleep 302"); i++) await new Promise((resolve) => setTimeout(resolve, 250))
+    for (let i = 0; i < 200 && !(await guestPs()).includes("sleep 302"); i++)
+      await new Promise((resolve) => setTimeout(resolve, 250))
     controller.abort()
     await expect(call).rejects.toThrow()
     // The cancel reaches the guest after the client gave up on the call: wait for it to land.

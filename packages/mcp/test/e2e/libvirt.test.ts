@@ -19,15 +19,25 @@ const requireLibvirt = () => {
 }
 
 const home = tempHome()
-const env = { STOAT_HOME: home, STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image") }
+const env = {
+  STOAT_HOME: home,
+  STOAT_TINY_CACHE: process.env["STOAT_TINY_CACHE"] ?? join(homedir(), ".cache", "stoat-test", "tiny-image")
+}
 
 /** A person puts the VM on libvirt; the agent then drives it by name with the tools it always has. */
 describe("the MCP server drives a libvirt VM (stdio, real SDK client)", () => {
   let client: Client
   beforeAll(async () => {
     requireLibvirt()
-    expect((await run(["create", "mlv", "--image", "tiny", "--provider", "libvirt", "--agent-access", "exec"], env)).code).toBe(0)
-    const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp"], env: { ...(process.env as Record<string, string>), ...env }, stderr: "inherit" })
+    expect(
+      (await run(["create", "mlv", "--image", "tiny", "--provider", "libvirt", "--agent-access", "exec"], env)).code
+    ).toBe(0)
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, "mcp"],
+      env: { ...(process.env as Record<string, string>), ...env },
+      stderr: "inherit"
+    })
     client = new Client({ name: "stoat-e2e", version: "1.0.0" })
     await client.connect(transport)
   })
@@ -41,11 +51,22 @@ describe("the MCP server drives a libvirt VM (stdio, real SDK client)", () => {
     const create = tools.find((tool) => tool.name === "create")!
     expect(Object.keys(create.inputSchema.properties ?? {})).not.toEqual(expect.arrayContaining(["provider"]))
     expect(Object.keys(create.inputSchema.properties ?? {})).not.toEqual(expect.arrayContaining(["host"]))
-    const started = dataOf(await client.callTool({ name: "start", arguments: { vm: "mlv", wait: true, timeout_seconds: 300 } }, undefined, { timeout: 320_000 }))
+    const started = dataOf(
+      await client.callTool({ name: "start", arguments: { vm: "mlv", wait: true, timeout_seconds: 300 } }, undefined, {
+        timeout: 320_000
+      })
+    )
     expect(started).toMatchObject({ name: "mlv", state: "running", provider: "libvirt" })
-    expect(dataOf(await client.callTool({ name: "exec", arguments: { vm: "mlv", argv: ["uname", "-s"] } }))).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
+    expect(
+      dataOf(await client.callTool({ name: "exec", arguments: { vm: "mlv", argv: ["uname", "-s"] } }))
+    ).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
     dataOf(await client.callTool({ name: "snapshot", arguments: { vm: "mlv", tag: "agent1" } }))
-    expect(errorOf(await client.callTool({ name: "checkpoint", arguments: { vm: "mlv", name: "c1" } })).code).toBe("capability_unavailable")
-    expect(dataOf(await client.callTool({ name: "stop", arguments: { vm: "mlv" } }))).toMatchObject({ name: "mlv", state: "stopped" })
+    expect(errorOf(await client.callTool({ name: "checkpoint", arguments: { vm: "mlv", name: "c1" } })).code).toBe(
+      "capability_unavailable"
+    )
+    expect(dataOf(await client.callTool({ name: "stop", arguments: { vm: "mlv" } }))).toMatchObject({
+      name: "mlv",
+      state: "stopped"
+    })
   })
 })

@@ -41,9 +41,17 @@ describe("the official MCP clients against the built server", () => {
 
   it("Inspector CLI over Streamable HTTP: a failing call exits 5 with the seed envelope", async () => {
     const target = [http.url, "--transport", "http"]
-    const called = await inspect(target, ["--method", "tools/call", "--tool-name", "vm_status", "--tool-arg", "vm=obs"], env)
+    const called = await inspect(
+      target,
+      ["--method", "tools/call", "--tool-name", "vm_status", "--tool-arg", "vm=obs"],
+      env
+    )
     expect(JSON.stringify(called["structuredContent"])).toContain('"obs"')
-    const failed = await inspect(target, ["--method", "tools/call", "--tool-name", "vm_status", "--tool-arg", "vm=nope"], env).then(
+    const failed = await inspect(
+      target,
+      ["--method", "tools/call", "--tool-name", "vm_status", "--tool-arg", "vm=nope"],
+      env
+    ).then(
       () => undefined,
       (error: { code?: number; stdout?: string }) => error
     )
@@ -55,6 +63,7 @@ describe("the official MCP clients against the built server", () => {
 
   it("the conformance suite passes every generic scenario (only the fixture-only ones of the baseline fail)", async () => {
     const { stdout } = await run("sh", [CONFORMANCE_SCRIPT], { timeout: 280_000, maxBuffer: 16 * 1024 * 1024 })
-    for (const scenario of ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]) expect(stdout).toMatch(new RegExp(`${scenario}`))
+    for (const scenario of ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"])
+      expect(stdout).toMatch(new RegExp(`${scenario}`))
   })
 })

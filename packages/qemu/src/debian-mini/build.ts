@@ -87,15 +87,23 @@ const CURRENT = "current.json"
 const SAFE_HOOK_PATH = /^[^\s"'\\\x00-\x1f]+$/
 
 /** The build a complete manifest in `dir` describes, or undefined when anything is missing or the wrong size. */
-async function readBuild(dir: string): Promise<{ readonly image: DebianMiniImage; readonly manifest: Manifest } | undefined> {
+async function readBuild(
+  dir: string
+): Promise<{ readonly image: DebianMiniImage; readonly manifest: Manifest } | undefined> {
   const manifest = await readFile(join(dir, "manifest.json"), "utf8")
     .then((text) => JSON.parse(text) as Manifest)
     .catch(() => undefined)
   if (!manifest) return undefined
   const sizes = await Promise.all(
-    [manifest.kernel, manifest.initrd, manifest.rootDisk].map((name) => stat(join(dir, name)).then((info) => (info.isFile() ? info.size : -1), () => -1))
+    [manifest.kernel, manifest.initrd, manifest.rootDisk].map((name) =>
+      stat(join(dir, name)).then(
+        (info) => (info.isFile() ? info.size : -1),
+        () => -1
+      )
+    )
   )
-  if (sizes.some((size) => size < 0) || sizes[1] !== manifest.initrdBytes || sizes[2] !== manifest.rootDiskBytes) return undefined
+  if (sizes.some((size) => size < 0) || sizes[1] !== manifest.initrdBytes || sizes[2] !== manifest.rootDiskBytes)
+    return undefined
   return {
     manifest,
     image: {
@@ -116,7 +124,9 @@ async function readBuild(dir: string): Promise<{ readonly image: DebianMiniImage
 export async function readDebianMini(outDir: string, rootDisk?: string): Promise<DebianMiniImage | undefined> {
   if (rootDisk !== undefined) {
     const pinned = await readBuild(dirname(rootDisk))
-    return pinned !== undefined && pinned.image.rootDisk === join(dirname(rootDisk), basename(rootDisk)) ? pinned.image : undefined
+    return pinned !== undefined && pinned.image.rootDisk === join(dirname(rootDisk), basename(rootDisk))
+      ? pinned.image
+      : undefined
   }
   const current = await readFile(join(outDir, CURRENT), "utf8")
     .then((text) => (JSON.parse(text) as { version?: unknown }).version)
@@ -127,7 +137,10 @@ export async function readDebianMini(outDir: string, rootDisk?: string): Promise
 }
 
 /** Fails with the typed reason when the host cannot build: not root, or a program missing. */
-export async function checkBuildHost(pathEnv = process.env["PATH"] ?? "", uid = process.getuid?.() ?? 0): Promise<void> {
+export async function checkBuildHost(
+  pathEnv = process.env["PATH"] ?? "",
+  uid = process.getuid?.() ?? 0
+): Promise<void> {
   const missing: Array<readonly [string, string]> = []
   for (const tool of BUILD_TOOLS) if ((await findOnPath(tool[0], pathEnv)) === undefined) missing.push(tool)
   if (missing.length > 0) {
@@ -138,12 +151,16 @@ export async function checkBuildHost(pathEnv = process.env["PATH"] ?? "", uid = 
     )
   }
   if (uid !== 0) {
-    throw new DebianMiniBuildError("needs_root", `building ${DEBIAN_MINI_ID} needs root (mmdebstrap --mode=root, then mke2fs -d keeps the files' owners); run stoat pull ${DEBIAN_MINI_ID} as root once`)
+    throw new DebianMiniBuildError(
+      "needs_root",
+      `building ${DEBIAN_MINI_ID} needs root (mmdebstrap --mode=root, then mke2fs -d keeps the files' owners); run stoat pull ${DEBIAN_MINI_ID} as root once`
+    )
   }
 }
 
 /** mmdebstrap's words for an archive it could not reach (apt's messages, in English under LC_ALL=C). */
-const UNREACHABLE = /Failed to fetch|Could not resolve|Temporary failure resolving|Unable to connect|Could not connect|Connection timed out|Network is unreachable|is not signed|Release' does not have a Release file/
+const UNREACHABLE =
+  /Failed to fetch|Could not resolve|Temporary failure resolving|Unable to connect|Could not connect|Connection timed out|Network is unreachable|is not signed|Release' does not have a Release file/
 
 const readSources = async (aptDir: string) => {
   const files: Array<{ name: string; text: string }> = []
@@ -182,7 +199,11 @@ export async function buildDebianMini(opts: BuildDebianMiniOptions): Promise<Deb
   const log = opts.onStage ?? (() => {})
   await mkdir(opts.outDir, { recursive: true })
   // Two pulls or creates at once build once: the second waits, then finds the first one's build.
-  return withBuildLock(opts.outDir, () => log("waiting for another build of the image to finish"), async () => (await readDebianMini(opts.outDir)) ?? buildUnlocked(opts, log))
+  return withBuildLock(
+    opts.outDir,
+    () => log("waiting for another build of the image to finish"),
+    async () => (await readDebianMini(opts.outDir)) ?? buildUnlocked(opts, log)
+  )
 }
 
 const LOCK = ".build.lock"
@@ -234,13 +255,17 @@ export async function withBuildLock<T>(dir: string, onWait: () => void, body: ()
 async function buildUnlocked(opts: BuildDebianMiniOptions, log: (line: string) => void): Promise<DebianMiniImage> {
   const debCache = join(opts.cacheDir, "debs")
   if (!SAFE_HOOK_PATH.test(debCache)) {
-    throw new DebianMiniBuildError("invalid_path", `the ${DEBIAN_MINI_ID} cache folder ${JSON.stringify(debCache)} must not contain spaces, quotes, backslashes or control characters (mmdebstrap's sync hooks split on them); set STOAT_DEBIAN_MINI_CACHE to a plain path`)
+    throw new DebianMiniBuildError(
+      "invalid_path",
+      `the ${DEBIAN_MINI_ID} cache folder ${JSON.stringify(debCache)} must not contain spaces, quotes, backslashes or control characters (mmdebstrap's sync hooks split on them); set STOAT_DEBIAN_MINI_CACHE to a plain path`
+    )
   }
   await checkBuildHost()
   const started = Date.now()
   await mkdir(debCache, { recursive: true })
   // Under the lock no other build runs: any work folder here is a killed build's (~1 GB).
-  for (const name of await readdir(opts.outDir)) if (name.startsWith(".build-")) await rm(join(opts.outDir, name), { recursive: true, force: true })
+  for (const name of await readdir(opts.outDir))
+    if (name.startsWith(".build-")) await rm(join(opts.outDir, name), { recursive: true, force: true })
   const work = join(opts.outDir, `.build-${process.pid}-${randomBytes(4).toString("hex")}`)
   const rootfs = join(work, "rootfs")
   try {
@@ -252,12 +277,20 @@ async function buildUnlocked(opts: BuildDebianMiniOptions, log: (line: string) =
     await run("mmdebstrap", mmdebstrapArgs({ mirror, target: rootfs, debCache }), {
       env: { ...process.env, LC_ALL: "C" },
       onStderrLine: (line) => {
-        if (/^I: (running apt-get update|downloading packages|extracting archives|installing essential|installing remaining|success)/.test(line)) log(`mmdebstrap: ${line.slice(3)}`)
+        if (
+          /^I: (running apt-get update|downloading packages|extracting archives|installing essential|installing remaining|success)/.test(
+            line
+          )
+        )
+          log(`mmdebstrap: ${line.slice(3)}`)
       }
     }).catch((cause: unknown) => {
       const message = errorText(cause)
       if (UNREACHABLE.test(message)) {
-        throw new DebianMiniBuildError("mirror_unreachable", `the Debian mirror ${mirror} did not answer (from /etc/apt/sources.list*): ${message.split("\n").slice(-3).join("; ")}`)
+        throw new DebianMiniBuildError(
+          "mirror_unreachable",
+          `the Debian mirror ${mirror} did not answer (from /etc/apt/sources.list*): ${message.split("\n").slice(-3).join("; ")}`
+        )
       }
       throw new DebianMiniBuildError("failed", `${DEBIAN_MINI_ID}: mmdebstrap failed: ${message}`)
     })
@@ -275,7 +308,8 @@ async function buildUnlocked(opts: BuildDebianMiniOptions, log: (line: string) =
 
     const kernelRelease = await step("finding the kernel", async () => {
       const releases = await readdir(join(rootfs, "usr/lib/modules"))
-      if (releases.length !== 1) throw new Error(`expected one kernel in /usr/lib/modules, found ${releases.join(", ") || "none"}`)
+      if (releases.length !== 1)
+        throw new Error(`expected one kernel in /usr/lib/modules, found ${releases.join(", ") || "none"}`)
       return releases[0]!
     })
 
@@ -295,9 +329,26 @@ async function buildUnlocked(opts: BuildDebianMiniOptions, log: (line: string) =
 
     log(`making the ext4 file system (${ROOT_FS_SIZE}) and converting it to qcow2`)
     const raw = join(work, "rootfs.raw")
-    await step("making the file system", () => run("mke2fs", ["-q", "-F", "-t", "ext4", "-L", "stoat-root", "-E", "lazy_itable_init=0,lazy_journal_init=0", "-d", rootfs, raw, ROOT_FS_SIZE]))
+    await step("making the file system", () =>
+      run("mke2fs", [
+        "-q",
+        "-F",
+        "-t",
+        "ext4",
+        "-L",
+        "stoat-root",
+        "-E",
+        "lazy_itable_init=0,lazy_journal_init=0",
+        "-d",
+        rootfs,
+        raw,
+        ROOT_FS_SIZE
+      ])
+    )
     await rm(rootfs, { recursive: true, force: true })
-    await step("converting to qcow2", () => run("qemu-img", ["convert", "-f", "raw", "-O", "qcow2", raw, join(work, "rootfs.qcow2")]))
+    await step("converting to qcow2", () =>
+      run("qemu-img", ["convert", "-f", "raw", "-O", "qcow2", raw, join(work, "rootfs.qcow2")])
+    )
     await rm(raw, { force: true })
 
     const recipe = recipeHash()
@@ -325,8 +376,11 @@ async function buildUnlocked(opts: BuildDebianMiniOptions, log: (line: string) =
     await writeFile(tmp, `${JSON.stringify({ version })}\n`)
     await rename(tmp, join(opts.outDir, CURRENT))
     const image = await readDebianMini(opts.outDir)
-    if (!image) throw new DebianMiniBuildError("failed", `${DEBIAN_MINI_ID}: the finished build in ${dir} does not read back`)
-    log(`${DEBIAN_MINI_ID} ${version} ready (root disk ${(manifest.rootDiskBytes / 1048576).toFixed(0)} MiB, built in ${manifest.buildSeconds} s)`)
+    if (!image)
+      throw new DebianMiniBuildError("failed", `${DEBIAN_MINI_ID}: the finished build in ${dir} does not read back`)
+    log(
+      `${DEBIAN_MINI_ID} ${version} ready (root disk ${(manifest.rootDiskBytes / 1048576).toFixed(0)} MiB, built in ${manifest.buildSeconds} s)`
+    )
     return image
   } finally {
     await rm(work, { recursive: true, force: true })
@@ -341,7 +395,11 @@ async function assembleInitrd(rootfs: string, kernelRelease: string): Promise<Bu
     (await readFile(join(modulesDir, "modules.builtin"), "utf8").catch(() => ""))
       .split("\n")
       .filter(Boolean)
-      .map((path) => basename(path).replace(/\.ko.*$/, "").replace(/-/g, "_"))
+      .map((path) =>
+        basename(path)
+          .replace(/\.ko.*$/, "")
+          .replace(/-/g, "_")
+      )
   )
   const order = moduleLoadOrder(modulesDep, INITRD_MODULES, builtin)
   const cpio = new CpioWriter()

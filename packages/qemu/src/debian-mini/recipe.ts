@@ -91,11 +91,33 @@ export const STOAT_UNITS = ["stoat-hostkey.service", "stoat-growfs.service", "st
  * name (modules.dep resolves the rest). Mounting the shares here costs a fraction of what
  * modprobe under systemd costs while everything else starts.
  */
-export const INITRD_MODULES = ["virtio_pci", "virtio_blk", "virtio_net", "ext4", "crc32c_generic", "9pnet_virtio", "9p"] as const
+export const INITRD_MODULES = [
+  "virtio_pci",
+  "virtio_blk",
+  "virtio_net",
+  "ext4",
+  "crc32c_generic",
+  "9pnet_virtio",
+  "9p"
+] as const
 
 /** Busybox applets /init uses; each becomes a symlink in the initrd. */
 export const INITRD_APPLETS = [
-  "sh", "mount", "umount", "insmod", "mkdir", "cat", "cp", "chmod", "chown", "tr", "ip", "usleep", "printf", "echo", "switch_root"
+  "sh",
+  "mount",
+  "umount",
+  "insmod",
+  "mkdir",
+  "cat",
+  "cp",
+  "chmod",
+  "chown",
+  "tr",
+  "ip",
+  "usleep",
+  "printf",
+  "echo",
+  "switch_root"
 ] as const
 
 /** Size of the ext4 file system in the image; a VM's disk (an overlay, default 4G) is grown into at boot. */
@@ -126,11 +148,17 @@ export function debianSources(files: ReadonlyArray<{ readonly name: string; read
   const found: AptSource[] = []
   const add = (uri: string, suites: readonly string[], components: readonly string[]) => {
     const clean = uri.replace(/\/+$/, "")
-    const ours = suites.filter((suite) => suite === DEBIAN_SUITE || suite.startsWith(`${DEBIAN_SUITE}-`) || suite.startsWith(`${DEBIAN_SUITE}/`))
+    const ours = suites.filter(
+      (suite) => suite === DEBIAN_SUITE || suite.startsWith(`${DEBIAN_SUITE}-`) || suite.startsWith(`${DEBIAN_SUITE}/`)
+    )
     if (ours.length === 0 || !/^https?:\/\//.test(clean) || !/\/debian(-security)?$/.test(clean)) return
     const existing = found.find((source) => source.uri === clean)
     if (existing) {
-      found[found.indexOf(existing)] = { uri: clean, suites: [...new Set([...existing.suites, ...ours])], components: [...new Set([...existing.components, ...components])] }
+      found[found.indexOf(existing)] = {
+        uri: clean,
+        suites: [...new Set([...existing.suites, ...ours])],
+        components: [...new Set([...existing.components, ...components])]
+      }
     } else {
       found.push({ uri: clean, suites: ours, components: components.length > 0 ? [...components] : ["main"] })
     }
@@ -143,7 +171,8 @@ export function debianSources(files: ReadonlyArray<{ readonly name: string; read
           const match = /^([A-Za-z-]+):\s*(.*)$/.exec(line)
           if (match && !line.startsWith("#")) fields.set(match[1]!.toLowerCase(), match[2]!.trim())
         }
-        if (!(fields.get("types") ?? "").split(/\s+/).includes("deb") || fields.get("enabled")?.toLowerCase() === "no") continue
+        if (!(fields.get("types") ?? "").split(/\s+/).includes("deb") || fields.get("enabled")?.toLowerCase() === "no")
+          continue
         const words = (key: string) => (fields.get(key) ?? "").split(/\s+/).filter(Boolean)
         for (const uri of words("uris")) add(uri, words("suites"), words("components"))
       }
@@ -202,15 +231,23 @@ export interface MmdebstrapOptions {
  * (essential/unlink skipped) so the cache holds every package for the next build.
  */
 export function mmdebstrapArgs(o: MmdebstrapOptions): string[] {
-  const moduleExcludes = EXCLUDED_MODULE_TREES.flatMap((tree) => [`/lib/modules/*/kernel/${tree}/*`, `/usr/lib/modules/*/kernel/${tree}/*`])
+  const moduleExcludes = EXCLUDED_MODULE_TREES.flatMap((tree) => [
+    `/lib/modules/*/kernel/${tree}/*`,
+    `/usr/lib/modules/*/kernel/${tree}/*`
+  ])
   return [
     "--variant=minbase",
     "--mode=root",
     "--format=directory",
     `--include=${PACKAGES.join(",")}`,
-    ...["/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*", ...moduleExcludes, "/etc/kernel/postinst.d/initramfs-tools"].map(
-      (path) => `--dpkgopt=path-exclude=${path}`
-    ),
+    ...[
+      "/usr/share/doc/*",
+      "/usr/share/man/*",
+      "/usr/share/info/*",
+      "/usr/share/locale/*",
+      ...moduleExcludes,
+      "/etc/kernel/postinst.d/initramfs-tools"
+    ].map((path) => `--dpkgopt=path-exclude=${path}`),
     ...["/usr/share/doc/*/copyright", "/usr/share/locale/locale.alias"].map((path) => `--dpkgopt=path-include=${path}`),
     "--skip=essential/unlink",
     // The package lists stay in the image: the guest's first `apt-get update` then only checks
@@ -297,7 +334,12 @@ export function guestFiles(sources: readonly AptSource[]): GuestFile[] {
     { path: "etc/resolv.conf", content: "nameserver 10.0.2.3\n", mode: 0o644 },
     // Translations are megabytes of lists nothing in a test VM reads.
     { path: "etc/apt/apt.conf.d/90stoat", content: 'Acquire::Languages "none";\n', mode: 0o644 },
-    { path: "etc/fstab", content: "# Mounted read-write by the initrd; no fsck at boot (pass 0).\n/dev/vda / ext4 rw,errors=remount-ro 0 0\n", mode: 0o644 },
+    {
+      path: "etc/fstab",
+      content:
+        "# Mounted read-write by the initrd; no fsck at boot (pass 0).\n/dev/vda / ext4 rw,errors=remount-ro 0 0\n",
+      mode: 0o644
+    },
     { path: "etc/default/locale", content: "LANG=C.UTF-8\n", mode: 0o644 },
     { path: "etc/hostname", content: "debian\n", mode: 0o644 },
     { path: `etc/sudoers.d/${GUEST_USER.name}`, content: `${GUEST_USER.name} ALL=(ALL) NOPASSWD:ALL\n`, mode: 0o440 },
@@ -312,7 +354,18 @@ export function guestFiles(sources: readonly AptSource[]): GuestFile[] {
 /** Commands run with chroot in the root file system after the files are written; each is an argv. */
 export function chrootCommands(): string[][] {
   return [
-    ["useradd", "--create-home", "--uid", String(GUEST_USER.uid), "--user-group", "--groups", GUEST_USER.groups.join(","), "--shell", "/bin/bash", GUEST_USER.name],
+    [
+      "useradd",
+      "--create-home",
+      "--uid",
+      String(GUEST_USER.uid),
+      "--user-group",
+      "--groups",
+      GUEST_USER.groups.join(","),
+      "--shell",
+      "/bin/bash",
+      GUEST_USER.name
+    ],
     ["systemctl", "enable", ...STOAT_UNITS],
     ["systemctl", "mask", ...MASKED_UNITS]
   ]
@@ -338,15 +391,32 @@ export const REMOVED_PATHS = [
  * module after the modules it depends on, each once. A wanted name missing from modules.dep is
  * an error unless `builtin` lists it.
  */
-export function moduleLoadOrder(modulesDep: string, wanted: readonly string[], builtin: ReadonlySet<string> = new Set()): string[] {
+export function moduleLoadOrder(
+  modulesDep: string,
+  wanted: readonly string[],
+  builtin: ReadonlySet<string> = new Set()
+): string[] {
   const norm = (name: string) => name.replace(/-/g, "_")
-  const nameOf = (path: string) => norm(path.split("/").pop()!.replace(/\.ko(\.(xz|zst|gz))?$/, ""))
+  const nameOf = (path: string) =>
+    norm(
+      path
+        .split("/")
+        .pop()!
+        .replace(/\.ko(\.(xz|zst|gz))?$/, "")
+    )
   const deps = new Map<string, { path: string; deps: string[] }>()
   for (const line of modulesDep.split("\n")) {
     const colon = line.indexOf(":")
     if (colon <= 0) continue
     const path = line.slice(0, colon).trim()
-    deps.set(nameOf(path), { path, deps: line.slice(colon + 1).trim().split(/\s+/).filter(Boolean) })
+    deps.set(nameOf(path), {
+      path,
+      deps: line
+        .slice(colon + 1)
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+    })
   }
   const order: string[] = []
   const placed = new Set<string>()

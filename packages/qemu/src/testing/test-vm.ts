@@ -106,7 +106,8 @@ const defaultTinyCacheDir = (): string => process.env["STOAT_TINY_CACHE"] || joi
 const tail = async (path: string, chars = 3_000) => (await readFile(path, "utf8").catch(() => "")).slice(-chars)
 
 /** Stoat's own failure as a plain Error whose message is the one Stoat would print. */
-const asError = (cause: unknown): Error => (cause instanceof Error ? cause : new Error(isStoatError(cause) ? cause.message : String(cause)))
+const asError = (cause: unknown): Error =>
+  cause instanceof Error ? cause : new Error(isStoatError(cause) ? cause.message : String(cause))
 
 /** A free loopback port the OS hands out (QEMU binds it moments later; a start that loses the race is retried). */
 const freeLoopbackPort = (): Promise<number> =>
@@ -133,14 +134,18 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
   const dir = await mkdtemp(join(tmpdir(), "stoat-test-vm-"))
   const vm = { name, dir: join(dir, "vm") }
   const files = vmFiles(vm.dir)
-  const providers = Layer.mergeAll(makeQemuHypervisor({ tinyCacheDir: cache, ...(options.qemu !== undefined ? { qemu: options.qemu } : {}) }), QemuGuestSignalsLive, GuestTransportLive).pipe(
-    Layer.provide(dataRootAt(dir))
-  )
+  const providers = Layer.mergeAll(
+    makeQemuHypervisor({ tinyCacheDir: cache, ...(options.qemu !== undefined ? { qemu: options.qemu } : {}) }),
+    QemuGuestSignalsLive,
+    GuestTransportLive
+  ).pipe(Layer.provide(dataRootAt(dir)))
   const runtime = ManagedRuntime.make(providers)
   // STOAT_ACCEL for this VM only: auto tries KVM and falls back to TCG.
   const accel = ConfigProvider.fromMap(new Map([["STOAT_ACCEL", options.accel === "kvm" ? "auto" : "tcg"]]))
   const run = <A, E>(effect: Effect.Effect<A, E, Hypervisor | GuestTransport | GuestSignals>): Promise<A> =>
-    runtime.runPromise(effect.pipe(Effect.withConfigProvider(accel))).catch((cause: unknown) => Promise.reject(asError(cause)))
+    runtime
+      .runPromise(effect.pipe(Effect.withConfigProvider(accel)))
+      .catch((cause: unknown) => Promise.reject(asError(cause)))
   let pid: number | undefined
 
   const stop = async () => {
@@ -181,21 +186,35 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
     for (let attempt = 1; state === undefined; attempt++) {
       sshPort = await freeLoopbackPort()
       const bootPlan = plan(sshPort)
-      const result = await runtime.runPromise(Effect.either(Effect.flatMap(Hypervisor, (hypervisor) => hypervisor.start(bootPlan)).pipe(Effect.withConfigProvider(accel))))
+      const result = await runtime.runPromise(
+        Effect.either(
+          Effect.flatMap(Hypervisor, (hypervisor) => hypervisor.start(bootPlan)).pipe(Effect.withConfigProvider(accel))
+        )
+      )
       if (result._tag === "Right") state = result.right
-      else if (!(result.left._tag === "ProviderStartFailed" && result.left.portInUse !== undefined && attempt < PORT_ATTEMPTS)) throw asError(result.left)
+      else if (
+        !(result.left._tag === "ProviderStartFailed" && result.left.portInUse !== undefined && attempt < PORT_ATTEMPTS)
+      )
+        throw asError(result.left)
     }
     pid = state.pid
     if (pid !== undefined) {
       live.add(pid)
       killLiveOnExit()
     }
-    await run(awaitSsh(vm, sshPort, Math.max(1_000, bootTimeoutMs - (Date.now() - started)))).catch(async (error: Error) => {
-      throw new Error(`VM ${name} did not boot to SSH: ${error.message}\nguest console (tail):\n${await tail(files.console)}`)
-    })
+    await run(awaitSsh(vm, sshPort, Math.max(1_000, bootTimeoutMs - (Date.now() - started)))).catch(
+      async (error: Error) => {
+        throw new Error(
+          `VM ${name} did not boot to SSH: ${error.message}\nguest console (tail):\n${await tail(files.console)}`
+        )
+      }
+    )
 
     const target = { vm: name, port: sshPort, user: "root", privateKeyPath: client.privateKeyPath }
-    const exec = async (command: string | ReadonlyArray<string>, execOptions: TestVmExecOptions = {}): Promise<TestVmExecResult> => {
+    const exec = async (
+      command: string | ReadonlyArray<string>,
+      execOptions: TestVmExecOptions = {}
+    ): Promise<TestVmExecResult> => {
       const argv = typeof command === "string" ? ["sh", "-c", command] : command
       const timeoutMs = execOptions.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS
       const transportOptions: ExecOptions = {
@@ -204,13 +223,27 @@ export const startTestVm = async (options: TestVmOptions = {}): Promise<RunningT
         ...(execOptions.cwd !== undefined ? { cwd: execOptions.cwd } : {}),
         ...(execOptions.env !== undefined ? { env: execOptions.env } : {})
       }
-      const out = await run(Effect.flatMap(GuestTransport, (transport) => transport.exec(target, argv, transportOptions)))
-      if (out.timedOut) throw new Error(`command on VM ${name} ran longer than ${timeoutMs} ms and was killed: ${JSON.stringify(argv)}`)
+      const out = await run(
+        Effect.flatMap(GuestTransport, (transport) => transport.exec(target, argv, transportOptions))
+      )
+      if (out.timedOut)
+        throw new Error(`command on VM ${name} ran longer than ${timeoutMs} ms and was killed: ${JSON.stringify(argv)}`)
       const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
       return { stdout: text(out.stdout), stderr: text(out.stderr), exit_code: out.exitCode }
     }
 
-    return { name, sshPort, user: target.user, keyPath: client.privateKeyPath, dir, consoleLog: files.console, qmpSocket: files.qmp, pid: pid ?? 0, exec, stop }
+    return {
+      name,
+      sshPort,
+      user: target.user,
+      keyPath: client.privateKeyPath,
+      dir,
+      consoleLog: files.console,
+      qmpSocket: files.qmp,
+      pid: pid ?? 0,
+      exec,
+      stop
+    }
   } catch (error) {
     await stop()
     throw error

@@ -20,7 +20,12 @@ const STOP_HOOK_TIMEOUT_MS = 20_000
 
 /** Why the VM cannot boot here, or undefined when the QEMU program exists. */
 const qemuMissingReason = async (qemu: string): Promise<string | undefined> => {
-  const found = qemu.includes("/") ? await access(qemu, constants.X_OK).then(() => true, () => false) : (await findOnPath(qemu)) !== undefined
+  const found = qemu.includes("/")
+    ? await access(qemu, constants.X_OK).then(
+        () => true,
+        () => false
+      )
+    : (await findOnPath(qemu)) !== undefined
   if (found) return undefined
   return `${qemu} was not found${qemu.includes("/") ? "" : " on PATH"}: withVm needs QEMU to boot its VM (on Debian/Ubuntu: apt-get install qemu-system-x86)`
 }
@@ -93,7 +98,9 @@ export const withVm = (options: WithVmOptions = {}): TestVm => {
 
   const running = (): RunningTestVm => {
     if (current === undefined) {
-      throw new Error(`withVm(${name}): no VM is running here; use the handle inside the tests of the describe block that called withVm`)
+      throw new Error(
+        `withVm(${name}): no VM is running here; use the handle inside the tests of the describe block that called withVm`
+      )
     }
     return current
   }

@@ -150,7 +150,9 @@ export async function buildTinyGuest(opts: BuildTinyGuestOptions): Promise<TinyG
     await rename(join(work, "initrd.img"), join(opts.outDir, "initrd.img"))
     // Hard-link the kernel from the cache when possible: it is ~60 MB and identical. (Renaming a
     // link onto another link of the same file is a no-op, which is fine: it is already in place.)
-    await link(kernel.kernelPath, join(work, kernelName)).catch(() => copyFile(kernel.kernelPath, join(work, kernelName)))
+    await link(kernel.kernelPath, join(work, kernelName)).catch(() =>
+      copyFile(kernel.kernelPath, join(work, kernelName))
+    )
     await rename(join(work, kernelName), join(opts.outDir, kernelName))
 
     const manifest: Manifest = {
@@ -192,7 +194,11 @@ interface Resolution {
  * host), so the answer is remembered in the cache for as long as apt's package lists are
  * unchanged and the files are still there.
  */
-async function resolveDebs(apt: AptCache, cacheDir: string, log: (m: string) => void): Promise<{ kernelPkg: string; debs: Deb[] }> {
+async function resolveDebs(
+  apt: AptCache,
+  cacheDir: string,
+  log: (m: string) => void
+): Promise<{ kernelPkg: string; debs: Deb[] }> {
   const memo = join(cacheDir, "apt", "resolved.json")
   const fingerprint = await apt.listsFingerprint()
   const prev = await readFile(memo, "utf8")
@@ -200,7 +206,14 @@ async function resolveDebs(apt: AptCache, cacheDir: string, log: (m: string) => 
     .catch(() => undefined)
   if (fingerprint !== undefined && prev?.fingerprint === fingerprint && prev.roots.join() === ROOT_PACKAGES.join()) {
     const debs = prev.debs.map((d) => ({ pkg: d.pkg, file: d.file, path: join(cacheDir, d.file) }))
-    const sizes = await Promise.all(debs.map((d) => stat(d.path).then((s) => s.size, () => -1)))
+    const sizes = await Promise.all(
+      debs.map((d) =>
+        stat(d.path).then(
+          (s) => s.size,
+          () => -1
+        )
+      )
+    )
     if (sizes.every((sz, i) => sz === prev.debs[i]?.size)) return { kernelPkg: prev.kernelPkg, debs }
   }
   log("resolving packages")
@@ -209,7 +222,9 @@ async function resolveDebs(apt: AptCache, cacheDir: string, log: (m: string) => 
   const debs = await apt.fetch([kernelPkg, ...ROOT_PACKAGES, ...libs])
   const after = await apt.listsFingerprint() // an apt-get update may have happened meanwhile
   if (after !== undefined) {
-    const sized = await Promise.all(debs.map(async (d) => ({ pkg: d.pkg, file: d.file, size: (await stat(d.path)).size })))
+    const sized = await Promise.all(
+      debs.map(async (d) => ({ pkg: d.pkg, file: d.file, size: (await stat(d.path)).size }))
+    )
     const r: Resolution = { fingerprint: after, roots: ROOT_PACKAGES, kernelPkg, debs: sized }
     const tmp = `${memo}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`
     await writeFile(tmp, JSON.stringify(r, null, 2))
@@ -224,11 +239,22 @@ async function resolveDebs(apt: AptCache, cacheDir: string, log: (m: string) => 
  */
 async function unpackUserland(debs: readonly Deb[], cacheDir: string, log: (m: string) => void): Promise<string> {
   const id = createHash("sha256")
-    .update(debs.map((d) => d.file).sort().join("\n"))
+    .update(
+      debs
+        .map((d) => d.file)
+        .sort()
+        .join("\n")
+    )
     .digest("hex")
     .slice(0, 16)
   const dir = join(cacheDir, `userland-${id}`)
-  if (await stat(join(dir, ".complete")).then(() => true, () => false)) return dir
+  if (
+    await stat(join(dir, ".complete")).then(
+      () => true,
+      () => false
+    )
+  )
+    return dir
   log("unpacking userland packages")
   const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`
   try {
@@ -245,7 +271,8 @@ async function unpackUserland(debs: readonly Deb[], cacheDir: string, log: (m: s
   }
   // Trees for older package sets are dead weight.
   for (const f of await readdir(cacheDir)) {
-    if (/^userland-[0-9a-f]{16}$/.test(f) && f !== `userland-${id}`) await rm(join(cacheDir, f), { recursive: true, force: true })
+    if (/^userland-[0-9a-f]{16}$/.test(f) && f !== `userland-${id}`)
+      await rm(join(cacheDir, f), { recursive: true, force: true })
   }
   return dir
 }
@@ -340,7 +367,8 @@ async function assembleInitramfs(o: AssembleOptions): Promise<Buffer> {
     for (const soname of elfNeeded(buf)) {
       if (wantedLibs.has(soname)) continue
       const lib = await findLibrary(sysroot, libDirs, soname)
-      if (!lib) throw new Error(`shared library ${soname} not found in the unpacked packages (a lib* package is missing)`)
+      if (!lib)
+        throw new Error(`shared library ${soname} not found in the unpacked packages (a lib* package is missing)`)
       wantedLibs.set(soname, lib)
       queue.push(lib)
     }

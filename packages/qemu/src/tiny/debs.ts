@@ -41,7 +41,10 @@ export class AptCache {
   }
 
   private options(): string[] {
-    const o = ["-o", `Dir::Cache::pkgcache=${join(this.aptDir, this.privateLists ? "pkgcache-private.bin" : "pkgcache.bin")}`]
+    const o = [
+      "-o",
+      `Dir::Cache::pkgcache=${join(this.aptDir, this.privateLists ? "pkgcache-private.bin" : "pkgcache.bin")}`
+    ]
     if (this.privateLists) {
       o.push("-o", `Dir::State::Lists=${join(this.aptDir, "lists")}`, "-o", "Debug::NoLocking=1")
     }
@@ -78,7 +81,12 @@ export class AptCache {
       return await runText(cmd, [...this.options(), ...args], cwd === undefined ? {} : { cwd })
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e)
-      if (this.updated || !/Unable to locate package|Can't find a source|has no installation candidate|No packages found|Can't select|404\s+Not Found|Failed to fetch/i.test(msg)) {
+      if (
+        this.updated ||
+        !/Unable to locate package|Can't find a source|has no installation candidate|No packages found|Can't select|404\s+Not Found|Failed to fetch/i.test(
+          msg
+        )
+      ) {
         throw e
       }
       await this.update()

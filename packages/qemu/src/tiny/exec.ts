@@ -40,7 +40,9 @@ export async function run(cmd: string, args: readonly string[], opts: RunOptions
     )
   )
   if (Either.isLeft(exit)) {
-    throw new Error(exit.left.missing ? `${cmd} not found on PATH (needed by the tiny-guest builder)` : exit.left.message)
+    throw new Error(
+      exit.left.missing ? `${cmd} not found on PATH (needed by the tiny-guest builder)` : exit.left.message
+    )
   }
   const { code, signal, stdout, stderr } = exit.right
   if (code === 0) return { stdout, stderr }

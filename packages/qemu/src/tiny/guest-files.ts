@@ -225,12 +225,20 @@ export function guestFiles(opts: GuestFilesOptions): GuestFile[] {
     { path: "bin/poweroff", content: shutdownWrapper, mode: 0o755 },
     { path: "bin/reboot", content: shutdownWrapper, mode: 0o755 },
     { path: "bin/halt", content: shutdownWrapper, mode: 0o755 },
-    { path: "etc/passwd", content: "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", mode: 0o644 },
+    {
+      path: "etc/passwd",
+      content: "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+      mode: 0o644
+    },
     // "*" rather than empty: dropbear rejects accounts whose password field is blank, even for key logins.
     { path: "etc/shadow", content: "root:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n", mode: 0o600 },
     { path: "etc/group", content: "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n", mode: 0o644 },
     { path: "etc/shells", content: "/bin/sh\n/bin/ash\n", mode: 0o644 },
-    { path: "etc/nsswitch.conf", content: "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n", mode: 0o644 },
+    {
+      path: "etc/nsswitch.conf",
+      content: "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n",
+      mode: 0o644
+    },
     { path: "etc/profile", content: profile, mode: 0o644 },
     { path: "etc/hostname", content: "stoat\n", mode: 0o644 },
     { path: "etc/resolv.conf", content: "", mode: 0o644 },

@@ -120,13 +120,7 @@ export async function prepareKernel(deb: Deb, cacheDir: string, log: (m: string)
         if (deps.has(name)) continue
         const info = modinfo(await readFile(join(modRoot, rel)))
         found.set(name, rel)
-        deps.set(
-          name,
-          (info.get("depends")?.[0] ?? "")
-            .split(",")
-            .filter(Boolean)
-            .map(norm)
-        )
+        deps.set(name, (info.get("depends")?.[0] ?? "").split(",").filter(Boolean).map(norm))
       }
       const missing = new Set<string>()
       for (const d of [...deps.values()].flat()) if (!found.has(d) && !builtin.has(d)) missing.add(d)
@@ -203,9 +197,15 @@ async function extract(debPath: string, into: string, patterns: readonly string[
   // dpkg-deb streams the data tarball; GNU tar's --wildcards lets one pass pick the few files we want.
   const tarball = new PassThrough()
   const [dpkg, tar] = await Effect.runPromise(
-    Effect.all([runChild("dpkg-deb", ["--fsys-tarfile", debPath], { stdout: tarball }), runChild("tar", ["-x", "-C", into, "--wildcards", ...patterns], { input: tarball, stdout: "ignore" })], {
-      concurrency: 2
-    }).pipe(Effect.mapError((failure) => new Error(failure.message)))
+    Effect.all(
+      [
+        runChild("dpkg-deb", ["--fsys-tarfile", debPath], { stdout: tarball }),
+        runChild("tar", ["-x", "-C", into, "--wildcards", ...patterns], { input: tarball, stdout: "ignore" })
+      ],
+      {
+        concurrency: 2
+      }
+    ).pipe(Effect.mapError((failure) => new Error(failure.message)))
   )
   // tar fails when a pattern matches nothing, which is expected (dash/underscore variants); anything else is real.
   const tarReal = tar.stderr.split("\n").filter((l) => l && !/Not found in archive|Exiting with failure status/.test(l))

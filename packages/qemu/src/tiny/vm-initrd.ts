@@ -32,7 +32,11 @@ export interface WriteVmInitrdOptions {
 export async function writeVmInitrd(opts: WriteVmInitrdOptions): Promise<void> {
   const cpio = new CpioWriter()
   cpio.dir("etc/stoat")
-  cpio.file(GUEST_AUTHORIZED_KEYS, opts.authorizedKeys.endsWith("\n") ? opts.authorizedKeys : `${opts.authorizedKeys}\n`, 0o600)
+  cpio.file(
+    GUEST_AUTHORIZED_KEYS,
+    opts.authorizedKeys.endsWith("\n") ? opts.authorizedKeys : `${opts.authorizedKeys}\n`,
+    0o600
+  )
   cpio.file(GUEST_HOSTNAME, `${opts.hostname}\n`, 0o644)
   if (opts.hostKeyDropbear !== undefined) cpio.file(GUEST_HOST_KEY, opts.hostKeyDropbear, 0o600)
   if (opts.hostKeyOpenssh !== undefined) cpio.file(GUEST_OPENSSH_HOST_KEY, opts.hostKeyOpenssh, 0o600)
@@ -51,7 +55,8 @@ export async function writeVmInitrd(opts: WriteVmInitrdOptions): Promise<void> {
  */
 async function holdsAlready(out: string, base: Stats, pad: number, overlay: Buffer): Promise<boolean> {
   const current = await stat(out).catch(() => undefined)
-  if (!current?.isFile() || current.size !== base.size + pad + overlay.length || current.mtimeMs < base.mtimeMs) return false
+  if (!current?.isFile() || current.size !== base.size + pad + overlay.length || current.mtimeMs < base.mtimeMs)
+    return false
   const handle = await open(out, "r")
   try {
     const tail = Buffer.alloc(overlay.length)
@@ -78,7 +83,9 @@ export async function toDropbearKey(opensshPrivateKey: string): Promise<Buffer> 
       await run("dropbearconvert", ["openssh", "dropbear", join(dir, "openssh"), join(dir, "dropbear")])
       return await readFile(join(dir, "dropbear"))
     } catch (e2) {
-      throw new Error(`cannot convert the host key to dropbear's format: ${(e as Error).message}; dropbearconvert: ${(e2 as Error).message}`)
+      throw new Error(
+        `cannot convert the host key to dropbear's format: ${(e as Error).message}; dropbearconvert: ${(e2 as Error).message}`
+      )
     } finally {
       await rm(dir, { recursive: true, force: true })
     }

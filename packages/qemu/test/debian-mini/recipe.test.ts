@@ -11,7 +11,13 @@ import { join } from "node:path"
 import { Effect, Either, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { BUNDLED_GUESTS, dataRootAt, ImageBuilder } from "@stoat/core"
-import { buildDebianMini, checkBuildHost, DebianMiniBuildError, readDebianMini, withBuildLock } from "../../src/debian-mini/build.js"
+import {
+  buildDebianMini,
+  checkBuildHost,
+  DebianMiniBuildError,
+  readDebianMini,
+  withBuildLock
+} from "../../src/debian-mini/build.js"
 import {
   chrootCommands,
   DEBIAN_MINI_KERNEL_ARGS,
@@ -91,11 +97,21 @@ describe("the host's apt sources", () => {
           "deb http://security.example/debian-security bookworm-security main"
         ].join("\n")
       },
-      { name: "off.sources", text: "Types: deb\nEnabled: no\nURIs: http://off.example/debian\nSuites: bookworm\nComponents: main\n" },
-      { name: "ubuntu.sources", text: "Types: deb\nURIs: http://archive.ubuntu.com/ubuntu\nSuites: jammy\nComponents: main\n" }
+      {
+        name: "off.sources",
+        text: "Types: deb\nEnabled: no\nURIs: http://off.example/debian\nSuites: bookworm\nComponents: main\n"
+      },
+      {
+        name: "ubuntu.sources",
+        text: "Types: deb\nURIs: http://archive.ubuntu.com/ubuntu\nSuites: jammy\nComponents: main\n"
+      }
     ])
     expect(sources).toEqual([
-      { uri: "http://mirror.example/debian", suites: ["bookworm", "bookworm-updates"], components: ["main", "contrib", "non-free-firmware"] },
+      {
+        uri: "http://mirror.example/debian",
+        suites: ["bookworm", "bookworm-updates"],
+        components: ["main", "contrib", "non-free-firmware"]
+      },
       { uri: "http://security.example/debian-security", suites: ["bookworm-security"], components: ["main"] }
     ])
     expect(primaryMirror(sources)).toBe("http://mirror.example/debian")
@@ -120,19 +136,38 @@ describe("the host's apt sources", () => {
 })
 
 describe("the mmdebstrap command line", () => {
-  const args = mmdebstrapArgs({ mirror: "http://mirror.example/debian", target: "/out/rootfs", debCache: "/cache/debs" })
+  const args = mmdebstrapArgs({
+    mirror: "http://mirror.example/debian",
+    target: "/out/rootfs",
+    debCache: "/cache/debs"
+  })
 
   it("installs minbase plus systemd, apt, sudo, OpenSSH and the generic kernel, as root into a directory", () => {
     expect(args.slice(0, 3)).toEqual(["--variant=minbase", "--mode=root", "--format=directory"])
-    const include = args.find((arg) => arg.startsWith("--include="))?.slice("--include=".length).split(",")
+    const include = args
+      .find((arg) => arg.startsWith("--include="))
+      ?.slice("--include=".length)
+      .split(",")
     expect(include).toEqual([...PACKAGES])
-    for (const pkg of ["systemd", "systemd-sysv", "dbus", "apt", "sudo", "openssh-server", "linux-image-amd64", "busybox-static"]) expect(include).toContain(pkg)
+    for (const pkg of [
+      "systemd",
+      "systemd-sysv",
+      "dbus",
+      "apt",
+      "sudo",
+      "openssh-server",
+      "linux-image-amd64",
+      "busybox-static"
+    ])
+      expect(include).toContain(pkg)
     expect(include).not.toContain("cloud-init")
     expect(args.slice(-3)).toEqual(["bookworm", "/out/rootfs", "http://mirror.example/debian"])
   })
 
   it("skips docs, man pages, the initramfs-tools kernel hook and the module trees a VM never loads", () => {
-    const excluded = args.filter((arg) => arg.startsWith("--dpkgopt=path-exclude=")).map((arg) => arg.slice("--dpkgopt=path-exclude=".length))
+    const excluded = args
+      .filter((arg) => arg.startsWith("--dpkgopt=path-exclude="))
+      .map((arg) => arg.slice("--dpkgopt=path-exclude=".length))
     expect(excluded).toContain("/usr/share/doc/*")
     expect(excluded).toContain("/usr/share/man/*")
     expect(excluded).toContain("/etc/kernel/postinst.d/initramfs-tools")
@@ -142,7 +177,8 @@ describe("the mmdebstrap command line", () => {
       expect(excluded).toContain(`/usr/lib/modules/*/kernel/${tree}/*`)
     }
     // What the guest needs stays: virtio, ext4, 9p.
-    for (const kept of ["drivers/virtio", "drivers/block", "fs", "net/9p", "drivers/net"]) expect(EXCLUDED_MODULE_TREES).not.toContain(kept)
+    for (const kept of ["drivers/virtio", "drivers/block", "fs", "net/9p", "drivers/net"])
+      expect(EXCLUDED_MODULE_TREES).not.toContain(kept)
     expect(args).toContain("--dpkgopt=path-include=/usr/share/doc/*/copyright")
   })
 
@@ -156,7 +192,9 @@ describe("the mmdebstrap command line", () => {
   it("refuses a cache path that mmdebstrap's hooks would split, before anything runs", async () => {
     const dir = await tempDir()
     for (const bad of ["with space", "quo'te", 'dq"', "back\\slash", "new\nline"]) {
-      const error = await buildDebianMini({ cacheDir: join(dir, bad), outDir: join(dir, "out") }).catch((e: unknown) => e)
+      const error = await buildDebianMini({ cacheDir: join(dir, bad), outDir: join(dir, "out") }).catch(
+        (e: unknown) => e
+      )
       expect(error).toBeInstanceOf(DebianMiniBuildError)
       expect((error as DebianMiniBuildError).kind).toBe("invalid_path")
     }
@@ -175,9 +213,24 @@ describe("the guest's configuration", () => {
     const debian = BUNDLED_GUESTS.find((guest) => guest.name === "debian")!
     expect(GUEST_USER.name).toBe(debian.default_ssh_user)
     expect(debian.escalate).toEqual(["sudo", "-n"])
-    expect(file(`etc/sudoers.d/${GUEST_USER.name}`)).toEqual({ path: "etc/sudoers.d/stoat", content: "stoat ALL=(ALL) NOPASSWD:ALL\n", mode: 0o440 })
+    expect(file(`etc/sudoers.d/${GUEST_USER.name}`)).toEqual({
+      path: "etc/sudoers.d/stoat",
+      content: "stoat ALL=(ALL) NOPASSWD:ALL\n",
+      mode: 0o440
+    })
     const useradd = chrootCommands()[0]!
-    expect(useradd).toEqual(["useradd", "--create-home", "--uid", "1000", "--user-group", "--groups", "sudo,adm,systemd-journal", "--shell", debian.shell, "stoat"])
+    expect(useradd).toEqual([
+      "useradd",
+      "--create-home",
+      "--uid",
+      "1000",
+      "--user-group",
+      "--groups",
+      "sudo,adm,systemd-journal",
+      "--shell",
+      debian.shell,
+      "stoat"
+    ])
   })
 
   it("points sshd at this boot's host key and authorized keys in /run, IPv4 only", () => {
@@ -195,9 +248,15 @@ describe("the guest's configuration", () => {
     const ready = file("etc/systemd/system/stoat-ready.service").content
     expect(ready).toMatch(/^After=ssh\.service$/m)
     expect(ready).toContain(`echo "${TINY_SSHD_MARKER}" > /dev/console`)
-    expect(file("etc/systemd/system/stoat-growfs.service").content).toMatch(/^After=local-fs\.target stoat-ready\.service$/m)
-    expect(file("etc/systemd/system/stoat-hostkey.service").content).toMatch(/^ConditionPathExists=!\/run\/stoat\/ssh_host_ed25519_key$/m)
-    expect(file("etc/apt/sources.list.d/debian.sources").content).toContain("URIs: http://deb.debian.org/debian-security\n")
+    expect(file("etc/systemd/system/stoat-growfs.service").content).toMatch(
+      /^After=local-fs\.target stoat-ready\.service$/m
+    )
+    expect(file("etc/systemd/system/stoat-hostkey.service").content).toMatch(
+      /^ConditionPathExists=!\/run\/stoat\/ssh_host_ed25519_key$/m
+    )
+    expect(file("etc/apt/sources.list.d/debian.sources").content).toContain(
+      "URIs: http://deb.debian.org/debian-security\n"
+    )
   })
 
   it("enables its own units and masks the timers and units that would fight a test for dpkg or the CPU", () => {
@@ -242,13 +301,22 @@ kernel/drivers/char/hw_random/virtio-rng.ko: kernel/drivers/virtio/virtio_ring.k
 
 describe("the initrd's module order", () => {
   it("loads every module after what it depends on, each once", () => {
-    const order = moduleLoadOrder(MODULES_DEP, ["virtio_pci", "virtio_blk", "virtio_net", "ext4", "crc32c_generic", "9pnet_virtio", "9p"])
+    const order = moduleLoadOrder(MODULES_DEP, [
+      "virtio_pci",
+      "virtio_blk",
+      "virtio_net",
+      "ext4",
+      "crc32c_generic",
+      "9pnet_virtio",
+      "9p"
+    ])
     expect(new Set(order).size).toBe(order.length)
     const at = (name: string) => order.findIndex((path) => path.endsWith(`/${name}.ko`))
     for (const line of MODULES_DEP.trim().split("\n")) {
       const [path, deps] = line.split(":") as [string, string]
       if (!order.includes(path)) continue
-      for (const dep of deps.trim().split(/\s+/).filter(Boolean)) expect(order.indexOf(dep), `${dep} before ${path}`).toBeLessThan(order.indexOf(path))
+      for (const dep of deps.trim().split(/\s+/).filter(Boolean))
+        expect(order.indexOf(dep), `${dep} before ${path}`).toBeLessThan(order.indexOf(path))
     }
     expect(at("virtio")).toBe(0)
     expect(order).toHaveLength(MODULES_DEP.trim().split("\n").length - 1) // everything listed but virtio-rng, which nothing here wants
@@ -256,7 +324,11 @@ describe("the initrd's module order", () => {
   })
 
   it("takes names with dashes or underscores, skips built-in modules, and names what is missing", () => {
-    expect(moduleLoadOrder(MODULES_DEP, ["virtio_rng"])).toEqual(["kernel/drivers/virtio/virtio.ko", "kernel/drivers/virtio/virtio_ring.ko", "kernel/drivers/char/hw_random/virtio-rng.ko"])
+    expect(moduleLoadOrder(MODULES_DEP, ["virtio_rng"])).toEqual([
+      "kernel/drivers/virtio/virtio.ko",
+      "kernel/drivers/virtio/virtio_ring.ko",
+      "kernel/drivers/char/hw_random/virtio-rng.ko"
+    ])
     expect(moduleLoadOrder(MODULES_DEP, ["crc32c-generic"])).toEqual(["kernel/crypto/crc32c_generic.ko"])
     expect(moduleLoadOrder("", ["ext4"], new Set(["ext4"]))).toEqual([])
     expect(() => moduleLoadOrder(MODULES_DEP, ["nosuch"])).toThrow(/nosuch is neither in modules.dep nor built in/)
@@ -272,7 +344,8 @@ describe("the initrd's /init", () => {
   })
 
   it("reads the files the per-VM archive writes, and hands them over in /run with sshd's modes", () => {
-    for (const path of [GUEST_AUTHORIZED_KEYS, GUEST_OPENSSH_HOST_KEY, GUEST_HOSTNAME]) expect(init).toContain(`/${path}`)
+    for (const path of [GUEST_AUTHORIZED_KEYS, GUEST_OPENSSH_HOST_KEY, GUEST_HOSTNAME])
+      expect(init).toContain(`/${path}`)
     expect(init).toContain("mount -t tmpfs -o nosuid,nodev,mode=0755 tmpfs /newroot/run")
     // sshd reads authorized keys as the user: the copy must be readable; the host key must not be.
     expect(init).toContain("chmod 0644 /newroot/run/stoat/authorized_keys/stoat")
@@ -282,7 +355,9 @@ describe("the initrd's /init", () => {
 
   it("mounts the 9p shares like the tiny guest: host read-only, any other tag read-write, odd tags skipped", () => {
     expect(init).toContain(`case "$tag" in ""|*/*|.|..) continue ;; host) mode=ro ;; *) mode=rw ;; esac`)
-    expect(init).toContain(`mount -t 9p -o "trans=virtio,version=9p2000.L,msize=262144,$mode" "$tag" "/newroot/mnt/$tag"`)
+    expect(init).toContain(
+      `mount -t 9p -o "trans=virtio,version=9p2000.L,msize=262144,$mode" "$tag" "/newroot/mnt/$tag"`
+    )
     expect(init).toContain(`[ "$mode" = rw ] && chown 1000:1000 "/newroot/mnt/$tag"`)
   })
 })
@@ -295,11 +370,21 @@ describe("the build cache", () => {
     await writeFile(join(dir, "vmlinux"), "k")
     await writeFile(join(dir, "initrd.img"), "initrd")
     await writeFile(join(dir, "rootfs.qcow2"), "qcow2-bytes")
-    const manifest = { version, recipe, kernel: "vmlinux", initrd: "initrd.img", rootDisk: "rootfs.qcow2", kernelArgs: DEBIAN_MINI_KERNEL_ARGS, initrdBytes: 6, rootDiskBytes: 11 }
+    const manifest = {
+      version,
+      recipe,
+      kernel: "vmlinux",
+      initrd: "initrd.img",
+      rootDisk: "rootfs.qcow2",
+      kernelArgs: DEBIAN_MINI_KERNEL_ARGS,
+      initrdBytes: 6,
+      rootDiskBytes: 11
+    }
     await writeFile(join(dir, "manifest.json"), JSON.stringify(manifest))
     return dir
   }
-  const point = (outDir: string, version: string) => writeFile(join(outDir, "current.json"), JSON.stringify({ version }))
+  const point = (outDir: string, version: string) =>
+    writeFile(join(outDir, "current.json"), JSON.stringify({ version }))
 
   it("uses the build current.json names once it is complete and made by this recipe", async () => {
     const out = await tempDir()
@@ -363,12 +448,16 @@ describe("the build lock", () => {
     let most = 0
     const waits: number[] = []
     const build = (id: number) =>
-      withBuildLock(dir, () => waits.push(id), async () => {
-        most = Math.max(most, ++inside)
-        await new Promise((resolve) => setTimeout(resolve, 50))
-        inside--
-        return id
-      })
+      withBuildLock(
+        dir,
+        () => waits.push(id),
+        async () => {
+          most = Math.max(most, ++inside)
+          await new Promise((resolve) => setTimeout(resolve, 50))
+          inside--
+          return id
+        }
+      )
     expect(await Promise.all([build(1), build(2), build(3)])).toEqual([1, 2, 3])
     expect(most).toBe(1)
     // Whichever build took the lock first (the file system decides), the other two waited, once each.
@@ -382,7 +471,13 @@ describe("the build lock", () => {
     const dead = Number(execFileSync("sh", ["-c", "sh -c 'echo $$' "], { encoding: "utf8" }).trim())
     await writeFile(join(dir, ".build.lock"), `${dead}\n`)
     const waited: string[] = []
-    await expect(withBuildLock(dir, () => waited.push("waited"), () => Promise.reject(new Error("boom")))).rejects.toThrow("boom")
+    await expect(
+      withBuildLock(
+        dir,
+        () => waited.push("waited"),
+        () => Promise.reject(new Error("boom"))
+      )
+    ).rejects.toThrow("boom")
     expect(waited).toEqual([])
     expect(existsSync(join(dir, ".build.lock"))).toBe(false)
   })
@@ -400,7 +495,8 @@ describe("the build host", () => {
 
   it("needs root once every program is there", async () => {
     const bin = await tempDir()
-    for (const program of ["mmdebstrap", "mke2fs", "qemu-img", "chroot", "xz"]) await writeFile(join(bin, program), "#!/bin/sh\n", { mode: 0o755 })
+    for (const program of ["mmdebstrap", "mke2fs", "qemu-img", "chroot", "xz"])
+      await writeFile(join(bin, program), "#!/bin/sh\n", { mode: 0o755 })
     await expect(checkBuildHost(bin, 1000)).rejects.toMatchObject({ kind: "needs_root" })
     await expect(checkBuildHost(bin, 0)).resolves.toBeUndefined()
   })
@@ -409,7 +505,11 @@ describe("the build host", () => {
     const root = await tempDir()
     const viaBuilder = (cacheDir: string, rootDisk?: string) =>
       Effect.runPromise(
-        Effect.either(Effect.flatMap(ImageBuilder, (images) => images.build("debian-12-mini", rootDisk !== undefined ? { rootDisk } : undefined))).pipe(
+        Effect.either(
+          Effect.flatMap(ImageBuilder, (images) =>
+            images.build("debian-12-mini", rootDisk !== undefined ? { rootDisk } : undefined)
+          )
+        ).pipe(
           Effect.provide(makeQemuImageBuilder({ debianMiniCacheDir: cacheDir }).pipe(Layer.provide(dataRootAt(root))))
         )
       )
@@ -417,12 +517,18 @@ describe("the build host", () => {
     process.env["PATH"] = await tempDir()
     try {
       const missing = await viaBuilder(join(root, "cache"))
-      expect(Either.isLeft(missing) && missing.left).toMatchObject({ code: "capability_unavailable", reason: "missing_tool" })
+      expect(Either.isLeft(missing) && missing.left).toMatchObject({
+        code: "capability_unavailable",
+        reason: "missing_tool"
+      })
     } finally {
       process.env["PATH"] = savedPath
     }
     const badPath = await viaBuilder(join(root, "a cache"))
-    expect(Either.isLeft(badPath) && badPath.left).toMatchObject({ code: "invalid_spec", subject: "STOAT_DEBIAN_MINI_CACHE" })
+    expect(Either.isLeft(badPath) && badPath.left).toMatchObject({
+      code: "invalid_spec",
+      subject: "STOAT_DEBIAN_MINI_CACHE"
+    })
     const gone = await viaBuilder(join(root, "cache"), join(root, "cache", "image", "vanished", "rootfs.qcow2"))
     expect(Either.isLeft(gone) && gone.left).toMatchObject({ code: "not_found" })
     expect(Either.isLeft(gone) && gone.left.message).toMatch(/delete the VM and create it again/)

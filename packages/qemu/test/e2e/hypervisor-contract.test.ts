@@ -22,7 +22,9 @@ describe("the QEMU provider keeps the Hypervisor contract", async () => {
   }, 600_000)
   afterAll(() => rm(root, { recursive: true, force: true }))
 
-  const layer = Layer.merge(makeQemuHypervisor({ tinyCacheDir }), QemuGuestSignalsLive).pipe(Layer.provide(dataRootAt(root)))
+  const layer = Layer.merge(makeQemuHypervisor({ tinyCacheDir }), QemuGuestSignalsLive).pipe(
+    Layer.provide(dataRootAt(root))
+  )
   const cases = hypervisorContract(layer, {
     plan: async (name) => {
       const plan = await tinyGuestPlan(root, image, name)

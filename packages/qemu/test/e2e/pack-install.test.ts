@@ -8,7 +8,17 @@
  * npm's cache after the first run (--prefer-offline). A missing QEMU fails this suite.
  */
 import { spawn } from "node:child_process"
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs"
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  existsSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { delimiter, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -27,7 +37,11 @@ interface Run {
 }
 
 /** Runs a program to completion (killed after `timeoutMs`), keeping stdout and stderr interleaved for diagnosis. */
-const run = (cmd: string, args: ReadonlyArray<string>, opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<Run> =>
+const run = (
+  cmd: string,
+  args: ReadonlyArray<string>,
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs: number }
+): Promise<Run> =>
   new Promise((done, fail) => {
     const started = performance.now()
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] })
@@ -53,7 +67,10 @@ const succeeded = (what: string, result: Run): Run => {
 /** One tarball's manifest and file list. */
 const readTarball = async (tarball: string) => {
   const list = succeeded(`tar -tzf ${tarball}`, await run("tar", ["-tzf", tarball], { cwd: repo, timeoutMs: MINUTE }))
-  const manifest = succeeded(`tar -xzOf ${tarball}`, await run("tar", ["-xzOf", tarball, "package/package.json"], { cwd: repo, timeoutMs: MINUTE }))
+  const manifest = succeeded(
+    `tar -xzOf ${tarball}`,
+    await run("tar", ["-xzOf", tarball, "package/package.json"], { cwd: repo, timeoutMs: MINUTE })
+  )
   return { files: list.output.trim().split("\n"), manifest: JSON.parse(manifest.output) as Record<string, unknown> }
 }
 
@@ -104,8 +121,12 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
   const vmTmp = join(work, "vm-tmp")
   const packed = new Map<string, string>()
 
-  const rootManifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { devDependencies: Record<string, string> }
-  const coreManifest = JSON.parse(readFileSync(join(repo, "packages/core/package.json"), "utf8")) as { devDependencies: Record<string, string> }
+  const rootManifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as {
+    devDependencies: Record<string, string>
+  }
+  const coreManifest = JSON.parse(readFileSync(join(repo, "packages/core/package.json"), "utf8")) as {
+    devDependencies: Record<string, string>
+  }
 
   /** The consumer's own vitest, with nothing of the outer vitest run in its environment. */
   const vitest = async (file: string, env: NodeJS.ProcessEnv = {}) => {
@@ -113,11 +134,24 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
     const report = join(work, `${file}.report.json`)
     const result = await run(
       process.execPath,
-      ["node_modules/vitest/vitest.mjs", "run", `test/${file}`, "--reporter=verbose", "--reporter=json", `--outputFile.json=${report}`],
-      { cwd: project, env: { ...base, NO_COLOR: "1", TMPDIR: vmTmp, STOAT_TINY_CACHE: tinyCacheDir, ...env }, timeoutMs: 10 * MINUTE }
+      [
+        "node_modules/vitest/vitest.mjs",
+        "run",
+        `test/${file}`,
+        "--reporter=verbose",
+        "--reporter=json",
+        `--outputFile.json=${report}`
+      ],
+      {
+        cwd: project,
+        env: { ...base, NO_COLOR: "1", TMPDIR: vmTmp, STOAT_TINY_CACHE: tinyCacheDir, ...env },
+        timeoutMs: 10 * MINUTE
+      }
     )
     console.log(`consumer vitest ${file}: exit ${result.code} in ${result.ms} ms`)
-    const parsed = existsSync(report) ? (JSON.parse(readFileSync(report, "utf8")) as { testResults: Array<{ assertionResults: ReportedTest[] }> }) : undefined
+    const parsed = existsSync(report)
+      ? (JSON.parse(readFileSync(report, "utf8")) as { testResults: Array<{ assertionResults: ReportedTest[] }> })
+      : undefined
     if (parsed === undefined) throw new Error(`vitest wrote no report for ${file}:\n${result.output.slice(-6_000)}`)
     const tests = parsed.testResults.flatMap((file) => file.assertionResults)
     return { ...result, tests, status: Object.fromEntries(tests.map((test) => [test.fullName, test.status])) }
@@ -130,11 +164,15 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
     for (const name of PACKAGES) {
       const result = succeeded(
         `pnpm pack @stoat/${name}`,
-        await run("pnpm", ["pack", "--pack-destination", tarballs], { cwd: join(repo, "packages", name), timeoutMs: 2 * MINUTE })
+        await run("pnpm", ["pack", "--pack-destination", tarballs], {
+          cwd: join(repo, "packages", name),
+          timeoutMs: 2 * MINUTE
+        })
       )
       console.log(`pnpm pack @stoat/${name}: ${result.ms} ms`)
     }
-    for (const file of readdirSync(tarballs)) packed.set(/^stoat-([a-z]+)-/.exec(file)?.[1] ?? file, join(tarballs, file))
+    for (const file of readdirSync(tarballs))
+      packed.set(/^stoat-([a-z]+)-/.exec(file)?.[1] ?? file, join(tarballs, file))
 
     mkdirSync(join(project, "test"), { recursive: true })
     for (const file of readdirSync(fixtures)) {
@@ -149,7 +187,9 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
         ...Object.fromEntries(PACKAGES.map((name) => [`@stoat/${name}`, `file:${packed.get(name)}`])),
         effect: coreManifest.devDependencies["effect"]
       },
-      devDependencies: Object.fromEntries(["vitest", "typescript", "@types/node"].map((name) => [name, rootManifest.devDependencies[name]]))
+      devDependencies: Object.fromEntries(
+        ["vitest", "typescript", "@types/node"].map((name) => [name, rootManifest.devDependencies[name]])
+      )
     }
     writeFileSync(join(project, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`)
 
@@ -157,13 +197,17 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
     const env = { ...process.env, npm_config_nodedir: process.env["npm_config_nodedir"] ?? "/usr", JOBS: "max" }
     const install = succeeded(
       "npm install of the tarballs",
-      await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: project, env, timeoutMs: 10 * MINUTE })
+      await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], {
+        cwd: project,
+        env,
+        timeoutMs: 10 * MINUTE
+      })
     )
     console.log(`npm install --prefer-offline (3 tarballs, vitest, typescript; native builds): ${install.ms} ms`)
     pathWithoutQemu(noQemuBin)
   }, 15 * MINUTE)
 
-  afterAll(() => process.env["KEEP_PACK"] ? undefined : rmSync(work, { recursive: true, force: true }))
+  afterAll(() => (process.env["KEEP_PACK"] ? undefined : rmSync(work, { recursive: true, force: true })))
 
   it("packs each package with ESM exports and their types, pinned sibling versions, and only built files", async () => {
     expect([...packed.keys()].sort()).toEqual([...PACKAGES].sort())
@@ -175,19 +219,25 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
       for (const [dependency, range] of Object.entries((manifest["dependencies"] ?? {}) as Record<string, string>)) {
         if (dependency.startsWith("@stoat/")) expect(range, `${name} → ${dependency}`).toBe(manifest["version"])
       }
-      const exported = Object.values(manifest["exports"] as Record<string, string | { types: string; default: string }>).flatMap((entry) =>
-        typeof entry === "string" ? [entry] : [entry.types, entry.default]
-      )
-      for (const path of exported) expect(files, `${name} exports ${path}`).toContain(`package/${path.replace(/^\.\//, "")}`)
+      const exported = Object.values(
+        manifest["exports"] as Record<string, string | { types: string; default: string }>
+      ).flatMap((entry) => (typeof entry === "string" ? [entry] : [entry.types, entry.default]))
+      for (const path of exported)
+        expect(files, `${name} exports ${path}`).toContain(`package/${path.replace(/^\.\//, "")}`)
       expect(files).toContain("package/README.md")
-      const unexpected = files.filter((file) => !/^package\/(package\.json|README\.md|dist\/.+\.(js|d\.ts))$/.test(file))
+      const unexpected = files.filter(
+        (file) => !/^package\/(package\.json|README\.md|dist\/.+\.(js|d\.ts))$/.test(file)
+      )
       expect(unexpected, `${name} ships only dist/*.js, dist/*.d.ts, package.json and README.md`).toEqual([])
       expect(files.filter((file) => /\.test\.|\/test\//.test(file))).toEqual([])
     }
   })
 
   it("type-checks the consumer's harness tests against the installed packages' types", async () => {
-    const result = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], { cwd: project, timeoutMs: 3 * MINUTE })
+    const result = await run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], {
+      cwd: project,
+      timeoutMs: 3 * MINUTE
+    })
     expect(result.output).toBe("")
     expect(result.code).toBe(0)
   })
@@ -195,7 +245,8 @@ describe("@stoat/wire, core and qemu installed from their tarballs with npm", ()
   it("runs a testLayer harness in the consumer on a PATH without QEMU", async () => {
     const result = await vitest("test-layer.test.ts", { PATH: noQemuBin })
     expect(result.status, result.output).toEqual({
-      "a harness embedding @stoat/core with testLayer creates, starts and execs in a VM, and gets typed errors, without QEMU": "passed"
+      "a harness embedding @stoat/core with testLayer creates, starts and execs in a VM, and gets typed errors, without QEMU":
+        "passed"
     })
     expect(result.code).toBe(0)
   })

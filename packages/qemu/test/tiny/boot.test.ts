@@ -30,7 +30,9 @@ async function requireTool(tool: string, args: string[]): Promise<void> {
   } catch (e) {
     const err = e as NodeJS.ErrnoException
     if (err.code === "ENOENT") {
-      throw new Error(`${tool} is not installed: the tiny-guest boot test needs it (apt-get install qemu-system-x86 qemu-utils)`)
+      throw new Error(
+        `${tool} is not installed: the tiny-guest boot test needs it (apt-get install qemu-system-x86 qemu-utils)`
+      )
     }
   }
 }
@@ -117,7 +119,9 @@ describe("tiny guest", () => {
       hostShare,
       display: "vnc"
     }
-    const child = spawn("qemu-system-x86_64", qemuArgs(plan, { accel: "tcg", initrd, daemonize: false }), { stdio: ["ignore", "ignore", "pipe"] })
+    const child = spawn("qemu-system-x86_64", qemuArgs(plan, { accel: "tcg", initrd, daemonize: false }), {
+      stdio: ["ignore", "ignore", "pipe"]
+    })
     running.add(child)
     let stderr = ""
     child.stderr?.on("data", (b: Buffer) => (stderr += b.toString()))
@@ -129,27 +133,39 @@ describe("tiny guest", () => {
       })
     )
     // The readiness below asks the pidfile whether QEMU runs: QMP answering means QEMU wrote it.
-    await Effect.runPromise(qmpExecute(join(vmDir, "qmp.sock"), "query-status", undefined, { connectTimeoutMs: 60_000 }))
+    await Effect.runPromise(
+      qmpExecute(join(vmDir, "qmp.sock"), "query-status", undefined, { connectTimeoutMs: 60_000 })
+    )
     return { child, exited }
   }
 
   const sshOpts = () => [
-    "-i", key,
-    "-o", "StrictHostKeyChecking=no",
-    "-o", "UserKnownHostsFile=/dev/null",
-    "-o", "BatchMode=yes",
-    "-o", "LogLevel=VERBOSE",
-    "-o", "ConnectTimeout=20"
+    "-i",
+    key,
+    "-o",
+    "StrictHostKeyChecking=no",
+    "-o",
+    "UserKnownHostsFile=/dev/null",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "LogLevel=VERBOSE",
+    "-o",
+    "ConnectTimeout=20"
   ]
 
   async function ssh(cmd: string): Promise<string> {
     try {
-      const { stdout } = await execFileP("ssh", [...sshOpts(), "-p", String(port), "root@127.0.0.1", cmd], { timeout: 60_000 })
+      const { stdout } = await execFileP("ssh", [...sshOpts(), "-p", String(port), "root@127.0.0.1", cmd], {
+        timeout: 60_000
+      })
       return stdout
     } catch (e) {
       // The exit status and both streams, so a failure says whether ssh, the guest's sshd or the command failed.
       const err = e as { code?: unknown; signal?: unknown; stdout?: string; stderr?: string }
-      throw new Error(`ssh ${JSON.stringify(cmd)} failed: exit ${String(err.code)}, signal ${String(err.signal)}, stdout ${JSON.stringify(err.stdout)}, stderr ${JSON.stringify(err.stderr)}`)
+      throw new Error(
+        `ssh ${JSON.stringify(cmd)} failed: exit ${String(err.code)}, signal ${String(err.signal)}, stdout ${JSON.stringify(err.stdout)}, stderr ${JSON.stringify(err.stderr)}`
+      )
     }
   }
 
@@ -183,22 +199,30 @@ describe("tiny guest", () => {
     const payload = join(vmDir, "payload.bin")
     const data = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 31) % 251))
     await writeFile(payload, data)
-    await execFileP("scp", [...sshOpts(), "-P", String(port), payload, "root@127.0.0.1:/tmp/payload.bin"], { timeout: 60_000 })
+    await execFileP("scp", [...sshOpts(), "-P", String(port), payload, "root@127.0.0.1:/tmp/payload.bin"], {
+      timeout: 60_000
+    })
     expect((await ssh("wc -c < /tmp/payload.bin")).trim()).toBe(String(data.length))
     const back = join(vmDir, "payload.back")
-    await execFileP("scp", [...sshOpts(), "-P", String(port), "root@127.0.0.1:/tmp/payload.bin", back], { timeout: 60_000 })
+    await execFileP("scp", [...sshOpts(), "-P", String(port), "root@127.0.0.1:/tmp/payload.bin", back], {
+      timeout: 60_000
+    })
     expect((await readFile(back)).equals(data)).toBe(true)
 
     // 9p "work" share: read what the host wrote, write something back.
-    expect(await ssh("cat /mnt/work/from-host.txt; echo from-guest > /mnt/work/from-guest.txt")).toBe("written on the host\n")
+    expect(await ssh("cat /mnt/work/from-host.txt; echo from-guest > /mnt/work/from-guest.txt")).toBe(
+      "written on the host\n"
+    )
     expect(await readFile(join(work, "from-guest.txt"), "utf8")).toBe("from-guest\n")
     // 9p "host" share is mounted read-only.
-    expect(await ssh("cat /mnt/host/readme.txt; touch /mnt/host/nope 2>/dev/null && echo writable || echo read-only")).toBe(
-      "read-only share\nread-only\n"
-    )
+    expect(
+      await ssh("cat /mnt/host/readme.txt; touch /mnt/host/nope 2>/dev/null && echo writable || echo read-only")
+    ).toBe("read-only share\nread-only\n")
 
     // The guest presents the host key baked into its initrd.
-    const { stdout: scan } = await execFileP("ssh-keyscan", ["-t", "ed25519", "-p", String(port), "127.0.0.1"], { timeout: 30_000 })
+    const { stdout: scan } = await execFileP("ssh-keyscan", ["-t", "ed25519", "-p", String(port), "127.0.0.1"], {
+      timeout: 30_000
+    })
     const hostPub = (await readFile(join(vmDir, "host_key.pub"), "utf8")).split(" ")[1]
     expect(scan).toContain(`ssh-ed25519 ${hostPub}`)
 

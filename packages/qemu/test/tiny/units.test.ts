@@ -51,7 +51,16 @@ describe("CpioWriter", () => {
     const buf = w.finish()
     expect(buf.length % 512).toBe(0)
     const entries = readNewc(buf)
-    expect(entries.map((e) => e.name)).toEqual(["etc", "etc/stoat", "etc/stoat/hostname", "bin", "bin/sh", "dev", "dev/console", "tmp"])
+    expect(entries.map((e) => e.name)).toEqual([
+      "etc",
+      "etc/stoat",
+      "etc/stoat/hostname",
+      "bin",
+      "bin/sh",
+      "dev",
+      "dev/console",
+      "tmp"
+    ])
     const byName = new Map(entries.map((e) => [e.name, e]))
     expect(byName.get("etc/stoat/hostname")?.data.toString()).toBe("vm1\n")
     expect(byName.get("etc/stoat/hostname")?.mode).toBe(0o100644)
@@ -105,7 +114,9 @@ describe("host key conversion", () => {
     )
     if (!has) return
     await execFileP("dropbearconvert", ["openssh", "dropbear", join(dir, "k"), join(dir, "k.ref")])
-    expect((await toDropbearKey(await readFile(join(dir, "k"), "utf8"))).equals(await readFile(join(dir, "k.ref")))).toBe(true)
+    expect(
+      (await toDropbearKey(await readFile(join(dir, "k"), "utf8"))).equals(await readFile(join(dir, "k.ref")))
+    ).toBe(true)
   })
 
   it("converts a key of another type through dropbearconvert, leaving no file behind", async () => {
@@ -117,7 +128,9 @@ describe("host key conversion", () => {
   })
 
   it("refuses keys it cannot read", () => {
-    expect(() => opensshEd25519ToDropbear("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n")).toThrow()
+    expect(() =>
+      opensshEd25519ToDropbear("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n")
+    ).toThrow()
   })
 })
 
@@ -147,7 +160,15 @@ describe("qemuArgs for a direct-boot guest", () => {
 
   it("adds forwards, disk, shares and daemonize, escaping commas", () => {
     const args = qemuArgs(
-      { ...plan, ramMb: 512, cpus: 2, forwards: [{ host: 8080, guest: 80 }], disk: "disk.qcow2", workShare: "/shared/a,b", hostShare: "/home/u" },
+      {
+        ...plan,
+        ramMb: 512,
+        cpus: 2,
+        forwards: [{ host: 8080, guest: 80 }],
+        disk: "disk.qcow2",
+        workShare: "/shared/a,b",
+        hostShare: "/home/u"
+      },
       { accel: "tcg" }
     )
     const joined = args.join(" ")
@@ -170,7 +191,8 @@ describe("writeVmInitrd", () => {
     const base = join(dir, "base.img")
     const out = join(dir, "vm.img")
     await writeFile(base, Buffer.alloc(4097, 7))
-    const write = (hostname: string) => writeVmInitrd({ baseInitrd: base, out, authorizedKeys: "ssh-ed25519 AAAA k", hostname })
+    const write = (hostname: string) =>
+      writeVmInitrd({ baseInitrd: base, out, authorizedKeys: "ssh-ed25519 AAAA k", hostname })
     const inode = async () => (await stat(out)).ino
 
     await write("one")

@@ -32,7 +32,14 @@ export const plasma = (): Effect => (frame, t) => {
         Math.sin((x * 0.07 + y * 0.09 + time) * 1.3) +
         Math.sin(Math.sqrt((x - frame.width / 2) ** 2 + (y - frame.height / 2) ** 2) * 0.15 - time)
       const p = v * Math.PI * 0.5
-      set(frame, x, y, 128 + 127 * Math.sin(p), 128 + 127 * Math.sin(p + (2 * Math.PI) / 3), 128 + 127 * Math.sin(p + (4 * Math.PI) / 3))
+      set(
+        frame,
+        x,
+        y,
+        128 + 127 * Math.sin(p),
+        128 + 127 * Math.sin(p + (2 * Math.PI) / 3),
+        128 + 127 * Math.sin(p + (4 * Math.PI) / 3)
+      )
     }
   }
 }
@@ -50,7 +57,11 @@ export const fire = (): Effect => {
   }
   const palette: Array<[number, number, number]> = Array.from({ length: 37 }, (_, i) => {
     const f = i / 36
-    return [Math.min(255, f * 3 * 255), Math.max(0, Math.min(255, (f * 3 - 1) * 255)), Math.max(0, Math.min(255, (f * 3 - 2) * 255))]
+    return [
+      Math.min(255, f * 3 * 255),
+      Math.max(0, Math.min(255, (f * 3 - 1) * 255)),
+      Math.max(0, Math.min(255, (f * 3 - 2) * 255))
+    ]
   })
   return (frame) => {
     const { width, height } = frame
@@ -103,7 +114,8 @@ export const copper = (): Effect => (frame, t) => {
       rows[y * 3 + 2] = b * shade
     }
   })
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) set(frame, x, y, rows[y * 3]!, rows[y * 3 + 1]!, rows[y * 3 + 2]!)
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) set(frame, x, y, rows[y * 3]!, rows[y * 3 + 1]!, rows[y * 3 + 2]!)
 }
 
 export const EFFECTS = { plasma, fire, copper } as const
@@ -116,7 +128,9 @@ export const renderFrame = (frame: Frame): string => {
     for (let x = 0; x < width; x++) {
       const top = (y * width + x) * 3
       const bottom = ((y + 1) * width + x) * 3
-      parts.push(`\x1b[38;2;${rgb[top]};${rgb[top + 1]};${rgb[top + 2]}m\x1b[48;2;${rgb[bottom]};${rgb[bottom + 1]};${rgb[bottom + 2]}m\u2580`)
+      parts.push(
+        `\x1b[38;2;${rgb[top]};${rgb[top + 1]};${rgb[top + 2]}m\x1b[48;2;${rgb[bottom]};${rgb[bottom + 1]};${rgb[bottom + 2]}m\u2580`
+      )
     }
     parts.push(y + 2 < height ? "\x1b[0m\n" : "\x1b[0m")
   }

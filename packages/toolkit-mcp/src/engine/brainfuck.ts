@@ -146,7 +146,12 @@ export type Item =
    * Multiply/copy loop on cell[o]: n = cell[o] * scale (mod 256) iterations, each adding f to
    * cell[target]; then cell[o] = 0.
    */
-  | { readonly k: "mul"; readonly o: number; readonly scale: number; readonly targets: ReadonlyArray<readonly [number, number]> }
+  | {
+      readonly k: "mul"
+      readonly o: number
+      readonly scale: number
+      readonly targets: ReadonlyArray<readonly [number, number]>
+    }
   | { readonly k: "out"; readonly o: number }
   | { readonly k: "in"; readonly o: number }
   /** A loop on cell[o] whose body never moves the pointer (net 0, only balanced inner loops). */
@@ -534,7 +539,14 @@ class Generator {
           s += `if((x=${this.at(it.o)})!==0){`
           if (it.scale !== 1) s += `x=(x*${it.scale})&255;`
           for (const [o, f] of it.targets) {
-            s += f === 1 ? `${this.at(o)}+=x;` : f === 255 ? `${this.at(o)}-=x;` : f < 128 ? `${this.at(o)}+=x*${f};` : `${this.at(o)}-=x*${256 - f};`
+            s +=
+              f === 1
+                ? `${this.at(o)}+=x;`
+                : f === 255
+                  ? `${this.at(o)}-=x;`
+                  : f < 128
+                    ? `${this.at(o)}+=x*${f};`
+                    : `${this.at(o)}-=x*${256 - f};`
           }
           s += `${this.at(it.o)}=0}`
           break
@@ -542,7 +554,11 @@ class Generator {
         case "loop": {
           cut()
           const body = this.nested(() => this.join(this.fast(it.body)))
-          pieces.push({ code: `while(${this.at(it.o)}!==0){${body.code}${this.tickCode()}}`, kind: "void", force: body.force })
+          pieces.push({
+            code: `while(${this.at(it.o)}!==0){${body.code}${this.tickCode()}}`,
+            kind: "void",
+            force: body.force
+          })
           break
         }
         default:
@@ -625,7 +641,8 @@ class Generator {
     const code = body(items, true)
     if (names.size > 64 || code.length > this.budget * 2) return null
     const decl: string[] = []
-    for (const [o, n] of names) decl.push(load.has(o) ? `${n}=${o === 0 && cell0 !== undefined ? cell0 : this.at(o)}` : `${n}=0`)
+    for (const [o, n] of names)
+      decl.push(load.has(o) ? `${n}=${o === 0 && cell0 !== undefined ? cell0 : this.at(o)}` : `${n}=0`)
     let stores = ""
     for (const o of written) stores += `${this.at(o)}=${name(o)};`
     return `let ${decl.join(",")};${code}${stores}`
@@ -656,7 +673,9 @@ class Generator {
   }
 
   private move(d: number): string {
-    return d <= TAPE_SIZE / 2 ? `p+=${d};if(p>=${TAPE_SIZE})p-=${TAPE_SIZE};` : `p-=${TAPE_SIZE - d};if(p<0)p+=${TAPE_SIZE};`
+    return d <= TAPE_SIZE / 2
+      ? `p+=${d};if(p>=${TAPE_SIZE})p-=${TAPE_SIZE};`
+      : `p-=${TAPE_SIZE - d};if(p<0)p+=${TAPE_SIZE};`
   }
 
   /** `while (cell) p += d` for a normalized d. */
@@ -725,7 +744,9 @@ class Generator {
         } else if (it.k === "scan") {
           pieces.push({ code: this.scan(mod(it.d, TAPE_SIZE)), kind: null })
         } else {
-          const body = this.nested(() => this.strideLoop(it.body) ?? `while(m[p]!==0){${this.join(this.seq(it.body))}${this.tickCode()}}`)
+          const body = this.nested(
+            () => this.strideLoop(it.body) ?? `while(m[p]!==0){${this.join(this.seq(it.body))}${this.tickCode()}}`
+          )
           pieces.push({ code: body.code, kind: "p", force: body.force })
         }
       } else {
@@ -863,7 +884,10 @@ let instances = 0
  * the first run's feedback and optimized code, which measured slower (up to 2x) than a fresh start.
  */
 export function instantiate(code: string): (input: Uint8Array, io: ChunkIo | RingIo) => void {
-  return new Function("input", "io", `"use strict";\n${code}\n// run ${++instances}`) as (input: Uint8Array, io: ChunkIo | RingIo) => void
+  return new Function("input", "io", `"use strict";\n${code}\n// run ${++instances}`) as (
+    input: Uint8Array,
+    io: ChunkIo | RingIo
+  ) => void
 }
 
 export interface RunOptions {
@@ -905,7 +929,12 @@ export function runProgram(program: Program, options: RunOptions): void {
       : (): void => {
           if (shouldStop()) throw new BrainfuckStoppedError()
         }
-  const io: ChunkIo = { write: options.write, poll, flushMs: options.flushMs ?? 50, ...(options.onExit ? { exit: options.onExit } : {}) }
+  const io: ChunkIo = {
+    write: options.write,
+    poll,
+    flushMs: options.flushMs ?? 50,
+    ...(options.onExit ? { exit: options.onExit } : {})
+  }
   run(options.input ?? new Uint8Array(0), io)
 }
 

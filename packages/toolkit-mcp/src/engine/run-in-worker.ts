@@ -21,7 +21,14 @@ import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { MessageChannel } from "node:worker_threads"
 import type { WorkerPool } from "../pool/worker-pool.js"
-import { BrainfuckStoppedError, compileBrainfuck, RING_BYTES, RING_HEADER_BYTES, runProgram, type Program } from "./brainfuck.js"
+import {
+  BrainfuckStoppedError,
+  compileBrainfuck,
+  RING_BYTES,
+  RING_HEADER_BYTES,
+  runProgram,
+  type Program
+} from "./brainfuck.js"
 import { WORKER_MODULE_SOURCE, type RunTask } from "./worker-body.js"
 
 export interface RunBrainfuckOptions {
@@ -41,9 +48,14 @@ export class BrainfuckAbortError extends Error {
   override readonly name = "AbortError"
   readonly code = "ABORT_ERR"
   constructor(reason: unknown) {
-    super(reason instanceof Error && reason.name === "TimeoutError" ? "Brainfuck program timed out" : "Brainfuck program was aborted", {
-      cause: reason
-    })
+    super(
+      reason instanceof Error && reason.name === "TimeoutError"
+        ? "Brainfuck program timed out"
+        : "Brainfuck program was aborted",
+      {
+        cause: reason
+      }
+    )
   }
 }
 
@@ -74,7 +86,13 @@ function toUrl(pathOrUrl: string): URL {
   return pathOrUrl.startsWith("file:") ? new URL(pathOrUrl) : pathToFileURL(pathOrUrl)
 }
 
-const CANDIDATES = ["./worker.js", "./engine/worker.js", "../engine/worker.js", "../../engine/worker.js", "../../../engine/worker.js"]
+const CANDIDATES = [
+  "./worker.js",
+  "./engine/worker.js",
+  "../engine/worker.js",
+  "../../engine/worker.js",
+  "../../../engine/worker.js"
+]
 
 /** Where the worker comes from; exported for diagnostics and tests. */
 export function resolveBrainfuckWorker(): WorkerTarget {
@@ -117,7 +135,12 @@ async function brainfuckPool(): Promise<WorkerPool<RunTask, void>> {
   const { WorkerPool } = await import("../pool/worker-pool.js")
   if (pool !== null) return pool
   const t = resolveBrainfuckWorker()
-  pool = new WorkerPool<RunTask, void>({ script: t.kind === "file" ? t.url : sourceModuleUrl(t.source), size: 1, maxQueued: Number.MAX_SAFE_INTEGER, what: "Brainfuck" })
+  pool = new WorkerPool<RunTask, void>({
+    script: t.kind === "file" ? t.url : sourceModuleUrl(t.source),
+    size: 1,
+    maxQueued: Number.MAX_SAFE_INTEGER,
+    what: "Brainfuck"
+  })
   return pool
 }
 
@@ -170,7 +193,12 @@ export async function runBrainfuck(source: string | Program, opts: RunBrainfuckO
   return runInWorker(program, input, delivered, opts)
 }
 
-async function runInWorker(program: Program, input: Uint8Array, skipBytes: number, opts: RunBrainfuckOptions): Promise<void> {
+async function runInWorker(
+  program: Program,
+  input: Uint8Array,
+  skipBytes: number,
+  opts: RunBrainfuckOptions
+): Promise<void> {
   const { signal, onOutput } = opts
   if (signal?.aborted) throw new BrainfuckAbortError(signal.reason)
   const ring = new SharedArrayBuffer(RING_HEADER_BYTES + RING_BYTES)
@@ -223,7 +251,11 @@ async function runInWorker(program: Program, input: Uint8Array, skipBytes: numbe
   const { port1, port2 } = new MessageChannel()
   port1.on("message", () => step(drain))
   try {
-    await (await brainfuckPool()).run({ code: program.code({ output: "ring" }), input, ring, port: port2 }, stop.signal, [port2])
+    await (await brainfuckPool()).run(
+      { code: program.code({ output: "ring" }), input, ring, port: port2 },
+      stop.signal,
+      [port2]
+    )
     step(drain)
   } catch (e) {
     if (stop.signal.aborted) throw stop.signal.reason

@@ -112,7 +112,9 @@ export class LevenshteinLimitError extends Error {
     readonly lengths: readonly [number, number],
     readonly maxPairs: number
   ) {
-    super(`${lengths[0]} × ${lengths[1]} characters is more than the ${maxPairs.toLocaleString("en-US")} character pairs compared at most`)
+    super(
+      `${lengths[0]} × ${lengths[1]} characters is more than the ${maxPairs.toLocaleString("en-US")} character pairs compared at most`
+    )
   }
 }
 

@@ -21,7 +21,9 @@ export interface ToolOutcome {
 }
 
 /** A worker's answer to one job: the command ran to an exit code, or failed outside its own error handling. */
-export type ToolReply = { readonly type: "done"; readonly outcome: ToolOutcome } | { readonly type: "failed"; readonly message: string }
+export type ToolReply =
+  | { readonly type: "done"; readonly outcome: ToolOutcome }
+  | { readonly type: "failed"; readonly message: string }
 
 export interface PoolOptions {
   /** The worker script (tool-worker.ts, or a stand-in in tests). */

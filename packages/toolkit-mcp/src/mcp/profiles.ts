@@ -18,7 +18,10 @@ export interface LoadedProfile {
 
 /** A saved profile, or the built-in default when `default` is asked for and none is saved. */
 export const loadProfile = async (configDb: string, name: string): Promise<LoadedProfile> => {
-  const saved = await withStore(configDb, Effect.flatMap(Profiles, (profiles) => profiles.get(name)))
+  const saved = await withStore(
+    configDb,
+    Effect.flatMap(Profiles, (profiles) => profiles.get(name))
+  )
   if (Option.isSome(saved)) return { profile: saved.value, builtIn: false }
   if (name === DEFAULT_PROFILE) return { profile: BUILT_IN_DEFAULT, builtIn: true }
   throw new ToolkitError(`MCP profile '${name}' does not exist`)
@@ -26,7 +29,10 @@ export const loadProfile = async (configDb: string, name: string): Promise<Loade
 
 /** The built-in default (unless a profile named default is saved) and every saved profile, by name. */
 export const listProfiles = async (configDb: string): Promise<LoadedProfile[]> => {
-  const saved = await withStore(configDb, Effect.flatMap(Profiles, (profiles) => profiles.list))
+  const saved = await withStore(
+    configDb,
+    Effect.flatMap(Profiles, (profiles) => profiles.list)
+  )
   const all: LoadedProfile[] = saved.map((profile) => ({ profile, builtIn: false }))
   if (!saved.some((p) => p.name === DEFAULT_PROFILE)) all.push({ profile: BUILT_IN_DEFAULT, builtIn: true })
   return all.sort((a, b) => (a.profile.name < b.profile.name ? -1 : a.profile.name > b.profile.name ? 1 : 0))
@@ -51,5 +57,10 @@ export const resolveProfile = (config: Config, include: ReadonlyArray<string>): 
     else if (resolution.kind === "unknown") unknown.push(entry)
     else neverExposed.push(entry)
   }
-  return { ids: sortIds(ids), unresolved: include.filter((e) => unknown.includes(e) || neverExposed.includes(e)), neverExposed, unknown }
+  return {
+    ids: sortIds(ids),
+    unresolved: include.filter((e) => unknown.includes(e) || neverExposed.includes(e)),
+    neverExposed,
+    unknown
+  }
 }

@@ -2,7 +2,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { isIP } from "node:net"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult
+} from "@modelcontextprotocol/sdk/types.js"
 import { checkRequest, isLoopbackHost } from "@stoat/core/http"
 import { TOOLKIT_VERSION } from "../version.js"
 import { PoolBusy, WorkerFailed, type ToolPool } from "./pool.js"
@@ -69,7 +75,10 @@ class CallTimedOut extends Error {
   override readonly name = "CallTimedOut"
 }
 
-const text = (body: string, isError: boolean): CallToolResult => ({ content: [{ type: "text", text: body }], ...(isError ? { isError: true } : {}) })
+const text = (body: string, isError: boolean): CallToolResult => ({
+  content: [{ type: "text", text: body }],
+  ...(isError ? { isError: true } : {})
+})
 
 /** Reads and drops the rest of a refused body, so the client gets to read the answer; past a bound it is cut off. */
 const discardRest = (req: IncomingMessage): void => {
@@ -104,14 +113,27 @@ const readBody = (req: IncomingMessage): Promise<Buffer | "too large"> =>
     req.on("error", reject)
   })
 
-const jsonError = (res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}, id: string | number | null = null): void => {
-  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }))
+const jsonError = (
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+  id: string | number | null = null
+): void => {
+  res
+    .writeHead(status, { "content-type": "application/json", ...headers })
+    .end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id }))
 }
 
 /** A JSON-RPC response written without the SDK (see refuseMalformedCall). */
-type JsonRpcReply = { readonly jsonrpc: "2.0"; readonly id: string | number } & ({ readonly result: CallToolResult } | { readonly error: { readonly code: number; readonly message: string } })
+type JsonRpcReply = { readonly jsonrpc: "2.0"; readonly id: string | number } & (
+  | { readonly result: CallToolResult }
+  | { readonly error: { readonly code: number; readonly message: string } }
+)
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 interface InvalidMessage {
   readonly code: number
@@ -125,15 +147,20 @@ interface InvalidMessage {
  * message, and 202 for an empty batch. MCP has had no batches since 2025-06-18.
  */
 const invalidMessage = (body: unknown): InvalidMessage | undefined => {
-  if (Array.isArray(body)) return { code: ErrorCode.InvalidRequest, message: "Invalid Request: batches are not supported", id: null }
-  if (!isObject(body)) return { code: ErrorCode.InvalidRequest, message: "Invalid Request: a message is a JSON object", id: null }
+  if (Array.isArray(body))
+    return { code: ErrorCode.InvalidRequest, message: "Invalid Request: batches are not supported", id: null }
+  if (!isObject(body))
+    return { code: ErrorCode.InvalidRequest, message: "Invalid Request: a message is a JSON object", id: null }
   const id = typeof body["id"] === "string" || typeof body["id"] === "number" ? body["id"] : null
   const invalid = (message: string, code: number = ErrorCode.InvalidRequest): InvalidMessage => ({ code, message, id })
   if (body["jsonrpc"] !== "2.0") return invalid('Invalid Request: "jsonrpc" must be "2.0"')
-  if ("id" in body && id === null && "method" in body) return invalid('Invalid Request: "id" must be a string or a number')
-  if (!("method" in body)) return "result" in body || "error" in body ? undefined : invalid('Invalid Request: "method" is missing')
+  if ("id" in body && id === null && "method" in body)
+    return invalid('Invalid Request: "id" must be a string or a number')
+  if (!("method" in body))
+    return "result" in body || "error" in body ? undefined : invalid('Invalid Request: "method" is missing')
   if (typeof body["method"] !== "string") return invalid('Invalid Request: "method" must be a string')
-  if ("params" in body && !isObject(body["params"])) return invalid('Invalid params: "params" must be an object', ErrorCode.InvalidParams)
+  if ("params" in body && !isObject(body["params"]))
+    return invalid('Invalid params: "params" must be an object', ErrorCode.InvalidParams)
   return undefined
 }
 
@@ -145,7 +172,9 @@ const invalidMessage = (body: unknown): InvalidMessage | undefined => {
 const logName = (name: unknown): string => {
   const text = typeof name === "string" ? name : name === undefined ? "(none)" : (JSON.stringify(name) ?? String(name))
   const shown = text.length > MAX_LOGGED_NAME ? `${text.slice(0, MAX_LOGGED_NAME)}…` : text
-  return shown.replace(/[^\p{L}\p{N}\p{P}\p{S}]|\\/gu, (ch) => (ch === "\\" ? "\\\\" : `\\u{${ch.codePointAt(0)!.toString(16)}}`))
+  return shown.replace(/[^\p{L}\p{N}\p{P}\p{S}]|\\/gu, (ch) =>
+    ch === "\\" ? "\\\\" : `\\u{${ch.codePointAt(0)!.toString(16)}}`
+  )
 }
 
 /**
@@ -161,10 +190,16 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
   // serve refuses a non-loopback host without --allow-remote; with it, clients use other names.
   const allowRemote = !isLoopbackHost(options.host)
 
-  const logCall = (name: unknown, code: number, started: number): void => log(`tool ${logName(name)} exit ${code} ${Math.round(performance.now() - started)}ms`)
+  const logCall = (name: unknown, code: number, started: number): void =>
+    log(`tool ${logName(name)} exit ${code} ${Math.round(performance.now() - started)}ms`)
 
   /** One tools/call whose request the SDK's CallToolRequestSchema accepted (or whose only fault is arguments that are not an object). */
-  const callTool = async (name: string, args: unknown, requestId: string | number, requestSignal: AbortSignal): Promise<CallToolResult> => {
+  const callTool = async (
+    name: string,
+    args: unknown,
+    requestId: string | number,
+    requestSignal: AbortSignal
+  ): Promise<CallToolResult> => {
     const started = performance.now()
     const tool = byName.get(name)
     if (!tool) {
@@ -215,7 +250,10 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
    * -32602, arguments that are not an object are the tool's argument error (a result ending
    * in `exit code: 1`, like any bad argument), anything else is -32602 naming the field.
    */
-  const refuseMalformedCall = async (message: Record<string, unknown>, id: string | number): Promise<JsonRpcReply | undefined> => {
+  const refuseMalformedCall = async (
+    message: Record<string, unknown>,
+    id: string | number
+  ): Promise<JsonRpcReply | undefined> => {
     const checked = CallToolRequestSchema.safeParse(message)
     const params = isObject(message["params"]) ? message["params"] : {}
     const name = params["name"]
@@ -224,11 +262,20 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
       // argument: such a call is answered from the arguments as sent (refused before it runs).
       const sent = params["arguments"]
       const kept = checked.data.params.arguments ?? {}
-      if (isObject(sent) && Object.keys(sent).length !== Object.keys(kept).length) return { jsonrpc: "2.0", id, result: await callTool(checked.data.params.name, sent, id, new AbortController().signal) }
+      if (isObject(sent) && Object.keys(sent).length !== Object.keys(kept).length)
+        return {
+          jsonrpc: "2.0",
+          id,
+          result: await callTool(checked.data.params.name, sent, id, new AbortController().signal)
+        }
       return undefined
     }
     const started = performance.now()
-    const invalid = (text: string): JsonRpcReply => ({ jsonrpc: "2.0", id, error: { code: ErrorCode.InvalidParams, message: new McpError(ErrorCode.InvalidParams, text).message } })
+    const invalid = (text: string): JsonRpcReply => ({
+      jsonrpc: "2.0",
+      id,
+      error: { code: ErrorCode.InvalidParams, message: new McpError(ErrorCode.InvalidParams, text).message }
+    })
     if (typeof name !== "string") {
       logCall(name, EXIT_UNKNOWN_TOOL, started)
       return invalid("tools/call needs the tool's name as a string")
@@ -244,9 +291,14 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
   }
 
   const mcpServer = (): Server => {
-    const server = new Server({ name: "toolkit", version: TOOLKIT_VERSION }, { capabilities: { tools: { listChanged: false } } })
+    const server = new Server(
+      { name: "toolkit", version: TOOLKIT_VERSION },
+      { capabilities: { tools: { listChanged: false } } }
+    )
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: definitions as never }))
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) => callTool(request.params.name, request.params.arguments, extra.requestId, extra.signal))
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      callTool(request.params.name, request.params.arguments, extra.requestId, extra.signal)
+    )
     return server
   }
 
@@ -254,7 +306,9 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
     // DNS-rebinding defence, shared with `stoat mcp --http`.
     const verdict = checkRequest({ host: req.headers.host, origin: req.headers.origin }, { allowRemote })
     if (!verdict.ok) {
-      res.writeHead(verdict.status, { "content-type": "text/plain; charset=utf-8", ...verdict.headers }).end(`${verdict.message}\n`)
+      res
+        .writeHead(verdict.status, { "content-type": "text/plain; charset=utf-8", ...verdict.headers })
+        .end(`${verdict.message}\n`)
       return
     }
     const path = (req.url ?? "/").split("?")[0]
@@ -269,7 +323,12 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
     }
     const raw = await readBody(req)
     if (raw === "too large") {
-      jsonError(res, 413, ErrorCode.InvalidRequest, `Request body too large: at most ${MAX_BODY_BYTES / (1024 * 1024)} MiB`)
+      jsonError(
+        res,
+        413,
+        ErrorCode.InvalidRequest,
+        `Request body too large: at most ${MAX_BODY_BYTES / (1024 * 1024)} MiB`
+      )
       return
     }
     let body: unknown
@@ -282,7 +341,8 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
     const invalid = invalidMessage(body)
     if (invalid) {
       // A tools/call that never reaches callTool is still a call, and every call is logged.
-      if (isObject(body) && body["method"] === "tools/call") logCall(isObject(body["params"]) ? body["params"]["name"] : undefined, EXIT_UNKNOWN_TOOL, performance.now())
+      if (isObject(body) && body["method"] === "tools/call")
+        logCall(isObject(body["params"]) ? body["params"]["name"] : undefined, EXIT_UNKNOWN_TOOL, performance.now())
       jsonError(res, 400, invalid.code, invalid.message, {}, invalid.id)
       return
     }
@@ -307,7 +367,8 @@ export const startServer = async (options: ServeOptions): Promise<RunningServer>
 
   const http = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) jsonError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`)
+      if (!res.headersSent)
+        jsonError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`)
       else res.end()
     })
   })

@@ -41,7 +41,11 @@ const run = async (config: Config, job: ToolJob): Promise<ToolOutcome> => {
   const code = await runCommand(await loadCommand(config, job.id), job.id, job.argv, captured.io, config)
   if (!captured.exceeded()) return { code, stdout: captured.stdout(), stderr: captured.stderr() }
   const stdout = captured.stdout()
-  return { code: 1, stdout: `${stdout}${stdout === "" || stdout.endsWith("\n") ? "" : "\n"}${OUTPUT_LIMIT_NOTE}`, stderr: captured.stderr() }
+  return {
+    code: 1,
+    stdout: `${stdout}${stdout === "" || stdout.endsWith("\n") ? "" : "\n"}${OUTPUT_LIMIT_NOTE}`,
+    stderr: captured.stderr()
+  }
 }
 
 const data = workerData as ToolWorkerData

@@ -15,8 +15,18 @@ export interface ToolEntry {
   readonly definition: {
     readonly name: string
     readonly description: string
-    readonly inputSchema: { type: "object"; properties: Record<string, JsonSchema>; required?: string[]; additionalProperties: false }
-    readonly annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean }
+    readonly inputSchema: {
+      type: "object"
+      properties: Record<string, JsonSchema>
+      required?: string[]
+      additionalProperties: false
+    }
+    readonly annotations: {
+      readOnlyHint: boolean
+      destructiveHint: boolean
+      idempotentHint: boolean
+      openWorldHint: boolean
+    }
   }
 }
 
@@ -68,7 +78,12 @@ export const buildTool = async (config: Config, id: string): Promise<ToolEntry> 
     definition: {
       name,
       description: cls.description ?? cls.summary ?? name,
-      inputSchema: { type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false },
+      inputSchema: {
+        type: "object",
+        properties,
+        ...(required.length > 0 ? { required } : {}),
+        additionalProperties: false
+      },
       annotations: ANNOTATIONS[kind]
     }
   }
@@ -103,7 +118,8 @@ const token = (name: string, value: string): string[] =>
  */
 export const toArgv = (tool: ToolEntry, args: unknown): { argv: string[] } | { error: string } => {
   const given = args === undefined ? {} : args
-  if (typeof given !== "object" || given === null || Array.isArray(given)) return { error: `Arguments for tool ${tool.name} must be an object.` }
+  if (typeof given !== "object" || given === null || Array.isArray(given))
+    return { error: `Arguments for tool ${tool.name} must be an object.` }
   const argv: string[] = []
   // Own keys, "__proto__" included: JSON.parse makes it an ordinary key, and it names no option.
   for (const [name, value] of Object.entries(given)) {
@@ -116,7 +132,8 @@ export const toArgv = (tool: ToolEntry, args: unknown): { argv: string[] } | { e
       for (const v of value) argv.push(...token(name, String(v)))
       continue
     }
-    if (!matches(value, json)) return { error: `Argument '${name}' for tool ${tool.name} must be ${article(json)} ${json}.` }
+    if (!matches(value, json))
+      return { error: `Argument '${name}' for tool ${tool.name} must be ${article(json)} ${json}.` }
     argv.push(...token(name, String(value)))
   }
   return { argv }

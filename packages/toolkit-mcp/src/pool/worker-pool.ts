@@ -64,10 +64,14 @@ export class WorkerPool<Task, Result> {
    * every later task then fails the same way instead of starting workers forever.
    */
   prewarm(): Promise<void> {
-    this.ready ??= Promise.all(Array.from({ length: this.options.size }, () => this.piscina.run(undefined as Task, { name: "warm" }))).then(
+    this.ready ??= Promise.all(
+      Array.from({ length: this.options.size }, () => this.piscina.run(undefined as Task, { name: "warm" }))
+    ).then(
       () => undefined,
       (error: unknown) => {
-        throw this.closed ? new WorkerFailed(SHUTTING_DOWN) : new WorkerFailed(`a ${this.options.what} worker did not start: ${messageOf(error)}`)
+        throw this.closed
+          ? new WorkerFailed(SHUTTING_DOWN)
+          : new WorkerFailed(`a ${this.options.what} worker did not start: ${messageOf(error)}`)
       }
     )
     return this.ready
@@ -78,14 +82,17 @@ export class WorkerPool<Task, Result> {
     if (this.closed) throw new WorkerFailed(SHUTTING_DOWN)
     await this.prewarm()
     if (signal.aborted) throw signal.reason
-    if (this.piscina.queueSize >= this.options.maxQueued) throw new PoolBusy(`the server is busy: ${this.piscina.queueSize} calls are waiting`)
+    if (this.piscina.queueSize >= this.options.maxQueued)
+      throw new PoolBusy(`the server is busy: ${this.piscina.queueSize} calls are waiting`)
     try {
       return await this.piscina.run(task, { signal, ...(transferList ? { transferList } : {}) })
     } catch (error) {
       if (signal.aborted) throw signal.reason
       if (this.closed) throw new WorkerFailed(SHUTTING_DOWN)
       if ((error as NodeJS.ErrnoException).code === "ERR_WORKER_OUT_OF_MEMORY")
-        throw new WorkerFailed(`the command ran out of memory${this.options.heapLimitMb !== undefined ? ` (a ${this.options.what} call may use ${this.options.heapLimitMb} MB)` : ""}`)
+        throw new WorkerFailed(
+          `the command ran out of memory${this.options.heapLimitMb !== undefined ? ` (a ${this.options.what} call may use ${this.options.heapLimitMb} MB)` : ""}`
+        )
       throw new WorkerFailed(`the command's worker failed: ${messageOf(error)}`)
     }
   }

@@ -33,7 +33,11 @@ export const unmarkValue = (value: string): string => (value.startsWith(EXPLICIT
 export const markExplicitValues = (argv: readonly string[], names: ReadonlySet<string>): string[] =>
   eachOptionToken(argv, (token) => {
     const eq = token.indexOf("=")
-    return [token.startsWith("--") && eq !== -1 && names.has(token.slice(2, eq)) ? `${token.slice(0, eq + 1)}${EXPLICIT_VALUE_MARK}${token.slice(eq + 1)}` : token]
+    return [
+      token.startsWith("--") && eq !== -1 && names.has(token.slice(2, eq))
+        ? `${token.slice(0, eq + 1)}${EXPLICIT_VALUE_MARK}${token.slice(eq + 1)}`
+        : token
+    ]
   })
 
 /** True when `--name` or `--name=…` appears before any `--`. */

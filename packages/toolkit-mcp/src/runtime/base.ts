@@ -22,13 +22,18 @@ export abstract class ToolkitCommand extends Command {
   commandId = ""
 
   /** Parses the arguments with configured defaults applied, exactly as the CLI does. */
-  protected async options<F extends Interfaces.OutputFlags<any>, B extends Interfaces.OutputFlags<any>, A extends Interfaces.OutputArgs<any>>(
-    input: Interfaces.Input<F, B, A>
-  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+  protected async options<
+    F extends Interfaces.OutputFlags<any>,
+    B extends Interfaces.OutputFlags<any>,
+    A extends Interfaces.OutputArgs<any>
+  >(input: Interfaces.Input<F, B, A>): Promise<Interfaces.ParserOutput<F, B, A>> {
     const flags = flagsOf(input as { flags?: unknown; baseFlags?: unknown })
     const argv = parserArgv(this.argv, flags)
     const withDefaults = await withConfiguredDefaults(this.config, this.io, this.commandId, flags as FlagMap, argv)
-    return this.parse({ ...input, flags: withDefaults as unknown as Interfaces.FlagInput<F>, baseFlags: {} as Interfaces.FlagInput<B> }, argv)
+    return this.parse(
+      { ...input, flags: withDefaults as unknown as Interfaces.FlagInput<F>, baseFlags: {} as Interfaces.FlagInput<B> },
+      argv
+    )
   }
 
   protected fail(message: string): never {

@@ -49,10 +49,15 @@ const levelNode = (level: Level): string => [level.topic, ...level.path].join(":
 /** The options that exclude `name`, in either direction of `exclusive`. */
 export const excludedBy = (flags: FlagMap, name: string): string[] =>
   Object.entries(flags)
-    .filter(([other, def]) => other !== name && (def.exclusive?.includes(name) || flags[name]?.exclusive?.includes(other)))
+    .filter(
+      ([other, def]) => other !== name && (def.exclusive?.includes(name) || flags[name]?.exclusive?.includes(other))
+    )
     .map(([other]) => other)
 
-export const flagsOf = (cls: { flags?: unknown; baseFlags?: unknown }): FlagMap => ({ ...(cls.baseFlags as FlagMap | undefined), ...(cls.flags as FlagMap | undefined) })
+export const flagsOf = (cls: { flags?: unknown; baseFlags?: unknown }): FlagMap => ({
+  ...(cls.baseFlags as FlagMap | undefined),
+  ...(cls.flags as FlagMap | undefined)
+})
 
 /** Options of one command that may carry a configured default. */
 export const configurableFlags = (flags: FlagMap): Map<string, FlagDef> => {
@@ -64,10 +69,12 @@ export const configurableFlags = (flags: FlagMap): Map<string, FlagDef> => {
   return out
 }
 
-const signature = (def: FlagDef): string => JSON.stringify([optionMeta(def).json, def.type, def.multiple ?? false, def.options ?? null])
+const signature = (def: FlagDef): string =>
+  JSON.stringify([optionMeta(def).json, def.type, def.multiple ?? false, def.options ?? null])
 
 /** The ids of the commands at or below a level (none when the level does not exist). */
-export const commandsAt = (config: Config, level: Level): string[] => commandIds(config).filter((id) => isUnder(id, levelNode(level)))
+export const commandsAt = (config: Config, level: Level): string[] =>
+  commandIds(config).filter((id) => isUnder(id, levelNode(level)))
 
 /**
  * Options configurable at a level, each with the definitions of every command below that has
@@ -94,7 +101,12 @@ const valueTokens = (name: string, def: FlagDef, tokens: ReadonlyArray<string>):
 /** Parses a value with the command's own flag, in a sandbox parse; throws the parser's message. */
 export const parseValue = async (name: string, def: FlagDef, tokens: ReadonlyArray<string>): Promise<unknown> => {
   try {
-    const parsed = await Parser.parse(valueTokens(name, def, tokens), { flags: { [name]: def } as never, args: {}, strict: true, context: undefined as never })
+    const parsed = await Parser.parse(valueTokens(name, def, tokens), {
+      flags: { [name]: def } as never,
+      args: {},
+      strict: true,
+      context: undefined as never
+    })
     return (parsed.flags as Record<string, unknown>)[name]
   } catch (error) {
     // The caller names the option already; drop oclif's "Parsing --x" prefix.
@@ -103,7 +115,8 @@ export const parseValue = async (name: string, def: FlagDef, tokens: ReadonlyArr
 }
 
 /** Renders stored tokens for display. */
-export const showTokens = (tokens: ReadonlyArray<string>): string => tokens.map((t) => (/^[^\s"]+$/.test(t) ? t : JSON.stringify(t))).join(" ")
+export const showTokens = (tokens: ReadonlyArray<string>): string =>
+  tokens.map((t) => (/^[^\s"]+$/.test(t) ? t : JSON.stringify(t))).join(" ")
 
 /**
  * Rows of a topic, read again only when config.db changed. A server runs many commands per
@@ -128,7 +141,10 @@ export const topicEntries = async (io: CommandIO, topic: string): Promise<Readon
   if (entry?.stamp !== stamp) cache.set(io.configDb, (entry = { stamp, topics: new Map() }))
   const known = entry.topics.get(topic)
   if (known) return known
-  const rows = await withStore(io.configDb, Effect.flatMap(ConfigStore, (store) => store.entries(topic)))
+  const rows = await withStore(
+    io.configDb,
+    Effect.flatMap(ConfigStore, (store) => store.entries(topic))
+  )
   entry.topics.set(topic, rows)
   return rows
 }
@@ -138,7 +154,13 @@ export const topicEntries = async (io: CommandIO, topic: string): Promise<Readon
  * name no configurable option get a warning on stderr and are ignored; a value that no longer
  * parses fails this command only.
  */
-export const withConfiguredDefaults = async (config: Config, io: CommandIO, id: string, flags: FlagMap, argv: readonly string[]): Promise<FlagMap> => {
+export const withConfiguredDefaults = async (
+  config: Config,
+  io: CommandIO,
+  id: string,
+  flags: FlagMap,
+  argv: readonly string[]
+): Promise<FlagMap> => {
   const [topic, ...path] = id.split(":")
   if (topic === undefined || NOT_CONFIGURABLE_TOPICS.has(topic)) return flags
   const entries = await topicEntries(io, topic)
@@ -168,7 +190,9 @@ export const withConfiguredDefaults = async (config: Config, io: CommandIO, id: 
     try {
       value = await parseValue(name, def, found.entry.tokens)
     } catch (error) {
-      throw new ToolkitError(`Configured default for ${levelLabel(found.level)} --${name} is invalid: ${errorMessage(error)}`)
+      throw new ToolkitError(
+        `Configured default for ${levelLabel(found.level)} --${name} is invalid: ${errorMessage(error)}`
+      )
     }
     patched[name] = { ...def, default: value }
   }

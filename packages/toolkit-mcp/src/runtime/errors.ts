@@ -16,6 +16,9 @@ export const errorMessage = (error: unknown): string => {
     .split("\n")
     .map((line) => line.trim())
     // oclif wraps parse failures in a header and a help hint; the failures themselves are the message.
-    .filter((line) => line !== "" && !/^See more help with --help$/.test(line) && !/^The following errors? occurred:$/.test(line))
+    .filter(
+      (line) =>
+        line !== "" && !/^See more help with --help$/.test(line) && !/^The following errors? occurred:$/.test(line)
+    )
   return lines.join("; ")
 }

@@ -8,7 +8,15 @@ export const MAX_INPUT_BYTES = 4 * 1024 * 1024
 export const INPUT_LIMIT = `${MAX_INPUT_BYTES / (1024 * 1024)} MiB`
 
 const kindOf = (stats: Stats): string =>
-  stats.isDirectory() ? "a directory" : stats.isFIFO() ? "a FIFO" : stats.isCharacterDevice() || stats.isBlockDevice() ? "a device" : stats.isSocket() ? "a socket" : "a special file"
+  stats.isDirectory()
+    ? "a directory"
+    : stats.isFIFO()
+      ? "a FIFO"
+      : stats.isCharacterDevice() || stats.isBlockDevice()
+        ? "a device"
+        : stats.isSocket()
+          ? "a socket"
+          : "a special file"
 
 const reason = (error: unknown): string => {
   const code = (error as NodeJS.ErrnoException).code
@@ -42,7 +50,8 @@ export const readRegularFile = async (path: string, what: string): Promise<strin
   try {
     first = await stat(path)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "ENOTDIR") return undefined
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "ENOTDIR")
+      return undefined
     throw new ToolkitError(`cannot read ${what.toLowerCase()} ${path}: ${reason(error)}`)
   }
   const refuse = (stats: Stats): never => {

@@ -8,13 +8,20 @@ import { readInput } from "./files.js"
  * Runs an esoteric program for a command: the program text comes from `--file` (or stdin for
  * `-`), `,` reads the command's stdin (empty in a tool call, so 0), output goes to io.out.
  */
-export const runInterpreter = async (io: CommandIO, file: string, language: string, compile: (source: string) => Program, readsInput: (source: string) => boolean): Promise<void> => {
+export const runInterpreter = async (
+  io: CommandIO,
+  file: string,
+  language: string,
+  compile: (source: string) => Program,
+  readsInput: (source: string) => boolean
+): Promise<void> => {
   const source = await readInput(io, file, `${language} program file`)
   let program: Program
   try {
     program = compile(source)
   } catch (error) {
-    if (error instanceof BrainfuckSyntaxError) throw new ToolkitError(`${language} program ${file === "-" ? "from stdin" : file}: ${error.message}`)
+    if (error instanceof BrainfuckSyntaxError)
+      throw new ToolkitError(`${language} program ${file === "-" ? "from stdin" : file}: ${error.message}`)
     throw error
   }
   // Read stdin only when the program can use it, so a program without ',' never waits on a terminal.

@@ -49,10 +49,16 @@ const numberFlag = Flags.custom<number>({
 })
 
 export const Opt = {
-  string: ((options: any) => tag(Flags.string({ ...options, parse: async (input: string) => unmarkValue(input) }), { json: "string", marksExplicitValues: true })) as typeof Flags.string,
+  string: ((options: any) =>
+    tag(Flags.string({ ...options, parse: async (input: string) => unmarkValue(input) }), {
+      json: "string",
+      marksExplicitValues: true
+    })) as typeof Flags.string,
   /** A string from a fixed set. */
-  oneOf: <const T extends string>(values: readonly T[], options: { description: string; default?: T; required?: boolean }) =>
-    Flags.string({ ...options, options: [...values] }),
+  oneOf: <const T extends string>(
+    values: readonly T[],
+    options: { description: string; default?: T; required?: boolean }
+  ) => Flags.string({ ...options, options: [...values] }),
   integer: ((options: any) => tag(Flags.integer(options), { json: "integer" })) as typeof Flags.integer,
   number: ((options: any) => tag(numberFlag(options), { json: "number" })) as typeof numberFlag,
   boolean: (options: { description: string; default?: boolean; hidden?: boolean }) =>
@@ -63,11 +69,19 @@ export const Opt = {
 
 /** Names of the free-text options, whose `--name=value` values are marked (argv.ts). */
 export const markedFlagNames = (flags: Record<string, unknown>): Set<string> =>
-  new Set(Object.entries(flags).filter(([, def]) => optionMeta(def).marksExplicitValues === true).map(([name]) => name))
+  new Set(
+    Object.entries(flags)
+      .filter(([, def]) => optionMeta(def).marksExplicitValues === true)
+      .map(([name]) => name)
+  )
 
 /** Names of flags that take an explicit true|false value. */
 export const booleanFlagNames = (flags: Record<string, unknown>): Set<string> =>
-  new Set(Object.entries(flags).filter(([, def]) => optionMeta(def).json === "boolean").map(([name]) => name))
+  new Set(
+    Object.entries(flags)
+      .filter(([, def]) => optionMeta(def).json === "boolean")
+      .map(([name]) => name)
+  )
 
 /** A command's argv as oclif gets to parse it: bare booleans made explicit, `=` values marked. */
 export const parserArgv = (argv: readonly string[], flags: Record<string, unknown>): string[] =>

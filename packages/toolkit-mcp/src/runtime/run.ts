@@ -10,7 +10,13 @@ import type { CommandClass } from "./tree.js"
  * apply defaults and report errors identically. Failures print `Error: <message>` on stdout,
  * as the original toolkit does, and give exit code 1.
  */
-export const runCommand = async (cls: CommandClass, id: string, argv: readonly string[], io: CommandIO, config: Config): Promise<number> => {
+export const runCommand = async (
+  cls: CommandClass,
+  id: string,
+  argv: readonly string[],
+  io: CommandIO,
+  config: Config
+): Promise<number> => {
   const command = new (cls as unknown as new (argv: string[], config: Config) => unknown)([...argv], config)
   if (!(command instanceof ToolkitCommand)) throw new Error(`command ${id} is not a toolkit command`)
   command.io = io

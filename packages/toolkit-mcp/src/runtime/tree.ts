@@ -35,7 +35,15 @@ const COMMAND_ORDER = [
  * Never served as tools and refused by `mcp save`: servers and terminal programs (they block or
  * need a TTY), commands that prompt or take secrets, `config`, and `mcp` itself.
  */
-export const NEVER_EXPOSED = ["mcp", "config", "web:serve-html", "demoscene", "oauth:token", "oauth:profile:add", "oauth:profile:update"]
+export const NEVER_EXPOSED = [
+  "mcp",
+  "config",
+  "web:serve-html",
+  "demoscene",
+  "oauth:token",
+  "oauth:profile:add",
+  "oauth:profile:update"
+]
 
 export const isUnder = (id: string, node: string): boolean => id === node || id.startsWith(`${node}:`)
 
@@ -52,7 +60,8 @@ const rank = (id: string): number => {
   return index === -1 ? COMMAND_ORDER.length : index
 }
 
-export const sortIds = (ids: Iterable<string>): string[] => [...ids].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+export const sortIds = (ids: Iterable<string>): string[] =>
+  [...ids].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
 
 export const commandIds = (config: Config): string[] => sortIds(config.commandIDs)
 

@@ -30,7 +30,10 @@ let sqlite: typeof import("better-sqlite3") | undefined
 const loadSqlite = Effect.promise(async () => (sqlite ??= (await import("better-sqlite3")).default))
 
 const unreadable = (path: string, error: unknown) =>
-  new Broken({ message: `config database ${path} is unreadable: ${error instanceof Error ? error.message : String(error)}`, subject: path })
+  new Broken({
+    message: `config database ${path} is unreadable: ${error instanceof Error ? error.message : String(error)}`,
+    subject: path
+  })
 
 /** True when a table exists; reads of a never-created table mean "no rows". */
 export const hasTable = (db: Database, table: string): boolean =>
@@ -83,11 +86,13 @@ export const ConfigDbLive = (path: string): Layer.Layer<ConfigDb> =>
           Effect.suspend((): Effect.Effect<A, Broken | E> => {
             try {
               const db = open(true)!
-              return db.transaction(() => {
-                const outcome = f(db)
-                if (Either.isLeft(outcome)) throw new Rollback(outcome.left)
-                return Effect.succeed(outcome.right)
-              }).immediate()
+              return db
+                .transaction(() => {
+                  const outcome = f(db)
+                  if (Either.isLeft(outcome)) throw new Rollback(outcome.left)
+                  return Effect.succeed(outcome.right)
+                })
+                .immediate()
             } catch (error) {
               return error instanceof Rollback ? Effect.fail(error.failure as E) : Effect.fail(unreadable(path, error))
             }

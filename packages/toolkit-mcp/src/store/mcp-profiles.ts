@@ -64,11 +64,23 @@ const CREATE = `CREATE TABLE IF NOT EXISTS ${MCP_PROFILE_TABLE} (
 
 export const validateProfile = (profile: McpProfile): Either.Either<McpProfile, InvalidSpec> => {
   if (!PROFILE_NAME_PATTERN.test(profile.name))
-    return Either.left(new InvalidSpec({ message: `invalid MCP profile name '${profile.name}': it must match ^[a-z0-9-]+$`, subject: profile.name }))
+    return Either.left(
+      new InvalidSpec({
+        message: `invalid MCP profile name '${profile.name}': it must match ^[a-z0-9-]+$`,
+        subject: profile.name
+      })
+    )
   if (profile.include.length === 0)
-    return Either.left(new InvalidSpec({ message: `MCP profile '${profile.name}' needs at least one entry`, subject: profile.name }))
+    return Either.left(
+      new InvalidSpec({ message: `MCP profile '${profile.name}' needs at least one entry`, subject: profile.name })
+    )
   if (profile.port !== undefined && (!Number.isInteger(profile.port) || profile.port < 1 || profile.port > 65_535))
-    return Either.left(new InvalidSpec({ message: `invalid port ${profile.port}: it must be between 1 and 65535`, subject: profile.name }))
+    return Either.left(
+      new InvalidSpec({
+        message: `invalid port ${profile.port}: it must be between 1 and 65535`,
+        subject: profile.name
+      })
+    )
   if (profile.host !== undefined && profile.host.trim() === "")
     return Either.left(new InvalidSpec({ message: "the host must not be empty", subject: profile.name }))
   return Either.right(profile)
@@ -78,13 +90,20 @@ export const ProfilesLive: Layer.Layer<Profiles, never, ConfigDb> = Layer.effect
   Profiles,
   Effect.map(ConfigDb, (store) => ({
     list: store.read(
-      (db) => (hasTable(db, MCP_PROFILE_TABLE) ? (db.prepare(`SELECT name, include, host, port FROM ${MCP_PROFILE_TABLE} ORDER BY name`).all() as Row[]).map(decode) : []),
+      (db) =>
+        hasTable(db, MCP_PROFILE_TABLE)
+          ? (db.prepare(`SELECT name, include, host, port FROM ${MCP_PROFILE_TABLE} ORDER BY name`).all() as Row[]).map(
+              decode
+            )
+          : [],
       [] as ReadonlyArray<McpProfile>
     ),
     get: (name) =>
       store.read((db) => {
         if (!hasTable(db, MCP_PROFILE_TABLE)) return Option.none()
-        const row = db.prepare(`SELECT name, include, host, port FROM ${MCP_PROFILE_TABLE} WHERE name = ?`).get(name) as Row | undefined
+        const row = db.prepare(`SELECT name, include, host, port FROM ${MCP_PROFILE_TABLE} WHERE name = ?`).get(name) as
+          | Row
+          | undefined
         return row ? Option.some(decode(row)) : Option.none()
       }, Option.none<McpProfile>()),
     save: (profile) =>
@@ -92,7 +111,9 @@ export const ProfilesLive: Layer.Layer<Profiles, never, ConfigDb> = Layer.effect
         store.write((db) => {
           db.exec(CREATE)
           const existed = db.prepare(`SELECT 1 FROM ${MCP_PROFILE_TABLE} WHERE name = ?`).get(valid.name) !== undefined
-          db.prepare(`INSERT OR REPLACE INTO ${MCP_PROFILE_TABLE} (name, include, host, port, updated_at) VALUES (?, ?, ?, ?, ?)`).run(
+          db.prepare(
+            `INSERT OR REPLACE INTO ${MCP_PROFILE_TABLE} (name, include, host, port, updated_at) VALUES (?, ?, ?, ?, ?)`
+          ).run(
             valid.name,
             JSON.stringify(valid.include),
             valid.host ?? null,
@@ -106,7 +127,11 @@ export const ProfilesLive: Layer.Layer<Profiles, never, ConfigDb> = Layer.effect
       Effect.flatMap(
         store.read((db) => hasTable(db, MCP_PROFILE_TABLE), false),
         (exists) =>
-          exists ? store.write((db) => Either.right(db.prepare(`DELETE FROM ${MCP_PROFILE_TABLE} WHERE name = ?`).run(name).changes > 0)) : Effect.succeed(false)
+          exists
+            ? store.write((db) =>
+                Either.right(db.prepare(`DELETE FROM ${MCP_PROFILE_TABLE} WHERE name = ?`).run(name).changes > 0)
+              )
+            : Effect.succeed(false)
       )
   }))
 )

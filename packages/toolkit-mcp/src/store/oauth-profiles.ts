@@ -82,35 +82,47 @@ const checkUrl = (url: string): Either.Either<string, InvalidSpec> => {
   } catch {
     // falls through to the error below
   }
-  return Either.left(new InvalidSpec({ message: `invalid token URL '${url}': it must be an http or https URL`, subject: url }))
+  return Either.left(
+    new InvalidSpec({ message: `invalid token URL '${url}': it must be an http or https URL`, subject: url })
+  )
 }
 
 export const OAuthProfilesLive: Layer.Layer<OAuthProfiles, never, ConfigDb> = Layer.effect(
   OAuthProfiles,
   Effect.map(ConfigDb, (store) => {
     const row = (name: string) =>
-      store.read((db) => (hasTable(db, OAUTH_PROFILE_TABLE) ? (db.prepare(`SELECT * FROM ${OAUTH_PROFILE_TABLE} WHERE name = ?`).get(name) as Row | undefined) : undefined), undefined)
+      store.read(
+        (db) =>
+          hasTable(db, OAUTH_PROFILE_TABLE)
+            ? (db.prepare(`SELECT * FROM ${OAUTH_PROFILE_TABLE} WHERE name = ?`).get(name) as Row | undefined)
+            : undefined,
+        undefined
+      )
     return {
       list: store.read(
-        (db) => (hasTable(db, OAUTH_PROFILE_TABLE) ? (db.prepare(`SELECT * FROM ${OAUTH_PROFILE_TABLE} ORDER BY name COLLATE NOCASE`).all() as Row[]).map(info) : []),
+        (db) =>
+          hasTable(db, OAUTH_PROFILE_TABLE)
+            ? (db.prepare(`SELECT * FROM ${OAUTH_PROFILE_TABLE} ORDER BY name COLLATE NOCASE`).all() as Row[]).map(info)
+            : [],
         [] as ReadonlyArray<OAuthProfileInfo>
       ),
       add: (input) => {
         if (!OAUTH_NAME_PATTERN.test(input.name))
-          return Effect.fail(new InvalidSpec({ message: `invalid OAuth profile name '${input.name}'`, subject: input.name }))
-        if (input.clientSecret === "") return Effect.fail(new InvalidSpec({ message: "the client secret must not be empty", subject: input.name }))
+          return Effect.fail(
+            new InvalidSpec({ message: `invalid OAuth profile name '${input.name}'`, subject: input.name })
+          )
+        if (input.clientSecret === "")
+          return Effect.fail(new InvalidSpec({ message: "the client secret must not be empty", subject: input.name }))
         return Effect.flatMap(checkUrl(input.tokenUrl), () =>
           store.write((db) => {
             db.exec(CREATE)
             if (db.prepare(`SELECT 1 FROM ${OAUTH_PROFILE_TABLE} WHERE name = ?`).get(input.name) !== undefined)
-              return Either.left(new NameTaken({ message: `OAuth profile '${input.name}' already exists`, subject: input.name }))
-            db.prepare(`INSERT INTO ${OAUTH_PROFILE_TABLE} (name, token_url, client_id, client_secret, scope) VALUES (?, ?, ?, ?, ?)`).run(
-              input.name,
-              input.tokenUrl,
-              input.clientId,
-              input.clientSecret,
-              input.scope ?? null
-            )
+              return Either.left(
+                new NameTaken({ message: `OAuth profile '${input.name}' already exists`, subject: input.name })
+              )
+            db.prepare(
+              `INSERT INTO ${OAUTH_PROFILE_TABLE} (name, token_url, client_id, client_secret, scope) VALUES (?, ?, ?, ?, ?)`
+            ).run(input.name, input.tokenUrl, input.clientId, input.clientSecret, input.scope ?? null)
             return Either.right(undefined)
           })
         )
@@ -118,11 +130,14 @@ export const OAuthProfilesLive: Layer.Layer<OAuthProfiles, never, ConfigDb> = La
       update: (name, patch) =>
         Effect.gen(function* () {
           if (patch.tokenUrl !== undefined) yield* checkUrl(patch.tokenUrl)
-          if (patch.clientSecret === "") return yield* new InvalidSpec({ message: "the client secret must not be empty", subject: name })
+          if (patch.clientSecret === "")
+            return yield* new InvalidSpec({ message: "the client secret must not be empty", subject: name })
           const current = yield* row(name)
           if (current === undefined) return yield* notFound(name)
           yield* store.write((db) => {
-            db.prepare(`UPDATE ${OAUTH_PROFILE_TABLE} SET token_url = ?, client_id = ?, client_secret = ?, scope = ? WHERE name = ?`).run(
+            db.prepare(
+              `UPDATE ${OAUTH_PROFILE_TABLE} SET token_url = ?, client_id = ?, client_secret = ?, scope = ? WHERE name = ?`
+            ).run(
               patch.tokenUrl ?? current.token_url,
               patch.clientId ?? current.client_id,
               patch.clientSecret ?? current.client_secret,
@@ -135,15 +150,22 @@ export const OAuthProfilesLive: Layer.Layer<OAuthProfiles, never, ConfigDb> = La
       remove: (name) =>
         Effect.gen(function* () {
           if ((yield* row(name)) === undefined) return yield* notFound(name)
-          yield* store.write((db) => Either.right(db.prepare(`DELETE FROM ${OAUTH_PROFILE_TABLE} WHERE name = ?`).run(name).changes))
+          yield* store.write((db) =>
+            Either.right(db.prepare(`DELETE FROM ${OAUTH_PROFILE_TABLE} WHERE name = ?`).run(name).changes)
+          )
         }),
       secret: (name) =>
         Effect.flatMap(row(name), (current) =>
-          current === undefined || current.client_secret === null ? Effect.fail(notFound(name)) : Effect.succeed({ ...info(current), clientSecret: current.client_secret })
+          current === undefined || current.client_secret === null
+            ? Effect.fail(notFound(name))
+            : Effect.succeed({ ...info(current), clientSecret: current.client_secret })
         )
     }
   })
 )
 
-export const findOAuthProfile = (profiles: ReadonlyArray<OAuthProfileInfo>, name: string): Option.Option<OAuthProfileInfo> =>
+export const findOAuthProfile = (
+  profiles: ReadonlyArray<OAuthProfileInfo>,
+  name: string
+): Option.Option<OAuthProfileInfo> =>
   Option.fromNullable(profiles.find((profile) => profile.name.toLowerCase() === name.toLowerCase()))

@@ -14,13 +14,17 @@ import {
 } from "../../src/engine/brainfuck.js"
 import { referenceRun } from "./reference-interpreter.js"
 
-const HELLO = "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
+const HELLO =
+  "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
 
 const text = (bytes: Uint8Array): string => Buffer.from(bytes).toString("latin1")
 const bytes = (s: string): Uint8Array => Uint8Array.from(Buffer.from(s, "latin1"))
 
 /** Run in this thread and return output, final tape and pointer. */
-function exec(source: string, input: Uint8Array = new Uint8Array(0)): { out: Uint8Array; tape: Uint8Array; pointer: number } {
+function exec(
+  source: string,
+  input: Uint8Array = new Uint8Array(0)
+): { out: Uint8Array; tape: Uint8Array; pointer: number } {
   const chunks: Uint8Array[] = []
   let tape = new Uint8Array(0)
   let pointer = -1
@@ -179,7 +183,9 @@ describe("brainfuck syntax errors", () => {
   })
 
   it("rejects nesting deeper than the limit but accepts deep nesting below it", () => {
-    expect(() => compileBrainfuck("[".repeat(MAX_NESTING + 1) + "]".repeat(MAX_NESTING + 1))).toThrowError(/nested more than/)
+    expect(() => compileBrainfuck("[".repeat(MAX_NESTING + 1) + "]".repeat(MAX_NESTING + 1))).toThrowError(
+      /nested more than/
+    )
     const balanced = "+" + "[".repeat(MAX_NESTING) + "-" + "]".repeat(MAX_NESTING) + "."
     expect([...runToBuffer(balanced)]).toEqual([0])
     const moving = "+" + "[>".repeat(MAX_NESTING) + "]".repeat(MAX_NESTING) + "."
@@ -190,7 +196,9 @@ describe("brainfuck syntax errors", () => {
 describe("stopping in-thread runs", () => {
   it("stops an endless loop when shouldStop says so", () => {
     let polls = 0
-    expect(() => runProgram(compileBrainfuck("+[]"), { write: () => {}, shouldStop: () => ++polls > 3 })).toThrowError(BrainfuckStoppedError)
+    expect(() => runProgram(compileBrainfuck("+[]"), { write: () => {}, shouldStop: () => ++polls > 3 })).toThrowError(
+      BrainfuckStoppedError
+    )
     expect(polls).toBe(4)
   })
 
@@ -198,7 +206,9 @@ describe("stopping in-thread runs", () => {
     const full = "->".repeat(TAPE_SIZE) // every cell 255, pointer back at 0
     for (const scan of ["[>]", "[<]", "[>>>]"]) {
       let polls = 0
-      expect(() => runProgram(compileBrainfuck(full + scan), { write: () => {}, shouldStop: () => ++polls > 3 })).toThrowError(BrainfuckStoppedError)
+      expect(() =>
+        runProgram(compileBrainfuck(full + scan), { write: () => {}, shouldStop: () => ++polls > 3 })
+      ).toThrowError(BrainfuckStoppedError)
     }
   })
 })
@@ -206,12 +216,27 @@ describe("stopping in-thread runs", () => {
 /** Random programs: balanced brackets, loops biased towards the shapes the optimizer rewrites. */
 const program: fc.Arbitrary<string> = fc.letrec<{ prog: string; loop: string; item: string }>((tie) => ({
   item: fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom("+", "-", ">", "<", "++", "--", ">>", "<<", ">>>", "<<<", "+++++", ".", ",") },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom("+", "-", ">", "<", "++", "--", ">>", "<<", ">>>", "<<<", "+++++", ".", ",")
+    },
     { weight: 1, arbitrary: tie("loop") }
   ),
   loop: fc.oneof(
     // clear / multiply / scan shapes
-    fc.constantFrom("[-]", "[+]", "[>]", "[<]", "[>>>]", "[<<]", "[->+<]", "[->>++<<]", "[-<+>>---<]", "[+>-<]", "[>+<---]"),
+    fc.constantFrom(
+      "[-]",
+      "[+]",
+      "[>]",
+      "[<]",
+      "[>>>]",
+      "[<<]",
+      "[->+<]",
+      "[->>++<<]",
+      "[-<+>>---<]",
+      "[+>-<]",
+      "[>+<---]"
+    ),
     // generic loops that usually terminate: decrement the loop cell first
     fc.tuple(fc.constantFrom("-", "--", "+"), tie("prog")).map(([d, body]) => `[${d}${body}]`),
     tie("prog").map((body) => `[${body}]`)
@@ -227,7 +252,11 @@ describe("differential fuzzing against the reference interpreter", () => {
         program,
         fc.uint8Array({ maxLength: 8 }),
         // Start at a random spot, often close to the tape ends, to exercise wrapping.
-        fc.oneof(fc.constant(""), fc.constant("<<<<"), fc.integer({ min: 1, max: 12 }).map((n) => "<".repeat(n))),
+        fc.oneof(
+          fc.constant(""),
+          fc.constant("<<<<"),
+          fc.integer({ min: 1, max: 12 }).map((n) => "<".repeat(n))
+        ),
         (prog, input, prefix) => {
           const src = prefix + prog
           const ref = referenceRun(src, input, 20_000)
@@ -268,16 +297,19 @@ function sharedBench(): string | null {
 
 const benchDir = sharedBench()
 
-describe.skipIf(benchDir === null)(`golden programs from the shared corpus (${benchDir ?? "not found: set STOAT_SHARED"})`, () => {
-  for (const name of ["long.b", "factor.b", "hanoi.b", "mandelbrot.b"]) {
-    it(`${name} produces the expected output`, () => {
-      const dir = benchDir ?? ""
-      const src = readFileSync(join(dir, name), "utf8")
-      const inPath = join(dir, `${name}.in`)
-      const input = existsSync(inPath) ? readFileSync(inPath) : new Uint8Array(0)
-      const expected = readFileSync(join(dir, `${name}.out`))
-      const out = Buffer.from(exec(src, input).out)
-      expect(out.equals(expected)).toBe(true)
-    })
+describe.skipIf(benchDir === null)(
+  `golden programs from the shared corpus (${benchDir ?? "not found: set STOAT_SHARED"})`,
+  () => {
+    for (const name of ["long.b", "factor.b", "hanoi.b", "mandelbrot.b"]) {
+      it(`${name} produces the expected output`, () => {
+        const dir = benchDir ?? ""
+        const src = readFileSync(join(dir, name), "utf8")
+        const inPath = join(dir, `${name}.in`)
+        const input = existsSync(inPath) ? readFileSync(inPath) : new Uint8Array(0)
+        const expected = readFileSync(join(dir, `${name}.out`))
+        const out = Buffer.from(exec(src, input).out)
+        expect(out.equals(expected)).toBe(true)
+      })
+    }
   }
-})
+)

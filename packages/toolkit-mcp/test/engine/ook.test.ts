@@ -3,13 +3,12 @@ import { describe, expect, it } from "vitest"
 import { BrainfuckSyntaxError, runProgram, runToBuffer } from "../../src/engine/brainfuck.js"
 import { bfToOok, compileOok, ookToBrainfuck, translateOok } from "../../src/engine/ook.js"
 
-const HELLO = "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
+const HELLO =
+  "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
 
 describe("Ook!", () => {
   it("maps every command both ways", () => {
-    expect(bfToOok("><+-.,[]")).toBe(
-      "Ook. Ook? Ook? Ook. Ook. Ook. Ook! Ook! Ook! Ook. Ook. Ook! Ook! Ook? Ook? Ook!"
-    )
+    expect(bfToOok("><+-.,[]")).toBe("Ook. Ook? Ook? Ook. Ook. Ook. Ook! Ook! Ook! Ook. Ook. Ook! Ook! Ook? Ook? Ook!")
     expect(ookToBrainfuck(bfToOok("><+-.,[]"))).toBe("><+-.,[]")
   })
 
@@ -20,9 +19,12 @@ describe("Ook!", () => {
 
   it("round-trips any program's commands", () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom("+", "-", "<", ">", ".", ",", "[", "]", " ", "x", "\n") }), (src) => {
-        expect(ookToBrainfuck(bfToOok(src))).toBe(src.replace(/[^+\-<>.,[\]]/g, ""))
-      })
+      fc.property(
+        fc.string({ unit: fc.constantFrom("+", "-", "<", ">", ".", ",", "[", "]", " ", "x", "\n") }),
+        (src) => {
+          expect(ookToBrainfuck(bfToOok(src))).toBe(src.replace(/[^+\-<>.,[\]]/g, ""))
+        }
+      )
     )
   })
 

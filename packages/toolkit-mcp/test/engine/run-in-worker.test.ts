@@ -12,13 +12,17 @@ import {
   setBrainfuckWorkerUrl
 } from "../../src/engine/run-in-worker.js"
 
-const HELLO = "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
+const HELLO =
+  "++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++."
 const NO_INPUT = new Uint8Array(0)
 
 /** Busy work that the optimizer cannot shortcut: three counting loops around a copy loop (~16M iterations). */
 const BUSY = "-[>-[>-[>-[>+<-]<-]<-]<-]<<<<"
 
-async function collect(source: string, opts: { input?: Uint8Array; inlineBudgetMs?: number; signal?: AbortSignal } = {}): Promise<Buffer> {
+async function collect(
+  source: string,
+  opts: { input?: Uint8Array; inlineBudgetMs?: number; signal?: AbortSignal } = {}
+): Promise<Buffer> {
   const chunks: Uint8Array[] = []
   await runBrainfuck(source, {
     input: opts.input ?? NO_INPUT,
@@ -46,12 +50,18 @@ describe("runBrainfuck", () => {
 
   it("accepts a compiled program and passes input", async () => {
     const chunks: Uint8Array[] = []
-    await runBrainfuck(compileBrainfuck(",[.,]"), { input: Buffer.from("echo"), onOutput: (c) => chunks.push(c), inlineBudgetMs: 0 })
+    await runBrainfuck(compileBrainfuck(",[.,]"), {
+      input: Buffer.from("echo"),
+      onOutput: (c) => chunks.push(c),
+      inlineBudgetMs: 0
+    })
     expect(Buffer.concat(chunks).toString()).toBe("echo")
   })
 
   it("rejects unmatched brackets with BrainfuckSyntaxError", async () => {
-    await expect(runBrainfuck("+[", { input: NO_INPUT, onOutput: () => {} })).rejects.toBeInstanceOf(BrainfuckSyntaxError)
+    await expect(runBrainfuck("+[", { input: NO_INPUT, onOutput: () => {} })).rejects.toBeInstanceOf(
+      BrainfuckSyntaxError
+    )
   })
 
   it("moves a long program to a worker without repeating or losing output", async () => {
@@ -69,7 +79,11 @@ describe("runBrainfuck", () => {
     const times: number[] = []
     const start = Date.now()
     const src = "+++++++[>++++++++++<-]>-." + BUSY + BUSY + BUSY + "."
-    await runBrainfuck(src, { input: NO_INPUT, inlineBudgetMs: 0, onOutput: (c) => times.push(Date.now() - start, c.length) })
+    await runBrainfuck(src, {
+      input: NO_INPUT,
+      inlineBudgetMs: 0,
+      onOutput: (c) => times.push(Date.now() - start, c.length)
+    })
     const finished = Date.now() - start
     expect(times.length).toBeGreaterThanOrEqual(4)
     // The first byte arrived well before the end (the drain runs every 20 ms).
@@ -127,7 +141,9 @@ describe("runBrainfuck", () => {
   })
 
   it("agrees with the reference interpreter when run in a worker (ring output)", async () => {
-    const body = fc.array(fc.constantFrom("+", "-", ">", "<", ".", ",", "[-]", "[->+<]", "[>]", "[-.>+<]", "+[-.]"), { maxLength: 30 })
+    const body = fc.array(fc.constantFrom("+", "-", ">", "<", ".", ",", "[-]", "[->+<]", "[>]", "[-.>+<]", "+[-.]"), {
+      maxLength: 30
+    })
     await fc.assert(
       fc.asyncProperty(body, fc.uint8Array({ maxLength: 4 }), async (parts, input) => {
         const src = parts.join("")

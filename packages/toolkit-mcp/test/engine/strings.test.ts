@@ -47,7 +47,22 @@ const wholeTextReverse = (text: string): string =>
 
 describe("reverse: long texts", () => {
   // Pieces whose clusters span several code units, so window edges land inside clusters.
-  const piece = fc.constantFrom("a", "b ", "\r\n", "\n", "e\u0301", "\u0915\u094d\u0937", "👍🏽", "👨‍👩‍👧", "🇫🇷", "🇩🇪🇫🇷", "\u1100\u1161\u11a8", "漢", "\u0600a", "é")
+  const piece = fc.constantFrom(
+    "a",
+    "b ",
+    "\r\n",
+    "\n",
+    "e\u0301",
+    "\u0915\u094d\u0937",
+    "👍🏽",
+    "👨‍👩‍👧",
+    "🇫🇷",
+    "🇩🇪🇫🇷",
+    "\u1100\u1161\u11a8",
+    "漢",
+    "\u0600a",
+    "é"
+  )
 
   it("clusters like one pass of Intl.Segmenter over the whole text, across window edges", () => {
     fc.assert(
@@ -68,7 +83,9 @@ describe("reverse: long texts", () => {
 describe("levenshtein-distance", () => {
   it("refuses work beyond maxPairs, before doing any", () => {
     expect(() => levenshteinDistance("x".repeat(1001), "y".repeat(1000), 1_000_000)).toThrow(LevenshteinLimitError)
-    expect(() => levenshteinDistance("x".repeat(1001), "y".repeat(1000), 1_000_000)).toThrow("1001 × 1000 characters is more than the 1,000,000 character pairs compared at most")
+    expect(() => levenshteinDistance("x".repeat(1001), "y".repeat(1000), 1_000_000)).toThrow(
+      "1001 × 1000 characters is more than the 1,000,000 character pairs compared at most"
+    )
     expect(levenshteinDistance("x".repeat(1000), "y".repeat(1000), 1_000_000)).toBe(1000)
     // One empty string is linear work whatever the other's length.
     expect(levenshteinDistance("x".repeat(100_000), "", 1)).toBe(100_000)
@@ -90,12 +107,17 @@ describe("levenshtein-distance", () => {
 
   it("is a metric", () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 12 }), fc.string({ maxLength: 12 }), fc.string({ maxLength: 12 }), (a, b, c) => {
-        const ab = levenshteinDistance(a, b)
-        expect(ab).toBe(levenshteinDistance(b, a))
-        expect(ab === 0).toBe(a === b)
-        expect(levenshteinDistance(a, c)).toBeLessThanOrEqual(ab + levenshteinDistance(b, c))
-      })
+      fc.property(
+        fc.string({ maxLength: 12 }),
+        fc.string({ maxLength: 12 }),
+        fc.string({ maxLength: 12 }),
+        (a, b, c) => {
+          const ab = levenshteinDistance(a, b)
+          expect(ab).toBe(levenshteinDistance(b, a))
+          expect(ab === 0).toBe(a === b)
+          expect(levenshteinDistance(a, c)).toBeLessThanOrEqual(ab + levenshteinDistance(b, c))
+        }
+      )
     )
   })
 
@@ -136,7 +158,13 @@ describe("flesch-reading-ease", () => {
   })
 
   it("scores, clamps and bands", () => {
-    expect(fleschReadingEase("The cat sat on the mat.")).toEqual({ score: 100, band: "Very easy", sentences: 1, words: 6, syllables: 6 })
+    expect(fleschReadingEase("The cat sat on the mat.")).toEqual({
+      score: 100,
+      band: "Very easy",
+      sentences: 1,
+      words: 6,
+      syllables: 6
+    })
     expect(fleschReadingEase("Antidisestablishmentarianism.")).toEqual({
       score: 0,
       band: "Very confusing",
@@ -163,7 +191,13 @@ describe("flesch-reading-ease", () => {
 
   it("formats the result", () => {
     expect(formatFlesch(fleschReadingEase("The cat sat on the mat."))).toBe(
-      ["Flesch Reading Ease:     100.00", "Readability:          Very easy", "Sentences:                    1", "Words:                        6", "Syllables:                    6"].join("\n")
+      [
+        "Flesch Reading Ease:     100.00",
+        "Readability:          Very easy",
+        "Sentences:                    1",
+        "Words:                        6",
+        "Syllables:                    6"
+      ].join("\n")
     )
   })
 })

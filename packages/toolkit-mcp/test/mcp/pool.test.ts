@@ -28,7 +28,14 @@ let pool: ToolPool | undefined
 const never = new AbortController().signal
 
 const makePool = (options: Partial<PoolOptions> = {}): ToolPool =>
-  (pool = new ToolPool({ script: pathToFileURL(join(dir, "worker.mjs")), workerData: null, size: 1, maxQueued: 2, heapLimitMb: 64, ...options }))
+  (pool = new ToolPool({
+    script: pathToFileURL(join(dir, "worker.mjs")),
+    workerData: null,
+    size: 1,
+    maxQueued: 2,
+    heapLimitMb: 64,
+    ...options
+  }))
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "toolkit-pool-"))
@@ -44,7 +51,9 @@ describe("ToolPool", () => {
   it("runs jobs on its workers, one at a time each, the rest in order as workers free up", async () => {
     const p = makePool({ size: 2, maxQueued: 10 })
     await p.prewarm()
-    const outcomes = await Promise.all(Array.from({ length: 8 }, (_, i) => p.run({ id: "echo", argv: [String(i)] }, never)))
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => p.run({ id: "echo", argv: [String(i)] }, never))
+    )
     expect(outcomes.map((o) => o.stdout)).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"])
   })
 
@@ -112,7 +121,9 @@ describe("ToolPool", () => {
   })
 
   it("a worker that cannot start fails prewarm, and fails calls instead of being started again forever", async () => {
-    await expect(makePool({ script: pathToFileURL(join(dir, "missing.mjs")) }).prewarm()).rejects.toBeInstanceOf(WorkerFailed)
+    await expect(makePool({ script: pathToFileURL(join(dir, "missing.mjs")) }).prewarm()).rejects.toBeInstanceOf(
+      WorkerFailed
+    )
     await pool!.close()
     const broken = makePool({ script: pathToFileURL(join(dir, "missing.mjs")), maxQueued: 5 })
     const calls = [1, 2, 3].map(() => broken.run({ id: "echo", argv: [] }, never))

@@ -41,7 +41,12 @@ const settles = async (read: () => number, ms = 100, tries = 100): Promise<boole
 
 describe("WorkerPool", () => {
   it("cancelling a running task through its AbortSignal stops the work itself and frees the worker for the next task", async () => {
-    const pool = new WorkerPool<CountTask, number>({ script: pathToFileURL(join(dir, "count.mjs")), size: 1, maxQueued: 4, what: "test" })
+    const pool = new WorkerPool<CountTask, number>({
+      script: pathToFileURL(join(dir, "count.mjs")),
+      size: 1,
+      maxQueued: 4,
+      what: "test"
+    })
     try {
       await pool.prewarm()
       const counter = new SharedArrayBuffer(4)

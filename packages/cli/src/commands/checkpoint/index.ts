@@ -6,7 +6,12 @@ export default class Checkpoint extends StoatCommand {
   static override summary = "Checkpoint a running VM (RAM, devices and disk)"
   static override description =
     "Save a running VM's RAM, device state and disk at this instant; fork warm copies from it with stoat fork <vm>@<name> <new-name>. The VM is paused briefly and runs on. See also stoat checkpoint ls and stoat checkpoint rm."
-  static override examples = ["stoat checkpoint dev ready", "stoat fork dev@ready try --count 3", "stoat checkpoint ls dev", "stoat checkpoint rm dev ready"]
+  static override examples = [
+    "stoat checkpoint dev ready",
+    "stoat fork dev@ready try --count 3",
+    "stoat checkpoint ls dev",
+    "stoat checkpoint rm dev ready"
+  ]
   static override args = {
     vm: Args.string({ description: "running VM", required: true }),
     name: Args.string({ description: "checkpoint name", required: true })

@@ -5,7 +5,8 @@ import { mib, table } from "../../render.js"
 
 export default class CheckpointLs extends StoatCommand {
   static override summary = "List checkpoints"
-  static override description = "List the checkpoints of one VM, or of every VM: when taken, RAM, state size, pause, the VMs built on each, and any problem."
+  static override description =
+    "List the checkpoints of one VM, or of every VM: when taken, RAM, state size, pause, the VMs built on each, and any problem."
   static override aliases = ["checkpoint list"]
   static override args = { vm: Args.string({ description: "VM name (default: every VM)" }) }
 

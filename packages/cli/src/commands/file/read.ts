@@ -14,7 +14,11 @@ export default class FileRead extends StoatCommand {
     offset: Flags.integer({ description: "first byte to read (0-based)", min: 0 }),
     "max-bytes": Flags.integer({ description: "bytes to read at most (default and cap 1 MiB; 0 = the cap)", min: 0 })
   }
-  static override examples = ["stoat file read dev /etc/os-release", "stoat file read dev /var/log/big.log --offset 1048576", "stoat file read --json dev /bin/true"]
+  static override examples = [
+    "stoat file read dev /etc/os-release",
+    "stoat file read dev /var/log/big.log --offset 1048576",
+    "stoat file read --json dev /bin/true"
+  ]
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(FileRead)
@@ -31,7 +35,10 @@ export default class FileRead extends StoatCommand {
         const next = (flags.offset ?? 0) + bytes.length
         // A file whose stat size is 0 (/dev/zero, /proc) reports only what was read, one byte past
         // the range: its length is unknown, so only a size beyond that is one the file really has.
-        const total = result.size > next + 1 ? `${args.path} has ${result.size} bytes; printed ${bytes.length}` : `printed ${bytes.length} bytes of ${args.path}; more follows`
+        const total =
+          result.size > next + 1
+            ? `${args.path} has ${result.size} bytes; printed ${bytes.length}`
+            : `printed ${bytes.length} bytes of ${args.path}; more follows`
         process.stderr.write(`stoat: file: ${total}; read on with --offset ${next}\n`)
       }
     })

@@ -42,10 +42,20 @@ export default class FileWrite extends StoatCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(FileWrite)
     if (flags.content === undefined && process.stdin.isTTY)
-      return this.failWith({ code: "usage", message: "give the content with --content or on stdin: stoat file write <vm> <path> < file" })
-    const bytes = flags.content === undefined ? await readStdinUpTo(MAX_WRITE_BYTES) : Buffer.from(flags.content, "utf8")
-    if (bytes === undefined) return this.failWith({ code: "usage", message: overTheCap("stdin holds"), subject: args.path })
-    if (bytes.length > MAX_WRITE_BYTES) return this.failWith({ code: "usage", message: overTheCap(`--content is ${bytes.length} bytes,`), subject: args.path })
+      return this.failWith({
+        code: "usage",
+        message: "give the content with --content or on stdin: stoat file write <vm> <path> < file"
+      })
+    const bytes =
+      flags.content === undefined ? await readStdinUpTo(MAX_WRITE_BYTES) : Buffer.from(flags.content, "utf8")
+    if (bytes === undefined)
+      return this.failWith({ code: "usage", message: overTheCap("stdin holds"), subject: args.path })
+    if (bytes.length > MAX_WRITE_BYTES)
+      return this.failWith({
+        code: "usage",
+        message: overTheCap(`--content is ${bytes.length} bytes,`),
+        subject: args.path
+      })
     const text = utf8Text(bytes)
     const result = await this.call(writeFileOp, {
       vm: args.vm,

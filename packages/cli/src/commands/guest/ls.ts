@@ -14,7 +14,13 @@ export default class GuestLs extends StoatCommand {
       this.line(
         table(
           ["NAME", "INIT", "PKG", "BACKEND", "SOURCE"],
-          guests.map((guest) => [guest.name, guest.init, guest.pkg.install[0] ?? "-", guest.default_backend, guest.source])
+          guests.map((guest) => [
+            guest.name,
+            guest.init,
+            guest.pkg.install[0] ?? "-",
+            guest.default_backend,
+            guest.source
+          ])
         )
       )
     )

@@ -4,7 +4,11 @@ import { UsageCommand } from "../../usage.js"
 export default class JobsTopic extends UsageCommand {
   static override summary = "Run and follow background jobs in a VM"
   static override hidden = true
-  static override examples = ["stoat jobs start dev -- make test", "stoat jobs ls dev", "stoat jobs wait dev j-0123abcd"]
+  static override examples = [
+    "stoat jobs start dev -- make test",
+    "stoat jobs ls dev",
+    "stoat jobs wait dev j-0123abcd"
+  ]
 
   async run(): Promise<void> {
     await this.parse(JobsTopic)

@@ -11,12 +11,18 @@ export default class JobsKill extends StoatCommand {
     vm: Args.string({ description: "VM name", required: true }),
     job: Args.string({ description: "job id (j- and 8 hex digits)", required: true })
   }
-  static override flags = { signal: Flags.string({ default: "TERM", description: "signal name without SIG: TERM, KILL, INT, HUP, USR1 …" }) }
+  static override flags = {
+    signal: Flags.string({ default: "TERM", description: "signal name without SIG: TERM, KILL, INT, HUP, USR1 …" })
+  }
   static override examples = ["stoat jobs kill dev j-0123abcd", "stoat jobs kill --signal KILL dev j-0123abcd"]
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(JobsKill)
     const killed = await this.call(jobKill, { vm: args.vm, job_id: args.job, signal: flags.signal })
-    this.emit(killed, () => this.line(`${describeJob(killed)}${killed.signaled ? ` (sent ${flags.signal})` : " (not running: no signal sent)"}`))
+    this.emit(killed, () =>
+      this.line(
+        `${describeJob(killed)}${killed.signaled ? ` (sent ${flags.signal})` : " (not running: no signal sent)"}`
+      )
+    )
   }
 }

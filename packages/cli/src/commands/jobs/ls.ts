@@ -16,7 +16,12 @@ export default class JobsLs extends StoatCommand {
     const result = await this.call(listJobs, { vm: args.vm })
     this.emit(result, () => {
       if (result.jobs.length === 0) return this.line(`no jobs on ${args.vm}`)
-      this.line(table(["JOB", "STATE", "STARTED", "USER", "COMMAND"], result.jobs.map((job) => [job.job_id, job.state, job.started, job.user, job.argv.join(" ")])))
+      this.line(
+        table(
+          ["JOB", "STATE", "STARTED", "USER", "COMMAND"],
+          result.jobs.map((job) => [job.job_id, job.state, job.started, job.user, job.argv.join(" ")])
+        )
+      )
     })
   }
 }

@@ -15,14 +15,26 @@ export default class JobsOutput extends StoatCommand {
     offset: Flags.integer({ default: 0, description: "byte offset to start at" }),
     "max-bytes": Flags.integer({ default: 0, description: "most bytes to return (0 = 1 MiB)" })
   }
-  static override examples = ["stoat jobs output dev j-0123abcd", "stoat jobs output --stream stderr --offset 4096 dev j-0123abcd"]
+  static override examples = [
+    "stoat jobs output dev j-0123abcd",
+    "stoat jobs output --stream stderr --offset 4096 dev j-0123abcd"
+  ]
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(JobsOutput)
-    const read = await this.call(jobOutput, { vm: args.vm, job_id: args.job, stream: flags.stream, offset: flags.offset, max_bytes: flags["max-bytes"] })
+    const read = await this.call(jobOutput, {
+      vm: args.vm,
+      job_id: args.job,
+      stream: flags.stream,
+      offset: flags.offset,
+      max_bytes: flags["max-bytes"]
+    })
     this.emit(read, () => {
       process.stdout.write(read.encoding === "base64" ? Buffer.from(read.content, "base64") : read.content)
-      if (read.truncated) process.stderr.write(`(${read.size} bytes in all; continue with --offset ${flags.offset + Buffer.byteLength(read.content, read.encoding === "base64" ? "base64" : "utf8")})\n`)
+      if (read.truncated)
+        process.stderr.write(
+          `(${read.size} bytes in all; continue with --offset ${flags.offset + Buffer.byteLength(read.content, read.encoding === "base64" ? "base64" : "utf8")})\n`
+        )
     })
   }
 }

@@ -11,7 +11,11 @@ export default class JobsStart extends StoatCommand {
   static override flags = {
     cwd: Flags.string({ description: "absolute guest directory to run in" }),
     // Non-greedy: the word after the value is the VM name, not a second value.
-    env: Flags.string({ description: "NAME=value for the job's environment (repeatable)", multiple: true, multipleNonGreedy: true })
+    env: Flags.string({
+      description: "NAME=value for the job's environment (repeatable)",
+      multiple: true,
+      multipleNonGreedy: true
+    })
   }
   static override examples = [
     "stoat jobs start dev -- make -j4 test",
@@ -23,7 +27,8 @@ export default class JobsStart extends StoatCommand {
     const { args, flags } = await this.parse(JobsStart)
     // main takes the guest command out of argv before oclif could mistake its flags for stoat's.
     const argv = cliState.guest ?? []
-    if (argv.length === 0) return this.failWith({ code: "usage", message: "missing command: stoat jobs start <vm> <cmd...>" })
+    if (argv.length === 0)
+      return this.failWith({ code: "usage", message: "missing command: stoat jobs start <vm> <cmd...>" })
     const env: Record<string, string> = {}
     for (const pair of flags.env ?? []) {
       const at = pair.indexOf("=")

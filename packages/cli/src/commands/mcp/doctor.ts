@@ -14,7 +14,11 @@ export default class McpDoctor extends StoatCommand {
       this.line(`contract  v${report.contract} (stoat ${report.version}), transport ${report.transport}`)
       this.line(`binary    ${report.binary}`)
       for (const client of report.clients) {
-        const state = !client.installed ? "not installed" : client.current ? "ok" : `stale: launches ${client.command ?? "(no command)"}`
+        const state = !client.installed
+          ? "not installed"
+          : client.current
+            ? "ok"
+            : `stale: launches ${client.command ?? "(no command)"}`
         this.line(`${client.client.padEnd(15)} ${state}${client.path ? `  (${client.path})` : ""}`)
       }
     })

@@ -12,7 +12,12 @@ export default class McpServe extends Command {
   static override summary = "Serve the Stoat MCP server (stdio by default)"
   static override description =
     "Serve Stoat's MCP tools over stdio (stdout carries only the protocol), or over Streamable HTTP with --http on a loopback address (127.0.0.1, ::1 or localhost). The working directory decides which stoat.toml project tools read."
-  static override examples = ["stoat mcp serve", "stoat mcp serve --http 127.0.0.1:7777", "stoat mcp serve --http 127.0.0.1:7777 --token-file ~/.stoat-token", "stoat mcp serve --toolsets vm,guest --read-only"]
+  static override examples = [
+    "stoat mcp serve",
+    "stoat mcp serve --http 127.0.0.1:7777",
+    "stoat mcp serve --http 127.0.0.1:7777 --token-file ~/.stoat-token",
+    "stoat mcp serve --toolsets vm,guest --read-only"
+  ]
   static override flags = {
     http: Flags.string({ description: "Serve Streamable HTTP at this loopback host:port instead of stdio" }),
     "token-file": Flags.string({ description: "With --http: require Authorization: Bearer <first line of this file>" }),
@@ -23,11 +28,20 @@ export default class McpServe extends Command {
     confirm: Flags.boolean({
       allowNo: true,
       default: true,
-      description: "Require confirm=<VM name> (or elicitation) before a deletion; --no-confirm runs deletions unconfirmed, as the original server did"
+      description:
+        "Require confirm=<VM name> (or elicitation) before a deletion; --no-confirm runs deletions unconfirmed, as the original server did"
     }),
-    "call-budget": Flags.integer({ description: "Seconds a call without a progress token answers within, before the client's 60 s timeout (default 50)" }),
-    "max-sessions": Flags.integer({ description: "With --http: sessions kept at once; the least recently used idle one makes room (default 64)" }),
-    toolsets: Flags.string({ description: "Serve only these toolsets, comma-separated: vm, snapshots, guest, jobs, host, recipes, project (default all)" }),
+    "call-budget": Flags.integer({
+      description:
+        "Seconds a call without a progress token answers within, before the client's 60 s timeout (default 50)"
+    }),
+    "max-sessions": Flags.integer({
+      description: "With --http: sessions kept at once; the least recently used idle one makes room (default 64)"
+    }),
+    toolsets: Flags.string({
+      description:
+        "Serve only these toolsets, comma-separated: vm, snapshots, guest, jobs, host, recipes, project (default all)"
+    }),
     "read-only": Flags.boolean({ description: "Serve only the read-only tools" })
   }
 
@@ -36,7 +50,8 @@ export default class McpServe extends Command {
     const rate = (name: string, text: string | undefined): number | undefined => {
       if (text === undefined) return undefined
       const value = Number(text)
-      if (text.trim() === "" || !Number.isFinite(value)) refuseMcp(`--${name} must be a number, got ${JSON.stringify(text)}`)
+      if (text.trim() === "" || !Number.isFinite(value))
+        refuseMcp(`--${name} must be a number, got ${JSON.stringify(text)}`)
       return value
     }
     const limits = {

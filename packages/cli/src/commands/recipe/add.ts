@@ -23,10 +23,16 @@ export default class RecipeAdd extends StoatCommand {
     const input = { ...target, ...(flags.global ? { global: true } : {}), ...(flags.force ? { force: true } : {}) }
     if ("source" in target && !flags.yes) {
       if (this.json || flags.quiet || process.stdin.isTTY !== true) {
-        return this.failWith({ code: "confirmation_required", message: `adding a recipe from ${args.ref} runs its scripts in your VMs; pass -y to add it`, subject: args.ref })
+        return this.failWith({
+          code: "confirmation_required",
+          message: `adding a recipe from ${args.ref} runs its scripts in your VMs; pass -y to add it`,
+          subject: args.ref
+        })
       }
       const preview = await this.call(addRecipe, { ...input, preview: true })
-      process.stderr.write(`recipe ${preview.name} from ${preview.source}\n  ref ${preview.ref}, commit ${preview.commit}, ${preview.scope} scope\n`)
+      process.stderr.write(
+        `recipe ${preview.name} from ${preview.source}\n  ref ${preview.ref}, commit ${preview.commit}, ${preview.scope} scope\n`
+      )
       const prompt = createInterface({ input: process.stdin, output: process.stderr })
       const answer = await prompt.question("Add it? [y/N] ")
       prompt.close()
@@ -36,6 +42,8 @@ export default class RecipeAdd extends StoatCommand {
       }
     }
     const result = await this.call(addRecipe, input)
-    this.emit(result, () => this.line(`added ${result.name} ${result.commit.slice(0, 7)} (${result.ref}, ${result.scope})`))
+    this.emit(result, () =>
+      this.line(`added ${result.name} ${result.commit.slice(0, 7)} (${result.ref}, ${result.scope})`)
+    )
   }
 }

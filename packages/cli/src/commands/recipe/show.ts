@@ -17,8 +17,14 @@ export default class RecipeShow extends StoatCommand {
       this.line(`reboot: ${recipe.reboot}`)
       this.line(`depends: ${recipe.depends.join(", ") || "-"}`)
       for (const param of recipe.params) {
-        const value = param.required ? "required" : param.default_from ? `default from ${param.default_from}` : `default ${JSON.stringify(param.default)}`
-        this.line(`param ${param.name} (${param.type}${param.values.length > 0 ? `: ${param.values.join("|")}` : ""}, ${value})${param.help ? `: ${param.help}` : ""}`)
+        const value = param.required
+          ? "required"
+          : param.default_from
+            ? `default from ${param.default_from}`
+            : `default ${JSON.stringify(param.default)}`
+        this.line(
+          `param ${param.name} (${param.type}${param.values.length > 0 ? `: ${param.values.join("|")}` : ""}, ${value})${param.help ? `: ${param.help}` : ""}`
+        )
       }
       for (const output of recipe.outputs) this.line(`output ${output.name}: ${output.help}`)
       this.line(`health: ${recipe.health ? `${recipe.health.check} (timeout ${recipe.health.timeout})` : "-"}`)

@@ -18,7 +18,8 @@ export default class Snapshot extends StoatCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Snapshot)
-    if ((flags.restore || flags.delete) && !args.tag) return this.failWith({ code: "usage", message: "--restore and --delete need a tag" })
+    if ((flags.restore || flags.delete) && !args.tag)
+      return this.failWith({ code: "usage", message: "--restore and --delete need a tag" })
     if (!args.tag) {
       await this.show(listSnapshots, { vm: args.vm }, ({ snapshots }) => this.line(renderSnapshots(args.vm, snapshots)))
       return
@@ -26,7 +27,9 @@ export default class Snapshot extends StoatCommand {
     const action = flags.restore ? "restore" : flags.delete ? "delete" : "save"
     const operation = action === "restore" ? restoreSnapshot : action === "delete" ? deleteSnapshot : saveSnapshot
     await this.show(operation, { vm: args.vm, tag: args.tag }, () =>
-      this.line(`${action === "save" ? "saved" : action === "restore" ? "restored" : "deleted"} snapshot ${args.tag} of ${args.vm}`)
+      this.line(
+        `${action === "save" ? "saved" : action === "restore" ? "restored" : "deleted"} snapshot ${args.tag} of ${args.vm}`
+      )
     )
   }
 }

@@ -9,7 +9,15 @@ type Snapshots = (typeof listSnapshots.output.Type)["snapshots"]
 export const renderSnapshots = (vm: string, snapshots: Snapshots): string =>
   snapshots.length === 0
     ? `${vm}: no snapshots`
-    : table(["TAG", "SIZE", "CREATED", "RAM"], snapshots.map((s) => [s.tag, s.size_display, s.created_display, s.vm_state === "running" ? "no (disk-only)" : "-"]))
+    : table(
+        ["TAG", "SIZE", "CREATED", "RAM"],
+        snapshots.map((s) => [
+          s.tag,
+          s.size_display,
+          s.created_display,
+          s.vm_state === "running" ? "no (disk-only)" : "-"
+        ])
+      )
 
 export default class SnapshotLs extends StoatCommand {
   static override summary = "List a VM's disk snapshots"

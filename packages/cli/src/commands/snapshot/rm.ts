@@ -13,6 +13,8 @@ export default class SnapshotRm extends StoatCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(SnapshotRm)
-    await this.show(deleteSnapshot, { vm: args.vm, tag: args.tag }, () => this.line(`deleted snapshot ${args.tag} of ${args.vm}`))
+    await this.show(deleteSnapshot, { vm: args.vm, tag: args.tag }, () =>
+      this.line(`deleted snapshot ${args.tag} of ${args.vm}`)
+    )
   }
 }

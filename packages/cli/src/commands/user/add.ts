@@ -4,7 +4,8 @@ import { GuestCommand } from "../../guest-output.js"
 
 export default class UserAdd extends GuestCommand {
   static override summary = "Add a user in a VM"
-  static override description = "Add a user to a running VM with its guest definition's useradd command (e.g. useradd -m -s /bin/bash NAME), as root. Exits 1 when it fails (for example, the user exists)."
+  static override description =
+    "Add a user to a running VM with its guest definition's useradd command (e.g. useradd -m -s /bin/bash NAME), as root. Exits 1 when it fails (for example, the user exists)."
   static override args = {
     vm: Args.string({ description: "VM name", required: true }),
     name: Args.string({ description: "user name", required: true })

@@ -8,7 +8,11 @@ import { Context, Data, Effect, Layer } from "effect"
 import { GitRequired, Timeout } from "../../errors.js"
 
 /** git ran and failed; callers turn it into the typed error that fits what they asked for. */
-export class GitFailed extends Data.TaggedError("GitFailed")<{ readonly args: ReadonlyArray<string>; readonly stderr: string; readonly exitCode: number }> {}
+export class GitFailed extends Data.TaggedError("GitFailed")<{
+  readonly args: ReadonlyArray<string>
+  readonly stderr: string
+  readonly exitCode: number
+}> {}
 
 export interface GitRunOptions {
   readonly cwd?: string
@@ -19,7 +23,10 @@ export class Git extends Context.Tag("stoat/Git")<
   Git,
   {
     /** Runs `git <args>` and answers its stdout. */
-    readonly run: (args: ReadonlyArray<string>, options?: GitRunOptions) => Effect.Effect<string, GitRequired | GitFailed | Timeout>
+    readonly run: (
+      args: ReadonlyArray<string>,
+      options?: GitRunOptions
+    ) => Effect.Effect<string, GitRequired | GitFailed | Timeout>
   }
 >() {}
 
@@ -41,7 +48,13 @@ export const makeGit = (options: GitOptions = {}): Context.Tag.Service<Git> => (
         [...SAFETY, ...args],
         {
           cwd: runOptions.cwd,
-          env: { ...(options.env ?? process.env), GIT_TERMINAL_PROMPT: "0", GIT_ASKPASS: "", SSH_ASKPASS: "", LC_ALL: "C" },
+          env: {
+            ...(options.env ?? process.env),
+            GIT_TERMINAL_PROMPT: "0",
+            GIT_ASKPASS: "",
+            SSH_ASKPASS: "",
+            LC_ALL: "C"
+          },
           timeout: timeoutMs,
           maxBuffer: 16 * 1024 * 1024,
           signal,
@@ -51,12 +64,34 @@ export const makeGit = (options: GitOptions = {}): Context.Tag.Service<Git> => (
           if (error === null) return resume(Effect.succeed(stdout))
           const failure = error as NodeJS.ErrnoException & { killed?: boolean; code?: unknown }
           if (failure.code === "ENOENT") {
-            return resume(Effect.fail(new GitRequired({ message: "git is not installed (or not on PATH); remote recipes need it: install git", subject: "git" })))
+            return resume(
+              Effect.fail(
+                new GitRequired({
+                  message: "git is not installed (or not on PATH); remote recipes need it: install git",
+                  subject: "git"
+                })
+              )
+            )
           }
           if (failure.killed === true) {
-            return resume(Effect.fail(new Timeout({ message: `git ${args[0] ?? ""} did not finish within ${Math.round(timeoutMs / 1000)} s`, subject: "git" })))
+            return resume(
+              Effect.fail(
+                new Timeout({
+                  message: `git ${args[0] ?? ""} did not finish within ${Math.round(timeoutMs / 1000)} s`,
+                  subject: "git"
+                })
+              )
+            )
           }
-          resume(Effect.fail(new GitFailed({ args, stderr: String(stderr).trim(), exitCode: typeof failure.code === "number" ? failure.code : -1 })))
+          resume(
+            Effect.fail(
+              new GitFailed({
+                args,
+                stderr: String(stderr).trim(),
+                exitCode: typeof failure.code === "number" ? failure.code : -1
+              })
+            )
+          )
         }
       )
     })

@@ -9,17 +9,38 @@ import { readdir, readlink, rename } from "node:fs/promises"
 import { dirname, join, relative, resolve, sep } from "node:path"
 import { Clock, Config, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../../platform/data-root.js"
-import { DownloadFailed, GitRequired, InUse, InvalidSpec, LockOutOfDate, NameTaken, NotFound, Timeout, Usage } from "../../errors.js"
+import {
+  DownloadFailed,
+  GitRequired,
+  InUse,
+  InvalidSpec,
+  LockOutOfDate,
+  NameTaken,
+  NotFound,
+  Timeout,
+  Usage
+} from "../../errors.js"
 import { Locks } from "../../platform/locks.js"
 import { closest, RECIPE_NAME } from "../../platform/names.js"
 import * as fs from "../../platform/fs.js"
 import { VmStore } from "../../vm/store.js"
 import { BUNDLED_RECIPES } from "../bundled.js"
 import { loadRecipeDir } from "../store.js"
-import { type Declaration, editDeclarations, type IndexRecipe, type LockEntry, parseIndex, projectFile, readDeclarations, readLock, refProblem, sourceProblem, writeLock } from "./files.js"
+import {
+  type Declaration,
+  editDeclarations,
+  type IndexRecipe,
+  type LockEntry,
+  parseIndex,
+  projectFile,
+  readDeclarations,
+  readLock,
+  refProblem,
+  sourceProblem,
+  writeLock
+} from "./files.js"
 import { Git, type GitFailed } from "./git.js"
 import { Projects } from "../../projects/service.js"
-
 
 export type RemoteScope = "global" | "project"
 
@@ -43,12 +64,23 @@ export interface AddRequest {
   readonly preview?: boolean
 }
 
-type RemoteError = NotFound | DownloadFailed | InvalidSpec | NameTaken | InUse | LockOutOfDate | GitRequired | Timeout | Usage | fs.FsError
+type RemoteError =
+  | NotFound
+  | DownloadFailed
+  | InvalidSpec
+  | NameTaken
+  | InUse
+  | LockOutOfDate
+  | GitRequired
+  | Timeout
+  | Usage
+  | fs.FsError
 
 /** git's words for a source that answered and has no such repository. */
 const MISSING_SOURCE = /repository not found|does not exist|not a git repository|returned error: 40[34]/i
 /** git's words for a network it could not use: names, connections, TLS, proxies. */
-const NETWORK_FAILURE = /could not resolve|unable to access|failed to connect|connection (?:refused|timed out|reset)|network is unreachable|timed out|early eof|ssl|tls|proxy/i
+const NETWORK_FAILURE =
+  /could not resolve|unable to access|failed to connect|connection (?:refused|timed out|reset)|network is unreachable|timed out|early eof|ssl|tls|proxy/i
 
 /**
  * A clone that failed: not_found when the source answered that it has no such repository,
@@ -57,7 +89,10 @@ const NETWORK_FAILURE = /could not resolve|unable to access|failed to connect|co
 const cloneFailed = (what: string, source: string, failure: GitFailed, hint = ""): NotFound | DownloadFailed => {
   const detail = failure.stderr || "git clone failed"
   return !MISSING_SOURCE.test(detail) && NETWORK_FAILURE.test(detail)
-    ? new DownloadFailed({ message: `cannot fetch ${what}: the network failed (${detail}); try again`, subject: source })
+    ? new DownloadFailed({
+        message: `cannot fetch ${what}: the network failed (${detail}); try again`,
+        subject: source
+      })
     : new NotFound({ message: `cannot fetch ${what}: ${detail}${hint}`, subject: source })
 }
 
@@ -65,15 +100,24 @@ export class RemoteRecipes extends Context.Tag("stoat/RemoteRecipes")<
   RemoteRecipes,
   {
     /** Index entries whose name or description holds every term. */
-    readonly search: (terms: ReadonlyArray<string>, refresh: boolean) => Effect.Effect<ReadonlyArray<IndexRecipe>, RemoteError>
+    readonly search: (
+      terms: ReadonlyArray<string>,
+      refresh: boolean
+    ) => Effect.Effect<ReadonlyArray<IndexRecipe>, RemoteError>
     readonly add: (request: AddRequest) => Effect.Effect<PinnedRecipe, RemoteError>
     /** Project: declarations resolved to commits (kept when unchanged), undeclared pins dropped; the cache is not touched. */
     readonly lock: (global: boolean) => Effect.Effect<ReadonlyArray<PinnedRecipe>, RemoteError>
     /** Checkouts made to match the lock (missing or stale clean ones placed, extra project ones removed). */
     readonly sync: (global: boolean) => Effect.Effect<ReadonlyArray<PinnedRecipe>, RemoteError>
     /** Stored refs resolved again and the checkouts moved to the new commits. */
-    readonly update: (names: ReadonlyArray<string>, global: boolean) => Effect.Effect<ReadonlyArray<PinnedRecipe>, RemoteError>
-    readonly remove: (name: string, options: { readonly global: boolean; readonly force: boolean }) => Effect.Effect<{ readonly name: string; readonly scope: RemoteScope }, RemoteError>
+    readonly update: (
+      names: ReadonlyArray<string>,
+      global: boolean
+    ) => Effect.Effect<ReadonlyArray<PinnedRecipe>, RemoteError>
+    readonly remove: (
+      name: string,
+      options: { readonly global: boolean; readonly force: boolean }
+    ) => Effect.Effect<{ readonly name: string; readonly scope: RemoteScope }, RemoteError>
     /**
      * Apply step 2 for the named recipes of the working directory's project: declaration, lock and
      * checkout must agree; a missing or stale clean checkout is placed from the lock.
@@ -133,7 +177,8 @@ export const makeRemoteRecipes = (indexSpec: string) =>
     const vms = yield* VmStore
     const projectDir = Option.fromNullable((yield* Projects).dir)
 
-    const gitIn = (dir: string | undefined, args: ReadonlyArray<string>) => git.run(args, dir === undefined ? {} : { cwd: dir })
+    const gitIn = (dir: string | undefined, args: ReadonlyArray<string>) =>
+      git.run(args, dir === undefined ? {} : { cwd: dir })
     const ok = (dir: string, args: ReadonlyArray<string>) =>
       gitIn(dir, args).pipe(
         Effect.map((out) => Option.some(out.trim())),
@@ -142,7 +187,11 @@ export const makeRemoteRecipes = (indexSpec: string) =>
 
     const scopeFor = (global: boolean): Effect.Effect<ScopePaths, InvalidSpec | fs.FsError> =>
       Effect.gen(function* () {
-        const globalScope: ScopePaths = { kind: "global", lockFile: join(root.root, "stoat.lock"), cacheDir: root.recipes }
+        const globalScope: ScopePaths = {
+          kind: "global",
+          lockFile: join(root.root, "stoat.lock"),
+          cacheDir: root.recipes
+        }
         if (global || Option.isNone(projectDir)) return globalScope
         const declarations = yield* readDeclarations(projectDir.value)
         if (Option.isNone(declarations)) return globalScope
@@ -159,7 +208,12 @@ export const makeRemoteRecipes = (indexSpec: string) =>
     const indexText = (refresh: boolean) =>
       Effect.gen(function* () {
         const local = yield* fs.statIfExists(indexSpec)
-        if (Option.isSome(local) && local.value.isDirectory() && !(yield* fs.exists(join(indexSpec, ".git"))) && (yield* fs.exists(join(indexSpec, "index.toml")))) {
+        if (
+          Option.isSome(local) &&
+          local.value.isDirectory() &&
+          !(yield* fs.exists(join(indexSpec, ".git"))) &&
+          (yield* fs.exists(join(indexSpec, "index.toml")))
+        ) {
           const file = join(indexSpec, "index.toml")
           return { file, text: yield* fs.readFileString(file) }
         }
@@ -172,7 +226,12 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           onSome: (text) => {
             try {
               const parsed = JSON.parse(text) as { source?: unknown; fetched_ms?: unknown }
-              return parsed.source === indexSpec && typeof parsed.fetched_ms === "number" && now - parsed.fetched_ms < INDEX_MAX_AGE_MS && now >= parsed.fetched_ms
+              return (
+                parsed.source === indexSpec &&
+                typeof parsed.fetched_ms === "number" &&
+                now - parsed.fetched_ms < INDEX_MAX_AGE_MS &&
+                now >= parsed.fetched_ms
+              )
             } catch {
               return false
             }
@@ -183,9 +242,14 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           const stage = join(root.root, stageName(".stoat-index-stage-"))
           yield* Effect.gen(function* () {
             yield* gitIn(undefined, ["clone", "--quiet", "--depth", "1", "--", indexSpec, stage]).pipe(
-              Effect.catchTag("GitFailed", (failure) => Effect.fail(cloneFailed(`the recipe index ${indexSpec}`, indexSpec, failure, " (set STOAT_INDEX)")))
+              Effect.catchTag("GitFailed", (failure) =>
+                Effect.fail(cloneFailed(`the recipe index ${indexSpec}`, indexSpec, failure, " (set STOAT_INDEX)"))
+              )
             )
-            yield* fs.writeFileAtomic(join(stage, ".git", INDEX_MARKER), JSON.stringify({ source: indexSpec, fetched_ms: now }))
+            yield* fs.writeFileAtomic(
+              join(stage, ".git", INDEX_MARKER),
+              JSON.stringify({ source: indexSpec, fetched_ms: now })
+            )
             const old = join(root.root, stageName(".stoat-index-old-"))
             if (yield* fs.exists(cache)) yield* fs.attempt("move aside", cache, () => rename(cache, old))
             yield* fs.attempt("install", cache, () => rename(stage, cache))
@@ -194,7 +258,11 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         }
         const file = join(cache, "index.toml")
         const text = yield* fs.readFileStringIfExists(file)
-        if (Option.isNone(text)) return yield* new NotFound({ message: `the recipe index ${indexSpec} has no index.toml at its root`, subject: file })
+        if (Option.isNone(text))
+          return yield* new NotFound({
+            message: `the recipe index ${indexSpec} has no index.toml at its root`,
+            subject: file
+          })
         return { file, text: text.value }
       })
 
@@ -205,8 +273,14 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         const entries = yield* index(false)
         const entry = entries.find((candidate) => candidate.name === name)
         if (entry !== undefined) return entry
-        const hint = closest(name, entries.map((candidate) => candidate.name))
-        return yield* new NotFound({ message: `the recipe index has no recipe "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe search`, subject: name })
+        const hint = closest(
+          name,
+          entries.map((candidate) => candidate.name)
+        )
+        return yield* new NotFound({
+          message: `the recipe index has no recipe "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe search`,
+          subject: name
+        })
       })
 
     // ------------------------------------------------------------------ clones and checkouts
@@ -219,13 +293,20 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           const branch = yield* ok(dir, ["symbolic-ref", "--short", "--quiet", "HEAD"])
           if (Option.isSome(commit)) return { commit: commit.value, ref: Option.getOrElse(branch, () => commit.value) }
         } else {
-          const candidates = [`refs/remotes/origin/${ref}`, `refs/tags/${ref}`, ...(/^[0-9a-f]{4,40}$/.test(ref) ? [ref] : [])]
+          const candidates = [
+            `refs/remotes/origin/${ref}`,
+            `refs/tags/${ref}`,
+            ...(/^[0-9a-f]{4,40}$/.test(ref) ? [ref] : [])
+          ]
           for (const candidate of candidates) {
             const commit = yield* ok(dir, ["rev-parse", "--verify", "--quiet", `${candidate}^{commit}`])
             if (Option.isSome(commit)) return { commit: commit.value, ref }
           }
         }
-        return yield* new NotFound({ message: `${source} has no ${ref === "" ? "default branch" : `branch, tag or commit "${ref}"`}`, subject: ref || source })
+        return yield* new NotFound({
+          message: `${source} has no ${ref === "" ? "default branch" : `branch, tag or commit "${ref}"`}`,
+          subject: ref || source
+        })
       })
 
     /** Clones `source` into a new stage folder under `parent` checked out at `ref` (or `commit`); removed again on failure. */
@@ -238,11 +319,24 @@ export const makeRemoteRecipes = (indexSpec: string) =>
             Effect.catchTag("GitFailed", (failure) => Effect.fail(cloneFailed(source, source, failure)))
           )
           const resolved = commit === undefined ? yield* resolveIn(stage, source, ref) : { commit, ref }
-          if (commit !== undefined && Option.isNone(yield* ok(stage, ["rev-parse", "--verify", "--quiet", `${commit}^{commit}`]))) {
-            return yield* new NotFound({ message: `${source} no longer has the pinned commit ${commit}; run stoat recipe update`, subject: commit })
+          if (
+            commit !== undefined &&
+            Option.isNone(yield* ok(stage, ["rev-parse", "--verify", "--quiet", `${commit}^{commit}`]))
+          ) {
+            return yield* new NotFound({
+              message: `${source} no longer has the pinned commit ${commit}; run stoat recipe update`,
+              subject: commit
+            })
           }
           yield* gitIn(stage, ["checkout", "--quiet", "--detach", resolved.commit]).pipe(
-            Effect.catchTag("GitFailed", (failure) => new InvalidSpec({ message: `cannot check out ${resolved.commit} of ${source}: ${failure.stderr}`, subject: source }))
+            Effect.catchTag(
+              "GitFailed",
+              (failure) =>
+                new InvalidSpec({
+                  message: `cannot check out ${resolved.commit} of ${source}: ${failure.stderr}`,
+                  subject: source
+                })
+            )
           )
           return { stage, ...resolved }
         }).pipe(Effect.onError(() => fs.remove(stage).pipe(Effect.ignore)))
@@ -252,10 +346,18 @@ export const makeRemoteRecipes = (indexSpec: string) =>
     const validate = (stage: string, name: string, source: string) =>
       Effect.gen(function* () {
         yield* loadRecipeDir(stage, name).pipe(
-          Effect.mapError((error) => (error._tag === "NotFound" ? new InvalidSpec({ message: `${source} has no recipe.toml at its root`, subject: source }) : error))
+          Effect.mapError((error) =>
+            error._tag === "NotFound"
+              ? new InvalidSpec({ message: `${source} has no recipe.toml at its root`, subject: source })
+              : error
+          )
         )
         const escape = yield* symlinkEscape(stage)
-        if (escape !== undefined) return yield* new InvalidSpec({ message: `${source}: ${escape} is a symlink leading outside the recipe`, subject: `${source}:${escape}` })
+        if (escape !== undefined)
+          return yield* new InvalidSpec({
+            message: `${source}: ${escape} is a symlink leading outside the recipe`,
+            subject: `${source}:${escape}`
+          })
       })
 
     /** The manifest's own name, for a recipe added by URL (its lock name). */
@@ -264,7 +366,11 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         const text = yield* fs.readFileStringIfExists(join(stage, "recipe.toml"))
         const match = Option.map(text, (body) => /^\s*name\s*=\s*"([^"]*)"/m.exec(body)?.[1])
         const name = Option.getOrUndefined(match)
-        if (name === undefined || !RECIPE_NAME.test(name)) return yield* new InvalidSpec({ message: `${source}: recipe.toml must name the recipe (name = "lower-case-name")`, subject: `${source}:name` })
+        if (name === undefined || !RECIPE_NAME.test(name))
+          return yield* new InvalidSpec({
+            message: `${source}: recipe.toml must name the recipe (name = "lower-case-name")`,
+            subject: `${source}:name`
+          })
         return name
       })
 
@@ -277,14 +383,17 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         yield* fs.attempt("install", dest, () => rename(stage, dest))
       })
 
-    type CheckoutState = { readonly kind: "missing" } | { readonly kind: "present"; readonly head: string; readonly dirty: boolean }
+    type CheckoutState =
+      | { readonly kind: "missing" }
+      | { readonly kind: "present"; readonly head: string; readonly dirty: boolean }
     const checkoutState = (dir: string): Effect.Effect<CheckoutState, GitRequired | Timeout | fs.FsError> =>
       Effect.gen(function* () {
         if (!(yield* fs.exists(dir))) return { kind: "missing" }
         const head = yield* ok(dir, ["rev-parse", "--verify", "--quiet", "HEAD"])
         // Not a checkout of its own (no .git, or one that git cannot read): treat as tampered.
         const top = yield* ok(dir, ["rev-parse", "--show-toplevel"])
-        if (Option.isNone(head) || Option.isNone(top) || resolve(top.value) !== resolve(dir)) return { kind: "present", head: "", dirty: true }
+        if (Option.isNone(head) || Option.isNone(top) || resolve(top.value) !== resolve(dir))
+          return { kind: "present", head: "", dirty: true }
         const status = yield* ok(dir, ["status", "--porcelain", "--untracked-files=all"])
         return { kind: "present", head: head.value, dirty: Option.isNone(status) || status.value !== "" }
       })
@@ -303,15 +412,27 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         if (state.kind === "present" && state.dirty) return yield* tampered(name, dir)
         if (state.kind === "present" && state.head === entry.commit) return
         const staged = yield* stageCheckout(scope.cacheDir, entry.source, entry.ref, entry.commit)
-        yield* validate(staged.stage, name, entry.source).pipe(Effect.onError(() => fs.remove(staged.stage).pipe(Effect.ignore)))
+        yield* validate(staged.stage, name, entry.source).pipe(
+          Effect.onError(() => fs.remove(staged.stage).pipe(Effect.ignore))
+        )
         yield* install(staged.stage, dir)
       })
 
     const pinned = (scope: ScopePaths, entries: ReadonlyMap<string, LockEntry>): ReadonlyArray<PinnedRecipe> =>
-      [...entries].sort(([a], [b]) => a.localeCompare(b)).map(([name, entry]) => ({ name, source: entry.source, ref: entry.ref, commit: entry.commit, scope: scope.kind }))
+      [...entries]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([name, entry]) => ({
+          name,
+          source: entry.source,
+          ref: entry.ref,
+          commit: entry.commit,
+          scope: scope.kind
+        }))
 
     const agrees = (declaration: Declaration, entry: LockEntry | undefined) =>
-      entry !== undefined && (declaration.ref === "" || declaration.ref === entry.ref) && (declaration.source === undefined || declaration.source === entry.source)
+      entry !== undefined &&
+      (declaration.ref === "" || declaration.ref === entry.ref) &&
+      (declaration.source === undefined || declaration.source === entry.source)
 
     const writeProjectFile = (dir: string, change: Declaration | { readonly remove: string }) =>
       Effect.gen(function* () {
@@ -333,11 +454,13 @@ export const makeRemoteRecipes = (indexSpec: string) =>
     /** A name already taken by another recipe this scope would shadow or be shadowed by. */
     const collision = (scope: ScopePaths, name: string, lock: ReadonlyMap<string, LockEntry>) =>
       Effect.gen(function* () {
-        if (lock.has(name)) return `recipe "${name}" is already added in ${scope.kind} scope (commit ${lock.get(name)!.commit.slice(0, 7)}); run stoat recipe update, or pass --force to re-pin it`
+        if (lock.has(name))
+          return `recipe "${name}" is already added in ${scope.kind} scope (commit ${lock.get(name)!.commit.slice(0, 7)}); run stoat recipe update, or pass --force to re-pin it`
         if (name in BUNDLED_RECIPES) return `recipe "${name}" is a bundled recipe; pass --force to shadow it`
         const globalPins = yield* readLock(join(root.root, "stoat.lock"))
         if (yield* fs.exists(join(root.recipes, name))) {
-          if (scope.kind === "global") return `a local recipe "${name}" exists in ${root.recipes}; pass --force to replace it`
+          if (scope.kind === "global")
+            return `a local recipe "${name}" exists in ${root.recipes}; pass --force to replace it`
           return `recipe "${name}" exists in ${globalPins.has(name) ? "global remote" : "local"} scope; pass --force to shadow it`
         }
         return undefined
@@ -353,25 +476,33 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           const issue = sourceProblem(url)
           if (issue) return yield* new InvalidSpec({ message: `source ${issue}`, subject: "source" })
           if (atRef !== undefined) {
-            if (request.ref !== undefined) return yield* new Usage({ message: "give the ref once: URL@ref or --ref", subject: "ref" })
+            if (request.ref !== undefined)
+              return yield* new Usage({ message: "give the ref once: URL@ref or --ref", subject: "ref" })
             ref = atRef
           }
           source = url
         } else {
           const [bare, atRef] = (request.name ?? "").split(/@(.*)/s, 2) as [string, string | undefined]
-          if (!RECIPE_NAME.test(bare)) return yield* new InvalidSpec({ message: `recipe names use lower-case letters, digits and '-', got ${JSON.stringify(bare)}`, subject: bare })
+          if (!RECIPE_NAME.test(bare))
+            return yield* new InvalidSpec({
+              message: `recipe names use lower-case letters, digits and '-', got ${JSON.stringify(bare)}`,
+              subject: bare
+            })
           if (atRef !== undefined) {
-            if (request.ref !== undefined) return yield* new Usage({ message: "give the ref once: name@ref or ref", subject: "ref" })
+            if (request.ref !== undefined)
+              return yield* new Usage({ message: "give the ref once: name@ref or ref", subject: "ref" })
             ref = atRef
           }
           name = bare
           source = (yield* indexEntry(bare)).source
         }
         const refIssue = ref === "" ? undefined : refProblem(ref)
-        if (refIssue) return yield* new InvalidSpec({ message: `ref ${JSON.stringify(ref)} ${refIssue}`, subject: "ref" })
+        if (refIssue)
+          return yield* new InvalidSpec({ message: `ref ${JSON.stringify(ref)} ${refIssue}`, subject: "ref" })
         const scope = yield* scopeFor(request.global)
         const lock = yield* readLock(scope.lockFile)
-        const refuse = (taken: string | undefined, subject: string) => (taken !== undefined && !request.force ? new NameTaken({ message: taken, subject }) : undefined)
+        const refuse = (taken: string | undefined, subject: string) =>
+          taken !== undefined && !request.force ? new NameTaken({ message: taken, subject }) : undefined
         if (name !== undefined) {
           const refusal = refuse(yield* collision(scope, name, lock), name)
           if (refusal) return yield* refusal
@@ -384,7 +515,13 @@ export const makeRemoteRecipes = (indexSpec: string) =>
             if (refusal) return yield* refusal
           }
           yield* validate(staged.stage, lockName, source)
-          const result: PinnedRecipe = { name: lockName, source, ref: staged.ref, commit: staged.commit, scope: scope.kind }
+          const result: PinnedRecipe = {
+            name: lockName,
+            source,
+            ref: staged.ref,
+            commit: staged.commit,
+            scope: scope.kind
+          }
           if (request.preview) {
             yield* fs.remove(staged.stage)
             return result
@@ -392,7 +529,13 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           const entries = new Map(lock)
           entries.set(lockName, { source, ref: staged.ref, commit: staged.commit, added: yield* nowRfc3339 })
           // Everything that can fail on content is checked before the first write.
-          const writeToml = scope.project ? yield* writeProjectFile(scope.project.dir, { name: lockName, ref: staged.ref, ...(name === undefined ? { source } : {}) }) : Effect.void
+          const writeToml = scope.project
+            ? yield* writeProjectFile(scope.project.dir, {
+                name: lockName,
+                ref: staged.ref,
+                ...(name === undefined ? { source } : {})
+              })
+            : Effect.void
           // The checkout, the lock and stoat.toml change together: a failed write puts back all three.
           const lockBefore = yield* fs.readFileStringIfExists(scope.lockFile)
           const restoreLock = Option.match(lockBefore, {
@@ -423,7 +566,12 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           }
           const source = declaration.source ?? (yield* indexEntry(declaration.name)).source
           const resolved = yield* resolveOnly(scope.cacheDir, source, declaration.ref)
-          next.set(declaration.name, { source, ref: resolved.ref, commit: resolved.commit, added: existing?.added ?? (yield* nowRfc3339) })
+          next.set(declaration.name, {
+            source,
+            ref: resolved.ref,
+            commit: resolved.commit,
+            added: existing?.added ?? (yield* nowRfc3339)
+          })
         }
         yield* writeLock(scope.lockFile, next)
         return pinned(scope, next)
@@ -436,7 +584,9 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         for (const [name, entry] of entries) yield* ensureCheckout(scope, name, entry)
         if (scope.project) {
           // The project cache holds exactly the pinned recipes.
-          for (const entry of yield* fs.listDirectory(scope.cacheDir).pipe(Effect.catchTag("NotFound", () => Effect.succeed([] as ReadonlyArray<string>)))) {
+          for (const entry of yield* fs
+            .listDirectory(scope.cacheDir)
+            .pipe(Effect.catchTag("NotFound", () => Effect.succeed([] as ReadonlyArray<string>)))) {
             if (!entries.has(entry)) yield* fs.remove(join(scope.cacheDir, entry))
           }
         }
@@ -450,7 +600,10 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         for (const name of names) {
           if (!entries.has(name)) {
             const hint = closest(name, [...entries.keys()])
-            return yield* new NotFound({ message: `recipe "${name}" is not pinned in ${scope.lockFile}${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe list`, subject: name })
+            return yield* new NotFound({
+              message: `recipe "${name}" is not pinned in ${scope.lockFile}${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe list`,
+              subject: name
+            })
           }
         }
         const chosen = [...entries].filter(([name]) => names.length === 0 || names.includes(name))
@@ -465,7 +618,9 @@ export const makeRemoteRecipes = (indexSpec: string) =>
             yield* fs.remove(staged.stage)
             continue
           }
-          yield* validate(staged.stage, name, entry.source).pipe(Effect.onError(() => fs.remove(staged.stage).pipe(Effect.ignore)))
+          yield* validate(staged.stage, name, entry.source).pipe(
+            Effect.onError(() => fs.remove(staged.stage).pipe(Effect.ignore))
+          )
           yield* install(staged.stage, dir)
           next.set(name, { ...entry, commit: staged.commit })
         }
@@ -475,19 +630,33 @@ export const makeRemoteRecipes = (indexSpec: string) =>
 
     const remove = (name: string, options: { readonly global: boolean; readonly force: boolean }) =>
       Effect.gen(function* () {
-        if (!RECIPE_NAME.test(name)) return yield* new InvalidSpec({ message: `recipe names use lower-case letters, digits and '-', got ${JSON.stringify(name)}`, subject: name })
+        if (!RECIPE_NAME.test(name))
+          return yield* new InvalidSpec({
+            message: `recipe names use lower-case letters, digits and '-', got ${JSON.stringify(name)}`,
+            subject: name
+          })
         const scope = yield* scopeFor(options.global)
         const entries = yield* readLock(scope.lockFile)
         const declared = scope.project?.declarations.some((declaration) => declaration.name === name) ?? false
         if (!entries.has(name) && !declared) {
           const hint = closest(name, [...entries.keys()])
-          return yield* new NotFound({ message: `recipe "${name}" is not a ${scope.kind} remote recipe${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe list`, subject: name })
+          return yield* new NotFound({
+            message: `recipe "${name}" is not a ${scope.kind} remote recipe${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe list`,
+            subject: name
+          })
         }
         if (!options.force) {
-          const users = (yield* vms.list).flatMap((vm) => (vm.kind === "ok" && vm.config.recipes.includes(name) ? [vm.name] : []))
-          if (users.length > 0) return yield* new InUse({ message: `recipe "${name}" is still listed by ${users.join(", ")}; remove it from them with stoat update --recipes, or pass --force`, subject: name })
+          const users = (yield* vms.list).flatMap((vm) =>
+            vm.kind === "ok" && vm.config.recipes.includes(name) ? [vm.name] : []
+          )
+          if (users.length > 0)
+            return yield* new InUse({
+              message: `recipe "${name}" is still listed by ${users.join(", ")}; remove it from them with stoat update --recipes, or pass --force`,
+              subject: name
+            })
         }
-        const writeToml = scope.project && declared ? yield* writeProjectFile(scope.project.dir, { remove: name }) : Effect.void
+        const writeToml =
+          scope.project && declared ? yield* writeProjectFile(scope.project.dir, { remove: name }) : Effect.void
         const next = new Map(entries)
         next.delete(name)
         yield* writeToml
@@ -511,21 +680,32 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           const entry = entries.get(name)
           if (declaration === undefined && entry === undefined) continue
           if (declaration === undefined || !agrees(declaration, entry)) {
-            const why = declaration === undefined ? "stoat.lock pins it but stoat.toml no longer declares it" : entry === undefined ? "stoat.toml declares it but stoat.lock does not pin it" : `stoat.toml asks for ${declaration.source ?? "ref"} ${declaration.ref} but stoat.lock pins ${entry.ref}`
-            return yield* new LockOutOfDate({ message: `recipe "${name}": ${why}; run stoat recipe lock`, subject: name })
+            const why =
+              declaration === undefined
+                ? "stoat.lock pins it but stoat.toml no longer declares it"
+                : entry === undefined
+                  ? "stoat.toml declares it but stoat.lock does not pin it"
+                  : `stoat.toml asks for ${declaration.source ?? "ref"} ${declaration.ref} but stoat.lock pins ${entry.ref}`
+            return yield* new LockOutOfDate({
+              message: `recipe "${name}": ${why}; run stoat recipe lock`,
+              subject: name
+            })
           }
           yield* ensureCheckout(scope, name, entry!)
         }
       })
 
     // Its own lock, not the data root's: apply (under a start that holds the root lock) runs ensureProject.
-    const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) => locks.withLock(join(root.root, ".recipes.lock"), "remote recipes", effect)
+    const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      locks.withLock(join(root.root, ".recipes.lock"), "remote recipes", effect)
 
     return RemoteRecipes.of({
       search: (terms, refresh) =>
         Effect.map(serialized(index(refresh)), (entries) => {
           const words = terms.flatMap((term) => term.toLowerCase().split(/\s+/)).filter((word) => word !== "")
-          return entries.filter((entry) => words.every((word) => entry.name.includes(word) || entry.description.toLowerCase().includes(word)))
+          return entries.filter((entry) =>
+            words.every((word) => entry.name.includes(word) || entry.description.toLowerCase().includes(word))
+          )
         }),
       add: (request) => serialized(add(request)),
       lock: (global) => serialized(lock(global)),
@@ -541,12 +721,17 @@ export const makeRemoteRecipes = (indexSpec: string) =>
  * no-op when the stack has no remote recipes or there is no project.
  */
 export const ensureProjectRecipes = (names: ReadonlyArray<string>) =>
-  Effect.flatMap(Effect.serviceOption(RemoteRecipes), (remote) => (Option.isSome(remote) ? remote.value.ensureProject(names) : Effect.void))
+  Effect.flatMap(Effect.serviceOption(RemoteRecipes), (remote) =>
+    Option.isSome(remote) ? remote.value.ensureProject(names) : Effect.void
+  )
 
 /** `URL@ref`: the ref is what follows the last '@' after the host part (scp-style `git@host:` keeps its '@'). */
 export const splitUrlRef = (value: string): [string, string | undefined] => {
   const at = value.lastIndexOf("@")
-  const hostEnd = Math.max(value.indexOf("://") >= 0 ? value.indexOf("/", value.indexOf("://") + 3) : -1, value.indexOf(":"))
+  const hostEnd = Math.max(
+    value.indexOf("://") >= 0 ? value.indexOf("/", value.indexOf("://") + 3) : -1,
+    value.indexOf(":")
+  )
   if (at <= 0 || at < hostEnd || at === value.length - 1) return [value, undefined]
   return [value.slice(0, at), value.slice(at + 1)]
 }
@@ -555,7 +740,12 @@ export const remoteRecipesLayer = (options: RemoteRecipesOptions = {}) =>
   Layer.effect(
     RemoteRecipes,
     Effect.gen(function* () {
-      const spec = options.index ?? Option.getOrElse(yield* Config.option(Config.nonEmptyString("STOAT_INDEX")).pipe(Effect.orDie), () => DEFAULT_INDEX)
+      const spec =
+        options.index ??
+        Option.getOrElse(
+          yield* Config.option(Config.nonEmptyString("STOAT_INDEX")).pipe(Effect.orDie),
+          () => DEFAULT_INDEX
+        )
       return yield* makeRemoteRecipes(spec)
     })
   )

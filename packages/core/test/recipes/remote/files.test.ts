@@ -4,7 +4,15 @@ import { join } from "node:path"
 import { Effect, Exit } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { toErrorInfo } from "../../../src/errors.js"
-import { editDeclarations, parseIndex, parseLock, readDeclarations, readLock, renderLock, writeLock } from "../../../src/recipes/remote/files.js"
+import {
+  editDeclarations,
+  parseIndex,
+  parseLock,
+  readDeclarations,
+  readLock,
+  renderLock,
+  writeLock
+} from "../../../src/recipes/remote/files.js"
 
 const tempDir = () => {
   const dir = mkdtempSync(join(tmpdir(), "stoat-remote-files-"))
@@ -18,7 +26,13 @@ const runFail = async (effect: Effect.Effect<unknown, unknown>) => {
 }
 const COMMIT = "0123456789abcdef0123456789abcdef01234567"
 const entry = (over: Record<string, string> = {}) =>
-  Object.entries({ source: "https://example.org/caddy.git", ref: "v1", commit: COMMIT, added: "2026-12-01T10:00:00Z", ...over })
+  Object.entries({
+    source: "https://example.org/caddy.git",
+    ref: "v1",
+    commit: COMMIT,
+    added: "2026-12-01T10:00:00Z",
+    ...over
+  })
     .map(([key, value]) => `${key} = ${JSON.stringify(value)}`)
     .join("\n")
 
@@ -26,7 +40,10 @@ describe("stoat.lock", () => {
   it("renders the header, schema 1 and one table per recipe, and parses back to the same pins", async () => {
     const pins = new Map([
       ["zeta", { source: "/srv/zeta", ref: "main", commit: COMMIT, added: "2026-12-01T10:00:00Z" }],
-      ["caddy", { source: "https://example.org/caddy.git", ref: "v1", commit: "f".repeat(40), added: "2026-11-30T09:00:00Z" }]
+      [
+        "caddy",
+        { source: "https://example.org/caddy.git", ref: "v1", commit: "f".repeat(40), added: "2026-11-30T09:00:00Z" }
+      ]
     ])
     const text = renderLock(pins)
     expect(text.split("\n").slice(0, 2)).toEqual(["# stoat.lock: written by stoat; do not edit", "schema = 1"])
@@ -37,18 +54,47 @@ describe("stoat.lock", () => {
 
   it("refuses a newer schema with the reference's wording", async () => {
     const error = await runFail(parseLock("/p/stoat.lock", "schema = 2\n"))
-    expect(error).toMatchObject({ code: "invalid_spec", message: "stoat.lock: schema 2 is newer than this stoat (1)", subject: "/p/stoat.lock:schema" })
+    expect(error).toMatchObject({
+      code: "invalid_spec",
+      message: "stoat.lock: schema 2 is newer than this stoat (1)",
+      subject: "/p/stoat.lock:schema"
+    })
   })
 
   it.each([
     ["a short commit", `[recipes.caddy]\n${entry({ commit: "abc1234" })}`, "recipes.caddy.commit", "40-hex"],
-    ["a commit in upper case", `[recipes.caddy]\n${entry({ commit: COMMIT.toUpperCase() })}`, "recipes.caddy.commit", "40-hex"],
-    ["a time that is not RFC 3339", `[recipes.caddy]\n${entry({ added: "yesterday" })}`, "recipes.caddy.added", "RFC 3339"],
-    ["a missing source", `[recipes.caddy]\nref = "v1"\ncommit = "${COMMIT}"\nadded = "2026-12-01T10:00:00Z"`, "recipes.caddy.source", "required"],
+    [
+      "a commit in upper case",
+      `[recipes.caddy]\n${entry({ commit: COMMIT.toUpperCase() })}`,
+      "recipes.caddy.commit",
+      "40-hex"
+    ],
+    [
+      "a time that is not RFC 3339",
+      `[recipes.caddy]\n${entry({ added: "yesterday" })}`,
+      "recipes.caddy.added",
+      "RFC 3339"
+    ],
+    [
+      "a missing source",
+      `[recipes.caddy]\nref = "v1"\ncommit = "${COMMIT}"\nadded = "2026-12-01T10:00:00Z"`,
+      "recipes.caddy.source",
+      "required"
+    ],
     ["an unknown key", `[recipes.caddy]\n${entry()}\nextra = 1`, "recipes.caddy.extra", "not a lock entry key"],
     ["a bad recipe name", `[recipes.Caddy]\n${entry()}`, "recipes.Caddy", "lower-case"],
-    ["a flag-like source", `[recipes.caddy]\n${entry({ source: "--upload-pack=touch /tmp/x" })}`, "recipes.caddy.source", "must not start with '-'"],
-    ["an ext:: source", `[recipes.caddy]\n${entry({ source: "ext::sh -c touch% /tmp/pwned" })}`, "recipes.caddy.source", "ext::"],
+    [
+      "a flag-like source",
+      `[recipes.caddy]\n${entry({ source: "--upload-pack=touch /tmp/x" })}`,
+      "recipes.caddy.source",
+      "must not start with '-'"
+    ],
+    [
+      "an ext:: source",
+      `[recipes.caddy]\n${entry({ source: "ext::sh -c touch% /tmp/pwned" })}`,
+      "recipes.caddy.source",
+      "ext::"
+    ],
     ["no schema", `[recipes.caddy]\n${entry()}`, "schema", "positive integer"],
     ["broken TOML", "schema = = 1", undefined, ""]
   ])("names the file and the key for %s", async (_what, body, key, why) => {
@@ -66,7 +112,12 @@ describe("stoat.lock", () => {
     expect((await Effect.runPromise(readLock(file))).size).toBe(0)
     writeFileSync(file, "old")
     const before = statSync(file).ino
-    await Effect.runPromise(writeLock(file, new Map([["caddy", { source: "/srv/caddy", ref: "v1", commit: COMMIT, added: "2026-12-01T10:00:00Z" }]])))
+    await Effect.runPromise(
+      writeLock(
+        file,
+        new Map([["caddy", { source: "/srv/caddy", ref: "v1", commit: COMMIT, added: "2026-12-01T10:00:00Z" }]])
+      )
+    )
     expect(statSync(file).ino).not.toBe(before)
     expect((await Effect.runPromise(readLock(file))).get("caddy")?.commit).toBe(COMMIT)
   })
@@ -83,11 +134,21 @@ describe("index.toml", () => {
 
   it.each([
     ["a newer schema", "schema = 2\n", "schema", "index.toml: schema 2 is newer than this stoat (1)"],
-    ["a source that is not a string", 'schema = 1\n[recipes.caddy]\nsource = 3\n', "recipes.caddy.source", "must be a string"],
+    [
+      "a source that is not a string",
+      "schema = 1\n[recipes.caddy]\nsource = 3\n",
+      "recipes.caddy.source",
+      "must be a string"
+    ],
     ["a missing source", 'schema = 1\n[recipes.caddy]\ndescription = "x"\n', "recipes.caddy.source", "is required"],
-    ["an os that is not a list of strings", 'schema = 1\n[recipes.caddy]\nsource = "/s"\nos = "debian"\n', "recipes.caddy.os", "list of strings"],
-    ["a bad recipe name", 'schema = 1\n[recipes."Bad Name"]\nsource = "/s"\n', 'recipes.Bad Name', "lower-case"],
-    ["recipes that are not a table", 'schema = 1\nrecipes = 3\n', "recipes", "must be a table"]
+    [
+      "an os that is not a list of strings",
+      'schema = 1\n[recipes.caddy]\nsource = "/s"\nos = "debian"\n',
+      "recipes.caddy.os",
+      "list of strings"
+    ],
+    ["a bad recipe name", 'schema = 1\n[recipes."Bad Name"]\nsource = "/s"\n', "recipes.Bad Name", "lower-case"],
+    ["recipes that are not a table", "schema = 1\nrecipes = 3\n", "recipes", "must be a table"]
   ])("names the file and the key for %s", async (_what, text, key, why) => {
     const error = await runFail(parseIndex("/i/index.toml", text))
     expect(error).toMatchObject({ code: "invalid_spec", subject: `/i/index.toml:${key}` })
@@ -101,7 +162,10 @@ describe("stoat.toml [recipes]", () => {
   it("reads index-name and Git-source declarations; no stoat.toml is no project", async () => {
     const dir = tempDir()
     expect((await Effect.runPromise(readDeclarations(dir)))._tag).toBe("None")
-    writeFileSync(join(dir, "stoat.toml"), `schema = 1\n[recipes]\ncaddy = "v1"\nmine = { source = "/srv/mine", ref = "main" }\nlatest = ""\n`)
+    writeFileSync(
+      join(dir, "stoat.toml"),
+      `schema = 1\n[recipes]\ncaddy = "v1"\nmine = { source = "/srv/mine", ref = "main" }\nlatest = ""\n`
+    )
     const found = await Effect.runPromise(readDeclarations(dir))
     expect(found._tag === "Some" && found.value).toEqual([
       { name: "caddy", ref: "v1" },
@@ -113,7 +177,12 @@ describe("stoat.toml [recipes]", () => {
   it.each([
     ["a ref with ..", '[recipes]\ncaddy = "v1..v2"\n', "recipes.caddy", "'..'"],
     ["a flag-like source", '[recipes]\nx = { source = "-oProxyCommand=id" }\n', "recipes.x.source", "'-'"],
-    ["an unknown declaration key", '[recipes]\nx = { source = "/s", branch = "main" }\n', "recipes.x.branch", "not a declaration key"],
+    [
+      "an unknown declaration key",
+      '[recipes]\nx = { source = "/s", branch = "main" }\n',
+      "recipes.x.branch",
+      "not a declaration key"
+    ],
     ["a number", "[recipes]\nx = 1\n", "recipes.x", "ref string"]
   ])("refuses %s naming the file and key", async (_what, body, key, why) => {
     const dir = tempDir()
@@ -124,8 +193,12 @@ describe("stoat.toml [recipes]", () => {
   })
 
   it("sets, replaces and removes one declaration and keeps every other line and comment", async () => {
-    const added = await Effect.runPromise(editDeclarations("stoat.toml", PROJECT, { name: "mine", source: "/srv/mine", ref: "main" }))
-    expect(added).toBe(PROJECT.replace('caddy = "v1"\n', 'caddy = "v1"\nmine = { source = "/srv/mine", ref = "main" }\n'))
+    const added = await Effect.runPromise(
+      editDeclarations("stoat.toml", PROJECT, { name: "mine", source: "/srv/mine", ref: "main" })
+    )
+    expect(added).toBe(
+      PROJECT.replace('caddy = "v1"\n', 'caddy = "v1"\nmine = { source = "/srv/mine", ref = "main" }\n')
+    )
     const replaced = await Effect.runPromise(editDeclarations("stoat.toml", added, { name: "caddy", ref: "v2" }))
     expect(replaced).toBe(added.replace('caddy = "v1"', 'caddy = "v2"'))
     const removed = await Effect.runPromise(editDeclarations("stoat.toml", replaced, { remove: "caddy" }))
@@ -133,8 +206,10 @@ describe("stoat.toml [recipes]", () => {
   })
 
   it("adds a [recipes] table when there is none, at the end", async () => {
-    const text = "schema = 1\n[project]\nname = \"demo\"\n"
-    expect(await Effect.runPromise(editDeclarations("stoat.toml", text, { name: "caddy", ref: "v1" }))).toBe(`${text}\n[recipes]\ncaddy = "v1"\n`)
+    const text = 'schema = 1\n[project]\nname = "demo"\n'
+    expect(await Effect.runPromise(editDeclarations("stoat.toml", text, { name: "caddy", ref: "v1" }))).toBe(
+      `${text}\n[recipes]\ncaddy = "v1"\n`
+    )
   })
 
   it("refuses to edit a declaration written as its own table, and writes nothing", async () => {

@@ -14,7 +14,11 @@ describe("withVm with one VM for the file", () => {
       stderr: "",
       exit_code: 3
     })
-    expect(await vm.exec("cat; echo oops >&2", { stdin: "piped in\n" })).toEqual({ stdout: "piped in\n", stderr: "oops\n", exit_code: 0 })
+    expect(await vm.exec("cat; echo oops >&2", { stdin: "piped in\n" })).toEqual({
+      stdout: "piped in\n",
+      stderr: "oops\n",
+      exit_code: 0
+    })
   })
 
   it("exposes what an ssh client needs", () => {
@@ -34,6 +38,9 @@ describe("withVm with a fresh VM per test", () => {
   })
 
   it("gets a VM without the previous test's marker", async () => {
-    expect(await vm.exec("test -e /root/marker && echo kept || echo fresh")).toMatchObject({ stdout: "fresh\n", exit_code: 0 })
+    expect(await vm.exec("test -e /root/marker && echo kept || echo fresh")).toMatchObject({
+      stdout: "fresh\n",
+      exit_code: 0
+    })
   })
 })

@@ -29,14 +29,16 @@ interface Request {
 
 export default class ConfigCommand extends ToolkitCommand {
   static override summary = "Show or set per-user defaults for command options"
-  static override description = `Sets defaults for any optional option at a topic, group or action level, e.g. 'config strings report --words-per-minute 180' or 'config demoscene --frames 100'. A deeper level wins over a shallower one, and the command line wins over both. Without options it shows the effective values at that level; --unset <name> (repeatable) removes one. Values are checked with the option's own parser before anything is written. Stored in config.db under $XDG_CONFIG_HOME/toolkit (else ~/.config/toolkit).`
+  static override description =
+    `Sets defaults for any optional option at a topic, group or action level, e.g. 'config strings report --words-per-minute 180' or 'config demoscene --frames 100'. A deeper level wins over a shallower one, and the command line wins over both. Without options it shows the effective values at that level; --unset <name> (repeatable) removes one. Values are checked with the option's own parser before anything is written. Stored in config.db under $XDG_CONFIG_HOME/toolkit (else ~/.config/toolkit).`
   static override usage = "config [TOPIC] [GROUP...] [ACTION] [--OPTION VALUE...] [--unset NAME...]"
   static override strict = false
 
   async run(): Promise<number> {
     const request = await this.request()
     if (request.level.topic === "") {
-      if (request.set.length > 0 || request.unset.length > 0) this.fail("options need a level: toolkit config <topic> [group...] [action] --option value")
+      if (request.set.length > 0 || request.unset.length > 0)
+        this.fail("options need a level: toolkit config <topic> [group...] [action] --option value")
       return this.showAll()
     }
     const { level } = request
@@ -64,7 +66,8 @@ export default class ConfigCommand extends ToolkitCommand {
         }
       }
     }
-    for (const name of request.unset) if (request.set.some((s) => s.name === name)) problems.push(`--${name} is both set and unset`)
+    for (const name of request.unset)
+      if (request.set.some((s) => s.name === name)) problems.push(`--${name} is both set and unset`)
     if (problems.length === 0) problems.push(...(await this.exclusiveDefaults(request)))
     if (problems.length > 0) {
       for (const problem of problems) this.line(`Error: ${problem}`)
@@ -81,7 +84,9 @@ export default class ConfigCommand extends ToolkitCommand {
       )
     )
     for (const { name, tokens } of request.set) this.line(`Set ${label} --${name} = ${showTokens(tokens)}`)
-    request.unset.forEach((name, i) => this.line(removed[i] ? `Unset ${label} --${name}` : `${label} --${name} was not set`))
+    request.unset.forEach((name, i) =>
+      this.line(removed[i] ? `Unset ${label} --${name}` : `${label} --${name} was not set`)
+    )
     return 0
   }
 
@@ -92,7 +97,10 @@ export default class ConfigCommand extends ToolkitCommand {
     while (argv.length > 0 && !argv[0]!.startsWith("-")) path.push(argv.shift()!)
     const [topic = "", ...rest] = path
     const level: Level = { topic, path: rest }
-    const options = topic === "" || NOT_CONFIGURABLE_TOPICS.has(topic) || commandsAt(this.config, level).length === 0 ? new Map<string, FlagDef[]>() : await optionsAtLevel(this.config, level)
+    const options =
+      topic === "" || NOT_CONFIGURABLE_TOPICS.has(topic) || commandsAt(this.config, level).length === 0
+        ? new Map<string, FlagDef[]>()
+        : await optionsAtLevel(this.config, level)
     const set: Request["set"] = []
     const unset: string[] = []
     while (argv.length > 0) {
@@ -135,13 +143,19 @@ export default class ConfigCommand extends ToolkitCommand {
       const flags = flagsOf(await loadCommand(this.config, id))
       const path = id.split(":").slice(1)
       const chain = new Set(Array.from({ length: path.length + 1 }, (_, depth) => path.slice(0, depth).join(" ")))
-      const configured = new Set(entries.filter((e) => chain.has(e.action) && !(e.action === levelKey(level) && request.unset.includes(e.option))).map((e) => e.option))
+      const configured = new Set(
+        entries
+          .filter((e) => chain.has(e.action) && !(e.action === levelKey(level) && request.unset.includes(e.option)))
+          .map((e) => e.option)
+      )
       for (const name of setNames) configured.add(name)
       for (const name of setNames)
         for (const other of excludedBy(flags, name))
           if (configured.has(other)) {
             const [a, b] = [name, other].sort()
-            problems.add(`--${a} and --${b} of ${displayId(id)} cannot both have defaults: the command takes only one of them`)
+            problems.add(
+              `--${a} and --${b} of ${displayId(id)} cannot both have defaults: the command takes only one of them`
+            )
           }
     }
     return [...problems]
@@ -157,7 +171,8 @@ export default class ConfigCommand extends ToolkitCommand {
       if (!def) continue
       if (def.required) return `--${name} is required by ${displayId(id)} and cannot have a default`
       if (optionMeta(def).immutable) return `--${name} of ${displayId(id)} cannot be configured`
-      if (configurableFlags(flags).has(name)) return `--${name} has different types below ${label}; set it on a deeper level`
+      if (configurableFlags(flags).has(name))
+        return `--${name} has different types below ${label}; set it on a deeper level`
     }
     return `--${name} is not an option of ${label}`
   }
@@ -183,12 +198,16 @@ export default class ConfigCommand extends ToolkitCommand {
 
   /** Without a level: every stored default of every topic. */
   private async showAll(): Promise<number> {
-    const topics = [...new Set(commandIds(this.config).map((id) => id.split(":")[0]!))].filter((t) => !NOT_CONFIGURABLE_TOPICS.has(t))
+    const topics = [...new Set(commandIds(this.config).map((id) => id.split(":")[0]!))].filter(
+      (t) => !NOT_CONFIGURABLE_TOPICS.has(t)
+    )
     let any = false
     for (const topic of topics) {
       for (const entry of await topicEntries(this.io, topic)) {
         any = true
-        this.line(`${levelLabel({ topic, path: entry.action === "" ? [] : entry.action.split(" ") })} --${entry.option} = ${showTokens(entry.tokens)}`)
+        this.line(
+          `${levelLabel({ topic, path: entry.action === "" ? [] : entry.action.split(" ") })} --${entry.option} = ${showTokens(entry.tokens)}`
+        )
       }
     }
     if (!any) this.line("No configured defaults")

@@ -9,7 +9,10 @@ export default class BfToOok extends ToolkitCommand {
   static override description =
     "Translates a Brainfuck program to Ook! (space-separated token pairs, comments dropped) and writes it to the output file, creating its directory if needed."
   static override flags = {
-    source: Opt.string({ description: `Path of the Brainfuck program, a regular file of at most ${INPUT_LIMIT}`, required: true }),
+    source: Opt.string({
+      description: `Path of the Brainfuck program, a regular file of at most ${INPUT_LIMIT}`,
+      required: true
+    }),
     output: Opt.string({ description: "Path of the Ook! file to write", required: true })
   }
 

@@ -8,9 +8,15 @@ export default class Brainfuck extends ToolkitCommand {
   static override summary = "Run a Brainfuck program"
   static override description =
     "Runs a Brainfuck program on a 30,000-cell tape of 8-bit cells (both wrap). ',' reads stdin (0 at end of input; a tool call has no input). Output is the program's output."
-  static override examples = ["<%= config.bin %> interpreters brainfuck --file hello.bf", "cat hello.bf | <%= config.bin %> interpreters brainfuck --file -"]
+  static override examples = [
+    "<%= config.bin %> interpreters brainfuck --file hello.bf",
+    "cat hello.bf | <%= config.bin %> interpreters brainfuck --file -"
+  ]
   static override flags = {
-    file: Opt.string({ description: `Path of the Brainfuck program (a regular file of at most ${INPUT_LIMIT}), or - to read it from stdin`, required: true })
+    file: Opt.string({
+      description: `Path of the Brainfuck program (a regular file of at most ${INPUT_LIMIT}), or - to read it from stdin`,
+      required: true
+    })
   }
 
   async run(): Promise<void> {

@@ -9,7 +9,10 @@ export default class Ook extends ToolkitCommand {
   static override description =
     "Translates an Ook! program to Brainfuck and runs it, with the same tape and input rules as interpreters brainfuck. Output is the program's output."
   static override flags = {
-    file: Opt.string({ description: `Path of the Ook! program (a regular file of at most ${INPUT_LIMIT}), or - to read it from stdin`, required: true })
+    file: Opt.string({
+      description: `Path of the Ook! program (a regular file of at most ${INPUT_LIMIT}), or - to read it from stdin`,
+      required: true
+    })
   }
 
   async run(): Promise<void> {

@@ -8,14 +8,18 @@ import { ToolkitCommand } from "../../runtime/base.js"
 export default class McpDelete extends ToolkitCommand {
   static override toolKind = "delete" as const
   static override summary = "Delete a saved MCP profile"
-  static override description = "Deletes a saved profile. Deleting the saved 'default' profile brings back the built-in default."
+  static override description =
+    "Deletes a saved profile. Deleting the saved 'default' profile brings back the built-in default."
   static override args = {
     name: Args.string({ description: "Profile name", required: true, ignoreStdin: true })
   }
 
   async run(): Promise<void> {
     const { args } = await this.options(McpDelete)
-    const removed = await withStore(this.io.configDb, Effect.flatMap(Profiles, (profiles) => profiles.remove(args.name)))
+    const removed = await withStore(
+      this.io.configDb,
+      Effect.flatMap(Profiles, (profiles) => profiles.remove(args.name))
+    )
     if (!removed)
       this.fail(
         args.name === DEFAULT_PROFILE

@@ -12,10 +12,19 @@ export default class McpSave extends ToolkitCommand {
   static override description =
     "Saves which commands a profile serves, and optionally where. Each --include entry is a topic (strings) or an action path (interpreters/brainfuck); it must exist and be exposable. Saving an existing name replaces it entirely. Saving 'default' replaces the built-in default."
   static override args = {
-    name: Args.string({ description: "Profile name (lowercase letters, digits and -)", required: true, ignoreStdin: true })
+    name: Args.string({
+      description: "Profile name (lowercase letters, digits and -)",
+      required: true,
+      ignoreStdin: true
+    })
   }
   static override flags = {
-    include: Opt.string({ description: "A topic or topic/action entry to serve (repeatable, or comma-separated)", required: true, multiple: true, delimiter: "," }),
+    include: Opt.string({
+      description: "A topic or topic/action entry to serve (repeatable, or comma-separated)",
+      required: true,
+      multiple: true,
+      delimiter: ","
+    }),
     host: Opt.string({ description: "Address to bind when serving this profile (default 127.0.0.1)" }),
     port: Opt.integer({ description: "Port to bind when serving this profile (default 5100)", min: 1, max: 65_535 })
   }
@@ -25,7 +34,8 @@ export default class McpSave extends ToolkitCommand {
     const include = flags.include.map((entry) => entry.trim()).filter((entry) => entry !== "")
     const resolved = resolveProfile(this.config, include)
     if (resolved.unresolved.length > 0) {
-      for (const entry of resolved.unknown) this.line(`Error: unknown entry '${entry}': there is no such topic or command`)
+      for (const entry of resolved.unknown)
+        this.line(`Error: unknown entry '${entry}': there is no such topic or command`)
       for (const entry of resolved.neverExposed) this.line(`Error: entry '${entry}' cannot be exposed as an MCP tool`)
       return 1
     }

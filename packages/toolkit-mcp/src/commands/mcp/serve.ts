@@ -22,19 +22,37 @@ export default class McpServe extends ToolkitCommand {
   static override flags = {
     profile: Opt.string({ description: "Profile to serve (default: the saved or built-in 'default')" }),
     host: Opt.string({ description: "Address to bind (overrides the profile's)" }),
-    port: Opt.integer({ description: "Port to bind (overrides the profile's; 0 picks a free one)", min: 0, max: 65_535 }),
-    "allow-remote": Opt.boolean({ description: "Allow binding an address other than loopback (the server has no authentication)" }),
+    port: Opt.integer({
+      description: "Port to bind (overrides the profile's; 0 picks a free one)",
+      min: 0,
+      max: 65_535
+    }),
+    "allow-remote": Opt.boolean({
+      description: "Allow binding an address other than loopback (the server has no authentication)"
+    }),
     // Hidden: lets tests exercise the timeout without waiting 300 s, and a full pool on any machine.
-    "tool-timeout-ms": Opt.integer({ description: "Per-call timeout in milliseconds", default: 300_000, min: 1, hidden: true }),
-    "tool-workers": Opt.integer({ description: "Tool calls run at the same time (default: one per core, at least 2)", min: 1, max: 256, hidden: true })
+    "tool-timeout-ms": Opt.integer({
+      description: "Per-call timeout in milliseconds",
+      default: 300_000,
+      min: 1,
+      hidden: true
+    }),
+    "tool-workers": Opt.integer({
+      description: "Tool calls run at the same time (default: one per core, at least 2)",
+      min: 1,
+      max: 256,
+      hidden: true
+    })
   }
 
   async run(): Promise<void> {
     const { flags } = await this.options(McpServe)
     const { profile } = await loadProfile(this.io.configDb, flags.profile ?? DEFAULT_PROFILE)
     const resolved = resolveProfile(this.config, profile.include)
-    for (const entry of resolved.unresolved) this.io.err(`Warning: skipping unresolved entry '${entry}' in MCP profile '${profile.name}'\n`)
-    if (resolved.ids.length === 0) this.fail(`no entry of MCP profile '${profile.name}' resolves to a command; the server was not started`)
+    for (const entry of resolved.unresolved)
+      this.io.err(`Warning: skipping unresolved entry '${entry}' in MCP profile '${profile.name}'\n`)
+    if (resolved.ids.length === 0)
+      this.fail(`no entry of MCP profile '${profile.name}' resolves to a command; the server was not started`)
     const host = flags.host ?? profile.host ?? DEFAULT_HOST
     const port = flags.port ?? profile.port ?? DEFAULT_PORT
     // The SDK and the tools load only here, so the other mcp commands stay quick.
@@ -42,7 +60,10 @@ export default class McpServe extends ToolkitCommand {
     const { buildTool } = await import("../../mcp/tools.js")
     const { ToolPool } = await import("../../mcp/pool.js")
     if (!isLoopbackHost(host)) {
-      if (!flags["allow-remote"]) this.fail(`refusing to bind to non-loopback address ${host}: the MCP server has no authentication; pass --allow-remote to do it anyway`)
+      if (!flags["allow-remote"])
+        this.fail(
+          `refusing to bind to non-loopback address ${host}: the MCP server has no authentication; pass --allow-remote to do it anyway`
+        )
       this.io.err(`Warning: binding to non-loopback address ${host}; the MCP server has no authentication.\n`)
     }
     const tools = await Promise.all(resolved.ids.map((id) => buildTool(this.config, id)))
@@ -63,7 +84,14 @@ export default class McpServe extends ToolkitCommand {
       this.fail(errorMessage(error))
     }
     try {
-      server = await startServer({ tools, pool, host, port, timeoutMs: flags["tool-timeout-ms"], log: (line) => this.io.err(`${line}\n`) })
+      server = await startServer({
+        tools,
+        pool,
+        host,
+        port,
+        timeoutMs: flags["tool-timeout-ms"],
+        log: (line) => this.io.err(`${line}\n`)
+      })
     } catch (error) {
       await pool.close()
       const e = error as NodeJS.ErrnoException

@@ -22,23 +22,34 @@ export default class Token extends ToolkitCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.options(Token)
-    const profile = await withStore(this.io.configDb, Effect.flatMap(OAuthProfiles, (store) => store.secret(flags.profile)))
+    const profile = await withStore(
+      this.io.configDb,
+      Effect.flatMap(OAuthProfiles, (store) => store.secret(flags.profile))
+    )
     const body = new URLSearchParams({ grant_type: "client_credentials" })
     const scope = flags.scope ?? profile.scope
     if (scope !== undefined && scope !== "") body.set("scope", scope)
     const endpoint = redactUrlCredentials(profile.tokenUrl)
-    const credentials = Buffer.from(`${formEncode(profile.clientId)}:${formEncode(profile.clientSecret)}`).toString("base64")
+    const credentials = Buffer.from(`${formEncode(profile.clientId)}:${formEncode(profile.clientSecret)}`).toString(
+      "base64"
+    )
     let response: Response
     try {
       response = await fetch(profile.tokenUrl, {
         method: "POST",
-        headers: { authorization: `Basic ${credentials}`, "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+        headers: {
+          authorization: `Basic ${credentials}`,
+          "content-type": "application/x-www-form-urlencoded",
+          accept: "application/json"
+        },
         body,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
       })
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause
-      this.fail(`token request to ${endpoint} failed: ${redactUrlCredentials(cause?.code ?? cause?.message ?? (error as Error).message)}`)
+      this.fail(
+        `token request to ${endpoint} failed: ${redactUrlCredentials(cause?.code ?? cause?.message ?? (error as Error).message)}`
+      )
     }
     const text = await response.text()
     let json: Record<string, unknown> = {}
@@ -48,7 +59,10 @@ export default class Token extends ToolkitCommand {
       // not JSON; reported below
     }
     if (!response.ok) {
-      const detail = typeof json["error"] === "string" ? `${json["error"]}${typeof json["error_description"] === "string" ? `: ${json["error_description"]}` : ""}` : response.statusText
+      const detail =
+        typeof json["error"] === "string"
+          ? `${json["error"]}${typeof json["error_description"] === "string" ? `: ${json["error_description"]}` : ""}`
+          : response.statusText
       this.fail(`token request to ${endpoint} failed: HTTP ${response.status} ${detail}`)
     }
     const token = json["access_token"]

@@ -9,7 +9,10 @@ export default class Abjadify extends ToolkitCommand {
   static override description =
     "Removes the vowels a, e, i, o and u (either case) from the input file, except in the words 'a' and 'I', and writes the result to the output file."
   static override flags = {
-    "in-file": Opt.string({ description: `Path of the text, a regular file of at most ${INPUT_LIMIT}`, required: true }),
+    "in-file": Opt.string({
+      description: `Path of the text, a regular file of at most ${INPUT_LIMIT}`,
+      required: true
+    }),
     "out-file": Opt.string({ description: "Path of the file to write", required: true })
   }
 

@@ -15,7 +15,8 @@ const textOf = async (value: string, option: string): Promise<string> =>
 
 export default class LevenshteinDistance extends ToolkitCommand {
   static override summary = "Edit distance between two strings"
-  static override description = `Prints the Levenshtein (edit) distance between two strings. A value that names an existing regular file (at most ${INPUT_LIMIT}) is replaced by the file's text. The two lengths multiplied may be at most ${MAX_CHARACTER_PAIRS.toLocaleString("en-US")} (two 20,000-character strings).`
+  static override description =
+    `Prints the Levenshtein (edit) distance between two strings. A value that names an existing regular file (at most ${INPUT_LIMIT}) is replaced by the file's text. The two lengths multiplied may be at most ${MAX_CHARACTER_PAIRS.toLocaleString("en-US")} (two 20,000-character strings).`
   static override flags = {
     string1: Opt.string({ description: "First string, or the path of a file holding it", required: true }),
     string2: Opt.string({ description: "Second string, or the path of a file holding it", required: true }),

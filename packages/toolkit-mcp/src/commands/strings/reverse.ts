@@ -8,10 +8,14 @@ export default class Reverse extends ToolkitCommand {
   static override summary = "Reverse the text of a file"
   static override description = "Reverses the text of the input file and writes it to the output file."
   static override flags = {
-    "in-file": Opt.string({ description: `Path of the text to reverse, a regular file of at most ${INPUT_LIMIT}`, required: true }),
+    "in-file": Opt.string({
+      description: `Path of the text to reverse, a regular file of at most ${INPUT_LIMIT}`,
+      required: true
+    }),
     "out-file": Opt.string({ description: "Path of the file to write", required: true }),
     unit: Opt.oneOf(["grapheme", "code-point", "code-unit"] as const, {
-      description: "What to reverse: user-perceived characters, Unicode code points, or UTF-16 code units (the original's behaviour)",
+      description:
+        "What to reverse: user-perceived characters, Unicode code points, or UTF-16 code units (the original's behaviour)",
       default: "grapheme"
     })
   }

@@ -61,10 +61,16 @@ export default class ServeHtml extends ToolkitCommand {
     await new Promise<void>((ok, ko) => {
       server.once("error", ko)
       server.listen(flags.port, "127.0.0.1", () => ok())
-    }).catch((error: NodeJS.ErrnoException) => this.fail(`cannot listen on port ${flags.port}: ${error.code === "EADDRINUSE" ? "address already in use" : error.message}`))
+    }).catch((error: NodeJS.ErrnoException) =>
+      this.fail(
+        `cannot listen on port ${flags.port}: ${error.code === "EADDRINUSE" ? "address already in use" : error.message}`
+      )
+    )
     const address = server.address()
     const port = typeof address === "object" && address !== null ? address.port : flags.port
-    this.line(`Serving ${basename(file)} at http://localhost:${port}/ (files from ${join(root, "")}); press Ctrl+C to stop`)
+    this.line(
+      `Serving ${basename(file)} at http://localhost:${port}/ (files from ${join(root, "")}); press Ctrl+C to stop`
+    )
     await waitForStop()
     await new Promise<void>((ok) => server.close(() => ok()))
     server.closeAllConnections()

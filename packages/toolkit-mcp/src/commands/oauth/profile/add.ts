@@ -14,7 +14,9 @@ export default class ProfileAdd extends ToolkitCommand {
     name: Opt.string({ description: "Profile name (matched without regard to case)", required: true }),
     "token-url": Opt.string({ description: "The authorization server's token endpoint", required: true }),
     "client-id": Opt.string({ description: "Client id", required: true }),
-    "client-secret": Opt.immutable(Opt.string({ description: "Client secret; prompted for (or read from stdin) when absent" })),
+    "client-secret": Opt.immutable(
+      Opt.string({ description: "Client secret; prompted for (or read from stdin) when absent" })
+    ),
     scope: Opt.string({ description: "Space-separated scopes to request" })
   }
 
