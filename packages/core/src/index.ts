@@ -316,4 +316,5 @@ export { diskFull, type FsError, isDiskFull, readSmallFileSync } from "./platfor
 export { findOnPath, GraphicalConfig, HostProbe, HostProbeLive } from "./platform/host.js"
 export { ensureClientKey, ensureGuestHostKey, type KeyPair } from "./platform/keys.js"
 export { Locks, LocksLive } from "./platform/locks.js"
+export { isProcessAlive } from "./platform/processes.js"
 export { STOAT_VERSION } from "./version.js"

@@ -7,6 +7,7 @@ import {
   pollUntil,
   Internal,
   isDiskFull,
+  isProcessAlive,
   ControlRejected,
   NotRunning,
   ProviderStartFailed,
@@ -19,7 +20,7 @@ import {
 } from "@stoat/core"
 import { qemuArgs, vmFiles } from "./argv.js"
 import { vmFilePath } from "./disks.js"
-import { isAlive, killRunning, ownsVm, readRunState } from "./process.js"
+import { killRunning, ownsVm, readRunState } from "./process.js"
 import { qmpExecute, withQmp } from "./qmp.js"
 import { runChild } from "./child.js"
 import { stderrMessage } from "./run.js"
@@ -408,7 +409,7 @@ export const watchKvmStart = (plan: BootPlan, consoleOffset: number): Effect.Eff
 /** Polls until the process no longer runs this VM (gone, a zombie, or a reused pid); false on timeout. */
 export const waitForExit = (pid: number, vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
   pollUntil(
-    Effect.sync(() => !isAlive(pid) || !ownsVm(pid, vm)),
+    Effect.sync(() => !isProcessAlive(pid) || !ownsVm(pid, vm)),
     {
       schedule: Schedule.spaced(Duration.millis(POLL_MS)),
       until: (gone) => gone,

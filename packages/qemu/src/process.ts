@@ -1,19 +1,9 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { readSmallFileSync, type RunState, type VmRef } from "@stoat/core"
+import { isProcessAlive, readSmallFileSync, type RunState, type VmRef } from "@stoat/core"
 import { vmFiles } from "./argv.js"
 
 export const pidfileOf = (vm: VmRef): string => join(vm.dir, "qemu.pid")
-
-export const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as { code?: string }).code === "EPERM"
-  }
-}
 
 /** A process's arguments (its /proc cmdline split at NULs); undefined once it is gone. A zombie has none. */
 const argvOf = (pid: number): ReadonlyArray<string> | undefined => {
@@ -84,7 +74,7 @@ export const readRunState = (vm: VmRef): RunState => {
   const text = readPidfile(files.pidfile)
   if (text !== undefined) {
     const pid = Number.parseInt(text.trim(), 10)
-    if (Number.isInteger(pid) && pid > 0 && isAlive(pid) && ownsVm(pid, vm)) {
+    if (Number.isInteger(pid) && pid > 0 && isProcessAlive(pid) && ownsVm(pid, vm)) {
       const startedAt = startedAtOf(files.pidfile)
       return { running: true, pid, ...(startedAt !== undefined ? { startedAt } : {}) }
     }

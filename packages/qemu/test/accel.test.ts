@@ -11,11 +11,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import type { BootPlan } from "@stoat/core"
+import { type BootPlan, isProcessAlive } from "@stoat/core"
 import { AccelCache, PROBE_MARKER, PROBE_NAME, probeKvm } from "../src/accel.js"
 import { vmFiles } from "../src/argv.js"
 import { waitForExit } from "../src/lifecycle.js"
-import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
 import { call, ok, sshBannerOnceReady, requireQemu, tinyCacheDir, tinyGuestPlan } from "./support.js"
 
@@ -154,7 +153,7 @@ describe("starting a VM when KVM passes the probe but cannot run it", () => {
 
   const killVm = async () => {
     const pid = Number.parseInt(await readFile(vmFiles(plan.vm.dir).pidfile, "utf8").catch(() => ""), 10)
-    if (pid > 0 && isAlive(pid)) {
+    if (pid > 0 && isProcessAlive(pid)) {
       process.kill(pid, "SIGKILL")
       // Gone before the next test starts this VM again (a killed QEMU takes a moment to go under load).
       await Effect.runPromise(waitForExit(pid, plan.vm, 30_000))

@@ -2,9 +2,8 @@
 import { PassThrough } from "node:stream"
 import { Effect, Either, Fiber, Schedule } from "effect"
 import { describe, expect, it } from "vitest"
-import { pollUntil } from "@stoat/core"
+import { isProcessAlive, pollUntil } from "@stoat/core"
 import { runChild } from "../src/child.js"
-import { isAlive } from "../src/process.js"
 
 const node = (code: string) => [process.execPath, ["-e", code]] as const
 
@@ -68,7 +67,7 @@ describe("runChild", () => {
     // Killed, it is gone once Node reaps it: looked at until then, for at most 30 s.
     const gone = await Effect.runPromise(
       pollUntil(
-        Effect.sync(() => !isAlive(pid)),
+        Effect.sync(() => !isProcessAlive(pid)),
         { schedule: Schedule.spaced("20 millis"), until: (dead) => dead, within: "30 seconds", onTimeout: () => false }
       ).pipe(Effect.merge)
     )

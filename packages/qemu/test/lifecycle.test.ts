@@ -10,10 +10,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { BootPlan, VmDisk, VmRef } from "@stoat/core"
+import { type BootPlan, isProcessAlive, type VmDisk, type VmRef } from "@stoat/core"
 import { vmFiles } from "../src/argv.js"
 import { waitForExit } from "../src/lifecycle.js"
-import { isAlive } from "../src/process.js"
 import { buildTinyGuest, type TinyGuestImage } from "../src/tiny/build.js"
 import {
   awaitSshd,
@@ -71,7 +70,7 @@ describe("QEMU hypervisor with the tiny guest", () => {
   afterAll(async () => {
     // Never leave a QEMU behind, whatever failed.
     const pid = Number.parseInt(await readFile(vmFiles(vm.dir).pidfile, "utf8").catch(() => ""), 10)
-    if (pid > 0 && isAlive(pid)) process.kill(pid, "SIGKILL")
+    if (pid > 0 && isProcessAlive(pid)) process.kill(pid, "SIGKILL")
     await rm(root, { recursive: true, force: true })
     console.log(timings.join("\n"))
   })
@@ -234,7 +233,9 @@ describe("QEMU hypervisor with the tiny guest", () => {
     timings.push(`graceful stop (ACPI power button): ${elapsed(t0)} ms`)
     // The guest powered itself off: no signal was needed.
     expect(await readFile(vmFiles(vm.dir).console, "utf8")).toMatch(/reboot: Power down\s*$/)
-    expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
+    expect(isProcessAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(
+      false
+    )
     for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc])
       expect(await exists(file)).toBe(false)
     expect((await ok(root, (h) => h.status(vm))).running).toBe(false)
@@ -278,7 +279,9 @@ describe("QEMU hypervisor with the tiny guest", () => {
     const ms = elapsed(t0)
     timings.push(`stop with 300 ms grace, then SIGTERM: ${ms} ms`)
     expect(ms).toBeLessThan(5_000)
-    expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
+    expect(isProcessAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(
+      false
+    )
     expect(await exists(vmFiles(vm.dir).pidfile)).toBe(false)
   })
 
@@ -289,7 +292,9 @@ describe("QEMU hypervisor with the tiny guest", () => {
     const t0 = performance.now()
     await ok(root, (h) => h.stop(vm, { graceMs: 200 }))
     timings.push(`stop of a frozen QEMU (QMP timeout, SIGTERM wait, SIGKILL): ${elapsed(t0)} ms`)
-    expect(isAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(false)
+    expect(isProcessAlive(pid ?? 0) && (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")) !== "").toBe(
+      false
+    )
     expect((await ok(root, (h) => h.status(vm))).running).toBe(false)
     for (const file of [vmFiles(vm.dir).pidfile, vmFiles(vm.dir).qmp, vmFiles(vm.dir).vnc])
       expect(await exists(file)).toBe(false)

@@ -4,7 +4,8 @@ import { closeSync, openSync } from "node:fs"
 import { readdir, readFile, rm } from "node:fs/promises"
 import { createConnection, createServer } from "node:net"
 import { join } from "node:path"
-import { parseLoopbackAddress, resolveDataRoot, writeFileAtomic } from "@stoat/core"
+import { isProcessAlive, parseLoopbackAddress, pollUntil, resolveDataRoot, writeFileAtomic } from "@stoat/core"
+import { Effect, Schedule } from "effect"
 import { AdminRefused, currentEnvironment, type Environment } from "./install.js"
 
 export const DEFAULT_ADDRESS = "127.0.0.1:7777"
@@ -22,14 +23,22 @@ const idOf = (dir: string): string => createHash("sha256").update(dir).digest("h
 
 const mcpDir = (): string => join(resolveDataRoot(), "mcp")
 
-const pidAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM"
-  }
-}
+/**
+ * Looks at `check` every 100 ms until `until` holds, for at most `withinMs`: the value that met it,
+ * or undefined once the time is up. Core's `pollUntil`, so the wait is on Effect's Clock.
+ */
+const waitFor = <A>(
+  check: () => Promise<A>,
+  options: { readonly until: (value: A) => boolean; readonly withinMs: number }
+): Promise<A | undefined> =>
+  Effect.runPromise(
+    pollUntil(Effect.promise(check), {
+      schedule: Schedule.spaced("100 millis"),
+      until: options.until,
+      within: options.withinMs,
+      onTimeout: () => undefined
+    }).pipe(Effect.catchAll(() => Effect.succeed(undefined)))
+  )
 
 const answers = (host: string, port: number, timeoutMs = 1000): Promise<boolean> =>
   new Promise((resolve) => {
@@ -64,7 +73,7 @@ const readRecord = async (file: string): Promise<DaemonRecord | undefined> => {
 
 const live = async (record: DaemonRecord): Promise<boolean> => {
   const address = parseLoopbackAddress(record.addr)
-  return !("error" in address) && pidAlive(record.pid) && (await answers(address.host, address.port))
+  return !("error" in address) && isProcessAlive(record.pid) && (await answers(address.host, address.port))
 }
 
 /** Every project's server; records whose server is gone (pid dead or address silent) are dropped. */
@@ -116,14 +125,14 @@ export const up = async (
   let exited: number | null | undefined
   child.once("exit", (code) => (exited = code))
   child.unref()
-  const deadline = Date.now() + waitMs
-  while (!(await answers(parsed.host, parsed.port, 500))) {
-    if (exited !== undefined || Date.now() > deadline) {
-      if (exited === undefined) child.kill("SIGTERM")
-      const tail = (await readFile(log, "utf8").catch(() => "")).trim().split("\n").slice(-5).join("\n")
-      throw new AdminRefused(`the server did not come up at ${address}${tail ? `:\n${tail}` : ""}`, "internal")
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
+  const up = await waitFor(() => answers(parsed.host, parsed.port, 500), {
+    until: (answered) => answered || exited !== undefined,
+    withinMs: waitMs
+  })
+  if (up !== true) {
+    if (exited === undefined) child.kill("SIGTERM")
+    const tail = (await readFile(log, "utf8").catch(() => "")).trim().split("\n").slice(-5).join("\n")
+    throw new AdminRefused(`the server did not come up at ${address}${tail ? `:\n${tail}` : ""}`, "internal")
   }
   const record: DaemonRecord = { dir: env.cwd, addr: address, pid: child.pid!, started: new Date().toISOString(), log }
   await writeFileAtomic(file, `${JSON.stringify(record, null, 2)}\n`)
@@ -135,11 +144,10 @@ export const down = async (env: Environment = currentEnvironment(), waitMs = 10_
   const file = join(mcpDir(), `${idOf(env.cwd)}.json`)
   const record = await readRecord(file)
   if (!record) throw new AdminRefused(`no MCP server runs for ${env.cwd}; see stoat mcp status`, "invalid_spec")
-  if (pidAlive(record.pid)) {
+  if (isProcessAlive(record.pid)) {
     process.kill(record.pid, "SIGTERM")
-    const deadline = Date.now() + waitMs
-    while (pidAlive(record.pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
-    if (pidAlive(record.pid)) process.kill(record.pid, "SIGKILL")
+    const gone = await waitFor(async () => !isProcessAlive(record.pid), { until: (ended) => ended, withinMs: waitMs })
+    if (gone !== true) process.kill(record.pid, "SIGKILL")
   }
   await rm(file, { force: true })
   return record

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto"
 import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
-import { findOnPath } from "@stoat/core"
+import { findOnPath, isProcessAlive, pollUntil } from "@stoat/core"
+import { Cause, Duration, Effect, Exit, Schedule } from "effect"
 import { CpioWriter } from "../tiny/cpio.js"
 import { run } from "../tiny/exec.js"
 import { extractVmlinux } from "../tiny/kernel.js"
@@ -207,49 +208,61 @@ export async function buildDebianMini(opts: BuildDebianMiniOptions): Promise<Deb
 }
 
 const LOCK = ".build.lock"
-const LOCK_POLL_MS = 1000
-
-/** True while `pid` names a live process (EPERM: alive, someone else's). */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 /**
- * Runs `body` holding `<dir>/.build.lock` (created exclusively, holding the owner's pid). A lock
- * whose owner died (a killed build) is taken over; a live owner is waited for.
+ * One attempt at `<dir>/.build.lock` (created exclusively, holding the owner's pid): true once it
+ * is ours. A lock whose owner died (a killed build) is removed and taken at once.
+ */
+const tryLock = (path: string): Promise<boolean> =>
+  open(path, "wx").then(
+    async (handle) => {
+      try {
+        await handle.writeFile(`${process.pid}\n`)
+      } finally {
+        await handle.close()
+      }
+      return true
+    },
+    async (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EEXIST") throw error
+      const owner = Number.parseInt(await readFile(path, "utf8").catch(() => ""), 10)
+      // An empty file is a lock being written this instant; only a named, dead owner is stale.
+      if (!(owner > 0 && owner !== process.pid && !isProcessAlive(owner))) return false
+      await rm(path, { force: true })
+      return tryLock(path)
+    }
+  )
+
+/**
+ * Runs `body` holding `<dir>/.build.lock`; a live owner is waited for (looking again each second,
+ * for as long as it lives), a dead one's lock taken over. The lock is released however `body` ends.
  */
 export async function withBuildLock<T>(dir: string, onWait: () => void, body: () => Promise<T>): Promise<T> {
   const path = join(dir, LOCK)
   let told = false
-  for (;;) {
-    const handle = await open(path, "wx").catch((error: NodeJS.ErrnoException) => {
-      if (error.code === "EEXIST") return undefined
-      throw error
-    })
-    if (handle) {
-      try {
-        await handle.writeFile(`${process.pid}\n`)
-        await handle.close()
-        return await body()
-      } finally {
-        await rm(path, { force: true })
+  const attempt = Effect.tryPromise({ try: () => tryLock(path), catch: (error) => error }).pipe(
+    Effect.tap((taken) => {
+      if (!taken && !told) {
+        told = true
+        onWait()
       }
-    }
-    const owner = Number.parseInt(await readFile(path, "utf8").catch(() => ""), 10)
-    // An empty file is a lock being written this instant; only a named, dead owner is stale.
-    if (owner > 0 && owner !== process.pid && !alive(owner)) {
-      await rm(path, { force: true })
-      continue
-    }
-    if (!told) onWait()
-    told = true
-    await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS))
-  }
+    })
+  )
+  const locked = pollUntil(attempt, {
+    schedule: Schedule.spaced("1 second"),
+    until: (taken) => taken,
+    within: Duration.infinity,
+    onTimeout: () => new Error("unreachable: the wait is unbounded")
+  })
+  const exit = await Effect.runPromiseExit(
+    Effect.acquireUseRelease(
+      locked,
+      () => Effect.tryPromise({ try: body, catch: (error) => error }),
+      () => Effect.promise(() => rm(path, { force: true }))
+    )
+  )
+  if (Exit.isSuccess(exit)) return exit.value
+  throw Cause.squash(exit.cause)
 }
 
 async function buildUnlocked(opts: BuildDebianMiniOptions, log: (line: string) => void): Promise<DebianMiniImage> {
