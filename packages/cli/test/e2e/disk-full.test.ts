@@ -45,6 +45,9 @@ describe("a data root on a full file system", () => {
     const refused = await run("create", "more", "--image", "tiny")
     expect(refused["error"]).toMatchObject({ code: "limit_reached", available_mb: 0 })
     expect(refused["error"]["message"]).toMatch(/No space left on device: the file system is full \(0 MiB free at /)
+    expect(refused["error"]["message"]).toContain(
+      "; free some space (or delete a VM you no longer need) with stoat prune --apply --images"
+    )
     expect(refused["error"]["message"]).not.toMatch(/lock file/)
     expect(existsSync(join(home, "more"))).toBe(false)
 

@@ -3,7 +3,7 @@ import { basename, join, relative, sep } from "node:path"
 import { Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Schedule } from "effect"
 import type { Checkpoint } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
-import { Broken, InUse, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
+import { advise, adviseFirst, Broken, InUse, NameTaken, NoDisk, NotFound, Timeout, type StoatError } from "../errors.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
@@ -214,8 +214,9 @@ const make = Effect.gen(function* () {
             const folder = checkpointDir(record.dir, name)
             if (yield* exists(folder)) {
               return yield* new NameTaken({
-                message: `VM "${vm}" already has a checkpoint "${name}"; delete it first (stoat checkpoint rm ${vm} ${name})`,
-                subject: name
+                message: `VM "${vm}" already has a checkpoint "${name}"`,
+                subject: name,
+                hint: adviseFirst("delete it", { operation: "checkpoint.delete", input: { vm, name } })
               })
             }
             yield* fs.makeDirectory(checkpointsDir(record.dir))
@@ -315,8 +316,13 @@ const make = Effect.gen(function* () {
       const problem = Either.isLeft(read) ? read.left : yield* checkpointProblem(read.right)
       if (problem !== undefined || Either.isLeft(read)) {
         return yield* new Broken({
-          message: `checkpoint "${name}" of VM "${record.name}" cannot be forked: ${problem}; delete it (stoat checkpoint rm ${record.name} ${name}) and take a new one`,
-          subject: `${record.name}@${name}`
+          message: `checkpoint "${name}" of VM "${record.name}" cannot be forked: ${problem}`,
+          subject: `${record.name}@${name}`,
+          hint: advise(
+            "delete it and take a new one",
+            { operation: "checkpoint.delete", input: { vm: record.name, name } },
+            { operation: "checkpoint.create", input: { vm: record.name, name } }
+          )
         })
       }
       return { folder, file: read.right }

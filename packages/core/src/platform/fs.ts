@@ -25,7 +25,7 @@ import {
 } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Option } from "effect"
-import { AccessDenied, Internal, InvalidSpec, LimitReached, NotFound } from "../errors.js"
+import { AccessDenied, advise, Internal, InvalidSpec, LimitReached, NotFound } from "../errors.js"
 import { writeFileAtomic as writeAtomicPromise } from "./files.js"
 
 export type FsError = NotFound | AccessDenied | InvalidSpec | LimitReached | Internal
@@ -93,8 +93,12 @@ export const diskFull = (
     freeMb(path),
     (available) =>
       new LimitReached({
-        message: `${message}: the file system is full (${available} MiB free at ${dirname(path)}); free some space (stoat rm <vm>, stoat prune --apply --images)`,
+        message: `${message}: the file system is full (${available} MiB free at ${dirname(path)})`,
         subject: path,
+        hint: advise("free some space (or delete a VM you no longer need)", {
+          operation: "host.prune",
+          input: { apply: true, images: true }
+        }),
         needed_mb: Math.max(1, Math.ceil((options.neededBytes ?? 0) / MiB)),
         available_mb: available,
         ...(options.errno !== undefined ? { errno: options.errno } : {})

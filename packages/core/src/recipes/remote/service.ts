@@ -10,6 +10,8 @@ import { dirname, join, relative, resolve, sep } from "node:path"
 import { Clock, Config, Context, Effect, Layer, Option } from "effect"
 import { DataRoot } from "../../platform/data-root.js"
 import {
+  advise,
+  adviseLookup,
   DownloadFailed,
   GitRequired,
   InUse,
@@ -278,8 +280,9 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           entries.map((candidate) => candidate.name)
         )
         return yield* new NotFound({
-          message: `the recipe index has no recipe "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe search`,
-          subject: name
+          message: `the recipe index has no recipe "${name}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+          subject: name,
+          hint: adviseLookup("recipe.search")
         })
       })
 
@@ -324,8 +327,9 @@ export const makeRemoteRecipes = (indexSpec: string) =>
             Option.isNone(yield* ok(stage, ["rev-parse", "--verify", "--quiet", `${commit}^{commit}`]))
           ) {
             return yield* new NotFound({
-              message: `${source} no longer has the pinned commit ${commit}; run stoat recipe update`,
-              subject: commit
+              message: `${source} no longer has the pinned commit ${commit}`,
+              subject: commit,
+              hint: advise("re-pin it", { operation: "recipe.update", input: {} })
             })
           }
           yield* gitIn(stage, ["checkout", "--quiet", "--detach", resolved.commit]).pipe(
@@ -400,8 +404,13 @@ export const makeRemoteRecipes = (indexSpec: string) =>
 
     const tampered = (name: string, dir: string) =>
       new InvalidSpec({
-        message: `the checkout of recipe "${name}" at ${dir} has local changes (tampered); discard them or run stoat recipe rm ${name} and add it again`,
-        subject: dir
+        message: `the checkout of recipe "${name}" at ${dir} has local changes (tampered); discard them`,
+        subject: dir,
+        hint: advise(
+          "or remove it and add it again",
+          { operation: "recipe.remove", input: { name } },
+          { operation: "recipe.add", input: { name } }
+        )
       })
 
     /** Makes one checkout match its pin: placed when missing or stale and clean; a dirty one is refused. */
@@ -601,8 +610,9 @@ export const makeRemoteRecipes = (indexSpec: string) =>
           if (!entries.has(name)) {
             const hint = closest(name, [...entries.keys()])
             return yield* new NotFound({
-              message: `recipe "${name}" is not pinned in ${scope.lockFile}${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe list`,
-              subject: name
+              message: `recipe "${name}" is not pinned in ${scope.lockFile}${hint ? ` (did you mean "${hint}"?)` : ""}`,
+              subject: name,
+              hint: adviseLookup("recipe.list")
             })
           }
         }
@@ -641,8 +651,9 @@ export const makeRemoteRecipes = (indexSpec: string) =>
         if (!entries.has(name) && !declared) {
           const hint = closest(name, [...entries.keys()])
           return yield* new NotFound({
-            message: `recipe "${name}" is not a ${scope.kind} remote recipe${hint ? ` (did you mean "${hint}"?)` : ""}; see stoat recipe list`,
-            subject: name
+            message: `recipe "${name}" is not a ${scope.kind} remote recipe${hint ? ` (did you mean "${hint}"?)` : ""}`,
+            subject: name,
+            hint: adviseLookup("recipe.list")
           })
         }
         if (!options.force) {
@@ -687,8 +698,9 @@ export const makeRemoteRecipes = (indexSpec: string) =>
                   ? "stoat.toml declares it but stoat.lock does not pin it"
                   : `stoat.toml asks for ${declaration.source ?? "ref"} ${declaration.ref} but stoat.lock pins ${entry.ref}`
             return yield* new LockOutOfDate({
-              message: `recipe "${name}": ${why}; run stoat recipe lock`,
-              subject: name
+              message: `recipe "${name}": ${why}`,
+              subject: name,
+              hint: advise("pin it", { operation: "recipe.lock", input: {} })
             })
           }
           yield* ensureCheckout(scope, name, entry!)

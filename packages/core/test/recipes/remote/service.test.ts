@@ -508,14 +508,14 @@ describe("apply step 2: declaration, lock and checkout agree", () => {
     expect((await fail(w, ensure)).code).toBe("invalid_spec")
   })
 
-  it("refuses a stale declaration with lock_out_of_date naming stoat recipe lock", async () => {
+  it("refuses a stale declaration with lock_out_of_date advising recipe.lock", async () => {
     const w = world()
     await run(w, addHello)
     const toml = join(w.project, "stoat.toml")
     writeFileSync(toml, readFileSync(toml, "utf8").replace('hello = "main"', 'hello = "v1"'))
     const error = await fail(w, ensure)
     expect(error).toMatchObject({ code: "lock_out_of_date", subject: "hello" })
-    expect(error.message).toContain("run stoat recipe lock")
+    expect(error.message).toContain("; pin it with recipe.lock")
     writeFileSync(toml, `${readFileSync(toml, "utf8")}fresh = "main"\n`)
     expect(
       await fail(
