@@ -1,6 +1,6 @@
 import { operationByKey, personWords, type HintStep, type HintWords } from "@stoat/core"
 import { manifestCommands } from "./manifest.js"
-import { shellWord } from "./shell-word.js"
+import { shellWord } from "@stoat/core/ssh"
 
 /** One step as the command a person types: the operation's command, its positional args in order, the rest as flags. */
 const commandFor = (step: HintStep): string => {

@@ -55,11 +55,19 @@ describe("stoat ls", () => {
     }
     const table = await stoat(["ls"], { STOAT_HOME: home })
     expect(table.code).toBe(0)
+    // A host that does not answer leaves the VM's state unknown: broken, never stopped (issue 29).
     expect(table.stdout).toMatch(
-      /^far\s+disk\s+stopped\s+libvirt:qemu\+unix:\/\/\/system\?socket=\/nonexistent\/sock\s/m
+      /^far\s+disk\s+broken\s+libvirt:qemu\+unix:\/\/\/system\?socket=\/nonexistent\/sock\s/m
     )
     expect(table.stdout).toMatch(/^here\s+disk\s+stopped\s+local\s/m)
     expect(table.stdout).toMatch(/^lv\s+disk\s+stopped\s+libvirt:qemu:\/\/\/system\s/m)
+    const far = result((await stoat(["ls", "--json"], { STOAT_HOME: home })).stdout)["data"].vms.find(
+      (vm: { name: string }) => vm.name === "far"
+    )
+    expect(far).toMatchObject({ state: "broken", provider: "libvirt" })
+    expect(far.error).toBe(
+      "libvirt at qemu+unix:///system?socket=/nonexistent/sock refused the connection (failed to connect to the hypervisor; Failed to connect socket to '/nonexistent/sock': No such file or directory); start the daemon there (systemctl start libvirtd, or libvirtd -d and virtlogd -d) and check virsh -c qemu+unix:///system?socket=/nonexistent/sock list; check it with stoat doctor --host 'qemu+unix:///system?socket=/nonexistent/sock'"
+    )
   })
 
   it("warns on stderr about unknown vm.toml keys without failing", async () => {

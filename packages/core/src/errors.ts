@@ -36,6 +36,8 @@ export const waitForSsh = (vm: string): Hint => adviseFirst("wait for its ssh", 
 export const fixOrDelete = (vm: string): Hint =>
   advise("fix it, or delete it", { operation: "vm.destroy", input: { vm } })
 export const checkTheHost: Hint = adviseLookup("host.doctor")
+/** For a provider host that did not answer (a libvirt URI): doctor's checks of that host. */
+export const checkHostAt = (host: string): Hint => advise("check it", { operation: "host.doctor", input: { host } })
 
 /** How a frontend words a hint: what follows "; " after the failure's own message. */
 export type HintWords = (hint: Hint) => string

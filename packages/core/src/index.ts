@@ -115,6 +115,7 @@ export {
   adviseFirst,
   adviseLookup,
   catalogWords,
+  checkHostAt,
   checkTheHost,
   fixOrDelete,
   type Hint,
@@ -180,6 +181,8 @@ export {
   type ExecOutput,
   GuestTransport,
   type SftpError,
+  type SshEndpoint,
+  type SshJump,
   type SshTarget
 } from "./ports/guest-transport.js"
 export {
@@ -191,6 +194,7 @@ export {
   type DiskInfo,
   type DiskRef,
   GuestSignals,
+  HostChecks,
   Hypervisor,
   isBaseImage,
   type ResumePlan,
@@ -212,6 +216,7 @@ export {
   type Placement,
   readPlacement,
   routedProviderLayer,
+  sshJumpOf,
   routeGuestSignals,
   routeHypervisor
 } from "./vm/placement.js"

@@ -7,6 +7,7 @@ import {
   AlreadyRunning,
   CannotReach,
   CapabilityUnavailable,
+  checkHostAt,
   DataRoot,
   GuestSignals,
   Hypervisor,
@@ -33,6 +34,7 @@ import {
 import {
   accelSettingConfig,
   cacheDirsFromEnv,
+  forwardNotBound,
   makeQemuHypervisor,
   parseSnapshotTable,
   pngSize,
@@ -56,6 +58,8 @@ interface BootRecord {
 export const uriOf = (vm: VmRef): string => readPlacement(vm.dir).host || DEFAULT_URI
 
 const SHUTDOWN_POLL_MS = 100
+/** A state query is one round trip: a host that takes longer is taken for one that does not answer (status must stay cheap). */
+const STATE_TIMEOUT_MS = 15_000
 /** How long a VM started under KVM may keep a talking guest's console silent before it is taken for a KVM that cannot run it. */
 const KVM_SILENCE_MS = 4_000
 /** awaitSshd reads the console every poll (microseconds) but asks libvirt whether the VM still runs only every so many polls (a virsh call). */
@@ -168,7 +172,7 @@ const isRunning = (vm: VmRef): Effect.Effect<boolean, VirshUnavailable> => {
   const uri = uriOf(vm)
   const local = uri === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
   if (local !== undefined) return Effect.succeed(local.running)
-  return Effect.map(virsh(uri, ["domstate", domainName(vm)]), (result) => {
+  return Effect.map(virsh(uri, ["domstate", domainName(vm)], { timeoutMs: STATE_TIMEOUT_MS }), (result) => {
     const state = result.code === 0 ? result.stdout.trim() : undefined
     return state !== undefined && state !== "shut off" && state !== "crashed"
   })
@@ -207,7 +211,7 @@ const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
 export const LibvirtGuestSignalsLive = Layer.succeed(GuestSignals, GuestSignals.of({ awaitSshd }))
 
 /** A verdict a start learned (KVM listed but unable to run the guest), kept per libvirt URI in the data root. */
-class AccelVerdicts {
+export class AccelVerdicts {
   constructor(private readonly path: string) {}
   read = (uri: string): Effect.Effect<string | undefined> =>
     Effect.promise(() =>
@@ -224,6 +228,46 @@ class AccelVerdicts {
       await writeFileAtomic(this.path, JSON.stringify({ ...all, [uri]: detail })).catch(() => undefined)
     })
 }
+
+/** What KVM/TCG a libvirt host offers, and what a VM starts under there: the setting, a verdict a start learned, or the host's capabilities. */
+export const decideAccel = (
+  verdicts: AccelVerdicts,
+  uri: string
+): Effect.Effect<
+  Acceleration & { readonly setting: AccelSetting },
+  InvalidSpec | AcceleratorUnusable | VirshUnavailable
+> =>
+  Effect.gen(function* () {
+    const setting = yield* accelSettingConfig
+    if (setting === "tcg")
+      return {
+        setting,
+        accel: "tcg" as const,
+        detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)`
+      }
+    const caps = yield* virsh(uri, ["capabilities"])
+    const hasKvm = caps.code === 0 && caps.stdout.includes("<domain type='kvm'")
+    if (setting === "kvm") {
+      return hasKvm
+        ? { setting, accel: "kvm" as const, detail: `STOAT_ACCEL=kvm: libvirt domains on ${uri} are type kvm` }
+        : yield* new AcceleratorUnusable({
+            message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`,
+            subject: uri
+          })
+    }
+    const learned = yield* verdicts.read(uri)
+    if (learned !== undefined) return { setting, accel: "tcg" as const, detail: learned }
+    return hasKvm
+      ? { setting, accel: "kvm" as const, detail: `libvirt host ${uri} offers KVM (STOAT_ACCEL=auto)` }
+      : {
+          setting,
+          accel: "tcg" as const,
+          detail: `libvirt host ${uri} offers no KVM: domains are type qemu (TCG), which is slower (STOAT_ACCEL=auto)`
+        }
+  })
+
+/** The verdicts of the data root at `root`. */
+export const verdictsIn = (root: string) => new AccelVerdicts(join(root, ".libvirt-accel.json"))
 
 export interface LibvirtHypervisorOptions {
   /** Passed to the QEMU provider that handles disk files (qemu-img), as the QEMU provider's own option. */
@@ -243,43 +287,8 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
     Effect.gen(function* () {
       const root = yield* DataRoot
       const disks = yield* Effect.provide(Hypervisor, makeQemuHypervisor(options))
-      const verdicts = new AccelVerdicts(join(root.root, ".libvirt-accel.json"))
-
-      /** What KVM/TCG the host offers, and what a VM starts under: the setting, a verdict a start learned, or the host's capabilities. */
-      const decide = (
-        uri: string
-      ): Effect.Effect<
-        Acceleration & { readonly setting: AccelSetting },
-        InvalidSpec | AcceleratorUnusable | VirshUnavailable
-      > =>
-        Effect.gen(function* () {
-          const setting = yield* accelSettingConfig
-          if (setting === "tcg")
-            return {
-              setting,
-              accel: "tcg" as const,
-              detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)`
-            }
-          const caps = yield* virsh(uri, ["capabilities"])
-          const hasKvm = caps.code === 0 && caps.stdout.includes("<domain type='kvm'")
-          if (setting === "kvm") {
-            return hasKvm
-              ? { setting, accel: "kvm" as const, detail: `STOAT_ACCEL=kvm: libvirt domains on ${uri} are type kvm` }
-              : yield* new AcceleratorUnusable({
-                  message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`,
-                  subject: uri
-                })
-          }
-          const learned = yield* verdicts.read(uri)
-          if (learned !== undefined) return { setting, accel: "tcg" as const, detail: learned }
-          return hasKvm
-            ? { setting, accel: "kvm" as const, detail: `libvirt host ${uri} offers KVM (STOAT_ACCEL=auto)` }
-            : {
-                setting,
-                accel: "tcg" as const,
-                detail: `libvirt host ${uri} offers no KVM: domains are type qemu (TCG), which is slower (STOAT_ACCEL=auto)`
-              }
-        })
+      const verdicts = verdictsIn(root.root)
+      const decide = (uri: string) => decideAccel(verdicts, uri)
 
       const startFailed = (vm: VmRef) => (message: string) => new ProviderStartFailed({ message, subject: vm.name })
 
@@ -341,9 +350,14 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           const created = yield* virsh(uri, ["create", files.domain]).pipe(Effect.onInterrupt(() => destroy(uri, name)))
           if (created.code !== 0) {
             yield* destroy(uri, name)
-            return yield* startFailed(plan.vm)(
-              `libvirt could not start VM "${plan.vm.name}" on ${uri}: ${virshError(created)}`
-            )
+            // QEMU binds the forwards on the libvirt host: a port taken there is reported as the
+            // QEMU provider reports one taken here, and core moves the VM to another port.
+            const portInUse = forwardNotBound(created.stderr)
+            return yield* new ProviderStartFailed({
+              message: `libvirt could not start VM "${plan.vm.name}" on ${uri}: ${virshError(created)}`,
+              subject: plan.vm.name,
+              ...(portInUse !== undefined ? { portInUse } : {})
+            })
           }
         })
 
@@ -553,14 +567,23 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
         })
 
       return Hypervisor.of({
-        // A host that cannot be reached reads as not running: the port has no "unknown" state yet.
+        // A host (or virsh) that does not answer leaves the state unknown: said so, never "stopped".
         status: (vm): Effect.Effect<RunState> => {
-          const local = uriOf(vm) === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
+          const uri = uriOf(vm)
+          const local = uri === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
           return local !== undefined
             ? Effect.succeed(local)
-            : Effect.map(
-                Effect.orElseSucceed(isRunning(vm), () => false),
-                (running) => ({ running })
+            : isRunning(vm).pipe(
+                Effect.map((running): RunState => ({ running })),
+                Effect.catchAll((error) =>
+                  Effect.succeed({
+                    running: false,
+                    unreachable:
+                      error._tag === "CannotReach"
+                        ? error
+                        : new CannotReach({ message: error.message, subject: uri, hint: checkHostAt(uri) })
+                  })
+                )
               )
         },
         // The port's probe knows no unreachable host or missing KVM: both are reported as what to fix (invalid_spec, with the reason).

@@ -6,6 +6,7 @@ export {
   MACHINE_TYPE,
   type DomainOptions
 } from "./domain-xml.js"
+export { LibvirtHostChecksLive } from "./host-checks.js"
 export {
   LibvirtGuestSignalsLive,
   LibvirtHypervisorLive,

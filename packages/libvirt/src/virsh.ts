@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process"
 import { Effect } from "effect"
-import { CannotReach, ProviderMissing } from "@stoat/core"
+import { CannotReach, checkHostAt, ProviderMissing } from "@stoat/core"
 
 export const VIRSH = "virsh"
 
@@ -23,12 +23,15 @@ export interface VirshResult {
 export type VirshUnavailable = ProviderMissing | CannotReach
 
 /**
- * Why virsh could not talk to libvirt at `uri`, from its stderr, with what to do; undefined when
- * the connection worked and the command itself failed.
+ * Why virsh could not talk to libvirt at `uri`, from its stderr, with what to do (and, as the
+ * hint, `doctor --host` for that host); undefined when the connection worked and the command
+ * itself failed.
  */
 export const connectionProblem = (uri: string, stderr: string): CannotReach | undefined => {
   const text = stderr.replace(/\s+/g, " ")
-  const reach = (message: string) => new CannotReach({ message, subject: uri })
+  const reach = (message: string) => new CannotReach({ message, subject: uri, hint: checkHostAt(uri) })
+  if (/virsh timed out$/.test(text.trim()) && !/error: /.test(text))
+    return reach(`libvirt at ${uri} did not answer in time; check that the host is up and ssh to it works`)
   if (
     !/failed to connect to the hypervisor|Cannot recv data|End of file while reading data|unable to connect to server/i.test(
       text
@@ -41,6 +44,11 @@ export const connectionProblem = (uri: string, stderr: string): CannotReach | un
     )
   ) {
     return reach(`libvirt host ${uri} is unreachable (${summary(text)}); check the host name and that ssh to it works`)
+  }
+  if (/ssh: connect to host .*Connection refused/i.test(text)) {
+    return reach(
+      `ssh to libvirt host ${uri} was refused (${summary(text)}); check that sshd runs on that host and port`
+    )
   }
   if (/Permission denied|Host key verification failed/i.test(text)) {
     return reach(

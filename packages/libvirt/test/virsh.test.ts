@@ -33,6 +33,15 @@ describe("virsh failures that are the connection's", () => {
     expect(error.message).toMatch(/unreachable.*check the host name/)
   })
 
+  it("an ssh host with no sshd on the port is cannot_reach, saying so, with doctor --host of that URI as the hint", async () => {
+    requireVirsh()
+    const uri = "qemu+ssh://root@127.0.0.1:1/system"
+    const error = await failure(uri)
+    expect(error).toMatchObject({ _tag: "CannotReach", subject: uri })
+    expect(error.message).toMatch(/ssh to libvirt host .* was refused .*Connection refused.*check that sshd runs/)
+    expect(error.hint).toEqual({ advice: "check it", steps: [{ operation: "host.doctor", input: { host: uri } }] })
+  })
+
   it("no virsh on PATH is qemu_missing, naming the package to install", async () => {
     const path = process.env["PATH"]
     process.env["PATH"] = "/nonexistent"

@@ -1,7 +1,7 @@
 import { Args } from "@oclif/core"
 import { sshCommand } from "@stoat/core"
 import { StoatCommand } from "../base.js"
-import { shellWord } from "../shell-word.js"
+import { shellWord } from "@stoat/core/ssh"
 
 export default class SshCommand extends StoatCommand {
   static override summary = "Print the ssh command line for a VM"

@@ -10,7 +10,8 @@ export const renderVmList = (vms: ReadonlyArray<Vm>): string => {
   if (vms.length === 0) return "no VMs; create one with: stoat create <name> --image tiny"
   const rows = vms.map((vm) =>
     vm.state === "broken"
-      ? [vm.name, "-", stateCell("broken"), "local", "-", "-", vm.ssh_port ? String(vm.ssh_port) : "-"]
+      ? // A broken vm.toml tells nothing but the name; a VM whose host does not answer keeps its mode and place.
+        [vm.name, vm.mode || "-", stateCell("broken"), whereOf(vm), "-", "-", vm.ssh_port ? String(vm.ssh_port) : "-"]
       : [vm.name, vm.mode, stateCell(vm.state), whereOf(vm), String(vm.cpus), mib(vm.ram_mb), String(vm.ssh_port)]
   )
   const notes = vms.flatMap((vm) =>

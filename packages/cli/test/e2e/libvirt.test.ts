@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
 import { Layer } from "effect"
@@ -49,13 +49,17 @@ const freePort = () =>
 
 const home = tempHome()
 const env = e2eEnv(home)
-const json = async (...args: string[]) => {
-  const run = await stoat(["--json", ...args], env)
-  const envelope = result(run.stdout)
-  if (!envelope["ok"])
-    throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${run.stderr}`)
-  return envelope["data"]
-}
+/** The data of a stoat call run with `runEnv` that must succeed. */
+const jsonIn =
+  (runEnv: Record<string, string>) =>
+  async (...args: string[]) => {
+    const run = await stoat(["--json", ...args], runEnv)
+    const envelope = result(run.stdout)
+    if (!envelope["ok"])
+      throw new Error(`stoat ${args.join(" ")} failed: ${JSON.stringify(envelope["error"])}\n${run.stderr}`)
+    return envelope["data"]
+  }
+const json = jsonIn(env)
 const failure = async (...args: string[]) => {
   const run = await stoat(["--json", ...args], env)
   const envelope = result(run.stdout)
@@ -150,6 +154,41 @@ describe("a libvirt VM with the tiny guest", () => {
     const refused = await failure("up", "lvfar")
     expect(refused.code).toBe("cannot_reach")
     expect(refused.message).toMatch(/refused the connection.*start the daemon/)
+    expect(refused.message).toContain("stoat doctor --host 'qemu+unix:///system?socket=/nonexistent/libvirt-sock'")
+    // Its state is unknown, not "stopped": broken, naming the host and the check to run.
+    const listed = (await json("ls")).vms.find((vm: { name: string }) => vm.name === "lvfar")
+    expect(listed).toMatchObject({ state: "broken", provider: "libvirt" })
+    expect(listed.error).toMatch(
+      /libvirt at qemu\+unix:\/\/\/system\?socket=\/nonexistent\/libvirt-sock refused the connection.*check it with stoat doctor --host/
+    )
+    expect((await stoat(["ls"], env)).stdout).toMatch(/^lvfar\s+\S+\s+broken\s/m)
+    const exec = await failure("exec", "lvfar", "--", "true")
+    expect(exec.code).toBe("cannot_reach")
+    expect(exec.message).toMatch(/refused the connection.*stoat doctor --host/)
+    await json("rm", "lvfar", "--yes")
+  })
+
+  it("doctor --host checks a libvirt host: the local daemon passes, an ssh host that refuses fails at once with exit 1", async () => {
+    const local = await stoat(["doctor", "--host", URI], env)
+    expect(local.code).toBe(0)
+    expect(local.stdout).toMatch(/^ok: virsh: /m)
+    expect(local.stdout).toMatch(/^ok: connection: qemu:\/\/\/system: QEMU /m)
+    expect(local.stdout).toMatch(/^(ok|WARN): kvm: /m)
+    expect(local.stdout).toMatch(/^ok: qemu: \S*qemu-system-x86_64$/m)
+    expect(local.stdout).toMatch(/^ok: machine: machine type pc-q35-7\.2 and CPU model qemu64 are there$/m)
+    const refused = await stoat(["doctor", "--host", "qemu+ssh://root@127.0.0.1:1/system"], env)
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).toMatch(
+      /^FAIL: connection: ssh to libvirt host qemu\+ssh:\/\/root@127\.0\.0\.1:1\/system was refused .*Connection refused/m
+    )
+    expect(refused.stdout).toMatch(/^WARN: guest-ssh: not probed/m)
+    const unknown = await stoat(["--json", "doctor", "--host", "qemu+ssh://root@no-such-host.invalid/system"], env)
+    const report = result(unknown.stdout)["data"]
+    expect(report.healthy).toBe(false)
+    expect(report.checks.find((check: { name: string }) => check.name === "connection")).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/is unreachable .*no-such-host\.invalid/)
+    })
   })
 })
 
@@ -161,6 +200,9 @@ describe("a libvirt VM with the tiny guest", () => {
 describe("a libvirt VM on a qemu+ssh:// host", () => {
   let sshdPid: number | undefined
   let uri = ""
+  const sshLog = join(home, "ssh-argv.log")
+  let remoteEnv: Record<string, string> = env
+  const remote = (...args: string[]) => jsonIn(remoteEnv)(...args)
   beforeAll(async () => {
     requireLibvirt()
     const dir = join(home, "sshd")
@@ -200,27 +242,49 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
       }
     }
     uri = `qemu+ssh://root@127.0.0.1:${port}/system?keyfile=${join(dir, "client_key")}&no_verify=1`
+    // An ssh first on PATH that logs its arguments: proof that guest ssh went through the host (ssh -W).
+    mkdirSync(join(dir, "bin"))
+    writeFileSync(join(dir, "bin", "ssh"), `#!/bin/sh\necho "$*" >> ${sshLog}\nexec /usr/bin/ssh "$@"\n`)
+    chmodSync(join(dir, "bin", "ssh"), 0o755)
+    remoteEnv = { ...env, PATH: `${join(dir, "bin")}:${process.env["PATH"] ?? ""}` }
   })
   afterAll(async () => {
-    await stoat(["down", "lvr"], env)
+    await stoat(["down", "lvr"], remoteEnv)
     if (sshdPid !== undefined) process.kill(sshdPid)
   })
 
-  it("is created on the host, started, reached, snapshotted, stopped and removed", async () => {
+  it("doctor --host passes for the host, guest ssh through it included", async () => {
+    const checked = await stoat(["doctor", "--host", uri], remoteEnv)
+    expect(checked.stdout).toMatch(/^ok: connection: qemu\+ssh:/m)
+    expect(checked.stdout).toMatch(/^ok: guest-ssh: guests there are reached through root@127\.0\.0\.1:\d+ \(ssh -W/m)
+    expect(checked.code).toBe(0)
+  })
+
+  it("is created on the host, started, reached through the host, snapshotted, stopped and removed", async () => {
     const created = (
-      await json("create", "lvr", "--image", "tiny", "--provider", "libvirt", "--host", uri, "--agent-access", "exec")
+      await remote("create", "lvr", "--image", "tiny", "--provider", "libvirt", "--host", uri, "--agent-access", "exec")
     ).vm
     expect(created).toMatchObject({ name: "lvr", provider: "libvirt", host: uri })
-    expect((await json("up", "lvr", "--wait")).vm.state).toBe("running")
+    expect((await remote("up", "lvr", "--wait")).vm.state).toBe("running")
     expect(domainsOf("lvr")).toHaveLength(1)
-    const listed = await stoat(["ls"], env)
+    const listed = await stoat(["ls"], remoteEnv)
     expect(listed.stdout).toContain(`libvirt:${uri}`)
-    expect(await sh("lvr", "uname -s")).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
-    expect(await json("snapshot", "lvr", "r1")).toMatchObject({ vm: "lvr", tag: "r1", action: "save" })
-    await json("down", "lvr")
+    const forward = `-W 127.0.0.1:${created.ssh_port} `
+    const jumps = () =>
+      (existsSync(sshLog) ? readFileSync(sshLog, "utf8") : "").split("\n").filter((line) => line.includes(forward))
+    // up --wait probed the guest's sshd through the host.
+    const probes = jumps().length
+    expect(probes).toBeGreaterThan(0)
+    expect(await remote("exec", "lvr", "--", "uname", "-s")).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
+    // The command's connection went through the host too: one more ssh -W to the guest's port there.
+    expect(jumps().length).toBeGreaterThan(probes)
+    expect(jumps()[0]).toMatch(/-p \d+ -l root -i \S+client_key -- 127\.0\.0\.1$/)
+    expect((await remote("ssh-command", "lvr")).argv.join(" ")).toContain(`ProxyCommand=ssh -W %h:%p`)
+    expect(await remote("snapshot", "lvr", "r1")).toMatchObject({ vm: "lvr", tag: "r1", action: "save" })
+    await remote("down", "lvr")
     expect(domainsOf("lvr")).toEqual([])
-    expect((await json("snapshot", "lvr")).snapshots.map((s: { tag: string }) => s.tag)).toEqual(["r1"])
-    await json("rm", "lvr", "--yes")
+    expect((await remote("snapshot", "lvr")).snapshots.map((s: { tag: string }) => s.tag)).toEqual(["r1"])
+    await remote("rm", "lvr", "--yes")
   })
 })
 

@@ -8,6 +8,7 @@ import { elapsedSince, pollUntil } from "../platform/poll.js"
 import { GuestSignals, Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import { HEALTH_FAILED } from "../recipes/apply.js"
+import { sshJumpOf, readPlacement } from "../vm/placement.js"
 import { isRunning, sshTarget, vmRef, type OkRecord } from "../vm/records.js"
 
 /**
@@ -47,6 +48,7 @@ export const awaitSsh = <E = never, R = never>(
     const transport = yield* GuestTransport
     const hypervisor = yield* Hypervisor
     const started = yield* Clock.currentTimeMillis
+    const jump = sshJumpOf(readPlacement(vm.dir).host)
     yield* (yield* GuestSignals).awaitSshd(vm, timeoutMs)
     const attempt = Effect.gen(function* () {
       if (!(yield* hypervisor.status(vm)).running) {
@@ -59,7 +61,7 @@ export const awaitSsh = <E = never, R = never>(
       // One long attempt at a time: an abandoned connection lingers in QEMU's user-mode network and
       // reaches sshd later as a stray, and dropbear refuses a guest's sixth unauthenticated connection.
       const left = timeoutMs - (yield* elapsedSince(started))
-      if (!(yield* transport.probe(port, Math.min(10_000, Math.max(1000, left))))) return false
+      if (!(yield* transport.probe(port, Math.min(10_000, Math.max(1000, left)), jump))) return false
       return yield* ready
     })
     yield* pollUntil(attempt, {

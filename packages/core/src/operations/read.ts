@@ -24,6 +24,7 @@ import { STOAT_VERSION } from "../version.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
 import { toVm, toVmStatus } from "../vm/view.js"
 import { readSecrets, setSecretNames } from "../platform/secrets.js"
+import { DoctorInput, hostDoctor } from "./host-doctor.js"
 import { NoInput, VmName } from "./inputs.js"
 import { defineOperation, READ } from "./operation.js"
 
@@ -55,7 +56,12 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
       views.push(
         toVm(
           record,
-          { running: state.running, graphical, crashed: (state.leftovers?.length ?? 0) > 0 },
+          {
+            running: state.running,
+            graphical,
+            crashed: (state.leftovers?.length ?? 0) > 0,
+            ...(state.unreachable !== undefined ? { unreachable: state.unreachable } : {})
+          },
           byName,
           root,
           words
@@ -166,12 +172,13 @@ export const doctor = defineOperation({
   description:
     "Check the host: qemu, qemu-img and ssh (required), git (optional), whether KVM really works (else VMs run under TCG), the data root's free space, and VMs that crashed or lost their pidfile.",
   kind: "query",
-  input: NoInput,
+  input: DoctorInput,
   output: DoctorReport,
   annotations: READ,
   access: null,
-  run: () =>
+  run: (input) =>
     Effect.gen(function* () {
+      if (input.host !== undefined) return yield* hostDoctor(input.host)
       const host = yield* HostProbe
       const hypervisor = yield* Hypervisor
       const program = (name: string, pkg: string, optional: boolean, why: string) =>

@@ -1,6 +1,8 @@
 import { Effect, Schema } from "effect"
 import { SshCommand } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
+import type { SshEndpoint } from "../ports/guest-transport.js"
+import { jumpProxyCommand } from "../ssh/jump.js"
 import { loadVm, requireRunning, sshTarget } from "../vm/records.js"
 import { VmName } from "./inputs.js"
 import { defineOperation, READ } from "./operation.js"
@@ -8,10 +10,12 @@ import { defineOperation, READ } from "./operation.js"
 /**
  * The system ssh client's argv for a VM (original §1.7): loopback, the VM's port, stoat's key,
  * no host-key checking or recording (local VMs get fresh host keys), quiet, a short connect
- * timeout. Scripts get BatchMode (never prompt); an interactive session leaves it out.
+ * timeout. Scripts get BatchMode (never prompt); an interactive session leaves it out. A VM on
+ * a qemu+ssh:// host is reached through that host (a ProxyCommand of `ssh -W`, as stoat's own
+ * connections go).
  */
 export const sshArgv = (
-  target: { readonly port: number; readonly user: string; readonly privateKeyPath: string },
+  target: SshEndpoint & { readonly user: string; readonly privateKeyPath: string },
   interactive: boolean
 ): string[] => [
   "ssh",
@@ -26,6 +30,7 @@ export const sshArgv = (
   "-o",
   "ConnectTimeout=5",
   ...(interactive ? [] : ["-o", "BatchMode=yes"]),
+  ...(target.jump !== undefined ? ["-o", `ProxyCommand=${jumpProxyCommand(target.jump)}`] : []),
   "-i",
   target.privateKeyPath,
   `${target.user}@127.0.0.1`

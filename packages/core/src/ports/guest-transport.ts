@@ -1,10 +1,30 @@
 import { Context, type Effect } from "effect"
 import type { AccessDenied, CannotReach, CapabilityUnavailable, Internal, NotFound, Timeout, Usage } from "../errors.js"
 
-/** How to reach one VM's sshd: always loopback, the VM's forwarded port. */
-export interface SshTarget {
-  readonly vm: string
+/**
+ * The host whose loopback holds a VM's forwarded ssh port when that is not this machine (a
+ * libvirt host over qemu+ssh://). It is reached with OpenSSH's own client (`ssh -W`), so the
+ * user's ~/.ssh/config, agent, keys, ProxyJump and known_hosts apply as they do for virsh.
+ */
+export interface SshJump {
+  readonly host: string
+  readonly user?: string
+  readonly port?: number
+  /** A key to offer besides the user's own (a libvirt URI's `keyfile=`). */
+  readonly identityFile?: string
+  /** Accept the host's key unchecked (a libvirt URI's `no_verify=1`, as libvirt itself then does). */
+  readonly noVerify?: boolean
+}
+
+/** Where a VM's sshd answers: the forwarded port on loopback, this machine's or, with `jump`, that host's. */
+export interface SshEndpoint {
   readonly port: number
+  readonly jump?: SshJump
+}
+
+/** How to reach one VM's sshd. */
+export interface SshTarget extends SshEndpoint {
+  readonly vm: string
   readonly user: string
   readonly privateKeyPath: string
 }
@@ -61,8 +81,11 @@ export class GuestTransport extends Context.Tag("stoat/GuestTransport")<
     ) => Effect.Effect<void, SftpError>
     readonly upload: (target: SshTarget, localPath: string, remotePath: string) => Effect.Effect<void, SftpError>
     readonly download: (target: SshTarget, remotePath: string, localPath: string) => Effect.Effect<void, SftpError>
-    /** Reachable = TCP connect and the `SSH-` banner (user-mode NAT accepts before the guest is up). */
-    readonly probe: (port: number, timeoutMs?: number) => Effect.Effect<boolean>
+    /**
+     * Reachable = TCP connect and the `SSH-` banner (user-mode NAT accepts before the guest is up);
+     * with `jump`, the connection is made on that host.
+     */
+    readonly probe: (port: number, timeoutMs?: number, jump?: SshJump) => Effect.Effect<boolean>
     /** Drops pooled connections to one VM (after stop) or to all. */
     readonly release: (vm?: string) => Effect.Effect<void>
   }

@@ -1,5 +1,5 @@
 import { Context, type Effect, type Redacted } from "effect"
-import type { Snapshot } from "@stoat/wire"
+import type { HostCheck, Snapshot } from "@stoat/wire"
 import type {
   AlreadyRunning,
   CannotReach,
@@ -54,6 +54,12 @@ export interface RunState {
    * (killed, crashed, or the host went down). Host paths, for prune; empty or absent after a clean stop.
    */
   readonly leftovers?: ReadonlyArray<string>
+  /**
+   * Not known: the provider could not ask (its host or daemon did not answer). Why, naming the
+   * host and what to do; `running` is then false only for want of an answer, and the VM is shown
+   * broken, never stopped.
+   */
+  readonly unreachable?: CannotReach
 }
 
 /**
@@ -279,6 +285,16 @@ export class Hypervisor extends Context.Tag("stoat/Hypervisor")<
      */
     readonly rebaseDisk: (disk: VmDisk, backing: DiskRef | undefined) => Effect.Effect<void, Internal | ProviderMissing>
   }
+>() {}
+
+/**
+ * The checks of one host a provider runs VMs on (`stoat doctor --host URI`), in doctor's terms:
+ * only providers that place VMs on other hosts provide it, so a stack without one has no such
+ * service (core asks for it as an option). Never fails: what went wrong is a failed check.
+ */
+export class HostChecks extends Context.Tag("stoat/HostChecks")<
+  HostChecks,
+  { readonly check: (host: string) => Effect.Effect<ReadonlyArray<HostCheck>> }
 >() {}
 
 /**

@@ -1,2 +1,2 @@
-export { CD_SCRIPT, ENV_NAME, guestCommand, quoteWord, shellQuote, type CommandOptions } from "./quote.js"
+export { CD_SCRIPT, ENV_NAME, guestCommand, quoteWord, shellQuote, shellWord, type CommandOptions } from "./quote.js"
 export { GuestTransportLive, guestTransportLayer, makeGuestTransport, type GuestTransportOptions } from "./live.js"

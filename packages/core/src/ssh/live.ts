@@ -11,6 +11,7 @@ import {
   type SftpError,
   type SshTarget
 } from "../ports/guest-transport.js"
+import { jumpName, openJump } from "./jump.js"
 import { makeSshProbe } from "./probe.js"
 import { guestCommand } from "./quote.js"
 
@@ -72,10 +73,16 @@ interface Conn {
   sftp: Promise<SFTPWrapper> | undefined
 }
 
-/** The pool key: one line per VM target, compared by value (`Data.struct`). */
+/** The pool key: one line per VM target, jump host included, compared by value (`Data.struct`). */
 type LineKey = SshTarget
 const lineKey = (target: SshTarget): LineKey =>
-  Data.struct({ vm: target.vm, port: target.port, user: target.user, privateKeyPath: target.privateKeyPath })
+  Data.struct({
+    vm: target.vm,
+    port: target.port,
+    user: target.user,
+    privateKeyPath: target.privateKeyPath,
+    ...(target.jump !== undefined ? { jump: Data.struct({ ...target.jump }) } : {})
+  })
 
 /** A VM's line: its connections, each used by one call at a time, dialled on demand and redialled once dead. */
 interface Line {
@@ -92,22 +99,26 @@ const closeConn = (conn: Conn) => {
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
+/** `port 2200`, or `port 2200 of host root@box` for a VM reached through its host. */
+const where = (target: SshTarget) =>
+  `port ${target.port}${target.jump !== undefined ? ` of host ${jumpName(target.jump)}` : ""}`
+
 const unreachable = (target: SshTarget, cause?: unknown) =>
   new CannotReach({
-    message: `ssh could not connect to VM ${target.vm} on port ${target.port}${cause === undefined ? "" : ` (${describe(cause)})`}`,
+    message: `ssh could not connect to VM ${target.vm} on ${where(target)}${cause === undefined ? "" : ` (${describe(cause)})`}`,
     subject: target.vm,
     hint: waitForSsh(target.vm)
   })
 
 const lost = (target: SshTarget) =>
   new CannotReach({
-    message: `ssh connection to VM ${target.vm} on port ${target.port} was lost during the call`,
+    message: `ssh connection to VM ${target.vm} on ${where(target)} was lost during the call`,
     subject: target.vm
   })
 
 const refused = (target: SshTarget) =>
   new CannotReach({
-    message: `sshd of VM ${target.vm} refused to start the command (port ${target.port})`,
+    message: `sshd of VM ${target.vm} refused to start the command (${where(target)})`,
     subject: target.vm
   })
 
@@ -291,8 +302,10 @@ export const makeGuestTransport = (options: GuestTransportOptions = {}): Effect.
             if (settled) return
             try {
               client.connect({
-                host: "127.0.0.1",
-                port: target.port,
+                // A VM on another host: its forwarded port is on that host's loopback, reached through OpenSSH.
+                ...(target.jump !== undefined
+                  ? { sock: openJump(target.jump, target.port) }
+                  : { host: "127.0.0.1", port: target.port }),
                 username: target.user,
                 privateKey,
                 readyTimeout: config.readyTimeoutMs,

@@ -10,6 +10,9 @@ export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 export const quoteWord = (word: string): string => `'${word.replaceAll("'", "'\\''")}'`
 
+/** A word as a person types it: quoted only when a shell would split or expand it. */
+export const shellWord = (word: string): string => (/^[A-Za-z0-9@%+=:,./_-]+$/.test(word) ? word : quoteWord(word))
+
 /** Every word quoted, joined by spaces. Pure; a word may not contain NUL (no C string can). */
 export const shellQuote = (argv: ReadonlyArray<string>): string => argv.map(quoteWord).join(" ")
 

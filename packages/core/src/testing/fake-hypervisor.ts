@@ -4,6 +4,7 @@ import { Effect, type Context } from "effect"
 import type { Snapshot } from "@stoat/wire"
 import {
   AlreadyRunning,
+  type CannotReach,
   CapabilityUnavailable,
   DiskShrink,
   Internal,
@@ -34,6 +35,8 @@ export class FakeHypervisorState {
   /** QEMU's refusal of this plan (`portInUse`: a host forward it cannot bind), or undefined to start it. */
   startError: ((plan: BootPlan) => { readonly message: string; readonly portInUse?: number } | undefined) | undefined =
     undefined
+  /** VM folders whose host does not answer (a remote provider's): status says so, with this error. */
+  readonly unreachable = new Map<string, CannotReach>()
   /** Set to hold every resume until the promise settles (to interrupt one part way). */
   resumeGate: Promise<void> | undefined = undefined
   /** Paused time a checkpoint reports. */
@@ -81,6 +84,8 @@ export const makeFakeHypervisor = (state: FakeHypervisorState): Context.Tag.Serv
     status: (vm) =>
       Effect.sync(() => {
         const entry = state.running.get(vm.dir)
+        const unreachable = state.unreachable.get(vm.dir)
+        if (unreachable !== undefined) return { running: false, unreachable }
         return entry ? { running: true, pid: 4242, startedAt: entry.startedAt } : { running: false }
       }),
     start: (plan) =>

@@ -1,6 +1,7 @@
 import { join } from "node:path"
 import { Context, Effect, Either, Layer } from "effect"
 import { GuestSignals, Hypervisor, isBaseImage, type DiskRef, type VmRef } from "../ports/hypervisor.js"
+import type { SshJump } from "../ports/guest-transport.js"
 import { readSmallFileSync } from "../platform/fs.js"
 import { parseVmToml } from "./config.js"
 
@@ -42,6 +43,32 @@ export const readPlacement = (dir: string): Placement => {
   const parsed = parseVmToml(text)
   if (Either.isLeft(parsed)) return { provider: "qemu", host: "" }
   return { provider: parsed.right.config.provider || "qemu", host: parsed.right.config.host ?? "" }
+}
+
+/**
+ * The host a VM's guest ssh goes through: the libvirt host of a `qemu+ssh://` URI, whose loopback
+ * holds the VM's forwarded port (user-mode networking binds it where QEMU runs). Undefined for
+ * this machine's VMs (no host, or a local URI). The URI's `keyfile` and `no_verify` apply to the
+ * jump as they apply to virsh's own ssh; the rest of its ssh settings come from ~/.ssh/config.
+ */
+export const sshJumpOf = (host: string): SshJump | undefined => {
+  if (!host.startsWith("qemu+ssh://")) return undefined
+  let url: URL
+  try {
+    url = new URL(host)
+  } catch {
+    return undefined
+  }
+  const name = url.hostname.replace(/^\[(.*)\]$/, "$1")
+  if (name === "") return undefined
+  const keyfile = url.searchParams.get("keyfile")
+  return {
+    host: name,
+    ...(url.username !== "" ? { user: decodeURIComponent(url.username) } : {}),
+    ...(url.port !== "" ? { port: Number(url.port) } : {}),
+    ...(keyfile !== null && keyfile !== "" ? { identityFile: keyfile } : {}),
+    ...(url.searchParams.get("no_verify") === "1" ? { noVerify: true } : {})
+  }
 }
 
 type HypervisorService = Hypervisor["Type"]

@@ -1,12 +1,13 @@
 import { Effect } from "effect"
 import type { DataRootPaths } from "../platform/data-root.js"
 import type * as fs from "../platform/fs.js"
-import { Broken, fixOrDelete, NotRunning, startIt } from "../errors.js"
+import { Broken, type CannotReach, fixOrDelete, NotRunning, startIt } from "../errors.js"
 import { Hypervisor, type VmRef } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
 import { VmStore, type VmRecord } from "./store.js"
 import { unknownGuestReason } from "./view.js"
 import { sshUserOf } from "./config.js"
+import { sshJumpOf } from "./placement.js"
 import { GuestDefinitions } from "../guest-definitions/definitions.js"
 
 /** A VM record whose vm.toml parsed (loadVm also checks that it names a known guest). */
@@ -40,22 +41,31 @@ export const isRunning = (record: VmRecord) =>
     (s) => s.running
   )
 
-export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning, Hypervisor> =>
-  Effect.flatMap(isRunning(record), (running) =>
-    running
-      ? Effect.void
-      : Effect.fail(
-          new NotRunning({
-            message: `VM "${record.name}" is not running`,
-            subject: record.name,
-            hint: startIt(record.name)
-          })
-        )
+/** A running VM, else not_running; cannot_reach when the provider could not learn its state (its host did not answer). */
+export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning | CannotReach, Hypervisor> =>
+  Effect.flatMap(
+    Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))),
+    (state) =>
+      state.running
+        ? Effect.void
+        : Effect.fail(
+            state.unreachable ??
+              new NotRunning({
+                message: `VM "${record.name}" is not running`,
+                subject: record.name,
+                hint: startIt(record.name)
+              })
+          )
   )
 
-export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => ({
-  vm: record.name,
-  port: record.config.sshport,
-  user: sshUserOf(record.config),
-  privateKeyPath: root.clientKey
-})
+/** How to reach the VM's sshd: its forwarded port, through its libvirt host for one on a qemu+ssh:// host. */
+export const sshTarget = (root: DataRootPaths, record: OkRecord): SshTarget => {
+  const jump = sshJumpOf(record.config.host ?? "")
+  return {
+    vm: record.name,
+    port: record.config.sshport,
+    user: sshUserOf(record.config),
+    privateKeyPath: root.clientKey,
+    ...(jump !== undefined ? { jump } : {})
+  }
+}

@@ -1,5 +1,5 @@
 import type { Guest, RecipeDetail, Vm, VmStatus } from "@stoat/wire"
-import { advise, startIt, type HintWords } from "../errors.js"
+import { advise, startIt, type Hint, type HintWords } from "../errors.js"
 import type { DataRootPaths } from "../platform/data-root.js"
 import { effectiveAccess, sshUserOf } from "./config.js"
 import type { VmRecord } from "./store.js"
@@ -9,6 +9,8 @@ export interface VmLive {
   readonly graphical: boolean
   /** Stopped without a shutdown: the provider found what its last run left (see RunState.leftovers). */
   readonly crashed?: boolean
+  /** Its state could not be learned (the provider's host did not answer): why, and what to do. */
+  readonly unreachable?: { readonly message: string; readonly hint?: Hint | undefined }
 }
 
 const SHARED_MOUNT = "/mnt/work"
@@ -54,6 +56,9 @@ const brokenVm = (
   shared_mount: SHARED_MOUNT
 })
 
+const withHint = (message: string, hint: Hint | undefined, words: HintWords) =>
+  hint === undefined ? message : `${message}; ${words(hint)}`
+
 /** Why a VM whose `os` names no loaded guest is broken (the original's rule). */
 export const unknownGuestReason = (os: string): string => `vm.toml: os: unknown guest "${os}"`
 
@@ -92,7 +97,8 @@ export const toVm = (
     os: config.os,
     mode: config.mode,
     backend: config.backend,
-    state: live.running ? "running" : "stopped",
+    // A VM whose host does not answer may run or not: broken, saying why, never stopped.
+    state: live.unreachable !== undefined ? "broken" : live.running ? "running" : "stopped",
     cpus: config.cpus,
     ram_mb: config.ram,
     disk: config.mode === "live" ? "" : config.disk,
@@ -105,7 +111,11 @@ export const toVm = (
     allow_exec: config.agent_access !== undefined ? access === "exec" : (config.allow_exec ?? true),
     agent_access: access,
     display: wantsWindow && live.graphical ? "window" : "vnc",
-    ...(!live.running && live.crashed === true ? { error: crashedReason(record.name, words) } : {}),
+    ...(live.unreachable !== undefined
+      ? { error: withHint(live.unreachable.message, live.unreachable.hint, words) }
+      : !live.running && live.crashed === true
+        ? { error: crashedReason(record.name, words) }
+        : {}),
     project: config.project,
     key: config.key,
     project_missing: false,

@@ -1,9 +1,11 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { createVm, getVm, listVms } from "../../src/operations/index.js"
+import { CannotReach, checkHostAt } from "../../src/errors.js"
+import { createVm, doctor, execInGuest, getVm, listVms } from "../../src/operations/index.js"
 import { hostOnlyFields } from "../../src/operations/operation.js"
+import { sshArgv } from "../../src/operations/ssh.js"
 import { FakeHypervisorState, makeFakeHypervisor } from "../../src/testing/index.js"
-import { readPlacement, routeGuestSignals, routeHypervisor } from "../../src/vm/placement.js"
+import { readPlacement, routeGuestSignals, routeHypervisor, sshJumpOf } from "../../src/vm/placement.js"
 import { harness } from "../harness.js"
 
 describe("a VM's provider", () => {
@@ -99,5 +101,59 @@ describe("a VM's provider", () => {
     )
     expect(await Effect.runPromise(signals.awaitSshd({ name: "lv", dir: h.vmDir("lv") }, 1000))).toBe(true)
     expect(await Effect.runPromise(signals.awaitSshd({ name: "qm", dir: h.vmDir("qm") }, 1000))).toBe(false)
+  })
+
+  it("a qemu+ssh:// host is the jump to its guests: user, port, keyfile and no_verify from the URI; no jump for local URIs", () => {
+    expect(sshJumpOf("qemu+ssh://root@127.0.0.1:2222/system?keyfile=/k/client%20key&no_verify=1")).toEqual({
+      host: "127.0.0.1",
+      user: "root",
+      port: 2222,
+      identityFile: "/k/client key",
+      noVerify: true
+    })
+    expect(sshJumpOf("qemu+ssh://build.example/system")).toEqual({ host: "build.example" })
+    expect(sshJumpOf("qemu+ssh://me@[::1]/session")).toEqual({ host: "::1", user: "me" })
+    for (const local of ["", "qemu:///system", "qemu+unix:///system?socket=/x", "qemu+tcp://h/system"])
+      expect(sshJumpOf(local)).toBeUndefined()
+  })
+
+  it("stoat ssh reaches a VM of a qemu+ssh:// host through it (ProxyCommand of ssh -W), a local VM directly", () => {
+    const target = { port: 2201, user: "root", privateKeyPath: "/k/id" }
+    expect(sshArgv(target, false).join(" ")).not.toMatch(/ProxyCommand/)
+    const argv = sshArgv(
+      { ...target, jump: { host: "box", user: "ops", port: 2022, identityFile: "/k/my key" } },
+      false
+    )
+    expect(argv).toContain(
+      "ProxyCommand=ssh -W %h:%p -o BatchMode=yes -o ConnectTimeout=10 -o LogLevel=ERROR -p 2022 -l ops -i '/k/my key' -- box"
+    )
+    expect(argv.at(-1)).toBe("root@127.0.0.1")
+  })
+
+  it("a VM whose host does not answer is broken with the reason and doctor --host, never stopped; exec answers cannot_reach", async () => {
+    const h = harness()
+    const host = "qemu+ssh://root@far.example/system"
+    await h.ok(createVm, { name: "far", image: "tiny", provider: "libvirt", host, agent_access: "exec" })
+    h.hypervisor.unreachable.set(
+      h.vmDir("far"),
+      new CannotReach({ message: `libvirt host ${host} is unreachable`, subject: host, hint: checkHostAt(host) })
+    )
+    const [listed] = (await h.ok(listVms, {})).vms
+    expect(listed).toMatchObject({ name: "far", state: "broken", provider: "libvirt", host, ram_mb: 256 })
+    expect(listed?.error).toMatch(
+      /^libvirt host qemu\+ssh:\/\/root@far\.example\/system is unreachable; check it with host\.doctor \{"host":"qemu\+ssh:\/\/root@far\.example\/system"\}$/
+    )
+    expect((await h.ok(getVm, { vm: "far" })).state).toBe("broken")
+    expect(await h.fail(execInGuest, { vm: "far", argv: ["true"] })).toMatchObject({ code: "cannot_reach" })
+  })
+
+  it("doctor --host is a person's: the MCP tool has no host field, and a stack without a provider of hosts answers capability_unavailable", async () => {
+    expect(hostOnlyFields(doctor.input)).toEqual(["host"])
+    const h = harness()
+    expect(await h.fail(doctor, { host: "qemu+ssh://root@far.example/system" })).toMatchObject({
+      code: "capability_unavailable",
+      reason: "provider_unsupported"
+    })
+    expect((await h.fail(doctor, { host: "ssh://x; rm -rf /" })).code).toBe("usage")
   })
 })
