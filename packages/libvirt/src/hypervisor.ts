@@ -2,8 +2,9 @@ import { existsSync, readFileSync, statSync } from "node:fs"
 import { open, readFile, stat, unlink } from "node:fs/promises"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted, Schedule } from "effect"
 import {
+  pollUntil,
   AlreadyRunning,
   CannotReach,
   CapabilityUnavailable,
@@ -185,6 +186,30 @@ const readBootRecord = (vm: VmRef) =>
       .catch(() => undefined)
   )
 
+const TIMED_OUT: unique symbol = Symbol("timed out")
+
+/**
+ * Looks at `check` every `everyMs` until `until` holds, for at most `withinMs` on Effect's Clock
+ * (core's pollUntil): the value that met it, or none once the time is up.
+ */
+const lookUntil = <A, E, R>(
+  check: Effect.Effect<A, E, R>,
+  until: (value: A) => boolean,
+  options: { readonly everyMs: number; readonly withinMs: number }
+): Effect.Effect<Option.Option<A>, E, R> =>
+  pollUntil(check, {
+    schedule: Schedule.spaced(options.everyMs),
+    until,
+    within: options.withinMs,
+    onTimeout: (): typeof TIMED_OUT => TIMED_OUT
+  }).pipe(
+    Effect.map(Option.some),
+    Effect.catchIf(
+      (error): error is typeof TIMED_OUT => error === TIMED_OUT,
+      () => Effect.succeed(Option.none<A>())
+    )
+  )
+
 /** Waits for this boot's sshd line on the domain's console, as the QEMU provider does on its own (see GuestSignals). */
 const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
   Effect.gen(function* () {
@@ -194,17 +219,22 @@ const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
     const console = libvirtFiles(vm.dir).console
     let offset = record.console_offset
     let pending = ""
-    const deadline = Date.now() + timeoutMs
-    for (let poll = 1; ; poll++) {
+    let poll = 0
+    const look = Effect.gen(function* () {
+      poll++
       const chunk = yield* readConsoleFrom(console, offset)
       offset += chunk.length
       pending += chunk.toString("utf8")
-      if (pending.includes(marker)) return true
+      if (pending.includes(marker)) return "seen"
       pending = pending.slice(pending.lastIndexOf("\n") + 1)
-      if (Date.now() >= deadline) return false
-      if (poll % SSHD_STATE_EVERY === 0 && !(yield* Effect.orElseSucceed(isRunning(vm), () => false))) return false
-      yield* Effect.sleep(SSHD_POLL_MS)
-    }
+      if (poll % SSHD_STATE_EVERY === 0 && !(yield* Effect.orElseSucceed(isRunning(vm), () => false))) return "gone"
+      return "waiting"
+    })
+    const outcome = yield* lookUntil(look, (state) => state !== "waiting", {
+      everyMs: SSHD_POLL_MS,
+      withinMs: timeoutMs
+    })
+    return Option.getOrUndefined(outcome) === "seen"
   })
 
 /** The libvirt provider's GuestSignals: the sshd line on a domain's console (the boot record says where this boot's output starts). */
@@ -363,14 +393,14 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
 
       /** Whether the console got output past `offset` within the budget while the domain ran. */
       const consoleSpoke = (vm: VmRef, offset: number) =>
-        Effect.gen(function* () {
-          const deadline = Date.now() + KVM_SILENCE_MS
-          for (;;) {
-            if ((yield* Effect.promise(() => fileSize(libvirtFiles(vm.dir).console))) > offset) return true
-            if (Date.now() >= deadline) return false
-            yield* Effect.sleep(100)
-          }
-        })
+        Effect.map(
+          lookUntil(
+            Effect.promise(() => fileSize(libvirtFiles(vm.dir).console)),
+            (size) => size > offset,
+            { everyMs: 100, withinMs: KVM_SILENCE_MS }
+          ),
+          Option.isSome
+        )
 
       const start = (plan: BootPlan) =>
         Effect.gen(function* () {
@@ -445,22 +475,19 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           if (!(yield* isRunning(vm)))
             return yield* new NotRunning({ message: `VM "${vm.name}" is not running`, subject: vm.name })
           const graceMs = stopOptions?.graceMs ?? 10_000
-          const gone = (deadline: number) =>
-            Effect.gen(function* () {
-              for (;;) {
-                if (!(yield* isRunning(vm))) return true
-                if (Date.now() >= deadline) return false
-                yield* Effect.sleep(SHUTDOWN_POLL_MS)
-              }
-            })
+          const gone = (withinMs: number) =>
+            Effect.map(
+              lookUntil(isRunning(vm), (running) => !running, { everyMs: SHUTDOWN_POLL_MS, withinMs }),
+              Option.isSome
+            )
           let stopped = false
           if (graceMs > 0) {
             const asked = yield* virsh(uri, ["shutdown", name])
-            stopped = asked.code === 0 && (yield* gone(Date.now() + graceMs))
+            stopped = asked.code === 0 && (yield* gone(graceMs))
           }
           if (!stopped) {
             yield* virsh(uri, ["destroy", name])
-            if (!(yield* gone(Date.now() + 30_000)))
+            if (!(yield* gone(30_000)))
               return yield* Effect.die(
                 new Internal({
                   message: `libvirt domain ${name} of VM "${vm.name}" survived virsh destroy`,
@@ -470,19 +497,17 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           }
           // QEMU has exited, but libvirt removes the transient domain a moment later; a start
           // before then would find the name taken. Returns once libvirt no longer knows it.
-          const deadline = Date.now() + 30_000
-          for (;;) {
-            const state = yield* virsh(uri, ["domstate", name])
-            if (isNoDomain(state)) return
-            if (Date.now() >= deadline)
-              return yield* Effect.die(
-                new Internal({
-                  message: `libvirt still holds domain ${name} of VM "${vm.name}" 30 s after it stopped`,
-                  subject: vm.name
-                })
-              )
-            yield* Effect.sleep(SHUTDOWN_POLL_MS / 2)
-          }
+          const released = yield* lookUntil(virsh(uri, ["domstate", name]), isNoDomain, {
+            everyMs: SHUTDOWN_POLL_MS / 2,
+            withinMs: 30_000
+          })
+          if (Option.isNone(released))
+            return yield* Effect.die(
+              new Internal({
+                message: `libvirt still holds domain ${name} of VM "${vm.name}" 30 s after it stopped`,
+                subject: vm.name
+              })
+            )
         }).pipe(Effect.catchTag("ProviderMissing", (error) => Effect.die(error)))
 
       /** A QMP command to the VM's QEMU through libvirt (qemu-monitor-command): the monitor libvirt owns. */
