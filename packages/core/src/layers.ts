@@ -38,7 +38,6 @@ export interface CorePorts<E, R, ED> {
 export const coreLayer = <E, R, ED>(ports: CorePorts<E, R, ED>) =>
   Layer.mergeAll(
     VmStoreLive,
-    VmsLive,
     GuestDefinitionsLive,
     LocksLive,
     RecipesLive,
@@ -53,7 +52,9 @@ export const coreLayer = <E, R, ED>(ports: CorePorts<E, R, ED>) =>
     (base) => Layer.provideMerge(CheckpointsLive, base),
     (base) => Layer.provideMerge(SnapshotsLive, base),
     (base) => Layer.provideMerge(ImagesLive, base),
-    (base) => Layer.provideMerge(remoteRecipesLayer(ports.remoteRecipes ?? {}).pipe(Layer.provide(GitLive)), base)
+    (base) => Layer.provideMerge(remoteRecipesLayer(ports.remoteRecipes ?? {}).pipe(Layer.provide(GitLive)), base),
+    // The lifecycle over everything below it (checkpoints, the recipe index included).
+    (base) => Layer.provideMerge(VmsLive, base)
   )
 
 /** Core's live services over the data root named by `$STOAT_HOME`, ssh to guests and this host, with a provider's ports. */
