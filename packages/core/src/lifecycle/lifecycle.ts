@@ -33,7 +33,7 @@ import { applyVm, waitHealthy, type ApplyHooks } from "../recipes/apply.js"
 import { requireApplicable } from "../recipes/plan.js"
 import { Recipes } from "../recipes/store.js"
 import { ensureProjectRecipes, RemoteRecipes } from "../recipes/remote/service.js"
-import { Projects } from "../projects/service.js"
+import { ProjectScope } from "../projects/service.js"
 import { defaultVmConfig, diskSizeBytes, diskSizeProblem, effectiveAccess, type VmConfig } from "../vm/config.js"
 import type { AccessLevel } from "../context/access-policy.js"
 import { addVms, checkMemory, freeSshPort, type NewVm } from "../vm/folders.js"
@@ -174,7 +174,7 @@ const sharesOf = (hosts: ReadonlyArray<string>): VmConfig["shares"] =>
 
 /** `create` from the CLI inside a project is refused: the project's VMs belong in stoat.toml. */
 const refuseInsideProject = Effect.gen(function* () {
-  const project = yield* (yield* Projects).current
+  const project = yield* (yield* ProjectScope).current
   if (Option.isNone(project)) return
   return yield* new InvalidSpec({
     message: `${project.value.file} declares this folder's VMs: add the VM under [vms.<key>] and run stoat up, or pass --global to create a VM outside the project`,
