@@ -225,6 +225,7 @@ export {
   type WaitOutcome
 } from "./lifecycle/lifecycle.js"
 export { Projects, ProjectsLive } from "./lifecycle/projects.js"
+export { type LoadedVm, LoadedVms } from "./vm/records.js"
 export { Cpus, IntRange, type Limits, ProjectLimits, RamMb } from "./vm/limits.js"
 export { guestHostname } from "./vm/names.js"
 export { Snapshots, SnapshotsLive } from "./vm/snapshots.js"
