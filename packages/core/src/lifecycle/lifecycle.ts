@@ -391,7 +391,8 @@ const make = Effect.gen(function* () {
   const host = yield* HostProbe
   // The VM model's helpers (loadVm, isRunning, bootPlan, the readiness waits …) read their services
   // from the context: each call gets these, taken here once, and brings only its per-call context.
-  // The optional remote recipe index joins them when the graph has one.
+  // Picked, not the whole build-time context, so a Caller or project scope there cannot shadow the
+  // call's own. The optional remote recipe index joins them when the graph has one.
   const taken = Context.pick(
     Hypervisor,
     GuestSignals,
