@@ -4,7 +4,7 @@ import {
   CALLERS,
   callerContext,
   HintWording,
-  projectsAt,
+  projectScopeLayer,
   runOperation,
   toErrorInfo,
   type ExecutionContext,
@@ -27,7 +27,7 @@ export const runLive = async <A>(
   // Failures' hints name this CLI's commands, in its own messages and in a project's per-VM results.
   runtime ??= ManagedRuntime.make(
     StoatLive.pipe(
-      Layer.provideMerge(projectsAt(process.cwd())),
+      Layer.provideMerge(projectScopeLayer(process.cwd())),
       Layer.merge(Layer.succeed(HintWording, { words: cliWords }))
     )
   )

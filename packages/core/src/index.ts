@@ -51,7 +51,6 @@ export {
   projectOperations,
   projectRm,
   projectStatus,
-  projectStatusOf,
   projectUp,
   projectVms,
   projectWait
@@ -230,6 +229,8 @@ export {
   type WaitOptions,
   type WaitOutcome
 } from "./lifecycle/lifecycle.js"
+export { Projects, ProjectsLive } from "./lifecycle/projects.js"
+export { type LoadedVm, LoadedVms } from "./vm/records.js"
 export { Cpus, IntRange, type Limits, ProjectLimits, RamMb } from "./vm/limits.js"
 export { guestHostname } from "./vm/names.js"
 export { Snapshots, SnapshotsLive } from "./vm/snapshots.js"
@@ -273,7 +274,7 @@ export {
 } from "./checkpoints/service.js"
 
 // Recipes and projects
-export { Projects, projectsAt, type ProjectScope } from "./projects/service.js"
+export { ProjectScope, projectScopeLayer, type ProjectScopeApi } from "./projects/service.js"
 export { PROJECT_FILE } from "./projects/file.js"
 export { Git, GitLive } from "./recipes/remote/git.js"
 export { type PinnedRecipe, RemoteRecipes, RemoteRecipesLive } from "./recipes/remote/service.js"

@@ -9,6 +9,7 @@ import type { GuestSignals, Hypervisor } from "./ports/hypervisor.js"
 import type { ImageBuilder } from "./ports/image-builder.js"
 import { VmStoreLive } from "./vm/store.js"
 import { VmsLive } from "./lifecycle/lifecycle.js"
+import { ProjectsLive } from "./lifecycle/projects.js"
 import { RecipesLive } from "./recipes/store.js"
 import { LazyGuestTransportLive } from "./ssh/lazy.js"
 import { GuestOpsLive } from "./guest/ops.js"
@@ -38,7 +39,6 @@ export interface CorePorts<E, R, ED> {
 export const coreLayer = <E, R, ED>(ports: CorePorts<E, R, ED>) =>
   Layer.mergeAll(
     VmStoreLive,
-    VmsLive,
     GuestDefinitionsLive,
     LocksLive,
     RecipesLive,
@@ -53,7 +53,10 @@ export const coreLayer = <E, R, ED>(ports: CorePorts<E, R, ED>) =>
     (base) => Layer.provideMerge(CheckpointsLive, base),
     (base) => Layer.provideMerge(SnapshotsLive, base),
     (base) => Layer.provideMerge(ImagesLive, base),
-    (base) => Layer.provideMerge(remoteRecipesLayer(ports.remoteRecipes ?? {}).pipe(Layer.provide(GitLive)), base)
+    (base) => Layer.provideMerge(remoteRecipesLayer(ports.remoteRecipes ?? {}).pipe(Layer.provide(GitLive)), base),
+    // The lifecycle over everything below it (checkpoints, the recipe index included), projects over it.
+    (base) => Layer.provideMerge(VmsLive, base),
+    (base) => Layer.provideMerge(ProjectsLive, base)
   )
 
 /** Core's live services over the data root named by `$STOAT_HOME`, ssh to guests and this host, with a provider's ports. */

@@ -1,10 +1,10 @@
 import { Effect } from "effect"
 import { DataRoot } from "../platform/data-root.js"
 import type { StoatError } from "../errors.js"
-import { GuestDefinitions, type LoadedGuest } from "../guest-definitions/definitions.js"
+import type { GuestDefinitions, LoadedGuest } from "../guest-definitions/definitions.js"
 import type { Hypervisor } from "../ports/hypervisor.js"
 import type { SshTarget } from "../ports/guest-transport.js"
-import { loadVm, requireRunning, sshTarget } from "../vm/records.js"
+import { LoadedVms, loadWholeVm, requireRunning, sshTarget } from "../vm/records.js"
 import type { VmStore } from "../vm/store.js"
 
 /** What a guest operation needs to know about its VM: how to reach it and what kind of guest it is. */
@@ -34,11 +34,12 @@ const UNKNOWN_GUEST: LoadedGuest = {
   source: "bundled"
 }
 
+/** The running VM `vm`, as this call loaded it already (see `LoadedVms`) or loaded now. */
 const runningVm = (vm: string) =>
   Effect.gen(function* () {
-    const record = yield* loadVm(vm)
+    const { record, guest } = (yield* LoadedVms).get(vm) ?? (yield* loadWholeVm(vm))
     yield* requireRunning(record)
-    return { record, target: sshTarget(yield* DataRoot, record) }
+    return { record, guest, target: sshTarget(yield* DataRoot, record) }
   })
 
 /** How to reach the running VM `vm`: `not_found`, `broken` or `not_running` otherwise. */
@@ -51,11 +52,4 @@ export const runningTarget = (
 export const guestSession = (
   vm: string
 ): Effect.Effect<GuestSession, StoatError, VmStore | GuestDefinitions | Hypervisor | DataRoot> =>
-  Effect.gen(function* () {
-    const { record, target } = yield* runningVm(vm)
-    const guest =
-      record.config.os === ""
-        ? UNKNOWN_GUEST
-        : yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os))
-    return { vm: record.name, target, guest }
-  })
+  Effect.map(runningVm(vm), ({ record, guest, target }) => ({ vm: record.name, target, guest: guest ?? UNKNOWN_GUEST }))

@@ -26,14 +26,14 @@ import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
 import { elapsedSince } from "../platform/poll.js"
 import { writeSecrets } from "../platform/secrets.js"
-import { Hypervisor } from "../ports/hypervisor.js"
+import { GuestSignals, Hypervisor } from "../ports/hypervisor.js"
 import { GuestTransport } from "../ports/guest-transport.js"
 import { Checkpoints } from "../checkpoints/index.js"
-import { applyVm, waitHealthy, type ApplyHooks, type LifecycleServices } from "../recipes/apply.js"
+import { applyVm, waitHealthy, type ApplyHooks } from "../recipes/apply.js"
 import { requireApplicable } from "../recipes/plan.js"
 import { Recipes } from "../recipes/store.js"
-import { ensureProjectRecipes } from "../recipes/remote/service.js"
-import { Projects } from "../projects/service.js"
+import { ensureProjectRecipes, RemoteRecipes } from "../recipes/remote/service.js"
+import { ProjectScope } from "../projects/service.js"
 import { defaultVmConfig, diskSizeBytes, diskSizeProblem, effectiveAccess, type VmConfig } from "../vm/config.js"
 import type { AccessLevel } from "../context/access-policy.js"
 import { addVms, checkMemory, freeSshPort, type NewVm } from "../vm/folders.js"
@@ -131,6 +131,23 @@ export interface UpdateOutcome {
   readonly pendingRestart: ReadonlyArray<string>
 }
 
+/** What the lifecycle takes once, when its layer is built. */
+type Dependencies =
+  | Hypervisor
+  | GuestSignals
+  | ImageBuilder
+  | HostProbe
+  | VmStore
+  | Locks
+  | DataRoot
+  | GuestTransport
+  | GuestDefinitions
+  | Recipes
+  | Checkpoints
+
+/** What each call brings: who calls, and what that caller may do. */
+export type PerCall = Caller | AccessPolicy
+
 // ---------------------------------------------------------------------------------------------
 // shared checks
 
@@ -157,7 +174,7 @@ const sharesOf = (hosts: ReadonlyArray<string>): VmConfig["shares"] =>
 
 /** `create` from the CLI inside a project is refused: the project's VMs belong in stoat.toml. */
 const refuseInsideProject = Effect.gen(function* () {
-  const project = yield* (yield* Projects).current
+  const project = yield* (yield* ProjectScope).current
   if (Option.isNone(project)) return
   return yield* new InvalidSpec({
     message: `${project.value.file} declares this folder's VMs: add the VM under [vms.<key>] and run stoat up, or pass --global to create a VM outside the project`,
@@ -201,7 +218,7 @@ interface FieldUpdater<V> {
   /** Whether the value differs from vm.toml; only a real difference is applied and reported. */
   readonly differs: (value: V, config: VmConfig) => boolean
   /** Validates the value and answers the new vm.toml (doing what else the change needs, like a resize). */
-  readonly apply: (value: V, target: UpdateTarget) => Effect.Effect<VmConfig, StoatError, LifecycleServices>
+  readonly apply: (value: V, target: UpdateTarget) => Effect.Effect<VmConfig, StoatError, Dependencies | PerCall>
 }
 
 type UpdatableField = Exclude<keyof UpdateSpec, (typeof IMMUTABLE_FIELDS)[number]>
@@ -359,227 +376,220 @@ const FIELD_UPDATERS: { readonly [K in UpdatableField]-?: FieldUpdater<NonNullab
   }
 }
 
-const updateSettings = (name: string, spec: UpdateSpec) =>
-  Effect.gen(function* () {
-    // An unknown VM answers not_found before anything about the request itself.
-    yield* loadVm(name)
-    const immutable = IMMUTABLE_FIELDS.find((field) => spec[field] !== undefined)
-    if (immutable !== undefined)
-      return yield* new ImmutableField({
-        message: `${immutable} cannot be changed; create a new VM instead`,
-        subject: immutable
-      })
-    if (Object.values(spec).every((value) => value === undefined))
-      return yield* new InvalidSpec({ message: "nothing to change: give at least one setting" })
-    yield* checkDiskSize(spec.disk)
-    return yield* (yield* Locks).withRootLock(
-      Effect.gen(function* () {
-        const record = yield* loadVm(name)
-        const running = yield* isRunning(record)
-        let config = record.config
-        const changed: string[] = []
-        const pendingRestart: string[] = []
-        for (const [field, updater] of Object.entries(FIELD_UPDATERS) as Array<
-          [UpdatableField, FieldUpdater<unknown>]
-        >) {
-          const value = spec[field]
-          if (value === undefined || !updater.differs(value, config)) continue
-          if (updater.needsStopped !== undefined && running)
-            return yield* new AlreadyRunning({
-              message: `stop VM "${name}" before ${updater.needsStopped}`,
-              subject: name
-            })
-          config = yield* updater.apply(value, { record, config })
-          if (!changed.includes(updater.reports)) changed.push(updater.reports)
-          if (updater.bootTime && running) pendingRestart.push(updater.reports)
-        }
-        if (config !== record.config) yield* (yield* VmStore).write(name, config)
-        return { record: yield* loadVm(name), changed, pendingRestart }
-      })
-    )
-  })
-
 // ---------------------------------------------------------------------------------------------
 // the service
 
-function makeVms(): Vms["Type"] {
+const make = Effect.gen(function* () {
+  const store = yield* VmStore
+  const hypervisor = yield* Hypervisor
+  const locks = yield* Locks
+  const transport = yield* GuestTransport
+  const checkpoints = yield* Checkpoints
+  const root = yield* DataRoot
+  const guests = yield* GuestDefinitions
+  const images = yield* ImageBuilder
+  const host = yield* HostProbe
+  // The VM model's helpers (loadVm, isRunning, bootPlan, the readiness waits …) read their services
+  // from the context: each call gets these, taken here once, and brings only its per-call context.
+  // Picked, not the whole build-time context, so a Caller or project scope there cannot shadow the
+  // call's own. The optional remote recipe index joins them when the graph has one.
+  const taken = Context.pick(
+    Hypervisor,
+    GuestSignals,
+    ImageBuilder,
+    HostProbe,
+    VmStore,
+    Locks,
+    DataRoot,
+    GuestTransport,
+    GuestDefinitions,
+    Recipes,
+    Checkpoints
+  )(yield* Effect.context<Dependencies>())
+  const services = Option.match(yield* Effect.serviceOption(RemoteRecipes), {
+    onNone: () => taken,
+    onSome: (remote) => Context.add(taken, RemoteRecipes, remote)
+  })
+  const withServices = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, Exclude<R, Dependencies>> =>
+    Effect.provide(effect, services)
+
   const create = (spec: CreateSpec) =>
-    Effect.gen(function* () {
-      const invalid = validateVmName(spec.name)
-      if (invalid) return yield* invalid
-      if (spec.global === false) yield* refuseInsideProject
-      yield* checkDiskSize(spec.disk)
-      if (spec.host !== undefined && spec.provider !== "libvirt") {
-        return yield* new InvalidSpec({
-          message: "a host is a libvirt URI: give --provider libvirt with --host",
-          subject: "host"
-        })
-      }
-      yield* (yield* DataRoot).ensure
-      const hypervisor = yield* Hypervisor
-      const resolved = yield* resolveTemplate(spec.image, spec.image_path)
-      if (spec.mode !== undefined && spec.mode !== resolved.mode) {
-        return yield* new InvalidSpec({
-          message: `image ${resolved.image} makes ${resolved.mode} VMs; mode ${spec.mode} contradicts it`,
-          subject: "mode"
-        })
-      }
-      const os = spec.os ?? resolved.os
-      if (os === "")
-        return yield* new InvalidSpec({
-          message: `cannot tell the guest OS of ${resolved.image}; pass --os`,
-          subject: "os"
-        })
-      const guest = yield* (yield* GuestDefinitions).get(os)
-      yield* requireKnownRecipes(spec.recipes, guest.name)
-      // Build a local image before taking the lock: it can take a while the first time.
-      const template =
-        resolved.backend === "direct"
-          ? withLocalImage(
-              resolved,
-              yield* (yield* ImageBuilder).build(resolved.image, { onStage: yield* stageReporter })
-            )
-          : resolved
-      const consolePassword =
-        spec.console_password === "random" ? randomBytes(16).toString("hex") : (spec.console_password ?? "")
-      // No terminal (or --json, or an agent): a window can't be assumed, so record VNC.
-      const display = (yield* Caller).interactive ? "" : "vnc"
-      const configFor = (sshport: number): VmConfig =>
-        defaultVmConfig({
-          name: spec.name,
-          mode: template.mode,
-          os: guest.name,
-          image: template.image,
-          backend: spec.backend ?? template.backend,
-          ram: spec.ram_mb ?? template.ram,
-          cpus: spec.cpus ?? template.cpus,
-          disk: spec.disk ?? template.disk,
-          installed: template.installed,
-          sshport,
-          recipes: spec.recipes ? [...spec.recipes] : [],
-          display,
-          sshuser: template.sshuser,
-          agent_access: spec.agent_access ?? "manage",
-          console_password: consolePassword,
-          ...(template.base ? { base: template.base } : {}),
-          ...(template.iso ? { iso: template.iso } : {}),
-          ...(template.cpu_model ? { cpu_model: template.cpu_model } : {}),
-          ...(template.required_cpu ? { required_cpu: template.required_cpu } : {}),
-          ...(spec.share !== undefined ? { share: spec.share } : {}),
-          ...(spec.project !== undefined ? { project: spec.project.dir, key: spec.project.key } : {}),
-          ...(spec.shares !== undefined ? { shares: sharesOf(spec.shares) } : {}),
-          ...(spec.provider === "libvirt"
-            ? { provider: "libvirt", ...(spec.host !== undefined ? { host: spec.host } : {}) }
-            : {})
-        })
-      const disk = (dir: string, config: VmConfig) =>
-        template.diskAtCreate === "blank"
-          ? hypervisor.createDisk(firstDisk({ name: spec.name, dir }), config.disk)
-          : template.diskAtCreate === "overlay" && template.base
-            ? hypervisor.createDisk(firstDisk({ name: spec.name, dir }), config.disk, { image: template.base })
-            : Effect.void
-      return yield* (yield* Locks).withRootLock(addOne({ name: spec.name, config: configFor, fill: disk }))
-    })
+    withServices(
+      Effect.gen(function* () {
+        const invalid = validateVmName(spec.name)
+        if (invalid) return yield* invalid
+        if (spec.global === false) yield* refuseInsideProject
+        yield* checkDiskSize(spec.disk)
+        if (spec.host !== undefined && spec.provider !== "libvirt") {
+          return yield* new InvalidSpec({
+            message: "a host is a libvirt URI: give --provider libvirt with --host",
+            subject: "host"
+          })
+        }
+        yield* root.ensure
+        const resolved = yield* resolveTemplate(spec.image, spec.image_path)
+        if (spec.mode !== undefined && spec.mode !== resolved.mode) {
+          return yield* new InvalidSpec({
+            message: `image ${resolved.image} makes ${resolved.mode} VMs; mode ${spec.mode} contradicts it`,
+            subject: "mode"
+          })
+        }
+        const os = spec.os ?? resolved.os
+        if (os === "")
+          return yield* new InvalidSpec({
+            message: `cannot tell the guest OS of ${resolved.image}; pass --os`,
+            subject: "os"
+          })
+        const guest = yield* guests.get(os)
+        yield* requireKnownRecipes(spec.recipes, guest.name)
+        // Build a local image before taking the lock: it can take a while the first time.
+        const template =
+          resolved.backend === "direct"
+            ? withLocalImage(resolved, yield* images.build(resolved.image, { onStage: yield* stageReporter }))
+            : resolved
+        const consolePassword =
+          spec.console_password === "random" ? randomBytes(16).toString("hex") : (spec.console_password ?? "")
+        // No terminal (or --json, or an agent): a window can't be assumed, so record VNC.
+        const display = (yield* Caller).interactive ? "" : "vnc"
+        const configFor = (sshport: number): VmConfig =>
+          defaultVmConfig({
+            name: spec.name,
+            mode: template.mode,
+            os: guest.name,
+            image: template.image,
+            backend: spec.backend ?? template.backend,
+            ram: spec.ram_mb ?? template.ram,
+            cpus: spec.cpus ?? template.cpus,
+            disk: spec.disk ?? template.disk,
+            installed: template.installed,
+            sshport,
+            recipes: spec.recipes ? [...spec.recipes] : [],
+            display,
+            sshuser: template.sshuser,
+            agent_access: spec.agent_access ?? "manage",
+            console_password: consolePassword,
+            ...(template.base ? { base: template.base } : {}),
+            ...(template.iso ? { iso: template.iso } : {}),
+            ...(template.cpu_model ? { cpu_model: template.cpu_model } : {}),
+            ...(template.required_cpu ? { required_cpu: template.required_cpu } : {}),
+            ...(spec.share !== undefined ? { share: spec.share } : {}),
+            ...(spec.project !== undefined ? { project: spec.project.dir, key: spec.project.key } : {}),
+            ...(spec.shares !== undefined ? { shares: sharesOf(spec.shares) } : {}),
+            ...(spec.provider === "libvirt"
+              ? { provider: "libvirt", ...(spec.host !== undefined ? { host: spec.host } : {}) }
+              : {})
+          })
+        const disk = (dir: string, config: VmConfig) =>
+          template.diskAtCreate === "blank"
+            ? hypervisor.createDisk(firstDisk({ name: spec.name, dir }), config.disk)
+            : template.diskAtCreate === "overlay" && template.base
+              ? hypervisor.createDisk(firstDisk({ name: spec.name, dir }), config.disk, { image: template.base })
+              : Effect.void
+        return yield* locks.withRootLock(addOne({ name: spec.name, config: configFor, fill: disk }))
+      })
+    )
 
   const clone = (sourceName: string, name: string) =>
-    Effect.gen(function* () {
-      const invalid = validateVmName(name)
-      if (invalid) return yield* invalid
-      const hypervisor = yield* Hypervisor
-      return yield* (yield* Locks).withRootLock(
-        Effect.gen(function* () {
-          const source = yield* loadVm(sourceName)
-          if (yield* isRunning(source))
-            return yield* new AlreadyRunning({
-              message: `VM "${sourceName}" is running; stop it before cloning`,
-              subject: sourceName
+    withServices(
+      Effect.gen(function* () {
+        const invalid = validateVmName(name)
+        if (invalid) return yield* invalid
+        return yield* locks.withRootLock(
+          Effect.gen(function* () {
+            const source = yield* loadVm(sourceName)
+            if (yield* isRunning(source))
+              return yield* new AlreadyRunning({
+                message: `VM "${sourceName}" is running; stop it before cloning`,
+                subject: sourceName
+              })
+            const { applied: _applied, forwards: _forwards, ...copied } = source.config
+            const configFor = (sshport: number): VmConfig => ({
+              ...copied,
+              name,
+              sshport,
+              forwards: [],
+              applied: {},
+              project: "",
+              key: ""
             })
-          const { applied: _applied, forwards: _forwards, ...copied } = source.config
-          const configFor = (sshport: number): VmConfig => ({
-            ...copied,
-            name,
-            sshport,
-            forwards: [],
-            applied: {},
-            project: "",
-            key: ""
+            const sourceDisk = diskPath(source)
+            const disk = (dir: string) =>
+              Effect.flatMap(fs.isPresent(sourceDisk), (hasDisk) =>
+                hasDisk
+                  ? hypervisor.createDisk(firstDisk({ name, dir }), source.config.disk, vmDisk(source))
+                  : Effect.void
+              )
+            return yield* addOne({ name, config: configFor, fill: disk })
           })
-          const sourceDisk = diskPath(source)
-          const disk = (dir: string) =>
-            Effect.flatMap(fs.isPresent(sourceDisk), (hasDisk) =>
-              hasDisk
-                ? hypervisor.createDisk(firstDisk({ name, dir }), source.config.disk, vmDisk(source))
-                : Effect.void
-            )
-          return yield* addOne({ name, config: configFor, fill: disk })
-        })
-      )
-    })
+        )
+      })
+    )
 
   const boot = (name: string, force: boolean) =>
-    Effect.gen(function* () {
-      const hypervisor = yield* Hypervisor
-      const locks = yield* Locks
-      const policy = yield* AccessPolicy
-      let record = yield* loadVm(name)
-      const started = yield* locks.withVmLock(
-        name,
-        Effect.gen(function* () {
-          if (yield* isRunning(record)) return false
-          yield* locks.withRootLock(
-            Effect.gen(function* () {
-              const savedPort = record.config.sshport
-              record = yield* freePortIfTaken(record)
-              const fix = "lower ram_mb with update"
-              yield* checkMemory(
-                {
-                  subject: record.name,
-                  neededMb: record.config.ram,
-                  what: `starting "${record.name}"`,
-                  fix,
-                  floorFix: policy.memoryFloorHint(fix)
-                },
-                policy.overridesMemoryFloor(force)
-              )
-              const graphical = yield* (yield* HostProbe).graphical
-              const display = graphical && record.config.display !== "vnc" ? "window" : "vnc"
-              // Another data root's VM may take the port between the look and QEMU's bind: then once more on a new one.
-              const launch = Effect.gen(function* () {
-                const running = yield* hypervisor.start(yield* bootPlan(record, display))
-                if (running.notice !== undefined) yield* progressLine(running.notice)
+    withServices(
+      Effect.gen(function* () {
+        const policy = yield* AccessPolicy
+        let record = yield* loadVm(name)
+        const started = yield* locks.withVmLock(
+          name,
+          Effect.gen(function* () {
+            if (yield* isRunning(record)) return false
+            yield* locks.withRootLock(
+              Effect.gen(function* () {
+                const savedPort = record.config.sshport
+                record = yield* freePortIfTaken(record)
+                const fix = "lower ram_mb with update"
+                yield* checkMemory(
+                  {
+                    subject: record.name,
+                    neededMb: record.config.ram,
+                    what: `starting "${record.name}"`,
+                    fix,
+                    floorFix: policy.memoryFloorHint(fix)
+                  },
+                  policy.overridesMemoryFloor(force)
+                )
+                const graphical = yield* host.graphical
+                const display = graphical && record.config.display !== "vnc" ? "window" : "vnc"
+                // Another data root's VM may take the port between the look and QEMU's bind: then once more on a new one.
+                const launch = Effect.gen(function* () {
+                  const running = yield* hypervisor.start(yield* bootPlan(record, display))
+                  if (running.notice !== undefined) yield* progressLine(running.notice)
+                })
+                yield* launch.pipe(
+                  Effect.catchIf(
+                    (error) => error._tag === "ProviderStartFailed" && error.portInUse === record.config.sshport,
+                    () =>
+                      Effect.gen(function* () {
+                        record = yield* freePortIfTaken(record, true)
+                        yield* launch
+                      })
+                  )
+                )
+                if (record.config.sshport !== savedPort) {
+                  // Nothing may run on a port vm.toml does not name: a VM whose new port cannot be saved is stopped again.
+                  yield* store
+                    .write(name, record.config)
+                    .pipe(Effect.tapError(() => Effect.ignore(hypervisor.stop(vmRef(record), { graceMs: 0 }))))
+                  yield* progressLine(
+                    `ssh port ${savedPort} is taken on this host; VM "${name}" now uses port ${record.config.sshport}`
+                  )
+                }
               })
-              yield* launch.pipe(
-                Effect.catchIf(
-                  (error) => error._tag === "ProviderStartFailed" && error.portInUse === record.config.sshport,
-                  () =>
-                    Effect.gen(function* () {
-                      record = yield* freePortIfTaken(record, true)
-                      yield* launch
-                    })
-                )
-              )
-              if (record.config.sshport !== savedPort) {
-                // Nothing may run on a port vm.toml does not name: a VM whose new port cannot be saved is stopped again.
-                yield* (yield* VmStore)
-                  .write(name, record.config)
-                  .pipe(Effect.tapError(() => Effect.ignore(hypervisor.stop(vmRef(record), { graceMs: 0 }))))
-                yield* progressLine(
-                  `ssh port ${savedPort} is taken on this host; VM "${name}" now uses port ${record.config.sshport}`
-                )
-              }
-            })
-          )
-          return true
-        })
-      )
-      if (!started) yield* progressLine(`VM "${name}" is already running`)
-      return record
-    })
+            )
+            return true
+          })
+        )
+        if (!started) yield* progressLine(`VM "${name}" is already running`)
+        return record
+      })
+    )
 
-  const start = (name: string, options: StartOptions): Effect.Effect<OkRecord, StoatError, LifecycleServices> =>
+  // Typed: start applies recipes, whose reboot starts the VM again, so its type cannot be inferred.
+  const start = (name: string, options: StartOptions): Effect.Effect<OkRecord, StoatError, PerCall> =>
     Effect.gen(function* () {
       const record = yield* boot(name, options.force === true)
-      if (options.wait) yield* waitReachable(record, (options.timeoutSeconds ?? 300) * 1000)
+      if (options.wait) yield* withServices(waitReachable(record, (options.timeoutSeconds ?? 300) * 1000))
       if (options.apply && record.config.recipes.length > 0) yield* applyRecipes(name, undefined)
       return record
     })
@@ -587,10 +597,9 @@ function makeVms(): Vms["Type"] {
   const stop = (name: string) =>
     Effect.gen(function* () {
       // Not loadVm: a VM whose vm.toml broke while it ran is stopped too (the provider needs only its folder).
-      const record = yield* (yield* VmStore).get(name)
-      const hypervisor = yield* Hypervisor
-      yield* (yield* GuestTransport).release(name)
-      yield* (yield* Locks).withVmLock(
+      const record = yield* store.get(name)
+      yield* transport.release(name)
+      yield* locks.withVmLock(
         name,
         Effect.catchTag(hypervisor.stop(vmRef(record)), "NotRunning", () => Effect.void)
       )
@@ -598,70 +607,74 @@ function makeVms(): Vms["Type"] {
     })
 
   const wait = (name: string, options: WaitOptions) =>
-    Effect.gen(function* () {
-      if (options.healthy && options.until)
-        return yield* new InvalidSpec({ message: "healthy and until are exclusive" })
-      const record = yield* loadVm(name)
-      const until = options.until ?? "reachable"
-      const timeoutMs = (options.timeoutSeconds ?? 300) * 1000
-      if (options.healthy) {
-        const started = yield* Clock.currentTimeMillis
-        yield* waitApplied(record, timeoutMs, true)
-        const healthy = yield* waitHealthy(name, started + timeoutMs)
-        return { until: "applied" as const, waitedMs: yield* elapsedSince(started), healthy }
-      }
-      const waitedMs =
-        until === "stopped"
-          ? yield* waitStopped(record, timeoutMs)
-          : until === "applied"
-            ? yield* waitApplied(record, timeoutMs)
-            : yield* waitReachable(record, timeoutMs)
-      return { until, waitedMs }
-    })
+    withServices(
+      Effect.gen(function* () {
+        if (options.healthy && options.until)
+          return yield* new InvalidSpec({ message: "healthy and until are exclusive" })
+        const record = yield* loadVm(name)
+        const until = options.until ?? "reachable"
+        const timeoutMs = (options.timeoutSeconds ?? 300) * 1000
+        if (options.healthy) {
+          const started = yield* Clock.currentTimeMillis
+          yield* waitApplied(record, timeoutMs, true)
+          const healthy = yield* waitHealthy(name, started + timeoutMs)
+          return { until: "applied" as const, waitedMs: yield* elapsedSince(started), healthy }
+        }
+        const waitedMs =
+          until === "stopped"
+            ? yield* waitStopped(record, timeoutMs)
+            : until === "applied"
+              ? yield* waitApplied(record, timeoutMs)
+              : yield* waitReachable(record, timeoutMs)
+        return { until, waitedMs }
+      })
+    )
 
   const destroy = (name: string, options: { readonly detachDependents?: boolean | undefined }) =>
-    Effect.gen(function* () {
-      const store = yield* VmStore
-      const checkpoints = yield* Checkpoints
-      yield* (yield* Locks).withRootLock(
-        Effect.gen(function* () {
-          // Looked up under the lock: a parallel rm that got there first has already removed it (not_found).
-          const record = yield* store.get(name)
-          // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
-          if (yield* isRunning(record))
-            return yield* new AlreadyRunning({
-              message: `VM "${name}" is running`,
-              subject: name,
-              hint: adviseFirst("stop it", { operation: "vm.stop", input: { vm: name } })
-            })
-          if (record.kind === "ok") {
-            const dependents = yield* checkpoints.dependents(record)
-            if ((dependents.checkpoints.length > 0 || dependents.vms.length > 0) && options.detachDependents !== true) {
-              const parts = [
-                ...(dependents.checkpoints.length > 0 ? [`checkpoints ${dependents.checkpoints.join(", ")}`] : []),
-                ...(dependents.vms.length > 0
-                  ? [
-                      `VMs built on its disk: ${dependents.vms.map((vm) => `${vm.name}${vm.running ? " (running)" : ""}`).join(", ")}`
-                    ]
-                  : [])
-              ]
-              return yield* new ConfirmationRequired({
-                message: `VM "${name}" has ${parts.join("; ")}. Deleting it deletes its checkpoints${dependents.vms.length > 0 ? " and copies into those VMs the data they read from it" : ""}; confirm with detach_dependents=true (stoat rm -y ${name})`,
-                subject: name
+    withServices(
+      Effect.gen(function* () {
+        yield* locks.withRootLock(
+          Effect.gen(function* () {
+            // Looked up under the lock: a parallel rm that got there first has already removed it (not_found).
+            const record = yield* store.get(name)
+            // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
+            if (yield* isRunning(record))
+              return yield* new AlreadyRunning({
+                message: `VM "${name}" is running`,
+                subject: name,
+                hint: adviseFirst("stop it", { operation: "vm.stop", input: { vm: name } })
               })
+            if (record.kind === "ok") {
+              const dependents = yield* checkpoints.dependents(record)
+              if (
+                (dependents.checkpoints.length > 0 || dependents.vms.length > 0) &&
+                options.detachDependents !== true
+              ) {
+                const parts = [
+                  ...(dependents.checkpoints.length > 0 ? [`checkpoints ${dependents.checkpoints.join(", ")}`] : []),
+                  ...(dependents.vms.length > 0
+                    ? [
+                        `VMs built on its disk: ${dependents.vms.map((vm) => `${vm.name}${vm.running ? " (running)" : ""}`).join(", ")}`
+                      ]
+                    : [])
+                ]
+                return yield* new ConfirmationRequired({
+                  message: `VM "${name}" has ${parts.join("; ")}. Deleting it deletes its checkpoints${dependents.vms.length > 0 ? " and copies into those VMs the data they read from it" : ""}; confirm with detach_dependents=true (stoat rm -y ${name})`,
+                  subject: name
+                })
+              }
+              yield* checkpoints.detachDependents(record)
             }
-            yield* checkpoints.detachDependents(record)
-          }
-          yield* store.remove(name)
-        })
-      )
-    })
+            yield* store.remove(name)
+          })
+        )
+      })
+    )
 
   const setForwards = (name: string, pairs: ReadonlyArray<string>) =>
-    Effect.flatMap(Locks, (locks) =>
+    withServices(
       locks.withRootLock(
         Effect.gen(function* () {
-          const store = yield* VmStore
           const record = yield* loadVm(name)
           const forwards =
             pairs.length === 0 ? [] : validateForwards(name, record.config.sshport, pairs, yield* store.list)
@@ -673,63 +686,108 @@ function makeVms(): Vms["Type"] {
     )
 
   /** What apply needs from the lifecycle: its ssh wait, and a restart for `reboot = true` recipes. */
-  const hooks: ApplyHooks = {
-    waitReachable,
+  const hooks: ApplyHooks<PerCall> = {
+    waitReachable: (record, timeoutMs) => withServices(waitReachable(record, timeoutMs)),
     reboot: (record) => Effect.zipRight(stop(record.name), start(record.name, { wait: true }))
   }
 
-  const applyRecipes = (name: string, only: ReadonlyArray<string> | undefined) => applyVm(name, only, hooks)
+  const applyRecipes = (name: string, only: ReadonlyArray<string> | undefined) =>
+    withServices(applyVm(name, only, hooks))
 
   const screenshot = (name: string, path: string | undefined) =>
-    Effect.gen(function* () {
-      const record = yield* loadVm(name)
-      const folder = join(record.dir, "screenshots")
-      yield* fs.makeDirectory(folder)
-      const stamp = new Date(yield* Clock.currentTimeMillis)
-        .toISOString()
-        .replace(/[:]/g, "")
-        .replace(/\.\d+Z$/, "Z")
-      let file = path ?? join(folder, `${stamp}.png`)
-      for (let n = 2; path === undefined && (yield* fs.exists(file)); n++) file = join(folder, `${stamp}-${n}.png`)
-      const shot = yield* (yield* Hypervisor).screenshot(vmRef(record))
-      // Written here, not by the provider: the file lands where the user asked, on this host.
-      yield* Effect.zipRight(fs.makeDirectory(dirname(file)), fs.writeFileAtomic(file, shot.png)).pipe(
-        Effect.mapError(
-          (error) =>
-            new ScreenshotFailed({ message: `screenshot of VM "${name}" failed: ${error.message}`, subject: name })
+    withServices(
+      Effect.gen(function* () {
+        const record = yield* loadVm(name)
+        const folder = join(record.dir, "screenshots")
+        yield* fs.makeDirectory(folder)
+        const stamp = new Date(yield* Clock.currentTimeMillis)
+          .toISOString()
+          .replace(/[:]/g, "")
+          .replace(/\.\d+Z$/, "Z")
+        let file = path ?? join(folder, `${stamp}.png`)
+        for (let n = 2; path === undefined && (yield* fs.exists(file)); n++) file = join(folder, `${stamp}-${n}.png`)
+        const shot = yield* hypervisor.screenshot(vmRef(record))
+        // Written here, not by the provider: the file lands where the user asked, on this host.
+        yield* Effect.zipRight(fs.makeDirectory(dirname(file)), fs.writeFileAtomic(file, shot.png)).pipe(
+          Effect.mapError(
+            (error) =>
+              new ScreenshotFailed({ message: `screenshot of VM "${name}" failed: ${error.message}`, subject: name })
+          )
         )
-      )
-      return { path: file, width: shot.width, height: shot.height, bytes: shot.png.byteLength }
-    })
+        return { path: file, width: shot.width, height: shot.height, bytes: shot.png.byteLength }
+      })
+    )
 
-  return { create, start, stop, wait, update: updateSettings, clone, destroy, setForwards, applyRecipes, screenshot }
-}
+  const update = (name: string, spec: UpdateSpec) =>
+    withServices(
+      Effect.gen(function* () {
+        // An unknown VM answers not_found before anything about the request itself.
+        yield* loadVm(name)
+        const immutable = IMMUTABLE_FIELDS.find((field) => spec[field] !== undefined)
+        if (immutable !== undefined)
+          return yield* new ImmutableField({
+            message: `${immutable} cannot be changed; create a new VM instead`,
+            subject: immutable
+          })
+        if (Object.values(spec).every((value) => value === undefined))
+          return yield* new InvalidSpec({ message: "nothing to change: give at least one setting" })
+        yield* checkDiskSize(spec.disk)
+        return yield* locks.withRootLock(
+          Effect.gen(function* () {
+            const record = yield* loadVm(name)
+            const running = yield* isRunning(record)
+            let config = record.config
+            const changed: string[] = []
+            const pendingRestart: string[] = []
+            for (const [field, updater] of Object.entries(FIELD_UPDATERS) as Array<
+              [UpdatableField, FieldUpdater<unknown>]
+            >) {
+              const value = spec[field]
+              if (value === undefined || !updater.differs(value, config)) continue
+              if (updater.needsStopped !== undefined && running)
+                return yield* new AlreadyRunning({
+                  message: `stop VM "${name}" before ${updater.needsStopped}`,
+                  subject: name
+                })
+              config = yield* updater.apply(value, { record, config })
+              if (!changed.includes(updater.reports)) changed.push(updater.reports)
+              if (updater.bootTime && running) pendingRestart.push(updater.reports)
+            }
+            if (config !== record.config) yield* store.write(name, config)
+            return { record: yield* loadVm(name), changed, pendingRestart }
+          })
+        )
+      })
+    )
+
+  return Vms.of({ create, start, stop, wait, update, clone, destroy, setForwards, applyRecipes, screenshot })
+})
 
 export class Vms extends Context.Tag("stoat/Vms")<
   Vms,
   {
     /** A new VM definition (folder, vm.toml, disk); it is not started. */
-    readonly create: (spec: CreateSpec) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    readonly create: (spec: CreateSpec) => Effect.Effect<OkRecord, StoatError, PerCall>
     /** Starts a stopped VM (a running one is fine) and answers its record as it now is. */
-    readonly start: (name: string, options: StartOptions) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    readonly start: (name: string, options: StartOptions) => Effect.Effect<OkRecord, StoatError, PerCall>
     /** Powers a VM down (a stopped one is fine), a broken one included. */
-    readonly stop: (name: string) => Effect.Effect<VmRecord, StoatError, LifecycleServices>
-    readonly wait: (name: string, options: WaitOptions) => Effect.Effect<WaitOutcome, StoatError, LifecycleServices>
-    readonly update: (name: string, spec: UpdateSpec) => Effect.Effect<UpdateOutcome, StoatError, LifecycleServices>
+    readonly stop: (name: string) => Effect.Effect<VmRecord, StoatError, PerCall>
+    readonly wait: (name: string, options: WaitOptions) => Effect.Effect<WaitOutcome, StoatError, PerCall>
+    readonly update: (name: string, spec: UpdateSpec) => Effect.Effect<UpdateOutcome, StoatError, PerCall>
     /** A new VM on a copy-on-write overlay of a stopped VM's disk, with a fresh ssh port and no forwards. */
-    readonly clone: (source: string, name: string) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    readonly clone: (source: string, name: string) => Effect.Effect<OkRecord, StoatError, PerCall>
     /** Deletes a stopped VM; `detachDependents` also deletes its checkpoints and detaches VMs built on its disk. */
     readonly destroy: (
       name: string,
       options: { readonly detachDependents?: boolean | undefined }
-    ) => Effect.Effect<void, StoatError, LifecycleServices | Checkpoints>
+    ) => Effect.Effect<void, StoatError, PerCall>
     /** Replaces a VM's host→guest port forwards ("8080:80" pairs; none clears them); a running VM takes them at its next start. */
-    readonly setForwards: (
-      name: string,
-      pairs: ReadonlyArray<string>
-    ) => Effect.Effect<OkRecord, StoatError, LifecycleServices>
+    readonly setForwards: (name: string, pairs: ReadonlyArray<string>) => Effect.Effect<OkRecord, StoatError, PerCall>
     /** Applies a running VM's recipes (all, or `only` these), rebooting it when a recipe asks. */
-    readonly applyRecipes: (name: string, only: ReadonlyArray<string> | undefined) => ReturnType<typeof applyVm>
+    readonly applyRecipes: (
+      name: string,
+      only: ReadonlyArray<string> | undefined
+    ) => Effect.Effect<Effect.Effect.Success<ReturnType<typeof applyVm>>, StoatError, PerCall>
     /** A PNG of a running VM's display, at `path` or a new file of its screenshots folder. */
     readonly screenshot: (
       name: string,
@@ -737,12 +795,11 @@ export class Vms extends Context.Tag("stoat/Vms")<
     ) => Effect.Effect<
       { readonly path: string; readonly width: number; readonly height: number; readonly bytes: number },
       StoatError,
-      LifecycleServices
+      PerCall
     >
   }
 >() {
-  static readonly make: Vms["Type"] = makeVms()
-  static readonly layer = Layer.succeed(Vms, Vms.make)
+  static readonly layer = Layer.effect(Vms, make)
 }
 
 export const VmsLive = Vms.layer

@@ -7,7 +7,7 @@ import { Images, type StaleImageFile } from "../images/service.js"
 import { Locks } from "../platform/locks.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { Checkpoints, MAX_FORKS_PER_CALL } from "../checkpoints/index.js"
-import { Projects } from "../projects/service.js"
+import { ProjectScope } from "../projects/service.js"
 import { effectiveAccess } from "../vm/config.js"
 import { ACCESS_ORDER } from "../context/access-policy.js"
 import { VmStore } from "../vm/store.js"
@@ -109,7 +109,7 @@ export const capabilities = defineOperation({
       const qemuImg = yield* host.which("qemu-img")
       const kvm = yield* fs.isPresent("/dev/kvm")
       // The frontend's project (its working directory): a stoat.toml that does not decode is unknown.
-      const project = yield* Effect.either((yield* Projects).current)
+      const project = yield* Effect.either((yield* ProjectScope).current)
       const projectState =
         project._tag === "Left"
           ? ("unknown" as const)

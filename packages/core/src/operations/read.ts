@@ -1,5 +1,4 @@
-import { existsSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { dirname } from "node:path"
 import { Effect, Schema } from "effect"
 import {
   DoctorReport,
@@ -15,6 +14,7 @@ import {
   type Vm
 } from "@stoat/wire"
 import { HintWording } from "../context/hint-wording.js"
+import { hasProjectFile } from "../projects/file.js"
 import { DataRoot } from "../platform/data-root.js"
 import * as fs from "../platform/fs.js"
 import { GuestDefinitions, type LoadedGuest } from "../guest-definitions/definitions.js"
@@ -73,7 +73,7 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
     const present = new Map<string, boolean>()
     return views.map((vm) => {
       if (vm.project === "") return vm
-      if (!present.has(vm.project)) present.set(vm.project, existsSync(join(vm.project, "stoat.toml")))
+      if (!present.has(vm.project)) present.set(vm.project, hasProjectFile(vm.project))
       return { ...vm, project_missing: !present.get(vm.project) }
     })
   })

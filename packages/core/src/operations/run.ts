@@ -7,7 +7,7 @@ import { Caller } from "../context/caller.js"
 import { isVmName } from "../platform/names.js"
 import { AccessPolicy } from "../context/access-policy.js"
 import { effectiveAccess } from "../vm/config.js"
-import { loadVm } from "../vm/records.js"
+import { type LoadedVm, LoadedVms, loadWholeVm } from "../vm/records.js"
 import { VmStore } from "../vm/store.js"
 import type { GuestDefinitions } from "../guest-definitions/definitions.js"
 import { Progress } from "../context/progress.js"
@@ -245,21 +245,25 @@ const existingVmOr = (name: string, error: StoatError): Effect.Effect<string, St
  * Each target VM's agent_access, read from its vm.toml on this very call, must reach the level
  * this input needs, for a caller bound by access levels (the MCP caller; the CLI's policy is not
  * bound, so it reads nothing here). A VM whose vm.toml is missing or broken fails the check with
- * that error, never open.
+ * that error, never open. Answers the VMs it loaded, for the handler (`LoadedVms`).
  */
 const requireAccess = <I>(
   operation: Operation<I, any, any>,
   input: I,
   caller: Caller["Type"]
-): Effect.Effect<void, StoatError, AccessPolicy | VmStore | GuestDefinitions> | undefined => {
+): Effect.Effect<ReadonlyMap<string, LoadedVm>, StoatError, AccessPolicy | VmStore | GuestDefinitions> | undefined => {
   const needed = accessOf(operation, input)
   if (!caller.enforcesAccess || needed === null || needed === "none") return undefined
   return Effect.gen(function* () {
     const policy = yield* AccessPolicy
+    const loaded = new Map<string, LoadedVm>()
     for (const vm of targetsOf(operation, input)) {
-      const level = effectiveAccess((yield* loadVm(vm)).config)
+      const whole = yield* loadWholeVm(vm)
+      const level = effectiveAccess(whole.record.config)
       yield* policy.requireGranted(vm, level, needed, `vm "${vm}" has agent_access = ${level}; needs ${needed}`)
+      loaded.set(vm, whole)
     }
+    return loaded
   })
 }
 
@@ -325,7 +329,8 @@ export const runOperation = <I, O, R, R2 = never>(
       const run = Effect.flatMap(reported, (output) => encodeOutput(operation, output))
       const guarded = options.guard ? Effect.zipRight(options.guard(input), run) : run
       const access = requireAccess(operation, input, caller)
-      return access ? Effect.zipRight(access, guarded) : guarded
+      // The VMs the check loaded are the handler's too: one vm.toml read per target and call.
+      return access ? Effect.flatMap(access, (loaded) => Effect.provideService(guarded, LoadedVms, loaded)) : guarded
     }
     const decoded = inputDecoder(operation.input)(raw)
     let program: Effect.Effect<O, StoatError, R | R2 | AccessPolicy | VmStore | GuestDefinitions>

@@ -3,6 +3,7 @@
  * fully resolved (names, image paths, real share paths). Every failure is a typed error whose
  * message names the file and the key; decoding never writes anything.
  */
+import { existsSync } from "node:fs"
 import { realpath } from "node:fs/promises"
 import { basename, isAbsolute, join, resolve, sep } from "node:path"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
@@ -17,6 +18,9 @@ import { AccessLevel } from "../context/access-policy.js"
 import { Cpus, RamMb } from "../vm/limits.js"
 
 export const PROJECT_FILE = "stoat.toml"
+
+/** Whether folder `dir` still has its stoat.toml: a VM of a project whose file has gone is flagged, and still usable by name. */
+export const hasProjectFile = (dir: string): boolean => existsSync(join(dir, PROJECT_FILE))
 /** The newest stoat.toml schema this build reads. */
 export const PROJECT_SCHEMA = 2
 /** Declaration keys: what `[vms.<key>]` may be called. */

@@ -9,7 +9,7 @@ import { defaultProjectName, loadProject, PROJECT_FILE, type Project } from "./f
  * act on. The CLI gives its working directory, the MCP server the directory it was started in;
  * core never asks the process. Without a folder (an embedder, a unit test) there is no project.
  */
-export interface ProjectScope {
+export interface ProjectScopeApi {
   readonly dir: string | undefined
   /** The folder's project, none without a stoat.toml; a malformed file is its typed error. */
   readonly current: Effect.Effect<Option.Option<Project>, StoatError>
@@ -24,7 +24,7 @@ const noProject = (dir: string | undefined) =>
     hint: advise("or create one there", { operation: "project.init", input: {} })
   })
 
-export const projectScopeAt = (dir: string | undefined): ProjectScope => {
+export const projectScopeAt = (dir: string | undefined): ProjectScopeApi => {
   const current = dir === undefined ? Effect.succeed(Option.none<Project>()) : loadProject(dir)
   return {
     dir,
@@ -36,17 +36,17 @@ export const projectScopeAt = (dir: string | undefined): ProjectScope => {
   }
 }
 
-export class Projects extends Context.Reference<Projects>()("stoat/Projects", {
-  defaultValue: (): ProjectScope => projectScopeAt(undefined)
+export class ProjectScope extends Context.Reference<ProjectScope>()("stoat/ProjectScope", {
+  defaultValue: (): ProjectScopeApi => projectScopeAt(undefined)
 }) {}
 
 /** The project scope of folder `dir` (a frontend's working directory). */
-export const projectsAt = (dir: string): Layer.Layer<never> => Layer.succeed(Projects, projectScopeAt(dir))
+export const projectScopeLayer = (dir: string): Layer.Layer<never> => Layer.succeed(ProjectScope, projectScopeAt(dir))
 
 /** The declaration a bare VM argument names: a declaration key first, then it is a VM name as given. */
 export const resolveVmArgument = (name: string): Effect.Effect<string, StoatError> =>
   Effect.gen(function* () {
-    const scope = yield* Projects
+    const scope = yield* ProjectScope
     if (scope.dir === undefined) return name
     const project = yield* scope.current
     if (Option.isNone(project)) return name

@@ -13,13 +13,7 @@ import { Clock, Duration, Effect, Exit } from "effect"
 import type { Guest } from "@stoat/wire"
 import { DataRoot } from "../platform/data-root.js"
 import { adviseLookup, type Hint, InvalidSpec, NotRunning, startIt, type StoatError } from "../errors.js"
-import { GuestDefinitions } from "../guest-definitions/definitions.js"
-import { HostProbe } from "../platform/host.js"
 import { Locks } from "../platform/locks.js"
-import type { GuestSignals, Hypervisor } from "../ports/hypervisor.js"
-import type { ImageBuilder } from "../ports/image-builder.js"
-import type { AccessPolicy } from "../context/access-policy.js"
-import type { Caller } from "../context/caller.js"
 import { readSecrets, setSecretNames } from "../platform/secrets.js"
 import { GuestTransport, type SshTarget } from "../ports/guest-transport.js"
 import { isRunning, loadVm, sshTarget, type OkRecord } from "../vm/records.js"
@@ -30,7 +24,6 @@ import { redact } from "./plan.js"
 import { asRoot } from "../guest/root.js"
 import { readFirstBootMarkers } from "./first-boot.js"
 import { healthScript, planApply, recipeScript, type PlannedStep } from "./steps.js"
-import type { Recipes } from "./store.js"
 import { Progress } from "../context/progress.js"
 
 /** How the apply log's last line begins when every recipe ran and a health check failed (the recipes stay applied). */
@@ -177,29 +170,12 @@ const recordApplied = (
     )
   })
 
-/**
- * The services the lifecycle hooks run on, named: start applies recipes, whose reboot starts the
- * VM again, so an inferred requirement would be circular (and leak as `any` to embedders).
- */
-export type LifecycleServices =
-  | Hypervisor
-  | GuestSignals
-  | ImageBuilder
-  | HostProbe
-  | VmStore
-  | Locks
-  | DataRoot
-  | GuestTransport
-  | GuestDefinitions
-  | Recipes
-  | AccessPolicy
-  | Caller
-
-export interface ApplyHooks {
+/** What apply needs from the lifecycle, with what the lifecycle's calls require (`R`). */
+export interface ApplyHooks<R> {
   /** Waits until the guest answers ssh (the lifecycle's own wait). */
-  readonly waitReachable: (record: OkRecord, timeoutMs: number) => Effect.Effect<unknown, StoatError, LifecycleServices>
+  readonly waitReachable: (record: OkRecord, timeoutMs: number) => Effect.Effect<unknown, StoatError, R>
   /** Stops and starts the VM and waits for ssh (for `reboot = true`). */
-  readonly reboot: (record: OkRecord) => Effect.Effect<unknown, StoatError, LifecycleServices>
+  readonly reboot: (record: OkRecord) => Effect.Effect<unknown, StoatError, R>
 }
 
 const SSH_WAIT_MS = 90_000
@@ -228,7 +204,7 @@ export const STOP_RECIPE_GROUP = [
 ].join("\n")
 
 /** The whole apply of one VM. A second apply while one runs answers `applied: []` with the reason. */
-export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks) =>
+export const applyVm = <R>(vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks<R>) =>
   Effect.gen(function* () {
     const first = yield* loadVm(vm)
     const lockPath = join(first.dir, "provision.lock")
@@ -246,7 +222,7 @@ export const applyVm = (vm: string, only: ReadonlyArray<string> | undefined, hoo
     )
   })
 
-const runApply = (vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks) =>
+const runApply = <R>(vm: string, only: ReadonlyArray<string> | undefined, hooks: ApplyHooks<R>) =>
   Effect.gen(function* () {
     const record = yield* loadVm(vm)
     if (!(yield* isRunning(record)))

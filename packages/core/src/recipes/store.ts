@@ -15,7 +15,7 @@ import type { FsError } from "../platform/fs.js"
 import { closest, RECIPE_NAME } from "../platform/names.js"
 import { BUNDLED_RECIPES } from "./bundled.js"
 import { readLock } from "./remote/files.js"
-import { Projects } from "../projects/service.js"
+import { ProjectScope } from "../projects/service.js"
 import { parseRecipeToml, type RecipeManifest } from "./manifest.js"
 
 export type RecipeScope = "bundled" | "local" | "global" | "project"
@@ -331,7 +331,7 @@ export const RecipesLive = Layer.effect(
   Recipes,
   Effect.gen(function* () {
     const root = yield* DataRoot
-    const project = Option.fromNullable((yield* Projects).dir)
+    const project = Option.fromNullable((yield* ProjectScope).dir)
     const projectSource = Option.match(project, {
       onNone: () => Effect.succeed<ReadonlyArray<RecipeSource>>([]),
       onSome: (dir) =>

@@ -9,7 +9,7 @@ import { GuestSignals, Hypervisor, type RunState } from "../ports/hypervisor.js"
 import { ImageBuilder } from "../ports/image-builder.js"
 import { CliCaller, type Caller } from "../context/caller.js"
 import { callerLayer } from "../context/access-policy.js"
-import { projectsAt } from "../projects/service.js"
+import { projectScopeLayer } from "../projects/service.js"
 import { coreLayer } from "../layers.js"
 
 export { fakeGuestSignals, FakeHypervisorState, makeFakeHypervisor } from "./fake-hypervisor.js"
@@ -87,7 +87,7 @@ export const testLayer = (options: TestLayerOptions = {}) => {
     dataRoot,
     remoteRecipes: options.index === undefined ? {} : { index: options.index }
   }).pipe(Layer.provideMerge(callerLayer(options.caller ?? CliCaller)))
-  return options.projectDir === undefined ? core : Layer.provideMerge(core, projectsAt(options.projectDir))
+  return options.projectDir === undefined ? core : Layer.provideMerge(core, projectScopeLayer(options.projectDir))
 }
 
 export type { RunState }

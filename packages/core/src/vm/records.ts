@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import type { DataRootPaths } from "../platform/data-root.js"
 import type * as fs from "../platform/fs.js"
 import { Broken, type CannotReach, fixOrDelete, NotRunning, startIt } from "../errors.js"
@@ -8,32 +8,49 @@ import { VmStore, type VmRecord } from "./store.js"
 import { unknownGuestReason } from "./view.js"
 import { sshUserOf } from "./config.js"
 import { sshJumpOf } from "./placement.js"
-import { GuestDefinitions } from "../guest-definitions/definitions.js"
+import { GuestDefinitions, type LoadedGuest } from "../guest-definitions/definitions.js"
 
 /** A VM record whose vm.toml parsed (loadVm also checks that it names a known guest). */
 export type OkRecord = Extract<VmRecord, { kind: "ok" }>
 
 export const vmRef = (record: VmRecord): VmRef => ({ name: record.name, dir: record.dir })
 
+/** A VM loaded whole: its record and its guest definition (none for `os = ""`, a VM of no known guest). */
+export interface LoadedVm {
+  readonly record: OkRecord
+  readonly guest: LoadedGuest | undefined
+}
+
 /**
- * A VM that must parse and name a known guest: broken ones (as `ls` shows them) answer `broken`
- * with the reason, so nothing acts on — or rewrites — a VM that is not whole.
+ * The VMs this call has loaded already, by name: runOperation loads each target once for the
+ * access check and hands them on here, so a guest operation reads its VM's vm.toml and guest
+ * definition once per call. Empty outside such a call; a handler that changes vm.toml loads it itself.
  */
-export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsError, VmStore | GuestDefinitions> =>
+export class LoadedVms extends Context.Reference<LoadedVms>()("stoat/LoadedVms", {
+  defaultValue: (): ReadonlyMap<string, LoadedVm> => new Map()
+}) {}
+
+/**
+ * A VM that must parse and name a known guest, with that guest: broken ones (as `ls` shows them)
+ * answer `broken` with the reason, so nothing acts on — or rewrites — a VM that is not whole.
+ */
+export const loadWholeVm = (name: string): Effect.Effect<LoadedVm, Broken | fs.FsError, VmStore | GuestDefinitions> =>
   Effect.gen(function* () {
     const record = yield* (yield* VmStore).get(name)
-    const reason =
-      record.kind === "broken"
-        ? record.reason
-        : record.config.os === ""
-          ? undefined
-          : yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os)).pipe(
-              Effect.as(undefined),
-              Effect.catchTag("NotFound", () => Effect.succeed(unknownGuestReason(record.config.os)))
-            )
-    if (reason === undefined) return record as OkRecord
-    return yield* new Broken({ message: `VM "${name}" is broken: ${reason}`, subject: name, hint: fixOrDelete(name) })
+    if (record.kind === "broken") return yield* brokenVm(name, record.reason)
+    if (record.config.os === "") return { record, guest: undefined }
+    const guest = yield* Effect.flatMap(GuestDefinitions, (guests) => guests.get(record.config.os)).pipe(
+      Effect.catchTag("NotFound", () => brokenVm(name, unknownGuestReason(record.config.os)))
+    )
+    return { record, guest }
   })
+
+const brokenVm = (name: string, reason: string) =>
+  Effect.fail(new Broken({ message: `VM "${name}" is broken: ${reason}`, subject: name, hint: fixOrDelete(name) }))
+
+/** The record of `loadWholeVm`. */
+export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsError, VmStore | GuestDefinitions> =>
+  Effect.map(loadWholeVm(name), (loaded) => loaded.record)
 
 export const isRunning = (record: VmRecord) =>
   Effect.map(

@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest"
 import { defineOperation, READ } from "../../src/operations/operation.js"
 import { createVm, execInGuest, listVms, startVm } from "../../src/operations/index.js"
 import { runOperation } from "../../src/operations/run.js"
-import { callerOf, harness } from "../harness.js"
+import { GuestDefinitions } from "../../src/guest-definitions/definitions.js"
+import { VmStore } from "../../src/vm/store.js"
+import { callerOf, harness, type CallerKind } from "../harness.js"
 
 /** A host-level query whose handler returns whatever the test hands it, typed or not. */
 const returning = (result: unknown) =>
@@ -162,5 +164,44 @@ describe("runOperation checks guest access for every caller", () => {
     await world.ok(createVm, { name: "web", image: "tiny", agent_access: "exec" })
     writeFileSync(join(world.root, "web", "vm.toml"), "not toml [")
     expect((await world.fail(execInGuest, { vm: "web", argv: ["true"] }, { caller: "mcp" })).code).toBe("broken")
+  })
+})
+
+describe("runOperation loads each target VM once per call", () => {
+  /** Runs exec on "web" as `caller`, counting reads of vm.toml (VmStore.get) and of the guest definitions. */
+  const countedExec = async (caller: CallerKind) => {
+    const world = harness()
+    await world.ok(createVm, { name: "web", image: "tiny", agent_access: "exec" })
+    await world.ok(startVm, { vm: "web" })
+    const reads = { vmToml: 0, guests: 0 }
+    const counting =
+      (key: keyof typeof reads) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.zipRight(
+          Effect.sync(() => reads[key]++),
+          effect
+        )
+    const program = runOperation(execInGuest, { vm: "web", argv: ["true"] }, { requestId: "test" }).pipe(
+      Effect.updateService(VmStore, (store) => ({
+        ...store,
+        get: (name: string) => counting("vmToml")(store.get(name))
+      })),
+      Effect.updateService(GuestDefinitions, (guests) => ({
+        list: counting("guests")(guests.list),
+        get: (name: string) => counting("guests")(guests.get(name))
+      })),
+      Effect.provide(callerOf(caller))
+    )
+    const result = await Effect.runPromise(Effect.provide(program, world.layer() as never) as Effect.Effect<unknown>)
+    expect(result).toMatchObject({ exit_code: 0 })
+    return reads
+  }
+
+  it("an MCP exec reads vm.toml once and the guest definitions once: the access check's load is the handler's", async () => {
+    expect(await countedExec("mcp")).toEqual({ vmToml: 1, guests: 1 })
+  })
+
+  it("a CLI exec, with no access check, reads them once too", async () => {
+    expect(await countedExec("cli")).toEqual({ vmToml: 1, guests: 1 })
   })
 })

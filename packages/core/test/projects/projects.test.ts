@@ -32,7 +32,7 @@ import {
   updateVm,
   type Operation
 } from "../../src/operations/index.js"
-import { projectsAt } from "../../src/projects/service.js"
+import { projectScopeLayer } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
 import { harness } from "../harness.js"
 
@@ -42,7 +42,7 @@ const projectHarness = (toml?: string) => {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "stoat-project-")))
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
   const base = h.layer
-  h.layer = () => Layer.merge(base(), projectsAt(dir)) as never
+  h.layer = () => Layer.merge(base(), projectScopeLayer(dir)) as never
   const write = (text: string) => writeFileSync(join(dir, "stoat.toml"), text)
   if (toml !== undefined) write(toml)
   return Object.assign(h, { dir, write })

@@ -7,6 +7,7 @@ import {
   HostJobs,
   runOperation,
   StillRunning,
+  LoadedVms,
   targetsOf,
   Timeout,
   toErrorInfo,
@@ -79,9 +80,11 @@ const confirmationGuard =
       }
       // Started with --no-confirm: deletions run unconfirmed, as the original server's did.
       if (!confirmDeletions) return
-      // Nobody is asked to confirm deleting a VM that does not exist: that is not_found at once.
+      // Nobody is asked to confirm deleting a VM that does not exist: that is not_found at once
+      // (a VM the access check loaded for this call exists).
       const store = yield* VmStore
-      for (const vm of targetsOf(operation, input)) yield* store.get(vm)
+      const loaded = yield* LoadedVms
+      for (const vm of targetsOf(operation, input)) if (!loaded.has(vm)) yield* store.get(vm)
       if (!channel.elicit) {
         return yield* new ConfirmationRequired({
           message: `${operation.tool} deletes data and cannot be undone; this client cannot confirm through elicitation, so call it again with confirm="${word}" to go ahead`,

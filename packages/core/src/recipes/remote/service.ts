@@ -42,7 +42,7 @@ import {
   writeLock
 } from "./files.js"
 import { Git, type GitFailed } from "./git.js"
-import { Projects } from "../../projects/service.js"
+import { ProjectScope } from "../../projects/service.js"
 
 export type RemoteScope = "global" | "project"
 
@@ -177,7 +177,7 @@ export const makeRemoteRecipes = (indexSpec: string) =>
     const git = yield* Git
     const locks = yield* Locks
     const vms = yield* VmStore
-    const projectDir = Option.fromNullable((yield* Projects).dir)
+    const projectDir = Option.fromNullable((yield* ProjectScope).dir)
 
     const gitIn = (dir: string | undefined, args: ReadonlyArray<string>) =>
       git.run(args, dir === undefined ? {} : { cwd: dir })
