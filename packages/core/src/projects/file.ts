@@ -265,6 +265,25 @@ export const decodeProject = (dir: string, text: string): Effect.Effect<Project,
  * The project of folder `dir`: none when it holds no stoat.toml (no walk-up to parents). A
  * stoat.toml that is not a regular file, or is huge, is refused before it is read.
  */
+/**
+ * `loadProject` for a folder asked on every call (a frontend's project scope): the file is read
+ * and decoded again only when its stat changes, so a call that names a VM costs one stat.
+ */
+export const projectOf = (dir: string): Effect.Effect<Option.Option<Project>, StoatError> => {
+  const file = join(dir, PROJECT_FILE)
+  let last: { readonly stamp: string; readonly project: Option.Option<Project> } | undefined
+  return Effect.gen(function* () {
+    const stamp = Option.match(yield* fs.statIfExists(file), {
+      onNone: () => "none",
+      onSome: (info) => `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`
+    })
+    if (last?.stamp === stamp) return last.project
+    const project = yield* loadProject(dir)
+    last = { stamp, project }
+    return project
+  })
+}
+
 export const loadProject = (dir: string): Effect.Effect<Option.Option<Project>, StoatError> =>
   Effect.gen(function* () {
     const file = join(dir, PROJECT_FILE)

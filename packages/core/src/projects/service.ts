@@ -2,7 +2,7 @@ import { appendFile, open, readFile, stat } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Option } from "effect"
 import { advise, internalError, NameTaken, NotFound, type StoatError } from "../errors.js"
-import { defaultProjectName, loadProject, PROJECT_FILE, type Project } from "./file.js"
+import { defaultProjectName, PROJECT_FILE, projectOf, type Project } from "./file.js"
 
 /**
  * The project scope of a frontend: the folder whose `stoat.toml` bare commands and project tools
@@ -25,7 +25,7 @@ const noProject = (dir: string | undefined) =>
   })
 
 export const projectScopeAt = (dir: string | undefined): ProjectScopeApi => {
-  const current = dir === undefined ? Effect.succeed(Option.none<Project>()) : loadProject(dir)
+  const current = dir === undefined ? Effect.succeed(Option.none<Project>()) : projectOf(dir)
   return {
     dir,
     current,

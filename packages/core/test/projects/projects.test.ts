@@ -12,7 +12,7 @@ import {
 } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Layer } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import { describe, expect, it, onTestFinished } from "vitest"
 import {
   capabilities,
@@ -32,6 +32,7 @@ import {
   updateVm,
   type Operation
 } from "../../src/operations/index.js"
+import { projectOf } from "../../src/projects/file.js"
 import { projectScopeLayer } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
 import { harness } from "../harness.js"
@@ -504,6 +505,28 @@ describe("project scope", () => {
       code: "invalid_spec",
       message: expect.stringContaining(join(h.dir, "stoat.toml"))
     })
+  })
+
+  it("one scope reads stoat.toml again whenever it changes: added, edited, broken, fixed, removed", async () => {
+    const h = projectHarness()
+    const current = projectOf(h.dir)
+    const read = () => Effect.runPromise(Effect.either(current))
+    const projectName = async () => {
+      const either = await read()
+      return Either.isRight(either) ? Option.map(either.right, (project) => project.name) : either.left._tag
+    }
+    expect(await projectName()).toEqual(Option.none())
+    h.write(TWO)
+    expect(await projectName()).toEqual(Option.some("demo"))
+    expect(await projectName()).toEqual(Option.some("demo"))
+    h.write(TWO.replace('name = "demo"', 'name = "renamed"'))
+    expect(await projectName()).toEqual(Option.some("renamed"))
+    h.write("schema = 1\n[vms.dev\n")
+    expect(await projectName()).toBe("InvalidSpec")
+    h.write(TWO)
+    expect(await projectName()).toEqual(Option.some("demo"))
+    rmSync(join(h.dir, "stoat.toml"))
+    expect(await projectName()).toEqual(Option.none())
   })
 
   it("create from the CLI inside a project is refused unless global", async () => {
