@@ -108,7 +108,7 @@ export { HintWording } from "./context/hint-wording.js"
 
 // Typed errors
 export { awaitSsh } from "./lifecycle/readiness.js"
-export { elapsedSince, pollUntil, type PollOptions } from "./platform/poll.js"
+export { elapsedSince, pollUntil, pollWithin, type PollOptions } from "./platform/poll.js"
 export {
   advise,
   adviseFirst,

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { Effect, Layer, Option, Redacted, Schedule } from "effect"
 import {
-  pollUntil,
+  pollWithin,
   AlreadyRunning,
   CannotReach,
   CapabilityUnavailable,
@@ -186,29 +186,13 @@ const readBootRecord = (vm: VmRef) =>
       .catch(() => undefined)
   )
 
-const TIMED_OUT: unique symbol = Symbol("timed out")
-
-/**
- * Looks at `check` every `everyMs` until `until` holds, for at most `withinMs` on Effect's Clock
- * (core's pollUntil): the value that met it, or none once the time is up.
- */
+/** Looks at `check` every `everyMs` until `until` holds, for at most `withinMs`: the value that met it, or none. */
 const lookUntil = <A, E, R>(
   check: Effect.Effect<A, E, R>,
   until: (value: A) => boolean,
   options: { readonly everyMs: number; readonly withinMs: number }
 ): Effect.Effect<Option.Option<A>, E, R> =>
-  pollUntil(check, {
-    schedule: Schedule.spaced(options.everyMs),
-    until,
-    within: options.withinMs,
-    onTimeout: (): typeof TIMED_OUT => TIMED_OUT
-  }).pipe(
-    Effect.map(Option.some),
-    Effect.catchIf(
-      (error): error is typeof TIMED_OUT => error === TIMED_OUT,
-      () => Effect.succeed(Option.none<A>())
-    )
-  )
+  pollWithin(check, { schedule: Schedule.spaced(options.everyMs), until, within: options.withinMs })
 
 /** Waits for this boot's sshd line on the domain's console, as the QEMU provider does on its own (see GuestSignals). */
 const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>

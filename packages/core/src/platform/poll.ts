@@ -1,4 +1,4 @@
-import { Duration, Effect, Schedule } from "effect"
+import { Duration, Effect, Option, Schedule } from "effect"
 
 export interface PollOptions<A, E2> {
   /** When to look again: `Schedule.spaced(...)`, an exponential backoff, … */
@@ -32,6 +32,24 @@ export const pollUntil = <A, E, R, E2>(
         )
   )
 }
+
+const TIMED_OUT: unique symbol = Symbol("timed out")
+
+/**
+ * `pollUntil` for a wait whose running out is an answer, not a failure: the value that met
+ * `until`, or none once `within` has passed.
+ */
+export const pollWithin = <A, E, R>(
+  check: Effect.Effect<A, E, R>,
+  options: Omit<PollOptions<A, never>, "onTimeout">
+): Effect.Effect<Option.Option<A>, E, R> =>
+  pollUntil(check, { ...options, onTimeout: (): typeof TIMED_OUT => TIMED_OUT }).pipe(
+    Effect.map(Option.some),
+    Effect.catchIf(
+      (error): error is typeof TIMED_OUT => error === TIMED_OUT,
+      () => Effect.succeed(Option.none<A>())
+    )
+  )
 
 /** Milliseconds since `start` (a `Clock.currentTimeMillis` reading). */
 export const elapsedSince = (start: number) =>

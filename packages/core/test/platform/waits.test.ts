@@ -5,7 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber, Option, Ref, Schedule, TestClock } from "effect"
 import { Timeout } from "../../src/errors.js"
 import { makeLocks } from "../../src/platform/locks.js"
-import { pollUntil } from "../../src/platform/poll.js"
+import { pollUntil, pollWithin } from "../../src/platform/poll.js"
 import { createVm, startVm, waitVm } from "../../src/operations/index.js"
 import { runOperation } from "../../src/operations/run.js"
 import { FakeGuestState, FakeHypervisorState, testLayer } from "../../src/testing/index.js"
@@ -32,6 +32,40 @@ const tempDir = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "stoat-waits-"))),
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
+
+describe("pollWithin", () => {
+  it.effect("answers the value that met the condition, or none at its bound and not before", () =>
+    Effect.gen(function* () {
+      const looks = yield* Ref.make(0)
+      const look = Ref.updateAndGet(looks, (n) => n + 1)
+      const met = yield* Effect.fork(
+        pollWithin(look, { schedule: Schedule.spaced("1 second"), until: (n) => n === 2, within: "1 minute" })
+      )
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(met)).toEqual(Option.some(2))
+      const never = yield* Effect.fork(
+        pollWithin(look, { schedule: Schedule.spaced("1 second"), until: () => false, within: "10 seconds" })
+      )
+      yield* TestClock.adjust("9 seconds")
+      expect(Option.isNone(yield* Fiber.poll(never))).toBe(true)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(never)).toEqual(Option.none())
+    })
+  )
+
+  it.effect("a failure of the check is still a failure", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(
+        pollWithin(Effect.fail("broken" as const), {
+          schedule: Schedule.spaced("1 second"),
+          until: () => true,
+          within: "1 minute"
+        })
+      )
+      expect(exit).toEqual(Exit.fail("broken"))
+    })
+  )
+})
 
 describe("pollUntil", () => {
   it.effect("looks on its schedule and stops at the first value that meets the condition", () =>

@@ -4,8 +4,8 @@ import { closeSync, openSync } from "node:fs"
 import { readdir, readFile, rm } from "node:fs/promises"
 import { createConnection, createServer } from "node:net"
 import { join } from "node:path"
-import { isProcessAlive, parseLoopbackAddress, pollUntil, resolveDataRoot, writeFileAtomic } from "@stoat/core"
-import { Effect, Schedule } from "effect"
+import { isProcessAlive, parseLoopbackAddress, pollWithin, resolveDataRoot, writeFileAtomic } from "@stoat/core"
+import { Effect, Option, Schedule } from "effect"
 import { AdminRefused, currentEnvironment, type Environment } from "./install.js"
 
 export const DEFAULT_ADDRESS = "127.0.0.1:7777"
@@ -25,19 +25,21 @@ const mcpDir = (): string => join(resolveDataRoot(), "mcp")
 
 /**
  * Looks at `check` every 100 ms until `until` holds, for at most `withinMs`: the value that met it,
- * or undefined once the time is up. Core's `pollUntil`, so the wait is on Effect's Clock.
+ * or undefined once the time is up (core's pollWithin, on Effect's Clock).
  */
 const waitFor = <A>(
   check: () => Promise<A>,
   options: { readonly until: (value: A) => boolean; readonly withinMs: number }
 ): Promise<A | undefined> =>
   Effect.runPromise(
-    pollUntil(Effect.promise(check), {
-      schedule: Schedule.spaced("100 millis"),
-      until: options.until,
-      within: options.withinMs,
-      onTimeout: () => undefined
-    }).pipe(Effect.catchAll(() => Effect.succeed(undefined)))
+    Effect.map(
+      pollWithin(Effect.promise(check), {
+        schedule: Schedule.spaced("100 millis"),
+        until: options.until,
+        within: options.withinMs
+      }),
+      Option.getOrUndefined
+    )
   )
 
 const answers = (host: string, port: number, timeoutMs = 1000): Promise<boolean> =>
