@@ -12,7 +12,13 @@ export default class Rm extends StoatCommand {
   static override args = {
     vm: Args.string({ description: "VM name or project key; none: every VM ./stoat.toml declares" })
   }
-  static override flags = { yes: Flags.boolean({ char: "y", description: "do not ask (dependents included)" }) }
+  static override flags = {
+    yes: Flags.boolean({ char: "y", description: "do not ask (dependents included)" }),
+    force: Flags.boolean({
+      description:
+        "delete it even though its libvirt host does not answer (a host gone for good); what still runs there is left to that host"
+    })
+  }
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Rm)
@@ -30,7 +36,7 @@ export default class Rm extends StoatCommand {
     let detach = flags.yes
     if (!flags.yes) {
       await this.confirmOrExit(`delete VM "${args.vm}" and its disk?`, args.vm, flags.quiet)
-      const input = { vm: args.vm }
+      const input = { vm: args.vm, ...(flags.force ? { force: true } : {}) }
       const first = await this.attempt(destroyVm, input)
       if (first.ok) return this.report(first.value, input)
       if (first.error.code !== "confirmation_required") return this.failWith(first.error)
@@ -38,7 +44,7 @@ export default class Rm extends StoatCommand {
       await this.confirmOrExit(`delete "${args.vm}" anyway?`, args.vm, flags.quiet)
       detach = true
     }
-    const input = { vm: args.vm, detach_dependents: detach }
+    const input = { vm: args.vm, detach_dependents: detach, ...(flags.force ? { force: true } : {}) }
     this.report(await this.call(destroyVm, input), input)
   }
 

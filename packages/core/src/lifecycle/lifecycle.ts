@@ -11,6 +11,7 @@ import * as fs from "../platform/fs.js"
 import {
   adviseFirst,
   AlreadyRunning,
+  CannotReach,
   ConfirmationRequired,
   DiskShrink,
   ImmutableField,
@@ -630,7 +631,10 @@ const make = Effect.gen(function* () {
       })
     )
 
-  const destroy = (name: string, options: { readonly detachDependents?: boolean | undefined }) =>
+  const destroy = (
+    name: string,
+    options: { readonly detachDependents?: boolean | undefined; readonly force?: boolean | undefined }
+  ) =>
     withServices(
       Effect.gen(function* () {
         yield* locks.withRootLock(
@@ -638,7 +642,19 @@ const make = Effect.gen(function* () {
             // Looked up under the lock: a parallel rm that got there first has already removed it (not_found).
             const record = yield* store.get(name)
             // A broken vm.toml does not stop its QEMU: deleting the folder would orphan the process.
-            if (yield* isRunning(record))
+            // Nor does a host that does not answer: the VM may run on there, from this folder.
+            const running = yield* isRunning(record).pipe(
+              Effect.catchTag("CannotReach", (error) =>
+                options.force === true
+                  ? Effect.succeed(false)
+                  : new CannotReach({
+                      message: `VM "${name}" was not deleted: it may still run on a host that did not answer (${error.message}; if the host is gone for good, a person can delete it anyway with rm --force)`,
+                      subject: name,
+                      ...(error.hint !== undefined ? { hint: error.hint } : {})
+                    })
+              )
+            )
+            if (running)
               return yield* new AlreadyRunning({
                 message: `VM "${name}" is running`,
                 subject: name,
@@ -779,7 +795,7 @@ export class Vms extends Context.Tag("stoat/Vms")<
     /** Deletes a stopped VM; `detachDependents` also deletes its checkpoints and detaches VMs built on its disk. */
     readonly destroy: (
       name: string,
-      options: { readonly detachDependents?: boolean | undefined }
+      options: { readonly detachDependents?: boolean | undefined; readonly force?: boolean | undefined }
     ) => Effect.Effect<void, StoatError, PerCall>
     /** Replaces a VM's host→guest port forwards ("8080:80" pairs; none clears them); a running VM takes them at its next start. */
     readonly setForwards: (name: string, pairs: ReadonlyArray<string>) => Effect.Effect<OkRecord, StoatError, PerCall>

@@ -26,9 +26,9 @@ import { ProjectScope } from "../projects/service.js"
 import { readProjectSecrets, readSecrets, type SecretTable } from "../platform/secrets.js"
 import { Hypervisor } from "../ports/hypervisor.js"
 import { effectiveAccess } from "../vm/config.js"
-import { vmRef, type OkRecord } from "../vm/records.js"
+import { isRunning, vmRef, type OkRecord } from "../vm/records.js"
 import { VmStore, type VmRecord } from "../vm/store.js"
-import { aggregateHealth } from "../vm/view.js"
+import { aggregateHealth, withHint } from "../vm/view.js"
 import { type PerCall, type StartOptions, type WaitOptions, Vms } from "./lifecycle.js"
 
 const sameSecrets = (stored: SecretTable, wanted: SecretTable) =>
@@ -73,8 +73,7 @@ const make = Effect.gen(function* () {
   const vms = yield* Vms
   const store = yield* VmStore
   const hypervisor = yield* Hypervisor
-
-  const running = (record: VmRecord) => Effect.map(hypervisor.status(vmRef(record)), (state) => state.running)
+  const running = (record: VmRecord) => Effect.provideService(isRunning(record), Hypervisor, hypervisor)
 
   /** A declared VM as it stands: missing, or its record (broken, or someone else's, included). */
   const lookup = (declaration: Declaration) =>
@@ -122,12 +121,17 @@ const make = Effect.gen(function* () {
           const record = found.value
           if (record.kind === "broken")
             return { ...base, state: "broken", health: "unknown", drift: [], error: record.reason }
-          const isRunning = yield* running(record)
-          const state = isRunning ? "running" : "stopped"
+          const live = yield* hypervisor.status(vmRef(record))
+          // A VM whose host does not answer may run or not: broken, saying why (as ls shows it).
+          if (live.unreachable !== undefined) {
+            const error = withHint(live.unreachable.message, live.unreachable.hint, words)
+            return { ...base, state: "broken", health: "unknown", drift: [], error }
+          }
+          const state = live.running ? "running" : "stopped"
           const health = aggregateHealth(record)
           const foreign = foreignOwner(project, declaration, record)
           if (foreign !== undefined) return { ...base, state, health, drift: [], error: foreign }
-          const report = driftOf(declaration, record.config, isRunning)
+          const report = driftOf(declaration, record.config, live.running)
           // An immutable mismatch is shown instead of drift: up would refuse it anyway.
           if (report.immutable.length > 0)
             return {

@@ -208,7 +208,8 @@ export const listJobs = defineOperation({
     Effect.gen(function* () {
       const record = yield* loadVm(input.vm)
       const jobs = yield* Jobs
-      const target = (yield* isRunning(record)) ? sshTarget(yield* DataRoot, record) : undefined
+      const running = yield* isRunning(record).pipe(Effect.orElseSucceed(() => false))
+      const target = running ? sshTarget(yield* DataRoot, record) : undefined
       const listed = yield* jobs
         .list(input.vm, target)
         .pipe(Effect.catchTag("CannotReach", () => jobs.list(input.vm, undefined)))

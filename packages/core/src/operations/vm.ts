@@ -239,7 +239,13 @@ export const destroyVm = defineOperation({
     detach_dependents: Schema.optional(Schema.Boolean).annotations({
       description:
         "Also delete its checkpoints and give stopped dependent VMs their own copy of its disk data (default false)"
-    })
+    }),
+    force: hostOnly(
+      Schema.optional(Schema.Boolean).annotations({
+        description:
+          "Delete it even though its host does not answer (a host gone for good); whatever still runs there is left to that host"
+      })
+    )
   }),
   output: DestroyResult,
   cliView: ({ name, destroyed }): typeof RmResult.Type => ({ deleted: destroyed, name }),
@@ -248,7 +254,9 @@ export const destroyVm = defineOperation({
   access: null,
   run: (input) =>
     Effect.as(
-      Effect.flatMap(Vms, (vms) => vms.destroy(input.vm, { detachDependents: input.detach_dependents })),
+      Effect.flatMap(Vms, (vms) =>
+        vms.destroy(input.vm, { detachDependents: input.detach_dependents, force: input.force })
+      ),
       { name: input.vm, destroyed: true }
     )
 })

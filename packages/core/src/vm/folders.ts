@@ -111,8 +111,11 @@ export const checkMemory = (need: MemoryNeed, overrideFloor: boolean) =>
     if (limits.max_ram_mb !== undefined) {
       const all = yield* (yield* VmStore).list
       let used = 0
-      for (const other of all)
-        if (other.kind === "ok" && other.name !== need.subject && (yield* isRunning(other))) used += other.config.ram
+      for (const other of all) {
+        if (other.kind !== "ok" || other.name === need.subject) continue
+        // A VM whose host does not answer may be running: it keeps its share of the limit.
+        if (yield* isRunning(other).pipe(Effect.orElseSucceed(() => true))) used += other.config.ram
+      }
       if (used + needed > limits.max_ram_mb) {
         return yield* new LimitReached({
           message: `${need.what} needs ${needed} MiB but max_ram_mb = ${limits.max_ram_mb} leaves ${Math.max(0, limits.max_ram_mb - used)} MiB; ${need.fix}`,

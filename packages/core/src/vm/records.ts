@@ -52,27 +52,29 @@ const brokenVm = (name: string, reason: string) =>
 export const loadVm = (name: string): Effect.Effect<OkRecord, Broken | fs.FsError, VmStore | GuestDefinitions> =>
   Effect.map(loadWholeVm(name), (loaded) => loaded.record)
 
-export const isRunning = (record: VmRecord) =>
-  Effect.map(
+/**
+ * Whether the VM runs. cannot_reach when its provider could not learn that (its host did not
+ * answer): an unknown state is never taken for "stopped", which would let rm delete the folder of
+ * a VM still running there, or a clone copy a disk in use.
+ */
+export const isRunning = (record: VmRecord): Effect.Effect<boolean, CannotReach, Hypervisor> =>
+  Effect.flatMap(
     Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))),
-    (s) => s.running
+    (state) => (state.unreachable !== undefined ? Effect.fail(state.unreachable) : Effect.succeed(state.running))
   )
 
 /** A running VM, else not_running; cannot_reach when the provider could not learn its state (its host did not answer). */
 export const requireRunning = (record: OkRecord): Effect.Effect<void, NotRunning | CannotReach, Hypervisor> =>
-  Effect.flatMap(
-    Effect.flatMap(Hypervisor, (h) => h.status(vmRef(record))),
-    (state) =>
-      state.running
-        ? Effect.void
-        : Effect.fail(
-            state.unreachable ??
-              new NotRunning({
-                message: `VM "${record.name}" is not running`,
-                subject: record.name,
-                hint: startIt(record.name)
-              })
-          )
+  Effect.flatMap(isRunning(record), (running) =>
+    running
+      ? Effect.void
+      : Effect.fail(
+          new NotRunning({
+            message: `VM "${record.name}" is not running`,
+            subject: record.name,
+            hint: startIt(record.name)
+          })
+        )
   )
 
 /** How to reach the VM's sshd: its forwarded port, through its libvirt host for one on a qemu+ssh:// host. */

@@ -56,7 +56,8 @@ const brokenVm = (
   shared_mount: SHARED_MOUNT
 })
 
-const withHint = (message: string, hint: Hint | undefined, words: HintWords) =>
+/** A message followed by its hint in the caller's words. */
+export const withHint = (message: string, hint: Hint | undefined, words: HintWords) =>
   hint === undefined ? message : `${message}; ${words(hint)}`
 
 /** Why a VM whose `os` names no loaded guest is broken (the original's rule). */

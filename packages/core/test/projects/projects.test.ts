@@ -32,6 +32,7 @@ import {
   updateVm,
   type Operation
 } from "../../src/operations/index.js"
+import { CannotReach, checkHostAt } from "../../src/errors.js"
 import { projectOf } from "../../src/projects/file.js"
 import { projectScopeLayer } from "../../src/projects/service.js"
 import { defaultExecHandler } from "../../src/testing/index.js"
@@ -405,6 +406,26 @@ describe("up, status and reconcile", () => {
     // web (256) fits under the account's 600; db (512) would make 768.
     expect(run.vms.map((vm) => vm.status)).toEqual(["ok", "error"])
     expect(run.vms[1]!.error).toContain("max_ram_mb = 600")
+  })
+
+  it("a declared VM whose host does not answer is broken in status with the reason, and up answers cannot_reach for it (never a guessed stopped)", async () => {
+    const h = projectHarness(TWO)
+    await h.ok(projectUp, {})
+    const host = "qemu+ssh://root@far.example/system"
+    h.hypervisor.unreachable.set(
+      h.vmDir("demo-db"),
+      new CannotReach({ message: `libvirt host ${host} is unreachable`, subject: host, hint: checkHostAt(host) })
+    )
+    const status = await h.ok(projectStatus, {})
+    expect(status.vms.map((vm) => [vm.key, vm.state])).toEqual([
+      ["web", "running"],
+      ["db", "broken"]
+    ])
+    expect(status.vms[1]!.error).toMatch(/^libvirt host .* is unreachable; check it with host\.doctor/)
+    h.write(TWO.replace("ram = 512", "ram = 768"))
+    const run = await h.ok(projectUp, {})
+    expect(run.vms[1]).toMatchObject({ key: "db", status: "error", code: "cannot_reach" })
+    expect(h.readVmToml("demo-db")).toMatch(/ram = 512/)
   })
 })
 

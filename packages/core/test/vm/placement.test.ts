@@ -1,7 +1,20 @@
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { CannotReach, checkHostAt } from "../../src/errors.js"
-import { createVm, doctor, execInGuest, getVm, listVms } from "../../src/operations/index.js"
+import {
+  cloneVm,
+  createVm,
+  destroyVm,
+  doctor,
+  execInGuest,
+  getVm,
+  listJobs,
+  listVms,
+  startVm,
+  updateVm
+} from "../../src/operations/index.js"
 import { hostOnlyFields } from "../../src/operations/operation.js"
 import { sshArgv } from "../../src/operations/ssh.js"
 import { FakeHypervisorState, makeFakeHypervisor } from "../../src/testing/index.js"
@@ -145,6 +158,33 @@ describe("a VM's provider", () => {
     )
     expect((await h.ok(getVm, { vm: "far" })).state).toBe("broken")
     expect(await h.fail(execInGuest, { vm: "far", argv: ["true"] })).toMatchObject({ code: "cannot_reach" })
+  })
+
+  it("a VM whose host does not answer is never taken for stopped: rm, clone and update refuse with cannot_reach and lose nothing (rm --force deletes it); job lists and the RAM limit still work", async () => {
+    const h = harness()
+    const host = "qemu+ssh://root@far.example/system"
+    await h.ok(createVm, { name: "far", image: "tiny", provider: "libvirt", host, ram_mb: 512 })
+    await h.ok(createVm, { name: "near", image: "tiny", ram_mb: 256 })
+    h.hypervisor.unreachable.set(
+      h.vmDir("far"),
+      new CannotReach({ message: `libvirt host ${host} is unreachable`, subject: host, hint: checkHostAt(host) })
+    )
+    const refused = await h.fail(destroyVm, { vm: "far" })
+    expect(refused).toMatchObject({ code: "cannot_reach", subject: "far" })
+    expect(refused.message).toMatch(
+      /^VM "far" was not deleted: it may still run on a host that did not answer \(libvirt host/
+    )
+    expect(existsSync(join(h.vmDir("far"), "vm.toml"))).toBe(true)
+    expect((await h.fail(cloneVm, { source: "far", name: "copy" })).code).toBe("cannot_reach")
+    expect(existsSync(h.vmDir("copy"))).toBe(false)
+    expect((await h.fail(updateVm, { vm: "far", disk: "8G" })).code).toBe("cannot_reach")
+    expect(await h.ok(listJobs, { vm: "far" })).toMatchObject({ jobs: [] })
+    // Its 512 MiB may be in use on that host: a 600 MiB limit leaves "near" 88.
+    h.writeConfig("[limits]\nmax_ram_mb = 600\n")
+    expect(await h.fail(startVm, { vm: "near" })).toMatchObject({ code: "limit_reached", available_mb: 88 })
+    // A host gone for good: a person deletes the VM anyway.
+    await h.ok(destroyVm, { vm: "far", force: true })
+    expect(existsSync(h.vmDir("far"))).toBe(false)
   })
 
   it("doctor --host is a person's: the MCP tool has no host field, and a stack without a provider of hosts answers capability_unavailable", async () => {
