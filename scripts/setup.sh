@@ -4,8 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # mmdebstrap + e2fsprogs build the debian-12-mini guest (stoat pull debian-12-mini).
-# libvirt-daemon-system + libvirt-clients run the libvirt provider's suites; openssh-server its qemu+ssh:// one.
-APT_PACKAGES=(qemu-system-x86 qemu-utils busybox-static dropbear-bin openssh-client openssh-sftp-server cpio xz-utils git gcc genisoimage mmdebstrap e2fsprogs libvirt-daemon-system libvirt-clients openssh-server)
+# libvirt-daemon-system + libvirt-clients run the libvirt provider's suites; openssh-server and iproute2 its qemu+ssh:// one (a second host in a network namespace).
+APT_PACKAGES=(qemu-system-x86 qemu-utils busybox-static dropbear-bin openssh-client openssh-sftp-server cpio xz-utils git gcc genisoimage mmdebstrap e2fsprogs libvirt-daemon-system libvirt-clients openssh-server iproute2)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

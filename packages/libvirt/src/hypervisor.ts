@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs"
 import { open, readFile, stat, unlink } from "node:fs/promises"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
-import { Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { Clock, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import {
   pollWithin,
   AlreadyRunning,
@@ -168,16 +168,43 @@ const validatePlan = (plan: BootPlan): Effect.Effect<void, InvalidSpec | ShareIn
     }
   })
 
+/**
+ * Hosts whose state query failed to connect, and when. For a while after, a state query there
+ * answers that failure at once; queries to one remote host go one at a time, so an `ls` over many
+ * VMs on a host that is down waits for it once, not once per VM. Only failures are kept; a state
+ * that was read is never reused.
+ */
+const unreachableHosts = new Map<string, { readonly error: CannotReach; readonly atMs: number }>()
+const UNREACHABLE_KEPT_MS = 10_000
+const stateQueriesTo = new Map<string, Effect.Semaphore>()
+const oneAtATimeTo = (uri: string) => {
+  let gate = stateQueriesTo.get(uri)
+  if (gate === undefined) stateQueriesTo.set(uri, (gate = Effect.unsafeMakeSemaphore(1)))
+  return gate.withPermits(1)
+}
+
 /** Whether the VM's domain runs: from the local daemon's pidfile where it can be read (no process spawned), else by asking libvirt. */
-const isRunning = (vm: VmRef): Effect.Effect<boolean, VirshUnavailable> => {
-  const uri = uriOf(vm)
-  const local = uri === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
-  if (local !== undefined) return Effect.succeed(local.running)
-  return Effect.map(virsh(uri, ["domstate", domainName(vm)], { timeoutMs: STATE_TIMEOUT_MS }), (result) => {
+const isRunning = (vm: VmRef): Effect.Effect<boolean, VirshUnavailable> =>
+  Effect.gen(function* () {
+    const uri = uriOf(vm)
+    const local = uri === DEFAULT_URI ? localRunState(domainName(vm)) : undefined
+    if (local !== undefined) return local.running
+    const result = yield* oneAtATimeTo(uri)(
+      Effect.gen(function* () {
+        const known = unreachableHosts.get(uri)
+        if (known !== undefined && (yield* Clock.currentTimeMillis) - known.atMs < UNREACHABLE_KEPT_MS)
+          return yield* known.error
+        return yield* virsh(uri, ["domstate", domainName(vm)], { timeoutMs: STATE_TIMEOUT_MS }).pipe(
+          Effect.tap(() => unreachableHosts.delete(uri)),
+          Effect.tapErrorTag("CannotReach", (error) =>
+            Effect.map(Clock.currentTimeMillis, (atMs) => unreachableHosts.set(uri, { error, atMs }))
+          )
+        )
+      })
+    )
     const state = result.code === 0 ? result.stdout.trim() : undefined
     return state !== undefined && state !== "shut off" && state !== "crashed"
   })
-}
 
 const readBootRecord = (vm: VmRef) =>
   Effect.promise(() =>

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process"
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
+import { connect } from "node:net"
 import { join } from "node:path"
 import { Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -28,23 +28,21 @@ const requireLibvirt = () => {
   }
 }
 
-/** The names of the running libvirt domains of this suite's VMs (named stoat-<vm>-<hash of the folder>). */
-const domainsOf = (vm: string) =>
-  execFileSync("virsh", ["-q", "-c", URI, "list", "--all", "--name"], { encoding: "utf8" })
+/** The names of the running libvirt domains of this suite's VMs (named stoat-<vm>-<hash of the folder>) on a host. */
+const domainsOf = (vm: string, uri = URI) =>
+  execFileSync("virsh", ["-q", "-c", uri, "list", "--all", "--name"], { encoding: "utf8" })
     .split("\n")
     .filter((name) => name.startsWith(`stoat-${vm}-`))
 
-/** A port nothing listens on now: the kernel's pick for a listener closed at once. */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() =>
-        typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))
-      )
+/** Whether something accepts a connection on this machine's loopback at `port`. */
+const portAnswers = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(true)
     })
+    socket.once("error", () => resolve(false))
   })
 
 const home = tempHome()
@@ -165,7 +163,33 @@ describe("a libvirt VM with the tiny guest", () => {
     const exec = await failure("exec", "lvfar", "--", "true")
     expect(exec.code).toBe("cannot_reach")
     expect(exec.message).toMatch(/refused the connection.*stoat doctor --host/)
-    await json("rm", "lvfar", "--yes")
+    // It may still run there: rm keeps it, and says how to delete it once the host is gone for good.
+    const kept = await failure("rm", "lvfar", "--yes")
+    expect(kept.code).toBe("cannot_reach")
+    expect(kept.message).toMatch(/^VM "lvfar" was not deleted: it may still run on a host .*rm --force/)
+    await json("rm", "lvfar", "--yes", "--force")
+    expect((await json("ls")).vms.some((vm: { name: string }) => vm.name === "lvfar")).toBe(false)
+  })
+
+  it("ls over three VMs on a host that does not answer asks that host once, and shows each broken", async () => {
+    const dead = "qemu+ssh://root@127.0.0.1:1/system"
+    const names = ["lvd1", "lvd2", "lvd3"]
+    for (const name of names)
+      await json("create", name, "--image", "tiny", "--provider", "libvirt", "--host", dead, "--ram", "256")
+    // A virsh first on PATH that logs each call: the count of state queries that went to that host.
+    const bin = join(home, "virsh-log-bin")
+    const log = join(home, "virsh.log")
+    mkdirSync(bin, { recursive: true })
+    writeFileSync(join(bin, "virsh"), `#!/bin/sh\necho "$*" >> ${log}\nexec /usr/bin/virsh "$@"\n`)
+    chmodSync(join(bin, "virsh"), 0o755)
+    const logged = jsonIn({ ...env, PATH: `${bin}:${process.env["PATH"] ?? ""}` })
+    const listed = (await logged("ls")).vms.filter((vm: { name: string }) => names.includes(vm.name))
+    expect(listed.map((vm: { state: string }) => vm.state)).toEqual(["broken", "broken", "broken"])
+    const asked = readFileSync(log, "utf8")
+      .split("\n")
+      .filter((line) => line.includes(dead))
+    expect(asked).toHaveLength(1)
+    for (const name of names) await json("rm", name, "--yes", "--force")
   })
 
   it("doctor --host checks a libvirt host: the local daemon passes, an ssh host that refuses fails at once with exit 1", async () => {
@@ -193,16 +217,26 @@ describe("a libvirt VM with the tiny guest", () => {
 })
 
 /**
- * The remote path for real: libvirt over qemu+ssh:// to this machine, through an sshd of the
- * suite's own (its own port, host key and a throwaway client key), so ssh, virt-ssh-helper and the
- * remote daemon are all exercised. The VM's folder is on this machine, which the remote host is.
+ * The remote path for real: a second libvirt host (second-host.sh) with its own network, libvirtd
+ * and sshd, reached over qemu+ssh:// with its own host key and a throwaway client key, so ssh,
+ * virt-ssh-helper and that host's daemon are all exercised, and its guests' ports are bound where
+ * only a jump through it reaches them. The VM's folder is on the shared file system.
  */
 describe("a libvirt VM on a qemu+ssh:// host", () => {
-  let sshdPid: number | undefined
+  const HOST = "stoatlv"
+  const secondHost = (...args: string[]) =>
+    execFileSync("sh", [join(import.meta.dirname, "second-host.sh"), ...args], { stdio: "pipe" })
   let uri = ""
   const sshLog = join(home, "ssh-argv.log")
+  const virshLog = join(home, "virsh-argv.log")
   let remoteEnv: Record<string, string> = env
   const remote = (...args: string[]) => jsonIn(remoteEnv)(...args)
+  const remoteFailure = async (...args: string[]) => {
+    const run = await stoat(["--json", ...args], remoteEnv)
+    const envelope = result(run.stdout)
+    if (envelope["ok"]) throw new Error(`stoat ${args.join(" ")} succeeded`)
+    return envelope["error"] as { code: string; message: string }
+  }
   beforeAll(async () => {
     requireLibvirt()
     const dir = join(home, "sshd")
@@ -210,11 +244,11 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "host_key")])
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "client_key")])
     writeFileSync(join(dir, "authorized_keys"), readFileSync(join(dir, "client_key.pub")), { mode: 0o600 })
-    const port = await freePort()
     writeFileSync(
       join(dir, "sshd_config"),
       [
-        `Port ${port}`,
+        // Its loopback too: doctor --host checks that ssh -W to the host's own loopback works.
+        "ListenAddress 10.77.0.2",
         "ListenAddress 127.0.0.1",
         `HostKey ${join(dir, "host_key")}`,
         `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
@@ -226,49 +260,49 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
         ""
       ].join("\n")
     )
-    mkdirSync("/run/sshd", { recursive: true })
     try {
-      execFileSync("/usr/sbin/sshd", ["-f", join(dir, "sshd_config"), "-E", join(dir, "sshd.log")], { stdio: "pipe" })
+      secondHost("up", HOST, join(dir, "sshd_config"))
     } catch (error) {
       throw new Error(
-        `this suite runs its own sshd and could not (${String((error as { stderr?: Buffer }).stderr ?? error)}): apt-get install openssh-server, run as root`
+        `this suite runs a second libvirt host in a network namespace and could not (${String((error as { stderr?: Buffer }).stderr ?? error)}): run as root with iproute2, util-linux, openssh-server and libvirt-daemon-system`
       )
     }
-    for (let tries = 0; sshdPid === undefined && tries < 50; tries++) {
-      try {
-        sshdPid = Number(readFileSync(join(dir, "sshd.pid"), "utf8"))
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-    }
-    uri = `qemu+ssh://root@127.0.0.1:${port}/system?keyfile=${join(dir, "client_key")}&no_verify=1`
-    // An ssh first on PATH that logs its arguments: proof that guest ssh went through the host (ssh -W).
+    uri = `qemu+ssh://root@10.77.0.2/system?keyfile=${join(dir, "client_key")}&no_verify=1`
+    // An ssh and a virsh first on PATH that log their arguments: proof that guest ssh went through
+    // the host (ssh -W), and a count of the state queries that went to it.
     mkdirSync(join(dir, "bin"))
-    writeFileSync(join(dir, "bin", "ssh"), `#!/bin/sh\necho "$*" >> ${sshLog}\nexec /usr/bin/ssh "$@"\n`)
-    chmodSync(join(dir, "bin", "ssh"), 0o755)
+    for (const [tool, log] of [
+      ["ssh", sshLog],
+      ["virsh", virshLog]
+    ] as const) {
+      writeFileSync(join(dir, "bin", tool), `#!/bin/sh\necho "$*" >> ${log}\nexec /usr/bin/${tool} "$@"\n`)
+      chmodSync(join(dir, "bin", tool), 0o755)
+    }
     remoteEnv = { ...env, PATH: `${join(dir, "bin")}:${process.env["PATH"] ?? ""}` }
   })
-  afterAll(async () => {
-    await stoat(["down", "lvr"], remoteEnv)
-    if (sshdPid !== undefined) process.kill(sshdPid)
+  afterAll(() => {
+    secondHost("down", HOST)
   })
 
   it("doctor --host passes for the host, guest ssh through it included", async () => {
     const checked = await stoat(["doctor", "--host", uri], remoteEnv)
     expect(checked.stdout).toMatch(/^ok: connection: qemu\+ssh:/m)
-    expect(checked.stdout).toMatch(/^ok: guest-ssh: guests there are reached through root@127\.0\.0\.1:\d+ \(ssh -W/m)
+    expect(checked.stdout).toMatch(/^ok: guest-ssh: guests there are reached through root@10\.77\.0\.2 \(ssh -W/m)
     expect(checked.code).toBe(0)
   })
 
-  it("is created on the host, started, reached through the host, snapshotted, stopped and removed", async () => {
+  it("is created on the host, started, reached only through the host, snapshotted, stopped and removed", async () => {
     const created = (
       await remote("create", "lvr", "--image", "tiny", "--provider", "libvirt", "--host", uri, "--agent-access", "exec")
     ).vm
     expect(created).toMatchObject({ name: "lvr", provider: "libvirt", host: uri })
     expect((await remote("up", "lvr", "--wait")).vm.state).toBe("running")
-    expect(domainsOf("lvr")).toHaveLength(1)
+    expect(domainsOf("lvr", uri)).toHaveLength(1)
+    expect(domainsOf("lvr")).toEqual([])
     const listed = await stoat(["ls"], remoteEnv)
     expect(listed.stdout).toContain(`libvirt:${uri}`)
+    // The guest's port is bound on that host's loopback, not this machine's.
+    expect(await portAnswers(created.ssh_port)).toBe(false)
     const forward = `-W 127.0.0.1:${created.ssh_port} `
     const jumps = () =>
       (existsSync(sshLog) ? readFileSync(sshLog, "utf8") : "").split("\n").filter((line) => line.includes(forward))
@@ -278,13 +312,44 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
     expect(await remote("exec", "lvr", "--", "uname", "-s")).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
     // The command's connection went through the host too: one more ssh -W to the guest's port there.
     expect(jumps().length).toBeGreaterThan(probes)
-    expect(jumps()[0]).toMatch(/-p \d+ -l root -i \S+client_key -- 127\.0\.0\.1$/)
+    expect(jumps()[0]).toMatch(/-l root -i \S+client_key -- 10\.77\.0\.2$/)
     expect((await remote("ssh-command", "lvr")).argv.join(" ")).toContain(`ProxyCommand=ssh -W %h:%p`)
+    const file = join(home, "to-remote.txt")
+    writeFileSync(file, "across hosts\n")
+    await remote("cp", file, "lvr:/tmp/to-remote.txt")
+    expect((await remote("exec", "lvr", "--", "cat", "/tmp/to-remote.txt")).stdout).toBe("across hosts\n")
     expect(await remote("snapshot", "lvr", "r1")).toMatchObject({ vm: "lvr", tag: "r1", action: "save" })
     await remote("down", "lvr")
-    expect(domainsOf("lvr")).toEqual([])
+    expect(domainsOf("lvr", uri)).toEqual([])
     expect((await remote("snapshot", "lvr")).snapshots.map((s: { tag: string }) => s.tag)).toEqual(["r1"])
     await remote("rm", "lvr", "--yes")
+  })
+
+  it("a host that stops answering leaves its VMs broken, never stopped: ls waits for it once, down and rm refuse, rm --force deletes", async () => {
+    for (const name of ["lvu1", "lvu2"])
+      await remote("create", name, "--image", "tiny", "--provider", "libvirt", "--host", uri)
+    await remote("up", "lvu1", "--wait")
+    secondHost("unplug", HOST)
+    try {
+      writeFileSync(virshLog, "")
+      const listed = (await remote("ls")).vms.filter((vm: { name: string }) => vm.name.startsWith("lvu"))
+      expect(listed.map((vm: { state: string }) => vm.state)).toEqual(["broken", "broken"])
+      expect(listed[0].error).toMatch(/did not answer in time.*stoat doctor --host/)
+      // The host was asked once for both VMs: ls waited out one state query's time limit, not one each.
+      expect(readFileSync(virshLog, "utf8").match(/ domstate /g)).toHaveLength(1)
+      expect((await remoteFailure("down", "lvu1")).code).toBe("cannot_reach")
+      const kept = await remoteFailure("rm", "lvu2", "--yes")
+      expect(kept).toMatchObject({ code: "cannot_reach" })
+      expect(existsSync(join(home, "lvu2", "vm.toml"))).toBe(true)
+      await remote("rm", "lvu2", "--yes", "--force")
+      expect(existsSync(join(home, "lvu2"))).toBe(false)
+    } finally {
+      secondHost("plug", HOST)
+    }
+    // Back on the network, the running VM is found running, and stops.
+    expect((await remote("get", "lvu1")).vm.state).toBe("running")
+    await remote("down", "lvu1")
+    await remote("rm", "lvu1", "--yes")
   })
 })
 

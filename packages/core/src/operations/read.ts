@@ -50,24 +50,26 @@ const viewSome = (records: ReadonlyArray<VmRecord>) =>
       byName.set(guest.name, guest)
       for (const alias of guest.aliases) if (!byName.has(alias)) byName.set(alias, guest)
     }
-    const views: Vm[] = []
-    for (const record of records) {
-      const state = yield* hypervisor.status(record)
-      views.push(
-        toVm(
-          record,
-          {
-            running: state.running,
-            graphical,
-            crashed: (state.leftovers?.length ?? 0) > 0,
-            ...(state.unreachable !== undefined ? { unreachable: state.unreachable } : {})
-          },
-          byName,
-          root,
-          words
-        )
-      )
-    }
+    // A few at a time: a VM on a remote host costs a round trip there, and hosts answer in parallel.
+    const views: ReadonlyArray<Vm> = yield* Effect.forEach(
+      records,
+      (record) =>
+        Effect.map(hypervisor.status(record), (state) =>
+          toVm(
+            record,
+            {
+              running: state.running,
+              graphical,
+              crashed: (state.leftovers?.length ?? 0) > 0,
+              ...(state.unreachable !== undefined ? { unreachable: state.unreachable } : {})
+            },
+            byName,
+            root,
+            words
+          )
+        ),
+      { concurrency: 4 }
+    )
     // A project VM whose stoat.toml has gone: listed, flagged, still usable by name. One look per
     // project, however many of its VMs are listed.
     const present = new Map<string, boolean>()
