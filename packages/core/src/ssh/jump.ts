@@ -21,7 +21,9 @@ const jumpOptions = (jump: SshJump): string[] => [
   `ConnectTimeout=${JUMP_CONNECT_TIMEOUT_S}`,
   "-o",
   "LogLevel=ERROR",
-  ...(jump.noVerify === true ? ["-o", "StrictHostKeyChecking=no"] : []),
+  // Unchecked means neither checked nor recorded: a host whose key changed (rebuilt) still carries
+  // the stream, where a known_hosts mismatch would make OpenSSH refuse forwarding.
+  ...(jump.noVerify === true ? ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"] : []),
   ...(jump.port !== undefined ? ["-p", String(jump.port)] : []),
   ...(jump.user !== undefined ? ["-l", jump.user] : []),
   ...(jump.identityFile !== undefined ? ["-i", jump.identityFile] : []),

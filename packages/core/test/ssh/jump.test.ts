@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { jumpArgv, openJump } from "../../src/ssh/jump.js"
 
 describe("the jump to a libvirt host's loopback", () => {
-  it("is OpenSSH's -W with the URI's settings, `--` before the host so no URI becomes an option", () => {
+  it("is OpenSSH's -W with the URI's settings (no_verify: no known_hosts either), `--` before the host so no URI becomes an option", () => {
     expect(jumpArgv({ host: "-oProxyCommand=x", user: "u", port: 2022, noVerify: true }, 2201)).toEqual([
       "-W",
       "127.0.0.1:2201",
@@ -14,6 +14,8 @@ describe("the jump to a libvirt host's loopback", () => {
       "LogLevel=ERROR",
       "-o",
       "StrictHostKeyChecking=no",
+      "-o",
+      "UserKnownHostsFile=/dev/null",
       "-p",
       "2022",
       "-l",
