@@ -1,6 +1,6 @@
-import { execFile } from "node:child_process"
 import { Effect } from "effect"
 import { CannotReach, checkHostAt, ProviderMissing } from "@stoat/core"
+import { runChild } from "@stoat/qemu"
 
 export const VIRSH = "virsh"
 
@@ -9,6 +9,8 @@ export const DEFAULT_URI = "qemu:///system"
 
 /** How long one virsh call may take; a remote host over ssh costs a connection per call. */
 const VIRSH_TIMEOUT_MS = 120_000
+/** Far beyond any domain XML or listing: more is not virsh talking to us. */
+const MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 export interface VirshResult {
   readonly code: number
@@ -81,29 +83,26 @@ export const virsh = (
   options: { readonly timeoutMs?: number } = {}
 ): Effect.Effect<VirshResult, VirshUnavailable> =>
   Effect.flatMap(
-    Effect.async<VirshResult | "missing">((resume) => {
-      const child = execFile(
-        VIRSH,
-        ["-q", "-c", uri, ...args],
-        {
-          timeout: options.timeoutMs ?? VIRSH_TIMEOUT_MS,
-          maxBuffer: 16 * 1024 * 1024,
-          env: { ...process.env, LC_ALL: "C" }
-        },
-        (error, stdout, stderr) => {
-          if (error && (error as NodeJS.ErrnoException).code === "ENOENT") return resume(Effect.succeed("missing"))
-          const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1
-          resume(
-            Effect.succeed({
-              code,
-              stdout,
-              stderr: error !== null && error.killed === true ? `${stderr}\nvirsh timed out` : stderr
-            })
-          )
-        }
-      )
-      return Effect.sync(() => child.kill("SIGKILL"))
-    }),
+    runChild(VIRSH, ["-q", "-c", uri, ...args], {
+      env: { ...process.env, LC_ALL: "C" },
+      timeoutMs: options.timeoutMs ?? VIRSH_TIMEOUT_MS,
+      maxBytes: MAX_OUTPUT_BYTES,
+      // Over qemu+ssh:// virsh runs ssh, which a timeout must end too.
+      killGroup: true
+    }).pipe(
+      Effect.map(
+        (exit): VirshResult => ({
+          code: exit.code ?? 1,
+          stdout: exit.stdout.toString("utf8"),
+          stderr: exit.timedOut ? `${exit.stderr}\nvirsh timed out` : exit.stderr
+        })
+      ),
+      Effect.catchIf(
+        (failure) => failure.missing,
+        () => Effect.succeed("missing" as const)
+      ),
+      Effect.catchAll((failure) => Effect.succeed({ code: 1, stdout: "", stderr: failure.message }))
+    ),
     (result): Effect.Effect<VirshResult, VirshUnavailable> => {
       if (result === "missing") {
         return Effect.fail(

@@ -1,4 +1,5 @@
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
+import { createServer, type AddressInfo } from "node:net"
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { virsh } from "../src/virsh.js"
@@ -40,6 +41,24 @@ describe("virsh failures that are the connection's", () => {
     expect(error).toMatchObject({ _tag: "CannotReach", subject: uri })
     expect(error.message).toMatch(/ssh to libvirt host .* was refused .*Connection refused.*check that sshd runs/)
     expect(error.hint).toEqual({ advice: "check it", steps: [{ operation: "host.doctor", input: { host: uri } }] })
+  })
+
+  it("a host that accepts and never answers is cannot_reach at the time limit, and leaves no ssh behind", async () => {
+    requireVirsh()
+    // A TCP listener that never sends an ssh banner: ssh waits on it as on a host gone silent.
+    const silent = createServer(() => undefined)
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    const port = (silent.address() as AddressInfo).port
+    try {
+      const uri = `qemu+ssh://root@127.0.0.1:${port}/system`
+      const result = await Effect.runPromise(Effect.either(virsh(uri, ["list"], { timeoutMs: 1_500 })))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "CannotReach", subject: uri })
+      expect(Either.isLeft(result) && result.left.message).toMatch(/did not answer in time/)
+      const left = spawnSync("pgrep", ["-f", "--", `-p ${port} `], { encoding: "utf8" }).stdout.trim()
+      expect(left).toBe("")
+    } finally {
+      silent.close()
+    }
   })
 
   it("no virsh on PATH is qemu_missing, naming the package to install", async () => {

@@ -17,6 +17,11 @@ export interface ChildOptions {
   readonly timeoutMs?: number
   /** Its own process group, so a program that daemonizes outlives this one. */
   readonly detached?: boolean
+  /**
+   * Its own process group, killed whole: a timeout or an interrupt also ends what it started
+   * (virsh's ssh to a libvirt host, which would otherwise wait on a host that does not answer).
+   */
+  readonly killGroup?: boolean
   /** Most bytes of each stream collected (default no limit): past it the program is killed and the run ends `overflowed`. */
   readonly maxBytes?: number
 }
@@ -49,7 +54,7 @@ export const runChild = (
     const child = spawn(file, [...args], {
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
       env: options.env ?? process.env,
-      detached: options.detached === true,
+      detached: options.detached === true || options.killGroup === true,
       stdio: [options.input === undefined ? "ignore" : "pipe", stdoutMode === "ignore" ? "ignore" : "pipe", "pipe"]
     })
     const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY
@@ -61,7 +66,15 @@ export const runChild = (
     let overflowed = false
     let done = false
     const kill = () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+      if (child.exitCode !== null || child.signalCode !== null) return
+      if (options.killGroup === true && child.pid !== undefined) {
+        try {
+          return process.kill(-child.pid, "SIGKILL")
+        } catch {
+          // Its group is gone already: the program itself is all there is to kill.
+        }
+      }
+      child.kill("SIGKILL")
     }
     const timer =
       options.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), kill()), options.timeoutMs)

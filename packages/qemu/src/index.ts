@@ -1,3 +1,4 @@
+export { runChild, type ChildExit, type ChildOptions, type ChildSpawnFailure } from "./child.js"
 export * from "./hypervisor.js"
 export * from "./image-builder.js"
 export * from "./accel.js"
