@@ -165,3 +165,47 @@ export const domainXml = (plan: BootPlan, options: DomainOptions): string => {
   )
   return `${lines.filter((line) => line.trim() !== "").join("\n")}\n`
 }
+
+export interface ProbeDomain {
+  readonly name: string
+  /** A 64-bit guest kernel, and an initramfs whose /init prints the marker and exits. */
+  readonly kernel: string
+  readonly initrd: string
+  /** Where its serial console goes. */
+  readonly console: string
+  readonly uid: number
+  readonly gid: number
+}
+
+/**
+ * The KVM probe's domain: a guest kernel with a one-line init under KVM, on the VMs' machine type
+ * and CPU model, that ends itself (panic=-1, then reboot → destroy). Its marker on the console
+ * says KVM runs such a guest; nested hosts whose KVM passes a trivial check fail it.
+ */
+export const probeDomainXml = (probe: ProbeDomain): string =>
+  [
+    "<domain type='kvm'>",
+    `  <name>${escape(probe.name)}</name>`,
+    "  <memory unit='MiB'>128</memory>",
+    "  <vcpu>1</vcpu>",
+    "  <os>",
+    `    <type arch='x86_64' machine='${MACHINE_TYPE}'>hvm</type>`,
+    `    <kernel>${escape(probe.kernel)}</kernel>`,
+    `    <initrd>${escape(probe.initrd)}</initrd>`,
+    "    <cmdline>console=ttyS0 panic=-1 quiet</cmdline>",
+    "  </os>",
+    `  <cpu mode='custom' match='exact' check='none'><model fallback='forbid'>${DEFAULT_CPU_MODEL}</model></cpu>`,
+    "  <on_poweroff>destroy</on_poweroff>",
+    "  <on_reboot>destroy</on_reboot>",
+    "  <on_crash>destroy</on_crash>",
+    "  <devices>",
+    "    <serial type='file'>",
+    `      <source path='${escape(probe.console)}'/>`,
+    "      <target port='0'/>",
+    "    </serial>",
+    "    <memballoon model='none'/>",
+    "  </devices>",
+    `  <seclabel type='static' model='dac' relabel='no'><label>+${probe.uid}:+${probe.gid}</label></seclabel>`,
+    "</domain>",
+    ""
+  ].join("\n")

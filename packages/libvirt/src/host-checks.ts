@@ -1,9 +1,10 @@
 import { Effect, Layer } from "effect"
 import { DataRoot, findOnPath, HostChecks } from "@stoat/core"
+import { cacheDirsFromEnv, defaultTinyCacheDir } from "@stoat/qemu"
 import { shellWord } from "@stoat/core/ssh"
 import type { HostCheck } from "@stoat/wire"
 import { DEFAULT_CPU_MODEL, MACHINE_TYPE } from "./domain-xml.js"
-import { decideAccel, verdictsIn } from "./hypervisor.js"
+import { learnAccel, probeDirIn, probeKernel, verdictsIn } from "./accel.js"
 import { VIRSH, virsh, virshError, type VirshResult } from "./virsh.js"
 
 /** A person may wait this long for doctor to hear from a host before it is reported as not answering. */
@@ -34,7 +35,7 @@ const versions = (result: VirshResult): string => {
  * the connection, what VMs start under there (KVM or TCG), and the QEMU, machine type and CPU
  * model the provider pins (saved state moves only between hosts that agree on them).
  */
-const checkHost = (verdicts: ReturnType<typeof verdictsIn>) => (uri: string) =>
+const checkHost = (root: string, tinyCacheDir: string) => (uri: string) =>
   Effect.gen(function* () {
     const path = yield* Effect.promise(() => findOnPath(VIRSH))
     if (path === undefined)
@@ -54,7 +55,10 @@ const checkHost = (verdicts: ReturnType<typeof verdictsIn>) => (uri: string) =>
     }
     checks.push(check("connection", true, `${uri}: ${versions(connected.right) || "connected"}`))
 
-    const accel = yield* Effect.either(decideAccel(verdicts, uri))
+    // A host that lists KVM is probed here as before its first VM: nested hosts list a KVM that cannot run a guest.
+    const accel = yield* Effect.either(
+      learnAccel(verdictsIn(root), uri, { probeDir: probeDirIn(root), kernel: probeKernel(undefined, tinyCacheDir) })
+    )
     checks.push(
       accel._tag === "Right"
         ? check("kvm", accel.right.accel === "kvm", accel.right.detail, [], true)
@@ -109,5 +113,9 @@ const checkHost = (verdicts: ReturnType<typeof verdictsIn>) => (uri: string) =>
 /** HostChecks for libvirt hosts (`stoat doctor --host URI`), sharing the provider's KVM verdicts of the data root. */
 export const LibvirtHostChecksLive = Layer.effect(
   HostChecks,
-  Effect.map(DataRoot, (root) => HostChecks.of({ check: checkHost(verdictsIn(root.root)) }))
+  Effect.map(DataRoot, (root) =>
+    HostChecks.of({
+      check: checkHost(root.root, cacheDirsFromEnv().tinyCacheDir ?? defaultTinyCacheDir(root.root))
+    })
+  )
 )

@@ -14,7 +14,6 @@ import {
   Hypervisor,
   Internal,
   InvalidSpec,
-  AcceleratorUnusable,
   ControlRejected,
   ControlUnreachable,
   NotRunning,
@@ -33,18 +32,18 @@ import {
   type VmRef
 } from "@stoat/core"
 import {
-  accelSettingConfig,
   cacheDirsFromEnv,
+  defaultTinyCacheDir,
   forwardNotBound,
   makeQemuHypervisor,
   parseSnapshotTable,
   pngSize,
-  readConsoleFrom,
-  type AccelSetting
+  readConsoleFrom
 } from "@stoat/qemu"
 import { TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny"
 import { domainName, domainXml, libvirtFiles } from "./domain-xml.js"
 import { DEFAULT_URI, isNoDomain, virsh, virshError, type VirshUnavailable } from "./virsh.js"
+import { decideAccel, learnAccel, probeDirIn, probeKernel, verdictsIn } from "./accel.js"
 
 /** Written at each start into the VM folder: how to find the domain and its console's sshd line later (another process). */
 interface BootRecord {
@@ -251,65 +250,6 @@ const awaitSshd = (vm: VmRef, timeoutMs: number): Effect.Effect<boolean> =>
 /** The libvirt provider's GuestSignals: the sshd line on a domain's console (the boot record says where this boot's output starts). */
 export const LibvirtGuestSignalsLive = Layer.succeed(GuestSignals, GuestSignals.of({ awaitSshd }))
 
-/** A verdict a start learned (KVM listed but unable to run the guest), kept per libvirt URI in the data root. */
-export class AccelVerdicts {
-  constructor(private readonly path: string) {}
-  read = (uri: string): Effect.Effect<string | undefined> =>
-    Effect.promise(() =>
-      readFile(this.path, "utf8")
-        .then((text) => (JSON.parse(text) as Record<string, string>)[uri])
-        .catch(() => undefined)
-    )
-  write = (uri: string, detail: string): Effect.Effect<void> =>
-    Effect.promise(async () => {
-      const all = await readFile(this.path, "utf8").then(
-        (text) => JSON.parse(text) as Record<string, string>,
-        () => ({})
-      )
-      await writeFileAtomic(this.path, JSON.stringify({ ...all, [uri]: detail })).catch(() => undefined)
-    })
-}
-
-/** What KVM/TCG a libvirt host offers, and what a VM starts under there: the setting, a verdict a start learned, or the host's capabilities. */
-export const decideAccel = (
-  verdicts: AccelVerdicts,
-  uri: string
-): Effect.Effect<
-  Acceleration & { readonly setting: AccelSetting },
-  InvalidSpec | AcceleratorUnusable | VirshUnavailable
-> =>
-  Effect.gen(function* () {
-    const setting = yield* accelSettingConfig
-    if (setting === "tcg")
-      return {
-        setting,
-        accel: "tcg" as const,
-        detail: `STOAT_ACCEL=tcg: libvirt domains on ${uri} are type qemu (TCG)`
-      }
-    const caps = yield* virsh(uri, ["capabilities"])
-    const hasKvm = caps.code === 0 && caps.stdout.includes("<domain type='kvm'")
-    if (setting === "kvm") {
-      return hasKvm
-        ? { setting, accel: "kvm" as const, detail: `STOAT_ACCEL=kvm: libvirt domains on ${uri} are type kvm` }
-        : yield* new AcceleratorUnusable({
-            message: `libvirt host ${uri} offers no KVM (no kvm domain type in virsh capabilities); enable KVM there, or set STOAT_ACCEL=tcg (slower)`,
-            subject: uri
-          })
-    }
-    const learned = yield* verdicts.read(uri)
-    if (learned !== undefined) return { setting, accel: "tcg" as const, detail: learned }
-    return hasKvm
-      ? { setting, accel: "kvm" as const, detail: `libvirt host ${uri} offers KVM (STOAT_ACCEL=auto)` }
-      : {
-          setting,
-          accel: "tcg" as const,
-          detail: `libvirt host ${uri} offers no KVM: domains are type qemu (TCG), which is slower (STOAT_ACCEL=auto)`
-        }
-  })
-
-/** The verdicts of the data root at `root`. */
-export const verdictsIn = (root: string) => new AccelVerdicts(join(root, ".libvirt-accel.json"))
-
 export interface LibvirtHypervisorOptions {
   /** Passed to the QEMU provider that handles disk files (qemu-img), as the QEMU provider's own option. */
   readonly tinyCacheDir?: string
@@ -329,7 +269,9 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
       const root = yield* DataRoot
       const disks = yield* Effect.provide(Hypervisor, makeQemuHypervisor(options))
       const verdicts = verdictsIn(root.root)
-      const decide = (uri: string) => decideAccel(verdicts, uri)
+      const tinyDir = options.tinyCacheDir ?? defaultTinyCacheDir(root.root)
+      const accelFor = (uri: string, plan: BootPlan) =>
+        learnAccel(verdicts, uri, { probeDir: probeDirIn(root.root), kernel: probeKernel(plan.kernel, tinyDir) })
 
       const startFailed = (vm: VmRef) => (message: string) => new ProviderStartFailed({ message, subject: vm.name })
 
@@ -424,7 +366,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
               message: `VM "${vm.name}" is already running on ${uri}`,
               subject: vm.name
             })
-          const probe = yield* decide(uri).pipe(
+          const probe = yield* accelFor(uri, plan).pipe(
             Effect.catchTag("InvalidSpec", (error) => Effect.fail(failed(error.message)))
           )
           const initrd = yield* writeIdentity(plan)
@@ -456,7 +398,10 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             )
           if (probe.accel === "tcg") {
             yield* createDomain(plan, uri, "qemu", extras)
-            return yield* started("tcg")
+            return yield* started(
+              "tcg",
+              probe.fresh ? `${probe.detail}; later VMs there start under TCG directly` : undefined
+            )
           }
           yield* createDomain(plan, uri, "kvm", extras)
           // A guest that talks on its console and stays silent under KVM is taken for a KVM that cannot run it (as the QEMU provider judges).
@@ -466,10 +411,10 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           yield* destroy(uri, domainName(vm))
           const problem = `no console output in ${KVM_SILENCE_MS / 1000} s under KVM`
           yield* createDomain(plan, uri, "qemu", extras)
-          yield* verdicts.write(
-            uri,
-            `libvirt host ${uri} lists KVM but a guest did not run under it (${problem}, VM "${vm.name}"); domains are type qemu (TCG)`
-          )
+          yield* verdicts.write(uri, {
+            accel: "tcg",
+            detail: `libvirt host ${uri} lists KVM but a guest did not run under it (${problem}, VM "${vm.name}"); domains are type qemu (TCG)`
+          })
           return yield* started(
             "tcg",
             `VM "${vm.name}" did not run under KVM on ${uri} (${problem}); restarted it under TCG, and later VMs there start under TCG directly`
@@ -623,7 +568,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
               )
         },
         // The port's probe knows no unreachable host or missing KVM: both are reported as what to fix (invalid_spec, with the reason).
-        acceleration: decide(DEFAULT_URI).pipe(
+        acceleration: decideAccel(verdicts, DEFAULT_URI).pipe(
           Effect.map(({ accel, detail }): Acceleration => ({ accel, detail })),
           Effect.catchTags({
             CannotReach: (error) => Effect.fail(new InvalidSpec({ message: error.message, subject: DEFAULT_URI })),

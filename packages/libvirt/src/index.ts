@@ -14,5 +14,6 @@ export {
   uriOf,
   type LibvirtHypervisorOptions
 } from "./hypervisor.js"
+export { probeKvmOn, type KvmVerdict } from "./accel.js"
 export { StoatLive, StoatProviderLive } from "./live.js"
 export { connectionProblem, DEFAULT_URI, virsh, VIRSH, type VirshResult } from "./virsh.js"

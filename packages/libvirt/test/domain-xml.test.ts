@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import type { BootPlan } from "@stoat/core"
-import { DEFAULT_CPU_MODEL, domainName, domainXml, MACHINE_TYPE } from "../src/domain-xml.js"
+import { DEFAULT_CPU_MODEL, domainName, domainXml, MACHINE_TYPE, probeDomainXml } from "../src/domain-xml.js"
 
 const plan: BootPlan = {
   vm: { name: "dev", dir: "/data/dev" },
@@ -88,5 +88,27 @@ describe("the domain XML of a boot plan", () => {
   it("names domains by VM and folder, so two data roots on one host never share one", () => {
     expect(domainName({ name: "dev", dir: "/a/dev" })).toMatch(/^stoat-dev-[0-9a-f]{8}$/)
     expect(domainName({ name: "dev", dir: "/a/dev" })).not.toBe(domainName({ name: "dev", dir: "/b/dev" }))
+  })
+})
+
+describe("the KVM probe's domain", () => {
+  const probe = {
+    name: "stoat-accel-probe-0a1b2c3d",
+    kernel: "/cache/vmlinux",
+    initrd: "/data/.libvirt-probe/0a1b2c3d/probe.cpio",
+    console: "/data/.libvirt-probe/0a1b2c3d/it's.log",
+    uid: 1000,
+    gid: 1000
+  }
+
+  it("passes libvirt's domain schema, runs under KVM on the VMs' machine type and CPU model, and ends itself", () => {
+    const xml = probeDomainXml(probe)
+    expect(validate(xml)).toMatch(/validates/)
+    expect(xml).toContain("<domain type='kvm'>")
+    expect(xml).toContain(`machine='${MACHINE_TYPE}'`)
+    expect(xml).toContain(`<model fallback='forbid'>${DEFAULT_CPU_MODEL}</model>`)
+    expect(xml).toContain("<cmdline>console=ttyS0 panic=-1 quiet</cmdline>")
+    expect(xml).toContain("<on_reboot>destroy</on_reboot>")
+    expect(xml).toContain("<source path='/data/.libvirt-probe/0a1b2c3d/it&apos;s.log'/>")
   })
 })

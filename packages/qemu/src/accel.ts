@@ -131,8 +131,8 @@ const pvhNote = (entry: number): Buffer => {
   return note
 }
 
-/** An initramfs with just /dev/console and the probe's /init. */
-const probeInitramfs = (): Buffer =>
+/** An initramfs with just /dev/console and the probe's /init (which prints PROBE_MARKER and exits). */
+export const probeInitramfs = (): Buffer =>
   new CpioWriter().dir("dev").charDevice("dev/console", 5, 1).file("init", probeInit(), 0o755).finish()
 
 interface ProbeRun {

@@ -1,12 +1,13 @@
 import { execFileSync } from "node:child_process"
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { connect } from "node:net"
 import { join } from "node:path"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { dataRootAt } from "@stoat/core"
 import { hypervisorContract } from "@stoat/core/testing"
-import { LibvirtGuestSignalsLive, makeLibvirtHypervisor } from "@stoat/libvirt"
+import { LibvirtGuestSignalsLive, makeLibvirtHypervisor, probeKvmOn } from "@stoat/libvirt"
+import { probeKvm } from "@stoat/qemu"
 import { buildTinyGuest, type TinyGuestImage } from "@stoat/qemu/tiny"
 import { tinyCacheDir, tinyGuestPlan } from "../../../qemu/test/support.js"
 import { e2eEnv, requireQemu, result, stoat, tempHome } from "../helpers.js"
@@ -374,4 +375,18 @@ describe("the libvirt provider keeps the Hypervisor contract", () => {
     }
   })
   for (const contractCase of cases) it(contractCase.name, contractCase.run, 300_000)
+
+  it("its KVM probe through libvirt agrees with the QEMU provider's on this machine, and leaves nothing behind", async () => {
+    const direct = await probeKvm("qemu-system-x86_64", { kernel: image.kernel })
+    const listsKvm = execFileSync("virsh", ["-c", URI, "capabilities"], { encoding: "utf8" }).includes(
+      "<domain type='kvm'"
+    )
+    // Without KVM libvirt lists none, and no probe is needed: TCG, as the QEMU provider finds.
+    if (!listsKvm) return expect(direct.accel).toBe("tcg")
+    const dir = join(home, "libvirt-probe")
+    const throughLibvirt = await Effect.runPromise(probeKvmOn(URI, { dir, kernel: image.kernel }))
+    expect(throughLibvirt.accel).toBe(direct.accel)
+    expect(readdirSync(dir)).toEqual([])
+    expect(domainsOf("accel-probe")).toEqual([])
+  })
 })
