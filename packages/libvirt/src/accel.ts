@@ -49,10 +49,15 @@ export const probeKvmOn = (
     const owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }
     await writeFile(files.xml, probeDomainXml({ name, kernel: options.kernel, ...files, ...owner }))
   })
+  const printedMarker = Effect.promise(() =>
+    readFile(files.console, "latin1").then(
+      (text) => text.includes(PROBE_MARKER),
+      () => false
+    )
+  )
   let polls = 0
   const look: Effect.Effect<Seen, VirshUnavailable> = Effect.gen(function* () {
-    const printed = yield* Effect.promise(() => readFile(files.console, "latin1").catch(() => ""))
-    if (printed.includes(PROBE_MARKER)) return "marker"
+    if (yield* printedMarker) return "marker"
     if (++polls % STATE_EVERY !== 0) return "waiting"
     const state = yield* virsh(uri, ["domstate", name])
     if (state.code !== 0) return "ended"
@@ -71,7 +76,7 @@ export const probeKvmOn = (
     })
     // A domain that ended may have printed the marker just before: the console has the last word.
     const outcome = Option.getOrElse(seen, (): Seen => "waiting")
-    const final = outcome === "ended" ? yield* look : outcome
+    const final = outcome === "ended" && (yield* printedMarker) ? "marker" : outcome
     switch (final) {
       case "marker":
         return {
