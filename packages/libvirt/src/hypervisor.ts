@@ -7,7 +7,6 @@ import {
   pollWithin,
   AlreadyRunning,
   CannotReach,
-  CapabilityUnavailable,
   checkHostAt,
   DataRoot,
   GuestSignals,
@@ -19,7 +18,6 @@ import {
   NotRunning,
   ProviderMissing,
   ProviderStartFailed,
-  readPlacement,
   readSmallFileSync,
   ScreenshotFailed,
   ShareInvalid,
@@ -44,6 +42,8 @@ import { TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny
 import { domainName, domainXml, libvirtFiles } from "./domain-xml.js"
 import { DEFAULT_URI, isNoDomain, virsh, virshError, type VirshUnavailable } from "./virsh.js"
 import { decideAccel, learnAccel, probeDirIn, probeKernel, verdictsIn } from "./accel.js"
+import { monitor, uriOf } from "./domain.js"
+import { checkpointDomain, resumeDomain } from "./checkpoint.js"
 
 /** Written at each start into the VM folder: how to find the domain and its console's sshd line later (another process). */
 interface BootRecord {
@@ -53,9 +53,6 @@ interface BootRecord {
   readonly sshd_marker?: string
   readonly accel: "kvm" | "tcg"
 }
-
-/** The libvirt URI a VM lives on: its vm.toml's `host`, else the local system daemon. */
-export const uriOf = (vm: VmRef): string => readPlacement(vm.dir).host || DEFAULT_URI
 
 const SHUTDOWN_POLL_MS = 100
 /** A state query is one round trip: a host that takes longer is taken for one that does not answer (status must stay cheap). */
@@ -466,35 +463,6 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             )
         }).pipe(Effect.catchTag("ProviderMissing", (error) => Effect.die(error)))
 
-      /** A QMP command to the VM's QEMU through libvirt (qemu-monitor-command): the monitor libvirt owns. */
-      const monitor = <A>(
-        vm: VmRef,
-        command: string,
-        args?: Record<string, unknown>
-      ): Effect.Effect<A, ControlUnreachable | ControlRejected> =>
-        Effect.flatMap(
-          virsh(uriOf(vm), [
-            "qemu-monitor-command",
-            domainName(vm),
-            JSON.stringify({ execute: command, ...(args !== undefined ? { arguments: args } : {}) })
-          ]).pipe(Effect.mapError((error) => new ControlUnreachable({ message: error.message, subject: vm.name }))),
-          (result) => {
-            if (result.code !== 0)
-              return Effect.fail(
-                new ControlRejected({ message: `${command}: ${virshError(result)}`, subject: vm.name })
-              )
-            const reply = JSON.parse(result.stdout) as {
-              readonly return?: A
-              readonly error?: { readonly desc?: string }
-            }
-            return reply.error !== undefined
-              ? Effect.fail(
-                  new ControlRejected({ message: `${command}: ${reply.error.desc ?? "refused"}`, subject: vm.name })
-                )
-              : Effect.succeed(reply.return as A)
-          }
-        )
-
       /** The block node of the running VM's disk: libvirt names nodes itself (libvirt-1-format), so it is found by file. */
       const diskNode = (disk: VmDisk) =>
         Effect.flatMap(
@@ -620,21 +588,27 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           ),
         snapshotOverlay: disks.snapshotOverlay,
         screenshot,
-        checkpoint: (vm) =>
-          Effect.fail(
-            new CapabilityUnavailable({
-              message: `checkpoints of libvirt VMs are not built yet (VM "${vm.name}"): virsh save stops the domain, and the port's checkpoint keeps the VM running on a new overlay; use snapshots, or the qemu provider`,
-              subject: vm.name,
-              reason: "provider_unsupported"
-            })
-          ),
-        resume: (_checkpoint, plan) =>
-          Effect.fail(
-            new ProviderStartFailed({
-              message: `libvirt VM "${plan.vm.name}" cannot resume a checkpoint: the libvirt provider takes none`,
-              subject: plan.vm.name
-            })
-          ),
+        checkpoint: checkpointDomain,
+        resume: (checkpoint, plan) =>
+          Effect.gen(function* () {
+            if (yield* Effect.orElseSucceed(isRunning(plan.vm), () => false))
+              return yield* new AlreadyRunning({
+                message: `VM "${plan.vm.name}" is already running on ${uriOf(plan.vm)}`,
+                subject: plan.vm.name
+              })
+            const files = libvirtFiles(plan.vm.dir)
+            const consoleOffset = yield* Effect.promise(() => fileSize(files.console))
+            const { accel } = yield* resumeDomain(checkpoint, plan)
+            // No sshd line will come: the guest was up when it was saved (readiness probes ssh itself).
+            const record: BootRecord = {
+              uri: uriOf(plan.vm),
+              domain: domainName(plan.vm),
+              console_offset: consoleOffset,
+              accel
+            }
+            yield* Effect.promise(() => writeFileAtomic(files.boot, JSON.stringify(record)).catch(() => undefined))
+            return { running: true, startedAt: new Date().toISOString(), accel }
+          }),
         rebaseDisk: disks.rebaseDisk
       })
     })

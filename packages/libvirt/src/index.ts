@@ -11,9 +11,9 @@ export {
   LibvirtGuestSignalsLive,
   LibvirtHypervisorLive,
   makeLibvirtHypervisor,
-  uriOf,
   type LibvirtHypervisorOptions
 } from "./hypervisor.js"
+export { uriOf } from "./domain.js"
 export { probeKvmOn, type KvmVerdict } from "./accel.js"
 export { StoatLive, StoatProviderLive } from "./live.js"
 export { connectionProblem, DEFAULT_URI, virsh, VIRSH, type VirshResult } from "./virsh.js"

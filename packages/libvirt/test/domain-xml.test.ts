@@ -1,10 +1,7 @@
-import { spawnSync } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import type { BootPlan } from "@stoat/core"
+import { validate } from "./validate.js"
 import { DEFAULT_CPU_MODEL, domainName, domainXml, MACHINE_TYPE, probeDomainXml } from "../src/domain-xml.js"
 
 const plan: BootPlan = {
@@ -36,18 +33,6 @@ const xmlOf = (over: Partial<BootPlan> = {}, type: "kvm" | "qemu" = "qemu") =>
       seedIso: "/data/dev/seed.iso"
     }
   )
-
-/** libvirt's own schema check (virt-xml-validate ships with libvirt-clients): what virsh create would accept. */
-const validate = (xml: string) => {
-  const file = join(mkdtempSync(join(tmpdir(), "stoat-libvirt-xml-")), "domain.xml")
-  writeFileSync(file, xml)
-  const run = spawnSync("virt-xml-validate", [file, "domain"], { encoding: "utf8" })
-  if (run.error !== undefined)
-    throw new Error(
-      `virt-xml-validate is required by these tests (apt-get install libvirt-clients): ${run.error.message}`
-    )
-  return `${run.stdout}${run.stderr}`
-}
 
 describe("the domain XML of a boot plan", () => {
   it("passes libvirt's domain schema, under TCG and KVM", () => {

@@ -114,10 +114,25 @@ describe("a libvirt VM with the tiny guest", () => {
     await json("up", "lva", "--wait")
     expect((await sh("lva", "cat /data/marker")).stdout).toBe("persisted\n")
 
-    // Checkpoints (and so forks) are not built for libvirt: a typed answer, and the VM runs on.
-    const checkpoint = await failure("checkpoint", "lva", "c1")
-    expect(checkpoint.code).toBe("capability_unavailable")
+    // A checkpoint saves the running VM (libvirt's external snapshot with memory); a fork of it runs
+    // warm beside its source, as a domain of its own, with its own disk and hostname.
+    await sh("lva", "echo before-checkpoint > /root/warm")
+    expect((await json("checkpoint", "lva", "c1")).checkpoint).toMatchObject({
+      vm: "lva",
+      name: "c1",
+      ram_mb: 256,
+      cpus: 1
+    })
     expect((await json("get", "lva")).vm.state).toBe("running")
+    await sh("lva", "echo after-checkpoint > /root/warm")
+    const forked = await json("fork", "lva@c1", "lvf")
+    expect(forked.forks.map((fork: { vm: { name: string } }) => fork.vm.name)).toEqual(["lvf"])
+    expect(domainsOf("lvf")).toHaveLength(1)
+    expect((await sh("lvf", "cat /root/warm; hostname")).stdout).toBe("before-checkpoint\nlvf\n")
+    expect((await sh("lva", "cat /root/warm; hostname")).stdout).toBe("after-checkpoint\nlva\n")
+    await json("down", "lvf")
+    await json("rm", "lvf", "--yes")
+    expect(domainsOf("lvf")).toEqual([])
 
     // Stopped means libvirt has let go of the domain: an immediate start finds its name free.
     await json("down", "lva")
@@ -319,6 +334,14 @@ describe("a libvirt VM on a qemu+ssh:// host", () => {
     writeFileSync(file, "across hosts\n")
     await remote("cp", file, "lvr:/tmp/to-remote.txt")
     expect((await remote("exec", "lvr", "--", "cat", "/tmp/to-remote.txt")).stdout).toBe("across hosts\n")
+    // A fork there: the saved state is streamed to the new domain through the same jump.
+    await remote("checkpoint", "lvr", "c1")
+    await remote("fork", "lvr@c1", "lvrf")
+    expect(domainsOf("lvrf", uri)).toHaveLength(1)
+    expect(await remote("exec", "lvrf", "--", "cat", "/tmp/to-remote.txt")).toMatchObject({ stdout: "across hosts\n" })
+    await remote("down", "lvrf")
+    await remote("rm", "lvrf", "--yes")
+    expect(domainsOf("lvrf", uri)).toEqual([])
     expect(await remote("snapshot", "lvr", "r1")).toMatchObject({ vm: "lvr", tag: "r1", action: "save" })
     await remote("down", "lvr")
     expect(domainsOf("lvr", uri)).toEqual([])

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { BIN, dataOf, errorOf, requireQemu, run, tempHome } from "../helpers.js"
+import { BIN, dataOf, requireQemu, run, tempHome } from "../helpers.js"
 
 /** A working libvirtd is required: without one the suite fails with what to install, never skips. */
 const requireLibvirt = () => {
@@ -44,6 +44,7 @@ describe("the MCP server drives a libvirt VM (stdio, real SDK client)", () => {
   afterAll(async () => {
     await client?.close()
     await run(["down", "mlv"], env)
+    await run(["down", "mlvf"], env)
   })
 
   it("starts it, runs a guest command, snapshots it and stops it; the create tool offers no provider or host", async () => {
@@ -61,9 +62,17 @@ describe("the MCP server drives a libvirt VM (stdio, real SDK client)", () => {
       dataOf(await client.callTool({ name: "exec", arguments: { vm: "mlv", argv: ["uname", "-s"] } }))
     ).toMatchObject({ exit_code: 0, stdout: "Linux\n" })
     dataOf(await client.callTool({ name: "snapshot", arguments: { vm: "mlv", tag: "agent1" } }))
-    expect(errorOf(await client.callTool({ name: "checkpoint", arguments: { vm: "mlv", name: "c1" } })).code).toBe(
-      "capability_unavailable"
+    dataOf(await client.callTool({ name: "checkpoint", arguments: { vm: "mlv", name: "c1" } }))
+    const forked = dataOf(
+      await client.callTool({ name: "fork", arguments: { vm: "mlv", checkpoint: "c1", name: "mlvf" } }, undefined, {
+        timeout: 320_000
+      })
     )
+    expect(forked.forks).toEqual([expect.objectContaining({ vm: expect.objectContaining({ name: "mlvf" }) })])
+    expect(
+      dataOf(await client.callTool({ name: "exec", arguments: { vm: "mlvf", argv: ["hostname"] } }))
+    ).toMatchObject({ exit_code: 0, stdout: "mlvf\n" })
+    dataOf(await client.callTool({ name: "stop", arguments: { vm: "mlvf" } }))
     expect(dataOf(await client.callTool({ name: "stop", arguments: { vm: "mlv" } }))).toMatchObject({
       name: "mlv",
       state: "stopped"
