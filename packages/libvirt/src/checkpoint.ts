@@ -22,7 +22,7 @@ import {
 } from "@stoat/core"
 import { openJump } from "@stoat/core/ssh"
 import { forwardNotBound } from "@stoat/qemu"
-import { domainName, libvirtFiles } from "./domain-xml.js"
+import { domainName, escapeXml, libvirtFiles } from "./domain-xml.js"
 import { monitor, uriOf } from "./domain.js"
 import { virsh, virshError } from "./virsh.js"
 
@@ -178,14 +178,6 @@ const kibOf = (xml: string, element: string) => {
   const value = Number(found?.[2] ?? 0)
   return found?.[1] === "MiB" ? value * 1024 : found?.[1] === "GiB" ? value * 1024 * 1024 : value
 }
-
-const escapeXml = (value: string): string =>
-  value
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&apos;")
 
 /**
  * The fork's domain: the saved domain's XML (same devices and addresses) with the fork's name,

@@ -32,7 +32,8 @@ export const libvirtFiles = (dir: string) => ({
 export const domainName = (vm: VmRef): string =>
   `stoat-${vm.name}-${createHash("sha256").update(vm.dir).digest("hex").slice(0, 8)}`
 
-const escape = (value: string): string =>
+/** A value made safe to quote in domain XML (text or an attribute in either quote). */
+export const escapeXml = (value: string): string =>
   value
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
@@ -73,15 +74,15 @@ export const domainXml = (plan: BootPlan, options: DomainOptions): string => {
       ? options.type === "kvm"
         ? "<cpu mode='host-passthrough' check='none'/>"
         : "<cpu mode='maximum' check='none'/>"
-      : `<cpu mode='custom' match='exact' check='none'><model fallback='forbid'>${escape(cpuModel)}</model></cpu>`
+      : `<cpu mode='custom' match='exact' check='none'><model fallback='forbid'>${escapeXml(cpuModel)}</model></cpu>`
   const cdromFirst = plan.bootFromCdrom === true && plan.cdrom !== undefined
   // A direct kernel boot needs no boot order; otherwise the disk first, unless installing from the ISO.
   const bootOrder = (order: number) => (plan.kernel === undefined ? `<boot order='${order}'/>` : "")
   const lines: string[] = [
     `<domain type='${options.type}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>`,
-    `  <name>${escape(options.name)}</name>`,
-    `  <title>${escape(plan.vm.name)}</title>`,
-    `  <description>stoat VM ${escape(plan.vm.dir)}</description>`,
+    `  <name>${escapeXml(options.name)}</name>`,
+    `  <title>${escapeXml(plan.vm.name)}</title>`,
+    `  <description>stoat VM ${escapeXml(plan.vm.dir)}</description>`,
     // A VM generation ID, as the QEMU provider gives every VM: a restored copy reseeds its RNG.
     "  <genid/>",
     `  <memory unit='MiB'>${plan.ramMb}</memory>`,
@@ -91,9 +92,9 @@ export const domainXml = (plan: BootPlan, options: DomainOptions): string => {
   ]
   if (plan.kernel !== undefined) {
     lines.push(
-      `    <kernel>${escape(plan.kernel.path)}</kernel>`,
-      `    <initrd>${escape(options.initrd ?? plan.kernel.initrd)}</initrd>`,
-      `    <cmdline>${escape(plan.kernel.append)}</cmdline>`
+      `    <kernel>${escapeXml(plan.kernel.path)}</kernel>`,
+      `    <initrd>${escapeXml(options.initrd ?? plan.kernel.initrd)}</initrd>`,
+      `    <cmdline>${escapeXml(plan.kernel.append)}</cmdline>`
     )
   }
   lines.push(
@@ -109,7 +110,7 @@ export const domainXml = (plan: BootPlan, options: DomainOptions): string => {
     lines.push(
       "    <disk type='file' device='disk'>",
       `      <driver name='qemu' type='${options.disk.format}' discard='unmap'/>`,
-      `      <source file='${escape(options.disk.path)}'/>`,
+      `      <source file='${escapeXml(options.disk.path)}'/>`,
       "      <target dev='vda' bus='virtio'/>",
       `      ${bootOrder(cdromFirst ? 2 : 1)}`,
       "    </disk>"
@@ -122,7 +123,7 @@ export const domainXml = (plan: BootPlan, options: DomainOptions): string => {
     lines.push(
       "    <disk type='file' device='cdrom'>",
       "      <driver name='qemu' type='raw'/>",
-      `      <source file='${escape(cdrom.path)}'/>`,
+      `      <source file='${escapeXml(cdrom.path)}'/>`,
       `      <target dev='${cdrom.dev}' bus='sata'/>`,
       "      <readonly/>",
       cdrom.order !== undefined ? `      ${bootOrder(cdrom.order)}` : "",
@@ -138,26 +139,26 @@ export const domainXml = (plan: BootPlan, options: DomainOptions): string => {
     // accessmode mapped = QEMU's security_model=mapped-xattr, as the QEMU provider shares.
     lines.push(
       "    <filesystem type='mount' accessmode='mapped'>",
-      `      <source dir='${escape(share.host)}'/>`,
-      `      <target dir='${escape(share.tag)}'/>`,
+      `      <source dir='${escapeXml(share.host)}'/>`,
+      `      <target dir='${escapeXml(share.tag)}'/>`,
       share.readonly ? "      <readonly/>" : "",
       "    </filesystem>"
     )
   }
   lines.push(
     "    <serial type='file'>",
-    `      <source path='${escape(files.console)}' append='on'/>`,
+    `      <source path='${escapeXml(files.console)}' append='on'/>`,
     "      <target port='0'/>",
     "    </serial>",
     "    <rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>",
-    `    <graphics type='vnc' socket='${escape(files.vnc)}'/>`,
+    `    <graphics type='vnc' socket='${escapeXml(files.vnc)}'/>`,
     "    <memballoon model='none'/>",
     "  </devices>",
     // QEMU runs as the files' owner and libvirt relabels none of them (they stay the user's).
     `  <seclabel type='static' model='dac' relabel='no'><label>+${options.uid}:+${options.gid}</label></seclabel>`,
     "  <qemu:commandline>",
     "    <qemu:arg value='-netdev'/>",
-    `    <qemu:arg value='${escape(`user,id=stoatnet,${forwards.map((forward) => `hostfwd=tcp:127.0.0.1:${forward.host}-:${forward.guest}`).join(",")}`)}'/>`,
+    `    <qemu:arg value='${escapeXml(`user,id=stoatnet,${forwards.map((forward) => `hostfwd=tcp:127.0.0.1:${forward.host}-:${forward.guest}`).join(",")}`)}'/>`,
     "    <qemu:arg value='-device'/>",
     `    <qemu:arg value='virtio-net-pci,netdev=stoatnet,bus=pcie.0,addr=${NET_PCI_SLOT}'/>`,
     "  </qemu:commandline>",
@@ -185,13 +186,13 @@ export interface ProbeDomain {
 export const probeDomainXml = (probe: ProbeDomain): string =>
   [
     "<domain type='kvm'>",
-    `  <name>${escape(probe.name)}</name>`,
+    `  <name>${escapeXml(probe.name)}</name>`,
     "  <memory unit='MiB'>128</memory>",
     "  <vcpu>1</vcpu>",
     "  <os>",
     `    <type arch='x86_64' machine='${MACHINE_TYPE}'>hvm</type>`,
-    `    <kernel>${escape(probe.kernel)}</kernel>`,
-    `    <initrd>${escape(probe.initrd)}</initrd>`,
+    `    <kernel>${escapeXml(probe.kernel)}</kernel>`,
+    `    <initrd>${escapeXml(probe.initrd)}</initrd>`,
     "    <cmdline>console=ttyS0 panic=-1 quiet</cmdline>",
     "  </os>",
     `  <cpu mode='custom' match='exact' check='none'><model fallback='forbid'>${DEFAULT_CPU_MODEL}</model></cpu>`,
@@ -200,7 +201,7 @@ export const probeDomainXml = (probe: ProbeDomain): string =>
     "  <on_crash>destroy</on_crash>",
     "  <devices>",
     "    <serial type='file'>",
-    `      <source path='${escape(probe.console)}'/>`,
+    `      <source path='${escapeXml(probe.console)}'/>`,
     "      <target port='0'/>",
     "    </serial>",
     "    <memballoon model='none'/>",
