@@ -386,18 +386,28 @@ describe("tools/call: logging, concurrency, timeout, cancellation", () => {
   })
 
   it("a call the client cancels stops its interpreter and is logged", async () => {
-    await waitForQuiet(server.proc.pid!) // the worker replacing the one the timeout stopped has started
-    const controller = new AbortController()
-    const pending = client.callTool({ name: "interpreters_brainfuck", arguments: { file: "loop.bf" } }, undefined, {
-      signal: controller.signal
-    })
-    pending.catch(() => undefined)
-    const busy = { tid: await spinningThread(server.proc.pid!) }
-    expect(busy.tid).not.toBe(server.proc.pid)
-    controller.abort("user changed their mind")
-    await expect(pending).rejects.toThrow()
-    await server.waitForStderr(/tool interpreters_brainfuck exit 130 \d+ms/)
-    expect(await waitUntil(() => !threadAlive(server.proc.pid!, busy.tid), 1_500)).toBe(true)
+    // A server of its own whose timeout a loaded machine cannot reach first: only the cancel ends the call.
+    const patient = await serve(home, ["--profile", "everything", "--port", "0", "--tool-timeout-ms", "300000"])
+    const patientClient = await connect(patient.url)
+    try {
+      await waitForQuiet(patient.proc.pid!)
+      const controller = new AbortController()
+      const pending = patientClient.callTool(
+        { name: "interpreters_brainfuck", arguments: { file: "loop.bf" } },
+        undefined,
+        { signal: controller.signal }
+      )
+      pending.catch(() => undefined)
+      const busy = { tid: await spinningThread(patient.proc.pid!) }
+      expect(busy.tid).not.toBe(patient.proc.pid)
+      controller.abort("user changed their mind")
+      await expect(pending).rejects.toThrow()
+      await patient.waitForStderr(/tool interpreters_brainfuck exit 130 \d+ms/)
+      expect(await waitUntil(() => !threadAlive(patient.proc.pid!, busy.tid))).toBe(true)
+    } finally {
+      await patientClient.close()
+      await patient.stop()
+    }
   })
 })
 
