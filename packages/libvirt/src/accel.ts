@@ -10,7 +10,6 @@ import {
   probeInitramfs,
   type AccelSetting
 } from "@stoat/qemu"
-import { readTinyGuest } from "@stoat/qemu/tiny"
 import { probeDomainXml } from "./domain-xml.js"
 import { virsh, virshError, type VirshUnavailable } from "./virsh.js"
 
@@ -189,15 +188,6 @@ export const verdictsIn = (root: string) => new AccelVerdicts(join(root, ".libvi
 
 /** Where KVM probes keep their files while they run: in the data root, which a libvirt host sees at the same path. */
 export const probeDirIn = (root: string) => join(root, ".libvirt-probe")
-
-/** The kernel a KVM probe boots: the VM's own when it boots one directly, else the tiny guest's when built. */
-export const probeKernel = (
-  kernel: { readonly path: string } | undefined,
-  tinyCacheDir: string
-): Effect.Effect<string | undefined> =>
-  kernel !== undefined
-    ? Effect.succeed(kernel.path)
-    : Effect.promise(() => readTinyGuest(join(tinyCacheDir, "image")).then((image) => image?.kernel))
 
 /**
  * What VMs start under on `uri`, learned where it can be: a host that lists KVM is probed once

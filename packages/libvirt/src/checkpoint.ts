@@ -1,6 +1,6 @@
 import { createReadStream } from "node:fs"
 import { mkdir, open, stat } from "node:fs/promises"
-import { connect, type Socket } from "node:net"
+import { connect } from "node:net"
 import { relative, resolve } from "node:path"
 import type { Duplex } from "node:stream"
 import { pipeline } from "node:stream/promises"
@@ -21,9 +21,8 @@ import {
   type VmRef
 } from "@stoat/core"
 import { openJump } from "@stoat/core/ssh"
-import { forwardNotBound } from "@stoat/qemu"
 import { domainName, escapeXml, libvirtFiles } from "./domain-xml.js"
-import { monitor, uriOf } from "./domain.js"
+import { createTransientDomain, destroyDomain, monitor, uriOf } from "./domain.js"
 import { virsh, virshError } from "./virsh.js"
 
 /*
@@ -38,7 +37,7 @@ import { virsh, virshError } from "./virsh.js"
  */
 
 /** A checkpoint's RAM and device state, in the checkpoint folder. */
-export const STATE_FILE = "state"
+const STATE_FILE = "state"
 
 /** libvirt's save image: a 92-byte header, `data_len` bytes of domain XML (and a cookie), then QEMU's stream. */
 const SAVE_MAGIC = "LibvirtQemudSave"
@@ -222,7 +221,7 @@ const MIGRATION_POLL_MS = 50
 const MIGRATION_TIMEOUT_MS = 300_000
 
 /** A byte stream to `port` on the loopback of the VM's libvirt host: directly for this machine, through the ssh jump for a remote one. */
-const streamTo = (vm: VmRef, port: number): Duplex | Socket => {
+const streamTo = (vm: VmRef, port: number): Duplex => {
   const jump = sshJumpOf(readPlacement(vm.dir).host)
   return jump !== undefined ? openJump(jump, port) : connect(port, "127.0.0.1")
 }
@@ -242,20 +241,12 @@ export const resumeDomain = (
   const program = Effect.gen(function* () {
     const state = resolve(checkpoint.vm.dir, checkpoint.folder, STATE_FILE)
     const saved = yield* readSaveImage(state).pipe(Effect.mapError((error) => failed(error.message)))
-    const files = libvirtFiles(plan.vm.dir)
-    yield* Effect.tryPromise({
-      try: () => writeFileAtomic(files.domain, forkDomainXml(saved.xml, checkpoint.vm, plan)),
-      catch: () => failed(`cannot write ${files.domain}`)
-    })
-    const created = yield* virsh(uri, ["create", files.domain]).pipe(Effect.mapError((error) => failed(error.message)))
-    if (created.code !== 0) {
-      const portInUse = forwardNotBound(created.stderr)
-      return yield* new ProviderStartFailed({
-        message: `libvirt could not start fork "${plan.vm.name}" on ${uri}: ${virshError(created)}`,
-        subject: plan.vm.name,
-        ...(portInUse !== undefined ? { portInUse } : {})
+    yield* createTransientDomain(uri, plan.vm, forkDomainXml(saved.xml, checkpoint.vm, plan)).pipe(
+      Effect.catchTags({
+        CannotReach: (error) => Effect.fail(failed(error.message)),
+        ProviderMissing: (error) => Effect.fail(failed(error.message))
       })
-    }
+    )
     const control = <A>(command: string, args?: Record<string, unknown>) =>
       monitor<A>(plan.vm, command, args).pipe(Effect.mapError((error) => failed(error.message)))
     let port = incomingPort()
@@ -281,5 +272,5 @@ export const resumeDomain = (
     if (resumed.code !== 0) return yield* failed(`fork "${plan.vm.name}" did not resume: ${virshError(resumed)}`)
     return { accel: /^<domain type='kvm'/.test(saved.xml) ? ("kvm" as const) : ("tcg" as const) }
   })
-  return program.pipe(Effect.tapError(() => Effect.ignore(virsh(uri, ["destroy", name]))))
+  return program.pipe(Effect.tapError(() => destroyDomain(uri, name)))
 }

@@ -1,10 +1,10 @@
 import { Effect, Layer } from "effect"
 import { DataRoot, findOnPath, HostChecks } from "@stoat/core"
-import { cacheDirsFromEnv, defaultTinyCacheDir } from "@stoat/qemu"
+import { cacheDirsFromEnv, defaultTinyCacheDir, probeKernel } from "@stoat/qemu"
 import { shellWord } from "@stoat/core/ssh"
 import type { HostCheck } from "@stoat/wire"
 import { DEFAULT_CPU_MODEL, MACHINE_TYPE } from "./domain-xml.js"
-import { learnAccel, probeDirIn, probeKernel, verdictsIn } from "./accel.js"
+import { learnAccel, probeDirIn, verdictsIn } from "./accel.js"
 import { VIRSH, virsh, virshError, type VirshResult } from "./virsh.js"
 
 /** A person may wait this long for doctor to hear from a host before it is reported as not answering. */

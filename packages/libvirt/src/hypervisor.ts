@@ -32,17 +32,17 @@ import {
 import {
   cacheDirsFromEnv,
   defaultTinyCacheDir,
-  forwardNotBound,
   makeQemuHypervisor,
+  probeKernel,
   parseSnapshotTable,
   pngSize,
   readConsoleFrom
 } from "@stoat/qemu"
 import { TINY_SSHD_MARKER, toDropbearKey, writeVmInitrd } from "@stoat/qemu/tiny"
 import { domainName, domainXml, libvirtFiles } from "./domain-xml.js"
-import { DEFAULT_URI, isNoDomain, virsh, virshError, type VirshUnavailable } from "./virsh.js"
-import { decideAccel, learnAccel, probeDirIn, probeKernel, verdictsIn } from "./accel.js"
-import { monitor, uriOf } from "./domain.js"
+import { DEFAULT_URI, isNoDomain, virsh, type VirshUnavailable } from "./virsh.js"
+import { decideAccel, learnAccel, probeDirIn, verdictsIn } from "./accel.js"
+import { createTransientDomain, destroyDomain, monitor, uriOf } from "./domain.js"
 import { checkpointDomain, resumeDomain } from "./checkpoint.js"
 
 /** Written at each start into the VM folder: how to find the domain and its console's sshd line later (another process). */
@@ -298,9 +298,6 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
         })
       }
 
-      /** Ends a domain now (a failed or abandoned start); nothing to do when it is gone. */
-      const destroy = (uri: string, name: string) => Effect.ignore(virsh(uri, ["destroy", name]))
-
       /** Creates the transient domain; a failure leaves none behind. */
       const createDomain = (
         plan: BootPlan,
@@ -311,11 +308,11 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           readonly disk?: { readonly path: string; readonly format: "qcow2" | "raw" }
         }
       ) =>
-        Effect.gen(function* () {
-          const files = libvirtFiles(plan.vm.dir)
-          const name = domainName(plan.vm)
-          const xml = domainXml(plan, {
-            name,
+        createTransientDomain(
+          uri,
+          plan.vm,
+          domainXml(plan, {
+            name: domainName(plan.vm),
             type,
             uid: process.getuid?.() ?? 0,
             gid: process.getgid?.() ?? 0,
@@ -323,23 +320,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
             ...(extras.disk !== undefined ? { disk: extras.disk } : {}),
             ...(plan.seedIso !== undefined ? { seedIso: join(plan.seedIso.vm.dir, plan.seedIso.file) } : {})
           })
-          yield* Effect.tryPromise({
-            try: () => writeFileAtomic(files.domain, xml),
-            catch: () => startFailed(plan.vm)(`cannot write ${files.domain}`)
-          })
-          const created = yield* virsh(uri, ["create", files.domain]).pipe(Effect.onInterrupt(() => destroy(uri, name)))
-          if (created.code !== 0) {
-            yield* destroy(uri, name)
-            // QEMU binds the forwards on the libvirt host: a port taken there is reported as the
-            // QEMU provider reports one taken here, and core moves the VM to another port.
-            const portInUse = forwardNotBound(created.stderr)
-            return yield* new ProviderStartFailed({
-              message: `libvirt could not start VM "${plan.vm.name}" on ${uri}: ${virshError(created)}`,
-              subject: plan.vm.name,
-              ...(portInUse !== undefined ? { portInUse } : {})
-            })
-          }
-        })
+        )
 
       /** Whether the console got output past `offset` within the budget while the domain ran. */
       const consoleSpoke = (vm: VmRef, offset: number) =>
@@ -405,7 +386,7 @@ export const makeLibvirtHypervisor = (options: LibvirtHypervisorOptions = {}) =>
           const talks = plan.kernel !== undefined
           if (!talks || (yield* consoleSpoke(vm, consoleOffset)) || probe.setting === "kvm")
             return yield* started("kvm")
-          yield* destroy(uri, domainName(vm))
+          yield* destroyDomain(uri, domainName(vm))
           const problem = `no console output in ${KVM_SILENCE_MS / 1000} s under KVM`
           yield* createDomain(plan, uri, "qemu", extras)
           yield* verdicts.write(uri, {

@@ -82,38 +82,33 @@ export const virsh = (
   args: ReadonlyArray<string>,
   options: { readonly timeoutMs?: number } = {}
 ): Effect.Effect<VirshResult, VirshUnavailable> =>
-  Effect.flatMap(
-    runChild(VIRSH, ["-q", "-c", uri, ...args], {
-      env: { ...process.env, LC_ALL: "C" },
-      timeoutMs: options.timeoutMs ?? VIRSH_TIMEOUT_MS,
-      maxBytes: MAX_OUTPUT_BYTES,
-      // Over qemu+ssh:// virsh runs ssh, which a timeout must end too.
-      killGroup: true
-    }).pipe(
-      Effect.map(
-        (exit): VirshResult => ({
-          code: exit.code ?? 1,
-          stdout: exit.stdout.toString("utf8"),
-          stderr: exit.timedOut ? `${exit.stderr}\nvirsh timed out` : exit.stderr
-        })
-      ),
-      Effect.catchIf(
-        (failure) => failure.missing,
-        () => Effect.succeed("missing" as const)
-      ),
-      Effect.catchAll((failure) => Effect.succeed({ code: 1, stdout: "", stderr: failure.message }))
+  runChild(VIRSH, ["-q", "-c", uri, ...args], {
+    env: { ...process.env, LC_ALL: "C" },
+    timeoutMs: options.timeoutMs ?? VIRSH_TIMEOUT_MS,
+    maxBytes: MAX_OUTPUT_BYTES,
+    // Over qemu+ssh:// virsh runs ssh, which a timeout must end too.
+    killGroup: true
+  }).pipe(
+    Effect.map(
+      (exit): VirshResult => ({
+        code: exit.code ?? 1,
+        stdout: exit.stdout.toString("utf8"),
+        stderr: exit.timedOut ? `${exit.stderr}\nvirsh timed out` : exit.stderr
+      })
     ),
-    (result): Effect.Effect<VirshResult, VirshUnavailable> => {
-      if (result === "missing") {
-        return Effect.fail(
-          new ProviderMissing({
-            message: `${VIRSH} not found on PATH; install libvirt's client (apt-get install libvirt-clients) or use --provider qemu`
-          })
-        )
-      }
+    Effect.catchAll((failure) =>
+      failure.missing
+        ? Effect.fail(
+            new ProviderMissing({
+              message: `${VIRSH} not found on PATH; install libvirt's client (apt-get install libvirt-clients) or use --provider qemu`
+            })
+          )
+        : Effect.succeed({ code: 1, stdout: "", stderr: failure.message })
+    ),
+    Effect.flatMap((result) => {
       const problem = result.code === 0 ? undefined : connectionProblem(uri, result.stderr)
       return problem === undefined ? Effect.succeed(result) : Effect.fail(problem)
-    }
+    })
   )
 
 /** The first line of virsh's error, without its "error: " prefix. */

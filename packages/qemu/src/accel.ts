@@ -5,6 +5,7 @@ import { Effect, Either } from "effect"
 import type { Acceleration } from "@stoat/core"
 import { runChild } from "./child.js"
 import { stderrMessage } from "./run.js"
+import { readTinyGuest } from "./tiny/build.js"
 import { CpioWriter } from "./tiny/cpio.js"
 
 /**
@@ -253,6 +254,18 @@ export const probeKvm = async (
     await rm(dir, { recursive: true, force: true })
   }
 }
+
+/**
+ * The kernel a KVM probe boots: the VM's own when it boots one directly, else the tiny guest's
+ * when it is built under `tinyCacheDir`, else none (the probe falls back to its payload).
+ */
+export const probeKernel = (
+  kernel: { readonly path: string } | undefined,
+  tinyCacheDir: string
+): Effect.Effect<string | undefined> =>
+  kernel !== undefined
+    ? Effect.succeed(kernel.path)
+    : Effect.promise(() => readTinyGuest(join(tinyCacheDir, "image")).then((image) => image?.kernel))
 
 /** Reads STOAT_ACCEL; undefined when the value is none of auto, kvm, tcg. */
 export const accelSetting = (raw: string | undefined): AccelSetting | undefined => {

@@ -16,7 +16,7 @@ import {
   type StartedVm
 } from "@stoat/core"
 import { access, constants } from "node:fs/promises"
-import { AccelCache, accelSetting, type AccelSetting, type AccelVerdict } from "./accel.js"
+import { AccelCache, accelSetting, probeKernel, type AccelSetting, type AccelVerdict } from "./accel.js"
 import { vmFiles } from "./argv.js"
 import { checkpointVm, rebaseDisk, resumeVm } from "./checkpoint.js"
 import { awaitSshd, consoleSize, launchQemu, stopQemu, watchKvmStart } from "./lifecycle.js"
@@ -24,7 +24,6 @@ import { readRunState } from "./process.js"
 import * as img from "./qemu-img.js"
 import { screenshot } from "./screenshot.js"
 import * as snapshots from "./snapshots.js"
-import { readTinyGuest } from "./tiny/build.js"
 import { diskInfoOf, hostPathOf } from "./disks.js"
 import { cacheDirsFromEnv, defaultTinyCacheDir } from "./image-builder.js"
 
@@ -101,11 +100,6 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
       const accelCache = new AccelCache(join(root.root, ".accel-probe.json"))
       const tinyDir = options.tinyCacheDir ?? defaultTinyCacheDir(root.root)
       const qemuPath = findQemu(options.qemu ?? QEMU_BINARY)
-      /** The kernel the probe boots: the VM's own when it boots one directly, else the tiny guest's when built. */
-      const probeKernel = (plan?: BootPlan) =>
-        plan?.kernel !== undefined
-          ? Effect.succeed(plan.kernel.path)
-          : Effect.promise(() => readTinyGuest(join(tinyDir, "image")).then((image) => image?.kernel))
       const decide = (
         qemu: string,
         plan?: BootPlan
@@ -131,7 +125,7 @@ export const makeQemuHypervisor = (options: QemuHypervisorOptions = {}) =>
               }
             }
           }
-          const kernel = yield* probeKernel(plan)
+          const kernel = yield* probeKernel(plan?.kernel, tinyDir)
           return { setting, verdict: yield* Effect.promise(() => accelCache.verdict(qemu, kernel)) }
         })
 
